@@ -1,0 +1,6 @@
+//! Leader election: choosing one coordinator among processes with unique, ordered ids.
+//!
+//! Properties every election is checked for: agreement, validity, uniqueness, termination
+//! (see `docs/ELECTIONS.md`).
+
+pub mod chang_roberts;

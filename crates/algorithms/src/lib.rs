@@ -1,0 +1,116 @@
+//! # ringleader-algorithms
+//!
+//! Every algorithm of the seeds, one file each, each opening with an essay: the idea, the
+//! rules, the costs, the assumptions, the known flaws and the seed section it comes from.
+//!
+//! - [`election`]: leader election (Chang-Roberts, …);
+//! - [`mutex`]: distributed mutual exclusion (centralized coordinator, …).
+//!
+//! Each algorithm implements [`Algorithm`] on top of the [`ringleader_core::Process`] contract,
+//! and [`registry`] lists them all by the name `--algo` takes.
+
+pub mod election;
+pub mod mutex;
+
+pub use ringleader_core::Message;
+pub mod params;
+pub mod registry;
+
+pub use params::{ParamError, Params};
+pub use registry::{Info, Visitor, all, dispatch, find};
+
+use ringleader_core::{NodeId, Process, Time, Topology, Uid};
+
+/// The family an algorithm belongs to; it decides which checkers, workloads and outcome fields
+/// apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    /// Leader election.
+    Election,
+    /// Distributed mutual exclusion.
+    Mutex,
+    /// Logical and physical clocks.
+    Clock,
+    /// Distributed deadlock detection and prevention.
+    Deadlock,
+    /// Failure detectors.
+    Detector,
+}
+
+impl Family {
+    /// Lower-case name (`election`, `mutex`, `clock`, `deadlock`, `detector`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Election => "election",
+            Family::Mutex => "mutex",
+            Family::Clock => "clock",
+            Family::Deadlock => "deadlock",
+            Family::Detector => "detector",
+        }
+    }
+}
+
+/// The shape of communication graph an algorithm is written for; the driver builds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TopologyKind {
+    /// Everyone talks to everyone.
+    Complete,
+    /// Unidirectional ring.
+    Ring,
+    /// Bidirectional ring.
+    BiRing,
+    /// A random connected graph (the driver chooses the edge count).
+    Graph,
+    /// A balanced binary tree rooted at position 0 (stored as a graph).
+    Tree,
+}
+
+/// Which id a correct election must elect (the validity property).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LeaderRule {
+    /// The highest live uid.
+    Max,
+    /// The lowest live uid.
+    Min,
+    /// Any live node.
+    Any,
+}
+
+/// Everything an algorithm may know when it is configured: the membership, the topology, its
+/// parameters, and the bound on one-way delay the deployment promises (the `Ttrans` of
+/// synchronous-system timeouts).
+#[derive(Clone, Copy, Debug)]
+pub struct Setup<'a> {
+    /// Uid of every position.
+    pub uids: &'a [Uid],
+    /// The communication graph.
+    pub topology: &'a Topology,
+    /// Algorithm parameters (`--param key=value`, or the scenario's `[params]`).
+    pub params: &'a Params,
+    /// Upper bound on one-way message delay the algorithm may assume (Ttrans).
+    pub max_delay: Time,
+}
+
+/// An algorithm as the drivers see it: a [`Process`] with a name, a family, a configuration
+/// step that validates its parameters, and a constructor per node.
+pub trait Algorithm: Process {
+    /// The name `--algo` takes (kebab-case).
+    const NAME: &'static str;
+    /// The family.
+    const FAMILY: Family;
+    /// One-line summary for `ringleader list`.
+    const SUMMARY: &'static str;
+    /// The topology the algorithm is written for.
+    const TOPOLOGY: TopologyKind = TopologyKind::Complete;
+    /// For elections: which uid validity demands.
+    const LEADER_RULE: LeaderRule = LeaderRule::Max;
+
+    /// Validated, shared configuration.
+    type Config: Clone + std::fmt::Debug + Send + Sync + 'static;
+
+    /// Reads and validates parameters. Unknown parameters are reported by the caller.
+    fn configure(setup: &Setup) -> Result<Self::Config, ParamError>;
+
+    /// The initial state of the node at position `me`.
+    fn new(me: NodeId, config: &Self::Config, setup: &Setup) -> Self;
+}

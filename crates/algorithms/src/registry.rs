@@ -1,0 +1,89 @@
+//! Every algorithm by the name `--algo` takes, and a way to run generic code on one of them.
+//!
+//! Drivers are generic over [`Algorithm`]; the command line knows only a name. [`dispatch`]
+//! bridges the two: it calls [`Visitor::visit`] with the concrete type. Adding an algorithm
+//! means adding one line to the `registry!` list below.
+
+use crate::{Algorithm, Family, LeaderRule, TopologyKind, election, mutex};
+
+/// What `ringleader list` shows about an algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Info {
+    /// The `--algo` name.
+    pub name: &'static str,
+    /// The family.
+    pub family: Family,
+    /// One-line summary.
+    pub summary: &'static str,
+    /// The topology it is written for.
+    pub topology: TopologyKind,
+    /// Which uid a correct election elects.
+    pub leader_rule: LeaderRule,
+}
+
+impl Info {
+    /// The description of algorithm `A`.
+    pub fn of<A: Algorithm>() -> Info {
+        Info {
+            name: A::NAME,
+            family: A::FAMILY,
+            summary: A::SUMMARY,
+            topology: A::TOPOLOGY,
+            leader_rule: A::LEADER_RULE,
+        }
+    }
+}
+
+/// Generic code to run on one concrete algorithm type.
+pub trait Visitor {
+    /// What the visit returns.
+    type Output;
+    /// Runs with `A` as the algorithm.
+    fn visit<A: Algorithm>(self) -> Self::Output;
+}
+
+macro_rules! registry {
+    ($($ty:ty),* $(,)?) => {
+        /// Every algorithm, in the order `ringleader list` prints them.
+        pub fn all() -> Vec<Info> {
+            vec![$(Info::of::<$ty>()),*]
+        }
+
+        /// Calls `visitor` with the algorithm named `name`; `None` when no algorithm has that name.
+        pub fn dispatch<V: Visitor>(name: &str, visitor: V) -> Option<V::Output> {
+            $(
+                if name == <$ty as Algorithm>::NAME {
+                    return Some(visitor.visit::<$ty>());
+                }
+            )*
+            None
+        }
+    };
+}
+
+registry! {
+    election::chang_roberts::ChangRoberts,
+    mutex::central::Central,
+    mutex::central::CentralTimeout,
+}
+
+/// The description of the algorithm named `name`.
+pub fn find(name: &str) -> Option<Info> {
+    all().into_iter().find(|i| i.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_kebab_case() {
+        let infos = all();
+        for (i, a) in infos.iter().enumerate() {
+            assert!(a.name.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{}", a.name);
+            assert!(infos[i + 1..].iter().all(|b| b.name != a.name), "{} twice", a.name);
+            assert_eq!(find(a.name), Some(*a));
+        }
+        assert_eq!(find("no-such"), None);
+    }
+}

@@ -1,0 +1,135 @@
+//! `ringleader bench`: how fast the simulator runs, and how much memory it takes.
+//!
+//! Each case runs in a child process of its own so that its peak resident memory (VmHWM) is
+//! its own. The default cases are the ones `docs/PERFORMANCE.md` records: Chang-Roberts on a
+//! ring of 1,000,000 nodes with random ids and every node initiating, under constant latency
+//! (1 ms) and under `uniform:1ms..2ms`, where the event queue really has to order events.
+
+use std::process::Command;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use ringleader_sim::notation::Latency;
+use ringleader_sim::scenario::{IdArrangement, Initiators};
+use ringleader_sim::{RunConfig, RunOptions};
+use serde::{Deserialize, Serialize};
+
+/// Measure the simulator on large rings.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Ring size.
+    #[arg(long, default_value_t = 1_000_000)]
+    nodes: u32,
+    /// Algorithm to measure.
+    #[arg(long, default_value = "chang-roberts")]
+    algo: String,
+    /// Latency specs to measure, one case each (repeatable)
+    /// [default: constant:1ms and uniform:1ms..2ms].
+    #[arg(long, value_name = "SPEC")]
+    latency: Vec<Latency>,
+    /// Print one JSON array instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Run one case in this process (used by the parent; implies --json).
+    #[arg(long, hide = true)]
+    single: bool,
+}
+
+/// One measured case.
+#[derive(Debug, Serialize, Deserialize)]
+struct Measurement {
+    algorithm: String,
+    nodes: u32,
+    latency: String,
+    events: u64,
+    messages_delivered: u64,
+    wall_seconds: f64,
+    events_per_second: f64,
+    delivered_per_second: f64,
+    peak_rss_mib: f64,
+    leader: serde_json::Value,
+    properties_hold: bool,
+}
+
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_owned))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<f64>().ok()))
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn measure(algo: &str, nodes: u32, latency: &Latency) -> anyhow::Result<Measurement> {
+    let mut cfg = RunConfig::new(algo, nodes)?;
+    cfg.ids = IdArrangement::Random;
+    cfg.initiators = Initiators::All;
+    cfg.latency = latency.clone();
+    cfg.max_delay = latency.bound();
+    let r = ringleader_sim::run(&cfg, RunOptions::default())?.report;
+    Ok(Measurement {
+        algorithm: algo.into(),
+        nodes,
+        latency: latency.to_string(),
+        events: r.events,
+        messages_delivered: r.messages.delivered,
+        wall_seconds: r.wall_seconds,
+        events_per_second: r.events as f64 / r.wall_seconds,
+        delivered_per_second: r.messages.delivered as f64 / r.wall_seconds,
+        peak_rss_mib: peak_rss_mib(),
+        leader: r.outcome.get("leader").cloned().unwrap_or_default(),
+        properties_hold: r.properties.iter().all(|p| p.holds),
+    })
+}
+
+/// Runs `ringleader bench`.
+pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
+    let latencies = if args.latency.is_empty() {
+        vec![Latency::Constant(1_000_000), Latency::Uniform(1_000_000, 2_000_000)]
+    } else {
+        args.latency.clone()
+    };
+    if args.single {
+        let m = measure(&args.algo, args.nodes, &latencies[0])?;
+        println!("{}", serde_json::to_string(&m)?);
+        return Ok(0);
+    }
+    let exe = std::env::current_exe().context("cannot find the ringleader executable")?;
+    let mut results = Vec::new();
+    for lat in &latencies {
+        if !args.json {
+            eprintln!("measuring {} on {} nodes, latency {lat} …", args.algo, args.nodes);
+        }
+        let out = Command::new(&exe)
+            .args(["bench", "--single", "--algo", &args.algo, "--nodes", &args.nodes.to_string(), "--latency", &lat.to_string()])
+            .output()
+            .context("cannot start the measuring child process")?;
+        if !out.status.success() {
+            bail!("bench case {lat} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+        let m: Measurement = serde_json::from_slice(&out.stdout).context("bench child printed no measurement")?;
+        results.push(m);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    } else {
+        println!("| algorithm | nodes | latency | events | delivered | wall s | delivered/s | events/s | peak RSS MiB | leader | properties |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+        for m in &results {
+            println!(
+                "| {} | {} | {} | {} | {} | {:.2} | {:.2e} | {:.2e} | {:.0} | {} | {} |",
+                m.algorithm,
+                m.nodes,
+                m.latency,
+                m.events,
+                m.messages_delivered,
+                m.wall_seconds,
+                m.delivered_per_second,
+                m.events_per_second,
+                m.peak_rss_mib,
+                m.leader,
+                if m.properties_hold { "hold" } else { "VIOLATED" }
+            );
+        }
+    }
+    Ok(if results.iter().all(|m| m.properties_hold) { 0 } else { 2 })
+}

@@ -1,0 +1,215 @@
+//! `ringleader sim`: one simulated run.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Args;
+use ringleader_sim::notation::{At, Latency, Partition, Pause};
+use ringleader_sim::scenario::{
+    ClocksSection, Duration, ExpectSection, FaultsSection, IdArrangement, Initiators, NetworkSection, WorkloadKind,
+    WorkloadSection,
+};
+use ringleader_sim::{Progress, RunOptions, Scenario};
+
+/// Flags override the scenario file field by field.
+///
+/// Times take a unit (ns, us, ms, s: 250us, 1.5ms, 2s); a bare number means milliseconds.
+/// Node ids are 1..N; under --ids ascending position i holds id i+1.
+///
+/// Examples:
+///   ringleader sim --algo chang-roberts --nodes 8 --ids descending --initiators all
+///   ringleader sim --algo central --nodes 5 --workload sequential --entries 10 --json
+///   ringleader sim scenarios/central-timeout-paused-holder.toml --mermaid run.mmd
+#[derive(Args, Debug, Default)]
+#[command(verbatim_doc_comment)]
+pub struct SimArgs {
+    /// A scenario file (TOML); see scenarios/ for examples.
+    pub scenario: Option<PathBuf>,
+    /// Algorithm to run (see `ringleader list`).
+    #[arg(long, value_name = "NAME")]
+    pub algo: Option<String>,
+    /// Number of nodes [default: 5].
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<u32>,
+    /// Seed of the run's one random stream [default: 1].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// How ids are laid out over positions [default: ascending].
+    #[arg(long, value_name = "ARRANGEMENT", value_parser = ["ascending", "descending", "random"])]
+    pub ids: Option<String>,
+    /// Who starts an election at time 0: all, lowest, highest, none, or ids like 3 or 1,4
+    /// (lowest/highest mean the lowest/highest live id) [default for elections: lowest].
+    #[arg(long, value_name = "WHO")]
+    pub initiators: Option<Initiators>,
+    /// Crash node ID at TIME (repeatable), e.g. --crash 7@0.
+    #[arg(long, value_name = "ID@TIME")]
+    pub crash: Vec<At>,
+    /// Recover node ID at TIME (repeatable).
+    #[arg(long, value_name = "ID@TIME")]
+    pub recover: Vec<At>,
+    /// Pause node ID (slow, not dead) from FROM to TO (repeatable), e.g. --pause 3@10ms..200ms.
+    #[arg(long, value_name = "ID@FROM..TO")]
+    pub pause: Vec<Pause>,
+    /// Cut A,B from C,D from FROM to TO (repeatable); A,B>C,D cuts one way only.
+    #[arg(long, value_name = "A,B|C,D@FROM..TO")]
+    pub partition: Vec<Partition>,
+    /// Probability that a message is lost [default: 0].
+    #[arg(long, value_name = "P")]
+    pub loss: Option<f64>,
+    /// Probability that a message is delivered twice [default: 0].
+    #[arg(long, value_name = "P")]
+    pub dup: Option<f64>,
+    /// One-way latency: constant:D, uniform:A..B, exponential:MEAN, normal:MEAN,SD,
+    /// lognormal:MEDIAN,SIGMA [default: constant:1ms].
+    #[arg(long, value_name = "SPEC")]
+    pub latency: Option<Latency>,
+    /// Deliver messages on each link in the order they were sent.
+    #[arg(long)]
+    pub fifo: bool,
+    /// The delay bound algorithms may assume (Ttrans in timeouts) [default: the latency's bound].
+    #[arg(long, value_name = "TIME")]
+    pub max_delay: Option<Duration>,
+    /// Stop runs that never go quiet after this much virtual time [default: 60s].
+    #[arg(long, value_name = "TIME")]
+    pub duration: Option<Duration>,
+    /// Edges of the random connected graph, for graph algorithms [default: 2N].
+    #[arg(long, value_name = "M")]
+    pub edges: Option<u64>,
+    /// Mutual-exclusion workload [default for mutex algorithms: sequential].
+    #[arg(long, value_name = "KIND", value_parser = ["sequential", "saturated", "poisson"])]
+    pub workload: Option<String>,
+    /// Critical-section entries to request in total [default: 10].
+    #[arg(long, value_name = "E")]
+    pub entries: Option<u64>,
+    /// Time a holder stays in the critical section (mean, under poisson) [default: 1ms].
+    #[arg(long, value_name = "TIME")]
+    pub hold: Option<Duration>,
+    /// Requests per second per node, under poisson [default: 10].
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// Which ids make requests, e.g. 2,3,4 [default: all; all but node 0 under sequential].
+    #[arg(long, value_name = "IDS")]
+    pub requesters: Option<Initiators>,
+    /// Draw each node's initial clock offset uniformly from ±TIME [default: 0].
+    #[arg(long, value_name = "TIME")]
+    pub clock_offset: Option<Duration>,
+    /// Draw each node's clock drift uniformly from ±PPM parts per million [default: 0].
+    #[arg(long, value_name = "PPM")]
+    pub drift_ppm: Option<u32>,
+    /// Algorithm parameter (repeatable), e.g. --param timeout=20ms.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_param)]
+    pub param: Vec<(String, String)>,
+    /// A property whose violation the run is expected to find (repeatable).
+    #[arg(long, value_name = "PROPERTY")]
+    pub expect: Vec<String>,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the trace, one JSON object per line.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub trace: Option<PathBuf>,
+    /// Write a Mermaid sequence diagram of the run.
+    #[arg(long, value_name = "FILE.mmd")]
+    pub mermaid: Option<PathBuf>,
+}
+
+fn parse_param(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected KEY=VALUE"))?;
+    if k.trim().is_empty() {
+        return Err(format!("{s:?}: the key is empty"));
+    }
+    Ok((k.trim().into(), v.trim().into()))
+}
+
+impl SimArgs {
+    /// The flags as a scenario overlay.
+    pub fn overlay(&self) -> Scenario {
+        let ids = self.ids.as_deref().map(|s| match s {
+            "descending" => IdArrangement::Descending,
+            "random" => IdArrangement::Random,
+            _ => IdArrangement::Ascending,
+        });
+        let workload = self.workload.as_deref().map(|s| match s {
+            "saturated" => WorkloadKind::Saturated,
+            "poisson" => WorkloadKind::Poisson,
+            _ => WorkloadKind::Sequential,
+        });
+        Scenario {
+            algorithm: self.algo.clone(),
+            nodes: self.nodes,
+            seed: self.seed,
+            ids,
+            initiators: self.initiators.clone(),
+            duration: self.duration,
+            edges: self.edges,
+            params: self.param.iter().map(|(k, v)| (k.clone(), toml::Value::String(v.clone()))).collect::<BTreeMap<_, _>>(),
+            network: NetworkSection {
+                latency: self.latency.clone(),
+                loss: self.loss,
+                dup: self.dup,
+                fifo: self.fifo.then_some(true),
+                max_delay: self.max_delay,
+            },
+            faults: FaultsSection {
+                crash: self.crash.clone(),
+                recover: self.recover.clone(),
+                pause: self.pause.clone(),
+                partition: self.partition.clone(),
+            },
+            workload: WorkloadSection { kind: workload, entries: self.entries, hold: self.hold, rate: self.rate, requesters: self.requesters.clone() },
+            clocks: ClocksSection { offset: self.clock_offset, drift_ppm: self.drift_ppm },
+            expect: ExpectSection { violations: self.expect.clone() },
+            ..Scenario::default()
+        }
+    }
+}
+
+/// Runs `ringleader sim`; returns the exit status.
+pub fn run(args: SimArgs) -> anyhow::Result<i32> {
+    let base = match &args.scenario {
+        Some(path) => Scenario::load(path)?,
+        None => Scenario::default(),
+    };
+    let cfg = base.merge(args.overlay()).resolve(args.scenario.clone())?;
+    let show_progress = !args.json && std::io::stderr().is_terminal();
+    let bar = show_progress.then(|| {
+        let b = indicatif::ProgressBar::new(cfg.duration.max(1));
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {msg} [{elapsed_precise}]").expect("valid template"),
+        );
+        b
+    });
+    let mut on_progress = |p: Progress| {
+        if let Some(b) = &bar {
+            b.set_message(format!("{} steps, virtual {:.3} ms, {} queued", p.step, p.now as f64 / 1e6, p.queued));
+            b.tick();
+        }
+    };
+    let opts = RunOptions {
+        trace: args.trace.clone(),
+        keep_trace: args.mermaid.is_some(),
+        progress: Some(&mut on_progress),
+    };
+    let result = ringleader_sim::run(&cfg, opts)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if let Some(path) = &args.mermaid {
+        std::fs::write(path, result.mermaid()).with_context(|| format!("{}", path.display()))?;
+    }
+    let report = &result.report;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+    } else {
+        print!("{}", report.human(cfg.description.as_deref()));
+        if let Some(p) = &args.trace {
+            println!("trace      {}", p.display());
+        }
+        if let Some(p) = &args.mermaid {
+            println!("diagram    {}", p.display());
+        }
+    }
+    Ok(report.exit_code())
+}

@@ -1,0 +1,154 @@
+//! The shared vocabulary between algorithms and the world around them.
+//!
+//! Every algorithm has its own message and timer types, but what an application asks of a node
+//! ([`Request`]) and what a node reports ([`Event`]) are shared: the simulator's workloads, the
+//! property checkers, the trace, `ringleader verify` and the HTTP API all speak them without
+//! knowing which algorithm runs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{NodeId, Time, Uid};
+
+/// What an application (or a workload, or an operator) asks a node to do.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "request", rename_all = "snake_case")]
+pub enum Request {
+    /// Start an election now (an initiator, or a node told that the coordinator is gone).
+    StartElection,
+    /// Ask for the critical section; the node emits [`Event::Entered`] when it holds it.
+    Acquire,
+    /// Leave the critical section (only meaningful after [`Event::Entered`]).
+    Release,
+    /// A local event with no communication (clock workloads).
+    Local,
+    /// Send an application message to `to` (clock workloads).
+    SendTo {
+        /// Destination position.
+        to: NodeId,
+    },
+    /// Start a clock-synchronisation round.
+    Synchronize,
+    /// Block waiting for the resources held by `holders` (deadlock workloads, AND model).
+    WaitFor {
+        /// Positions this node now waits for.
+        holders: Vec<NodeId>,
+    },
+    /// Stop waiting for `holder` (the resource was granted, or the request withdrawn).
+    StopWaiting {
+        /// Position no longer waited for.
+        holder: NodeId,
+    },
+}
+
+/// What a node reports about itself: the observable behaviour checkers judge.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// This node started (or joined) an election.
+    ElectionStarted,
+    /// This node now believes `leader` is the coordinator for `term` (0 where the algorithm
+    /// has no terms). `leader` equal to the node's own uid means "I am the coordinator".
+    Leader {
+        /// The coordinator's uid.
+        leader: Uid,
+        /// The epoch or term (0 for algorithms without terms).
+        term: u64,
+    },
+    /// This node no longer knows a coordinator (it suspects the old one, or stepped down).
+    LeaderLost,
+    /// This node was chosen as a super-peer (large-scale elections elect a set).
+    SuperPeer,
+    /// This node stopped being a super-peer.
+    SuperPeerLost,
+    /// This node entered the critical section; `fencing` increases with every grant.
+    Entered {
+        /// Fencing token: strictly increasing in grant order.
+        fencing: u64,
+    },
+    /// This node left the critical section.
+    Exited,
+    /// A coordinator or arbiter queued a request from `node`.
+    Queued {
+        /// Requester position.
+        node: NodeId,
+    },
+    /// A coordinator or arbiter granted permission to `node`.
+    Granted {
+        /// Requester position.
+        node: NodeId,
+    },
+    /// The token was (re)generated at this node.
+    TokenRegenerated,
+    /// This node suspects `node` of having crashed.
+    Suspect {
+        /// Suspected position.
+        node: NodeId,
+    },
+    /// This node stopped suspecting `node`.
+    Trust {
+        /// Trusted position.
+        node: NodeId,
+    },
+    /// This node detected a deadlock: a probe it initiated came back.
+    DeadlockDetected {
+        /// Positions on the detected cycle, as far as the probe knows them.
+        cycle: Vec<NodeId>,
+    },
+    /// This node aborted (a deadlock victim, or a transaction that died or was wounded).
+    Aborted,
+    /// A transaction restarted, keeping its original timestamp.
+    Restarted,
+    /// This node's clock was corrected by `delta` nanoseconds (applied by slewing).
+    ClockAdjusted {
+        /// The correction, in nanoseconds (negative slows the clock down).
+        delta: i64,
+    },
+    /// An application-level observation with a free-form label (clock workloads and demos).
+    Note {
+        /// What happened.
+        label: String,
+        /// An associated value.
+        value: i64,
+    },
+    /// A logical timestamp attached to a local, send or receive event (clock algorithms).
+    Stamped {
+        /// The Lamport value, or 0.
+        lamport: u64,
+        /// The vector value (empty for Lamport clocks).
+        vector: Vec<u64>,
+    },
+    /// A file-system-like observation for the `make` story: `what` was done at local `time`.
+    Touched {
+        /// What was done (`edit`, `compile`, `skip`).
+        what: String,
+        /// The local timestamp recorded.
+        time: Time,
+    },
+}
+
+impl Event {
+    /// A short snake_case name for the event kind.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::ElectionStarted => "election_started",
+            Event::Leader { .. } => "leader",
+            Event::LeaderLost => "leader_lost",
+            Event::SuperPeer => "super_peer",
+            Event::SuperPeerLost => "super_peer_lost",
+            Event::Entered { .. } => "entered",
+            Event::Exited => "exited",
+            Event::Queued { .. } => "queued",
+            Event::Granted { .. } => "granted",
+            Event::TokenRegenerated => "token_regenerated",
+            Event::Suspect { .. } => "suspect",
+            Event::Trust { .. } => "trust",
+            Event::DeadlockDetected { .. } => "deadlock_detected",
+            Event::Aborted => "aborted",
+            Event::Restarted => "restarted",
+            Event::ClockAdjusted { .. } => "clock_adjusted",
+            Event::Note { .. } => "note",
+            Event::Stamped { .. } => "stamped",
+            Event::Touched { .. } => "touched",
+        }
+    }
+}

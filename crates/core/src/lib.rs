@@ -1,0 +1,38 @@
+//! # ringleader-core: the process contract
+//!
+//! Every algorithm in ringleader is written once, as a deterministic state machine that
+//! never touches a socket, a clock, a thread or a random-number generator. A *driver* (the
+//! simulator, the model checker, the real-network node) feeds it inputs and carries out what
+//! it asks for:
+//!
+//! ```text
+//!            on_start / on_message / on_timer / on_request / on_recover
+//!   driver ────────────────────────────────────────────────────────────▶ Process
+//!          ◀──────────────────────────────────────────────────────────── (state)
+//!            Outbox: Send{to,msg} · SetTimer{timer,after} · CancelTimer · Emit(Event) · AdjustClock
+//! ```
+//!
+//! The crate holds only that contract: node identities ([`NodeId`], [`Uid`]), integer time
+//! ([`Time`]), the topology a node may know ([`Topology`]), the [`Context`] a handler reads, the
+//! [`Outbox`] it writes, and the shared vocabulary of application [`Request`]s and observable
+//! [`Event`]s that checkers, traces and the HTTP API all speak.
+
+mod event;
+mod process;
+pub mod time;
+pub mod trace;
+mod topology;
+
+pub use event::{Event, Request};
+pub use process::{Action, Context, Message, Outbox, Process};
+pub use time::Time;
+pub use topology::{Neighbors, Topology};
+
+/// Where a node sits: its position `0..N` in the system. Drivers address nodes by position.
+///
+/// On a ring, position `i` sends to position `(i + 1) mod N`.
+pub type NodeId = u32;
+
+/// A node's identifier in the algorithm's sense: unique and totally ordered (the "id" that
+/// elections compare). Under the `ascending` arrangement position `i` holds uid `i + 1`.
+pub type Uid = u64;

@@ -1,0 +1,167 @@
+//! Election properties: agreement, validity, uniqueness, termination.
+//!
+//! - **uniqueness** is judged after every step: never two live processes that both believe
+//!   they are coordinator for the same term (a paused process is alive and still believes);
+//! - **agreement**, **validity** and **termination** are judged when the run is over
+//!   (quiescent, or out of time): every live process names the same coordinator, that
+//!   coordinator is alive and is the one the algorithm's rule demands (highest or lowest live
+//!   id), and every live process learned one.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ringleader_algorithms::LeaderRule;
+use ringleader_core::{Event, NodeId, Time, Uid};
+
+use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+
+/// Tracks who believes what about the coordinator.
+#[derive(Clone, Debug)]
+pub struct ElectionChecker {
+    belief: Vec<Option<(Uid, u64)>>,
+    /// term → live nodes that believe they are the coordinator for that term.
+    claimants: BTreeMap<u64, BTreeSet<NodeId>>,
+    started: bool,
+    first_start: Option<Time>,
+    last_leader_event: Time,
+    leaderships: u64,
+    election_time: Latencies,
+}
+
+impl ElectionChecker {
+    /// A checker for `n` nodes.
+    pub fn new(n: usize) -> Self {
+        ElectionChecker {
+            belief: vec![None; n],
+            claimants: BTreeMap::new(),
+            started: false,
+            first_start: None,
+            last_leader_event: 0,
+            leaderships: 0,
+            election_time: Latencies::default(),
+        }
+    }
+
+    fn drop_claim(&mut self, node: NodeId, at: Stamp, v: &mut Violations) {
+        if let Some((_, term)) = self.belief[node as usize]
+            && let Some(set) = self.claimants.get_mut(&term)
+        {
+            set.remove(&node);
+            if set.len() < 2 {
+                v.close("uniqueness", at);
+            }
+            if set.is_empty() {
+                self.claimants.remove(&term);
+            }
+        }
+    }
+
+    fn expected_leader(w: &World) -> Option<Uid> {
+        let live = (0..w.uids.len() as NodeId).filter(|&n| w.alive(n)).map(|n| w.uids[n as usize]);
+        match w.rule {
+            LeaderRule::Max => live.max(),
+            LeaderRule::Min => live.min(),
+            LeaderRule::Any => None,
+        }
+    }
+}
+
+impl Checker for ElectionChecker {
+    fn properties(&self) -> Vec<&'static str> {
+        vec!["agreement", "validity", "uniqueness", "termination"]
+    }
+
+    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations) {
+        match *event {
+            Event::ElectionStarted => {
+                self.started = true;
+                self.first_start.get_or_insert(at.time);
+            }
+            Event::Leader { leader, term } => {
+                self.drop_claim(node, at, v);
+                self.belief[node as usize] = Some((leader, term));
+                self.last_leader_event = at.time;
+                if leader == w.uids[node as usize] {
+                    self.leaderships += 1;
+                    if let Some(start) = self.first_start {
+                        self.election_time.record(at.time - start);
+                    }
+                    let set = self.claimants.entry(term).or_default();
+                    set.insert(node);
+                    if set.len() >= 2 {
+                        let ids: Vec<String> = set.iter().map(|&n| format!("id {}", w.uids[n as usize])).collect();
+                        v.record("uniqueness", at, || {
+                            format!("{} all believe they are coordinator (term {term})", ids.join(" and "))
+                        });
+                    }
+                }
+            }
+            Event::LeaderLost => {
+                self.drop_claim(node, at, v);
+                self.belief[node as usize] = None;
+            }
+            _ => {}
+        }
+    }
+
+    fn on_crash(&mut self, _w: &World, node: NodeId, at: Stamp, v: &mut Violations) {
+        self.drop_claim(node, at, v);
+        self.belief[node as usize] = None;
+    }
+
+    fn on_recover(&mut self, _w: &World, node: NodeId, _at: Stamp, _v: &mut Violations) {
+        self.belief[node as usize] = None;
+    }
+
+    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+        if !self.started && self.belief.iter().all(Option::is_none) {
+            return;
+        }
+        let live: Vec<NodeId> = (0..w.uids.len() as NodeId).filter(|&n| w.alive(n)).collect();
+        if let Some(&n) = live.iter().find(|&&n| self.belief[n as usize].is_none()) {
+            v.record("termination", at, || format!("id {} never learned a coordinator", w.uids[n as usize]));
+        }
+        let mut named = live.iter().filter_map(|&n| self.belief[n as usize].map(|(l, _)| (n, l)));
+        if let Some((first, leader)) = named.next() {
+            if let Some((other, l2)) = named.find(|&(_, l)| l != leader) {
+                v.record("agreement", at, || {
+                    format!("id {} names {leader}, id {} names {l2}", w.uids[first as usize], w.uids[other as usize])
+                });
+            }
+        }
+        let expected = Self::expected_leader(w);
+        let alive_uids: BTreeSet<Uid> = live.iter().map(|&n| w.uids[n as usize]).collect();
+        for &n in &live {
+            if let Some((l, _)) = self.belief[n as usize] {
+                if !alive_uids.contains(&l) {
+                    v.record("validity", at, || format!("id {} names {l}, which is not alive", w.uids[n as usize]));
+                    break;
+                }
+                if let Some(e) = expected
+                    && l != e
+                {
+                    v.record("validity", at, || {
+                        format!("id {} names {l}, but the {} live id is {e}", w.uids[n as usize], if w.rule == LeaderRule::Max { "highest" } else { "lowest" })
+                    });
+                    break;
+                }
+            }
+        }
+    }
+
+    fn report(&self, w: &World) -> FamilyReport {
+        let live: Vec<NodeId> = (0..w.uids.len() as NodeId).filter(|&n| w.alive(n)).collect();
+        let leaders: BTreeSet<Option<Uid>> = live.iter().map(|&n| self.belief[n as usize].map(|(l, _)| l)).collect();
+        let agreed = leaders.len() == 1 && !leaders.contains(&None);
+        let leader = if agreed { leaders.into_iter().next().flatten() } else { None };
+        let mut r = FamilyReport { operations: self.leaderships, ..FamilyReport::default() };
+        r.outcome.insert("leader".into(), leader.into());
+        r.outcome.insert("agreed".into(), agreed.into());
+        if let Some(s) = self.first_start {
+            r.outcome.insert("election_ms".into(), ((self.last_leader_event.saturating_sub(s)) as f64 / 1e6).into());
+        }
+        if let Some(p) = self.election_time.summary() {
+            r.latencies.insert("time_to_leader".into(), p);
+        }
+        r
+    }
+}

@@ -1,0 +1,234 @@
+//! Property checkers: the simulator's global view, judged after every step.
+//!
+//! A checker sees every observable [`Event`], every application [`Request`] and every fault,
+//! with the global knowledge no process has (who is really alive, who really holds the section).
+//! Each family has one checker; it records the *first* violation of each property with its time,
+//! step and a short explanation, and keeps the violation window open until the bad condition
+//! ends (the Mermaid diagram draws that window as a red rectangle).
+
+pub mod election;
+pub mod mutex;
+
+use std::collections::BTreeMap;
+
+use ringleader_algorithms::{Family, LeaderRule};
+use ringleader_core::{Event, NodeId, Request, Time, Uid};
+use serde::Serialize;
+
+/// Every property name any checker may report (what `expect.violations` may name).
+pub const ALL_PROPERTIES: &[&str] = &[
+    "agreement",
+    "validity",
+    "uniqueness",
+    "termination",
+    "safety",
+    "liveness",
+    "no_starvation",
+    "fifo",
+    "fencing",
+];
+
+/// Whether a node is up, crashed or paused, as the simulator knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Running.
+    Up,
+    /// Crashed: receives nothing until it recovers.
+    Crashed,
+    /// Paused: alive but slow; its inputs wait until it resumes.
+    Paused,
+}
+
+/// The global view a checker may consult.
+#[derive(Clone, Copy, Debug)]
+pub struct World<'a> {
+    /// Uid of every position.
+    pub uids: &'a [Uid],
+    /// Status of every position.
+    pub status: &'a [Status],
+    /// What validity demands of an election.
+    pub rule: LeaderRule,
+}
+
+impl World<'_> {
+    /// True unless `node` is crashed (a paused node is alive).
+    pub fn alive(&self, node: NodeId) -> bool {
+        self.status[node as usize] != Status::Crashed
+    }
+}
+
+/// When something happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// Virtual time.
+    pub time: Time,
+    /// Step number.
+    pub step: u64,
+}
+
+/// A property found violated.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Violation {
+    /// The property.
+    pub property: &'static str,
+    /// Virtual time, in ms.
+    pub time: f64,
+    /// Step at which it was found.
+    pub step: u64,
+    /// What went wrong.
+    pub detail: String,
+    /// The step at which the bad condition ended, if it did.
+    #[serde(skip)]
+    pub until_step: Option<u64>,
+    /// Virtual time in ns.
+    #[serde(skip)]
+    pub time_ns: Time,
+}
+
+/// The first violation of each property.
+#[derive(Clone, Debug, Default)]
+pub struct Violations {
+    list: Vec<Violation>,
+}
+
+impl Violations {
+    /// Records a violation of `property` unless one is already recorded.
+    pub fn record(&mut self, property: &'static str, at: Stamp, detail: impl FnOnce() -> String) {
+        if !self.list.iter().any(|v| v.property == property) {
+            self.list.push(Violation {
+                property,
+                time: at.time as f64 / 1e6,
+                step: at.step,
+                detail: detail(),
+                until_step: None,
+                time_ns: at.time,
+            });
+        }
+    }
+
+    /// Marks the end of the bad condition of `property`'s first violation.
+    pub fn close(&mut self, property: &'static str, at: Stamp) {
+        if let Some(v) = self.list.iter_mut().find(|v| v.property == property && v.until_step.is_none()) {
+            v.until_step = Some(at.step);
+        }
+    }
+
+    /// True when `property` was violated.
+    pub fn has(&self, property: &str) -> bool {
+        self.list.iter().any(|v| v.property == property)
+    }
+
+    /// The violations, in the order they were found.
+    pub fn list(&self) -> &[Violation] {
+        &self.list
+    }
+
+    /// How many were recorded so far.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// True when none was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+}
+
+/// Latency percentiles, in ms.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Percentiles {
+    /// Samples.
+    pub count: u64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// A latency recorder (ns, 3 significant digits).
+#[derive(Clone, Debug)]
+pub struct Latencies(hdrhistogram::Histogram<u64>);
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies(hdrhistogram::Histogram::new(3).expect("3 significant digits is valid"))
+    }
+}
+
+impl Latencies {
+    /// Records one sample in ns.
+    pub fn record(&mut self, ns: Time) {
+        self.0.saturating_record(ns);
+    }
+
+    /// The summary, or `None` without samples.
+    pub fn summary(&self) -> Option<Percentiles> {
+        let h = &self.0;
+        (!h.is_empty()).then(|| Percentiles {
+            count: h.len(),
+            p50: h.value_at_quantile(0.5) as f64 / 1e6,
+            p90: h.value_at_quantile(0.9) as f64 / 1e6,
+            p99: h.value_at_quantile(0.99) as f64 / 1e6,
+            max: h.max() as f64 / 1e6,
+            mean: h.mean() / 1e6,
+        })
+    }
+}
+
+/// What a family checker adds to the run report.
+#[derive(Clone, Debug, Default)]
+pub struct FamilyReport {
+    /// The family's outcome fields (`leader`, `agreed`; `entries`, `max_concurrent_holders` …).
+    pub outcome: serde_json::Map<String, serde_json::Value>,
+    /// Operations performed (elections won, critical-section entries …).
+    pub operations: u64,
+    /// Named latency summaries.
+    pub latencies: BTreeMap<String, Percentiles>,
+}
+
+/// A family's property checker.
+pub trait Checker {
+    /// The properties this checker judges, in report order.
+    fn properties(&self) -> Vec<&'static str>;
+    /// A node reported `event`.
+    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations);
+    /// A live node received an application request.
+    fn on_request(&mut self, _w: &World, _node: NodeId, _req: &Request, _at: Stamp, _v: &mut Violations) {}
+    /// `node` crashed (the world already says so).
+    fn on_crash(&mut self, _w: &World, _node: NodeId, _at: Stamp, _v: &mut Violations) {}
+    /// `node` recovered.
+    fn on_recover(&mut self, _w: &World, _node: NodeId, _at: Stamp, _v: &mut Violations) {}
+    /// The run is over (quiescent or out of time): judge end-state properties.
+    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations);
+    /// Outcome, operation count and latencies.
+    fn report(&self, w: &World) -> FamilyReport;
+}
+
+/// A checker for `family` on `n` nodes.
+pub fn for_family(family: Family, n: usize) -> Box<dyn Checker + Send> {
+    match family {
+        Family::Election => Box::new(election::ElectionChecker::new(n)),
+        Family::Mutex => Box::new(mutex::MutexChecker::new(n)),
+        _ => Box::new(NoChecker),
+    }
+}
+
+/// A family with no checker yet: no properties.
+struct NoChecker;
+
+impl Checker for NoChecker {
+    fn properties(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+    fn on_event(&mut self, _: &World, _: NodeId, _: &Event, _: Stamp, _: &mut Violations) {}
+    fn finish(&mut self, _: &World, _: Stamp, _: &mut Violations) {}
+    fn report(&self, _: &World) -> FamilyReport {
+        FamilyReport::default()
+    }
+}

@@ -1,0 +1,158 @@
+//! Mutual-exclusion properties: safety, liveness, no starvation, FIFO, fencing.
+//!
+//! - **safety** (judged after every step): never two live processes in the critical section;
+//! - **fencing**: every entry carries a fencing token larger than the previous entry's;
+//! - **fifo** (only for algorithms that report `Queued`/`Granted`): a coordinator or arbiter
+//!   grants in the order it queued requests;
+//! - **liveness** (end of run): while requests wait, somebody entered after the oldest one
+//!   was made — otherwise the system is deadlocked;
+//! - **no_starvation** (end of run): every request of a live process was served.
+//!
+//! The checker also measures response time (request → entry), synchronization delay (exit of
+//! one holder → entry of the next, when someone was waiting) and bounded waiting (entries by
+//! others between a request and its grant).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use ringleader_core::{Event, NodeId, Request, Time};
+
+use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+
+/// Tracks the holders and the waiting requests.
+#[derive(Clone, Debug, Default)]
+pub struct MutexChecker {
+    holders: BTreeSet<NodeId>,
+    max_holders: usize,
+    /// node → (request time, entries so far at request time)
+    pending: BTreeMap<NodeId, (Time, u64)>,
+    entries: u64,
+    last_entry: Time,
+    last_fencing: Option<u64>,
+    exit_with_waiters: Option<Time>,
+    /// arbiter → requesters in the order it queued them
+    queues: BTreeMap<NodeId, VecDeque<NodeId>>,
+    saw_queue: bool,
+    response: Latencies,
+    sync_delay: Latencies,
+    max_overtaken: u64,
+}
+
+impl MutexChecker {
+    /// A checker for `n` nodes.
+    pub fn new(_n: usize) -> Self {
+        MutexChecker::default()
+    }
+}
+
+impl Checker for MutexChecker {
+    fn properties(&self) -> Vec<&'static str> {
+        let mut p = vec!["safety", "liveness", "no_starvation", "fencing"];
+        if self.saw_queue {
+            p.push("fifo");
+        }
+        p
+    }
+
+    fn on_request(&mut self, _w: &World, node: NodeId, req: &Request, at: Stamp, _v: &mut Violations) {
+        if *req == Request::Acquire && !self.holders.contains(&node) {
+            self.pending.entry(node).or_insert((at.time, self.entries));
+        }
+    }
+
+    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations) {
+        match *event {
+            Event::Entered { fencing } => {
+                if let Some(prev) = self.last_fencing
+                    && fencing <= prev
+                {
+                    v.record("fencing", at, || {
+                        format!("id {} entered with fencing token {fencing}, not above the previous {prev}", w.uids[node as usize])
+                    });
+                }
+                self.last_fencing = Some(fencing);
+                if let Some(&other) = self.holders.iter().next() {
+                    v.record("safety", at, || {
+                        format!("id {} entered the critical section while id {} holds it", w.uids[node as usize], w.uids[other as usize])
+                    });
+                }
+                self.holders.insert(node);
+                self.max_holders = self.max_holders.max(self.holders.len());
+                self.entries += 1;
+                self.last_entry = at.time;
+                if let Some((since, entries_then)) = self.pending.remove(&node) {
+                    self.response.record(at.time - since);
+                    self.max_overtaken = self.max_overtaken.max(self.entries - 1 - entries_then);
+                }
+                if let Some(t) = self.exit_with_waiters.take() {
+                    self.sync_delay.record(at.time - t);
+                }
+            }
+            Event::Exited => {
+                if self.holders.remove(&node) && self.holders.len() < 2 {
+                    v.close("safety", at);
+                }
+                if !self.pending.is_empty() && self.holders.is_empty() {
+                    self.exit_with_waiters = Some(at.time);
+                }
+            }
+            Event::Queued { node: who } => {
+                self.saw_queue = true;
+                self.queues.entry(node).or_default().push_back(who);
+            }
+            Event::Granted { node: who } => {
+                let q = self.queues.entry(node).or_default();
+                match q.iter().position(|&x| x == who) {
+                    Some(0) => {
+                        q.pop_front();
+                    }
+                    Some(i) => {
+                        let first = q[0];
+                        q.remove(i);
+                        v.record("fifo", at, || {
+                            format!("id {} granted id {} before id {}, which queued earlier", w.uids[node as usize], w.uids[who as usize], w.uids[first as usize])
+                        });
+                    }
+                    None => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_crash(&mut self, _w: &World, node: NodeId, at: Stamp, v: &mut Violations) {
+        if self.holders.remove(&node) && self.holders.len() < 2 {
+            v.close("safety", at);
+        }
+        self.pending.remove(&node);
+        self.queues.remove(&node);
+    }
+
+    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+        let waiting: Vec<(NodeId, Time)> =
+            self.pending.iter().filter(|&(&n, _)| w.alive(n)).map(|(&n, &(t, _))| (n, t)).collect();
+        if let Some(&(oldest_node, oldest)) = waiting.iter().min_by_key(|&&(_, t)| t) {
+            if self.entries == 0 || self.last_entry < oldest {
+                v.record("liveness", at, || {
+                    format!("{} request(s) wait and nobody entered since id {} asked at {:.3} ms (deadlock)", waiting.len(), w.uids[oldest_node as usize], oldest as f64 / 1e6)
+                });
+            }
+            v.record("no_starvation", at, || {
+                format!("id {} asked at {:.3} ms and never entered", w.uids[oldest_node as usize], oldest as f64 / 1e6)
+            });
+        }
+    }
+
+    fn report(&self, _w: &World) -> FamilyReport {
+        let mut r = FamilyReport { operations: self.entries, ..FamilyReport::default() };
+        r.outcome.insert("entries".into(), self.entries.into());
+        r.outcome.insert("max_concurrent_holders".into(), (self.max_holders as u64).into());
+        r.outcome.insert("max_overtaken".into(), self.max_overtaken.into());
+        if let Some(p) = self.response.summary() {
+            r.latencies.insert("response_time".into(), p);
+        }
+        if let Some(p) = self.sync_delay.summary() {
+            r.latencies.insert("sync_delay".into(), p);
+        }
+        r
+    }
+}

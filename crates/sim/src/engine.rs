@@ -1,0 +1,632 @@
+//! The discrete-event engine: virtual time, one event queue, one seeded generator.
+//!
+//! Events wait in a binary heap ordered by (virtual time, sequence number); the sequence number
+//! breaks ties in scheduling order, so runs are deterministic. Every random choice — latencies,
+//! loss, duplication, workloads, the randomness handed to processes — comes from one
+//! Xoshiro256++ stream seeded by `--seed`.
+//!
+//! One step = one event taken from the queue: a delivery, a timer, an application request or a
+//! fault. The process's handler runs, its outbox is carried out in order, the checker sees every
+//! emitted event, and the trace (when asked for) gets one record per thing that happened.
+//!
+//! The hot path allocates nothing per event: the outbox buffer is reused, messages live inline
+//! in the heap entries, timers are a short per-node list, and tracing costs one branch when off.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use ringleader_algorithms::{Algorithm, Info, Params, Setup};
+use ringleader_core::trace::{RecordKind, TraceRecord};
+use ringleader_core::{Action, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
+
+use crate::checkers::{self, Checker, Stamp, Status, Violations, World};
+use crate::clock::Clock;
+use crate::network::{Cut, Network};
+use crate::scenario::{Initiators, RunConfig};
+use crate::trace::Tracer;
+use crate::workload::{Scheduled, Workload};
+use crate::{SimError, topologies};
+
+/// A fault of the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    Crash(NodeId),
+    Recover(NodeId),
+    Pause(NodeId),
+    Resume(NodeId),
+    Cut(usize),
+    Heal(usize),
+}
+
+/// Something scheduled to happen.
+#[derive(Debug)]
+enum Item<M, T> {
+    Deliver { from: NodeId, to: NodeId, id: u64, msg: M },
+    Timer { node: NodeId, timer: T, generation: u64 },
+    Request(Box<(NodeId, Request)>),
+    Fault(Fault),
+}
+
+#[derive(Debug)]
+struct Entry<M, T> {
+    time: Time,
+    seq: u64,
+    item: Item<M, T>,
+}
+
+impl<M, T> PartialEq for Entry<M, T> {
+    fn eq(&self, o: &Self) -> bool {
+        (self.time, self.seq) == (o.time, o.seq)
+    }
+}
+impl<M, T> Eq for Entry<M, T> {}
+impl<M, T> PartialOrd for Entry<M, T> {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<M, T> Ord for Entry<M, T> {
+    /// Reversed, so that the max-heap pops the earliest (time, seq) first.
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.time, o.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+/// Message counters, by kind.
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    /// Sends per kind index.
+    pub sent_by_kind: Vec<u64>,
+    /// Sends of detection messages (heartbeats …), included in `sent_by_kind`.
+    pub detection: u64,
+    /// Messages delivered.
+    pub delivered: u64,
+    /// Messages dropped (lost, cut, or addressed to a crashed node).
+    pub dropped: u64,
+}
+
+impl Counters {
+    /// All sends.
+    pub fn sent(&self) -> u64 {
+        self.sent_by_kind.iter().sum()
+    }
+}
+
+/// Progress of a long run, for a progress bar.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Steps so far.
+    pub step: u64,
+    /// Virtual time now.
+    pub now: Time,
+    /// The run's time limit.
+    pub duration: Time,
+    /// Events waiting.
+    pub queued: usize,
+}
+
+/// Why a run stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Nothing left to happen.
+    Quiescent,
+    /// The time limit was reached with events still pending.
+    Duration,
+}
+
+/// A run of algorithm `A`.
+pub struct Simulation<A: Algorithm> {
+    /// The configuration.
+    pub cfg: RunConfig,
+    /// The algorithm's description.
+    pub info: Info,
+    uids: Vec<Uid>,
+    topology: Topology,
+    states: Vec<A>,
+    status: Vec<Status>,
+    timers: Vec<Vec<(A::Timer, u64)>>,
+    deferred: BTreeMap<NodeId, Vec<Item<A::Msg, A::Timer>>>,
+    clocks: Option<Vec<Clock>>,
+    queue: BinaryHeap<Entry<A::Msg, A::Timer>>,
+    seq: u64,
+    now: Time,
+    step: u64,
+    rng: Xoshiro256PlusPlus,
+    net: Network,
+    in_flight: u64,
+    workload: Option<Workload>,
+    checker: Box<dyn Checker + Send>,
+    violations: Violations,
+    counters: Counters,
+    out: Outbox<A::Msg, A::Timer>,
+    tracer: Option<Tracer>,
+    stop: Stop,
+}
+
+impl<A: Algorithm> Simulation<A> {
+    /// Prepares a run: builds ids, topology, clocks and processes, schedules faults and workload.
+    pub fn new(cfg: &RunConfig, tracer: Option<Tracer>) -> Result<Self, SimError> {
+        let info = Info::of::<A>();
+        let n = cfg.nodes;
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
+        let uids = topologies::uids(n, cfg.ids, &mut rng);
+        let topology = topologies::build(A::TOPOLOGY, n, cfg.edges, &mut rng).map_err(SimError::Config)?;
+        let params = Params::new(cfg.params.clone());
+        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: cfg.max_delay };
+        let config = A::configure(&setup).map_err(|e| SimError::Config(format!("{}: {e}", A::NAME)))?;
+        if let Some(key) = params.unknown().into_iter().next() {
+            let allowed = params.asked();
+            return Err(SimError::Config(format!(
+                "unknown parameter `{key}` for {}; it takes: {}",
+                A::NAME,
+                if allowed.is_empty() { "no parameters".into() } else { allowed.join(", ") }
+            )));
+        }
+        let states: Vec<A> = (0..n).map(|i| A::new(i, &config, &setup)).collect();
+        let position: BTreeMap<Uid, NodeId> = if n <= 1 << 16 || !cfg.crash.is_empty() || !cfg.partition.is_empty() || !cfg.pause.is_empty() || !cfg.recover.is_empty() || matches!(cfg.initiators, Initiators::Ids(_)) || cfg.requesters.is_some() {
+            uids.iter().enumerate().map(|(i, &u)| (u, i as NodeId)).collect()
+        } else {
+            BTreeMap::new()
+        };
+        let pos = |u: Uid| position[&u];
+        let mut cuts = Vec::new();
+        for p in &cfg.partition {
+            let side = |v: &[Uid]| {
+                let mut s: Vec<NodeId> = v.iter().map(|&u| pos(u)).collect();
+                s.sort_unstable();
+                s
+            };
+            cuts.push(Cut { left: side(&p.left), right: side(&p.right), one_way: p.one_way, active: false });
+        }
+        let net = Network::new(&cfg.latency, cfg.loss, cfg.dup, cfg.fifo, cuts);
+        let clocks = (cfg.clock_offset > 0 || cfg.clock_drift_ppm > 0).then(|| {
+            use rand::RngExt;
+            let (o, d) = (cfg.clock_offset as i64, cfg.clock_drift_ppm as i64);
+            (0..n).map(|_| Clock::new(rng.random_range(-o..=o), rng.random_range(-d..=d))).collect()
+        });
+        let mut sim = Simulation {
+            cfg: cfg.clone(),
+            info,
+            checker: checkers::for_family(info.family, n as usize),
+            uids,
+            topology,
+            states,
+            status: vec![Status::Up; n as usize],
+            timers: vec![Vec::new(); n as usize],
+            deferred: BTreeMap::new(),
+            clocks,
+            queue: BinaryHeap::new(),
+            seq: 0,
+            now: 0,
+            step: 0,
+            rng,
+            net,
+            in_flight: 0,
+            workload: cfg.workload.map(|k| {
+                let requesters = cfg.requesters.as_ref().map(|r| r.iter().map(|&u| pos(u)).collect());
+                Workload::new(k, n, requesters, cfg.entries, cfg.hold, cfg.rate)
+            }),
+            violations: Violations::default(),
+            counters: Counters { sent_by_kind: vec![0; <A::Msg as Message>::KINDS.len()], ..Counters::default() },
+            out: Outbox::new(),
+            tracer,
+            stop: Stop::Quiescent,
+        };
+        // Faults first, so that a crash at time 0 precedes the requests made at time 0.
+        for a in &cfg.crash {
+            sim.schedule(a.time, Item::Fault(Fault::Crash(pos(a.uid))));
+        }
+        for a in &cfg.recover {
+            sim.schedule(a.time, Item::Fault(Fault::Recover(pos(a.uid))));
+        }
+        for p in &cfg.pause {
+            sim.schedule(p.from, Item::Fault(Fault::Pause(pos(p.uid))));
+            sim.schedule(p.to, Item::Fault(Fault::Resume(pos(p.uid))));
+        }
+        for (i, p) in cfg.partition.iter().enumerate() {
+            sim.schedule(p.from, Item::Fault(Fault::Cut(i)));
+            sim.schedule(p.to, Item::Fault(Fault::Heal(i)));
+        }
+        let dead_at_start: Vec<NodeId> = cfg
+            .crash
+            .iter()
+            .filter(|a| a.time == 0 && !cfg.recover.iter().any(|r| r.uid == a.uid && r.time == 0))
+            .map(|a| pos(a.uid))
+            .collect();
+        let live_at_start = |i: NodeId| !dead_at_start.contains(&i);
+        let initiators: Vec<NodeId> = match &cfg.initiators {
+            Initiators::None => Vec::new(),
+            Initiators::All => (0..n).filter(|&i| live_at_start(i)).collect(),
+            Initiators::Lowest => (0..n).filter(|&i| live_at_start(i)).min_by_key(|&i| sim.uids[i as usize]).into_iter().collect(),
+            Initiators::Highest => (0..n).filter(|&i| live_at_start(i)).max_by_key(|&i| sim.uids[i as usize]).into_iter().collect(),
+            Initiators::Ids(ids) => ids.iter().map(|&u| pos(u)).collect(),
+        };
+        for node in initiators {
+            sim.schedule(0, Item::Request(Box::new((node, Request::StartElection))));
+        }
+        if let Some(mut w) = sim.workload.take() {
+            for s in w.initial(&mut sim.rng, &sim.status) {
+                sim.schedule_request(s);
+            }
+            sim.workload = Some(w);
+        }
+        Ok(sim)
+    }
+
+    fn schedule(&mut self, time: Time, item: Item<A::Msg, A::Timer>) -> u64 {
+        let seq = self.seq;
+        self.seq += 1;
+        self.queue.push(Entry { time, seq, item });
+        seq
+    }
+
+    fn schedule_request(&mut self, (time, node, req): Scheduled) {
+        self.schedule(time, Item::Request(Box::new((node, req))));
+    }
+
+    fn stamp(&self) -> Stamp {
+        Stamp { time: self.now, step: self.step }
+    }
+
+    /// The local clock reading of `node` now.
+    pub fn local_time(&self, node: NodeId) -> Time {
+        match &self.clocks {
+            Some(c) => c[node as usize].read(self.now),
+            None => self.now,
+        }
+    }
+
+    fn trace(&mut self, kind: RecordKind, node: Option<NodeId>, fill: impl FnOnce(&mut TraceRecord)) {
+        if let Some(t) = self.tracer.as_mut() {
+            let mut r = TraceRecord::new(self.step, self.now, kind);
+            r.node = node;
+            r.uid = node.map(|n| self.uids[n as usize]);
+            fill(&mut r);
+            t.record(r);
+        }
+    }
+
+    fn world(&self) -> World<'_> {
+        World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule }
+    }
+
+    /// Runs one handler of `node` and carries out its outbox.
+    fn call(&mut self, node: NodeId, f: impl FnOnce(&mut A, &Context, &mut Outbox<A::Msg, A::Timer>)) {
+        let cx = Context {
+            me: node,
+            uids: &self.uids,
+            topology: &self.topology,
+            now: match &self.clocks {
+                Some(c) => c[node as usize].read(self.now),
+                None => self.now,
+            },
+            random: self.rng.next_u64(),
+        };
+        f(&mut self.states[node as usize], &cx, &mut self.out);
+        self.apply(node);
+    }
+
+    fn apply(&mut self, node: NodeId) {
+        let mut out = std::mem::take(&mut self.out);
+        for action in out.drain() {
+            match action {
+                Action::Send { to, msg } => self.send(node, to, msg),
+                Action::SetTimer { timer, after } => {
+                    let after = self.clocks.as_ref().map_or(after, |c| c[node as usize].to_virtual(after));
+                    let generation = self.seq;
+                    let list = &mut self.timers[node as usize];
+                    match list.iter_mut().find(|(t, _)| *t == timer) {
+                        Some(slot) => slot.1 = generation,
+                        None => list.push((timer.clone(), generation)),
+                    }
+                    self.schedule(self.now + after, Item::Timer { node, timer, generation });
+                }
+                Action::CancelTimer(timer) => self.timers[node as usize].retain(|(t, _)| *t != timer),
+                Action::Emit(event) => self.emit(node, event),
+                Action::AdjustClock(delta) => {
+                    let n = self.uids.len();
+                    let now = self.now;
+                    self.clocks.get_or_insert_with(|| vec![Clock::default(); n])[node as usize].adjust(now, delta);
+                }
+            }
+        }
+        self.out = out;
+    }
+
+    fn send(&mut self, from: NodeId, to: NodeId, msg: A::Msg) {
+        self.counters.sent_by_kind[msg.kind_index()] += 1;
+        if msg.is_detection() {
+            self.counters.detection += 1;
+        }
+        let id = self.seq;
+        if self.tracer.is_some() {
+            let (kind, value) = (msg.kind(), serde_json::to_value(&msg).ok());
+            self.trace(RecordKind::Send, Some(from), |r| {
+                r.peer = Some(to);
+                r.msg_id = Some(id);
+                r.msg_kind = Some(kind.into());
+                r.msg = value;
+            });
+        }
+        match self.net.schedule(&mut self.rng, self.now, from, to) {
+            None => {
+                self.counters.dropped += 1;
+                let kind = msg.kind();
+                self.seq += 1;
+                self.trace(RecordKind::Drop, Some(to), |r| {
+                    r.peer = Some(from);
+                    r.msg_id = Some(id);
+                    r.msg_kind = Some(kind.into());
+                    r.detail = Some("lost".into());
+                });
+            }
+            Some(at) => {
+                let dup = self.net.duplicate(&mut self.rng).then(|| msg.clone());
+                self.in_flight += 1;
+                self.schedule(at, Item::Deliver { from, to, id, msg });
+                if let Some(copy) = dup {
+                    let at2 = self.net.schedule(&mut self.rng, self.now, from, to).unwrap_or(at);
+                    let id2 = self.seq;
+                    if self.tracer.is_some() {
+                        let (kind, value) = (copy.kind(), serde_json::to_value(&copy).ok());
+                        self.trace(RecordKind::Send, Some(from), |r| {
+                            r.peer = Some(to);
+                            r.msg_id = Some(id2);
+                            r.msg_kind = Some(kind.into());
+                            r.msg = value;
+                            r.detail = Some("duplicate".into());
+                        });
+                    }
+                    self.in_flight += 1;
+                    self.schedule(at2, Item::Deliver { from, to, id: id2, msg: copy });
+                }
+            }
+        }
+    }
+
+    fn emit(&mut self, node: NodeId, event: Event) {
+        let at = self.stamp();
+        let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
+        self.checker.on_event(&world, node, &event, at, &mut self.violations);
+        if let Some(mut w) = self.workload.take() {
+            match event {
+                Event::Entered { .. } => {
+                    let s = w.on_entered(node, self.now, &mut self.rng);
+                    self.schedule_request(s);
+                }
+                Event::Exited => {
+                    if let Some(s) = w.on_exited(node, self.now, &mut self.rng) {
+                        self.schedule_request(s);
+                    }
+                }
+                _ => {}
+            }
+            self.workload = Some(w);
+        }
+        if self.tracer.is_some() {
+            self.trace(RecordKind::Emit, Some(node), |r| r.event = Some(event));
+        }
+    }
+
+    fn defer_if_paused(&mut self, node: NodeId, item: Item<A::Msg, A::Timer>) -> Option<Item<A::Msg, A::Timer>> {
+        if self.status[node as usize] == Status::Paused {
+            self.deferred.entry(node).or_default().push(item);
+            None
+        } else {
+            Some(item)
+        }
+    }
+
+    fn process(&mut self, item: Item<A::Msg, A::Timer>) {
+        match item {
+            Item::Deliver { from, to, id, msg } => {
+                if self.status[to as usize] == Status::Crashed || self.net.is_cut(from, to) {
+                    self.in_flight -= 1;
+                    self.counters.dropped += 1;
+                    let reason = if self.status[to as usize] == Status::Crashed { "receiver crashed" } else { "partition" };
+                    let kind = msg.kind();
+                    self.trace(RecordKind::Drop, Some(to), |r| {
+                        r.peer = Some(from);
+                        r.msg_id = Some(id);
+                        r.msg_kind = Some(kind.into());
+                        r.detail = Some(reason.into());
+                    });
+                    return;
+                }
+                let Some(Item::Deliver { from, to, id, msg }) = self.defer_if_paused(to, Item::Deliver { from, to, id, msg }) else { return };
+                self.in_flight -= 1;
+                self.counters.delivered += 1;
+                if self.tracer.is_some() {
+                    let (kind, value) = (msg.kind(), serde_json::to_value(&msg).ok());
+                    self.trace(RecordKind::Deliver, Some(to), |r| {
+                        r.peer = Some(from);
+                        r.msg_id = Some(id);
+                        r.msg_kind = Some(kind.into());
+                        r.msg = value;
+                    });
+                }
+                self.call(to, |p, cx, out| p.on_message(cx, from, msg, out));
+            }
+            Item::Timer { node, timer, generation } => {
+                if self.status[node as usize] == Status::Crashed {
+                    return;
+                }
+                let Some(idx) = self.timers[node as usize].iter().position(|(t, g)| *t == timer && *g == generation) else { return };
+                if self.status[node as usize] == Status::Paused {
+                    self.deferred.entry(node).or_default().push(Item::Timer { node, timer, generation });
+                    return;
+                }
+                self.timers[node as usize].swap_remove(idx);
+                if self.tracer.is_some() {
+                    let name = format!("{timer:?}");
+                    self.trace(RecordKind::Timer, Some(node), |r| r.timer = Some(name));
+                }
+                self.call(node, |p, cx, out| p.on_timer(cx, timer, out));
+            }
+            Item::Request(b) => {
+                let node = b.0;
+                if self.status[node as usize] == Status::Crashed {
+                    return;
+                }
+                let Some(Item::Request(b)) = self.defer_if_paused(node, Item::Request(b)) else { return };
+                let (node, req) = *b;
+                let at = self.stamp();
+                let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
+                self.checker.on_request(&world, node, &req, at, &mut self.violations);
+                if self.tracer.is_some() {
+                    let rq = req.clone();
+                    self.trace(RecordKind::Request, Some(node), |r| r.request = Some(rq));
+                }
+                self.call(node, |p, cx, out| p.on_request(cx, req, out));
+            }
+            Item::Fault(f) => self.fault(f),
+        }
+    }
+
+    fn fault(&mut self, f: Fault) {
+        let at = self.stamp();
+        match f {
+            Fault::Crash(node) => {
+                if self.status[node as usize] == Status::Crashed {
+                    return;
+                }
+                self.status[node as usize] = Status::Crashed;
+                self.timers[node as usize].clear();
+                if let Some(items) = self.deferred.remove(&node) {
+                    for item in items {
+                        if let Item::Deliver { .. } = item {
+                            self.in_flight -= 1;
+                            self.counters.dropped += 1;
+                        }
+                    }
+                }
+                self.trace(RecordKind::Crash, Some(node), |_| {});
+                let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
+                self.checker.on_crash(&world, node, at, &mut self.violations);
+            }
+            Fault::Recover(node) => {
+                if self.status[node as usize] != Status::Crashed {
+                    return;
+                }
+                self.status[node as usize] = Status::Up;
+                self.trace(RecordKind::Recover, Some(node), |_| {});
+                let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
+                self.checker.on_recover(&world, node, at, &mut self.violations);
+                self.call(node, |p, cx, out| p.on_recover(cx, out));
+            }
+            Fault::Pause(node) => {
+                if self.status[node as usize] == Status::Up {
+                    self.status[node as usize] = Status::Paused;
+                    self.trace(RecordKind::Pause, Some(node), |_| {});
+                }
+            }
+            Fault::Resume(node) => {
+                if self.status[node as usize] == Status::Paused {
+                    self.status[node as usize] = Status::Up;
+                    self.trace(RecordKind::Resume, Some(node), |_| {});
+                    for item in self.deferred.remove(&node).unwrap_or_default() {
+                        self.schedule(self.now, item);
+                    }
+                }
+            }
+            Fault::Cut(i) | Fault::Heal(i) => {
+                let active = matches!(f, Fault::Cut(_));
+                self.net.cuts[i].active = active;
+                let text = self.cfg.partition[i].to_string();
+                self.trace(if active { RecordKind::Partition } else { RecordKind::Heal }, None, |r| r.detail = Some(text));
+            }
+        }
+    }
+
+    fn trace_new_violations(&mut self, before: usize) {
+        if self.tracer.is_some() && self.violations.len() > before {
+            let new: Vec<_> = self.violations.list()[before..].to_vec();
+            for v in new {
+                self.trace(RecordKind::Violation, None, |r| {
+                    r.property = Some(v.property.into());
+                    r.detail = Some(v.detail.clone());
+                });
+            }
+        }
+    }
+
+    /// Runs to quiescence or to the time limit, reporting progress every 65,536 steps.
+    pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) {
+        for node in 0..self.uids.len() as NodeId {
+            self.trace(RecordKind::Start, Some(node), |_| {});
+            self.call(node, |p, cx, out| p.on_start(cx, out));
+        }
+        while let Some(entry) = self.queue.pop() {
+            if entry.time > self.cfg.duration {
+                self.now = self.cfg.duration;
+                self.stop = Stop::Duration;
+                break;
+            }
+            self.now = entry.time;
+            self.step += 1;
+            let before = self.violations.len();
+            self.process(entry.item);
+            if let Some(w) = self.workload.as_mut()
+                && let Some(s) = w.after_step(self.in_flight, self.now, &self.status)
+            {
+                self.schedule_request(s);
+            }
+            self.trace_new_violations(before);
+            if self.step & 0xFFFF == 0 {
+                progress(Progress { step: self.step, now: self.now, duration: self.cfg.duration, queued: self.queue.len() });
+            }
+        }
+        let before = self.violations.len();
+        let at = self.stamp();
+        let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
+        self.checker.finish(&world, at, &mut self.violations);
+        self.trace_new_violations(before);
+    }
+
+    /// The uids by position.
+    pub fn uids(&self) -> &[Uid] {
+        &self.uids
+    }
+
+    /// Steps processed.
+    pub fn steps(&self) -> u64 {
+        self.step
+    }
+
+    /// Virtual time reached.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Why the run stopped.
+    pub fn stopped(&self) -> Stop {
+        self.stop
+    }
+
+    /// Message counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Violations found.
+    pub fn violations(&self) -> &Violations {
+        &self.violations
+    }
+
+    /// The checker's properties, outcome and latencies.
+    pub fn checker_report(&self) -> (Vec<&'static str>, checkers::FamilyReport) {
+        (self.checker.properties(), self.checker.report(&self.world()))
+    }
+
+    /// The process states, by position (for tests and inspection).
+    pub fn states(&self) -> &[A] {
+        &self.states
+    }
+
+    /// Takes the tracer out (to finish the file).
+    pub fn take_tracer(&mut self) -> Option<Tracer> {
+        self.tracer.take()
+    }
+}

@@ -1,0 +1,655 @@
+//! Scenario files and resolved run configurations.
+//!
+//! A [`Scenario`] is what a person writes (TOML) or what the command-line flags say: every field
+//! is optional, and flags override the file field by field. [`Scenario::resolve`] fills in the
+//! defaults, checks every value, and yields the [`RunConfig`] the simulator runs. Every flag of
+//! `ringleader sim` has a field here and vice versa; [`RunConfig::repro`] writes the flags back.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use ringleader_core::{Time, Uid};
+use serde::{Deserialize, Serialize};
+
+use crate::notation::{At, Latency, Partition, Pause, format_duration, parse_duration};
+
+/// How uids are laid out over positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IdArrangement {
+    /// Position i holds uid i + 1.
+    #[default]
+    Ascending,
+    /// Position i holds uid N − i (ids decrease along the ring's direction of travel).
+    Descending,
+    /// A seeded permutation of 1..N.
+    Random,
+}
+
+impl IdArrangement {
+    /// The flag spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            IdArrangement::Ascending => "ascending",
+            IdArrangement::Descending => "descending",
+            IdArrangement::Random => "random",
+        }
+    }
+}
+
+/// Which nodes start an election at time 0.
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Initiators {
+    /// Every live node.
+    All,
+    /// The lowest live uid.
+    #[default]
+    Lowest,
+    /// The highest live uid.
+    Highest,
+    /// Nobody (elections start from failure detection, or never).
+    None,
+    /// These uids.
+    Ids(Vec<Uid>),
+}
+
+impl FromStr for Initiators {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "all" => Ok(Initiators::All),
+            "lowest" => Ok(Initiators::Lowest),
+            "highest" => Ok(Initiators::Highest),
+            "none" => Ok(Initiators::None),
+            list => list
+                .split(',')
+                .map(|x| x.trim().parse::<Uid>())
+                .collect::<Result<Vec<_>, _>>()
+                .map(Initiators::Ids)
+                .map_err(|_| format!("initiators {s:?}: expected all, lowest, highest, none, or ids like 3 or 1,4")),
+        }
+    }
+}
+
+impl fmt::Display for Initiators {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Initiators::All => f.write_str("all"),
+            Initiators::Lowest => f.write_str("lowest"),
+            Initiators::Highest => f.write_str("highest"),
+            Initiators::None => f.write_str("none"),
+            Initiators::Ids(v) => f.write_str(&v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")),
+        }
+    }
+}
+
+impl From<Initiators> for String {
+    fn from(i: Initiators) -> String {
+        i.to_string()
+    }
+}
+
+impl TryFrom<String> for Initiators {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+/// A time written with a unit (`250us`, `1.5ms`, `2s`; bare numbers are ms).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Duration(pub Time);
+
+impl FromStr for Duration {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        parse_duration(s).map(Duration).ok_or_else(|| format!("cannot read {s:?} as a time (use 250us, 1.5ms, 2s; a bare number is ms)"))
+    }
+}
+
+impl From<Duration> for String {
+    fn from(d: Duration) -> String {
+        format_duration(d.0)
+    }
+}
+
+impl TryFrom<String> for Duration {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+/// Mutual-exclusion request patterns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadKind {
+    /// One request at a time, no overlap, requesters round-robin from node 1.
+    Sequential,
+    /// Every node always wants the critical section.
+    Saturated,
+    /// Each node requests at `rate` per second; hold times are exponential with mean `hold`.
+    Poisson,
+}
+
+impl WorkloadKind {
+    /// The flag spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Sequential => "sequential",
+            WorkloadKind::Saturated => "saturated",
+            WorkloadKind::Poisson => "poisson",
+        }
+    }
+}
+
+/// `[network]`: the network model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSection {
+    /// One-way latency distribution.
+    pub latency: Option<Latency>,
+    /// Probability a message is lost.
+    pub loss: Option<f64>,
+    /// Probability a message is delivered twice.
+    pub dup: Option<f64>,
+    /// FIFO per link.
+    pub fifo: Option<bool>,
+    /// The delay bound algorithms may assume (Ttrans); default: the latency's bound.
+    pub max_delay: Option<Duration>,
+}
+
+/// `[faults]`: the time-stamped fault plan.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultsSection {
+    /// `ID@TIME` crashes.
+    #[serde(default)]
+    pub crash: Vec<At>,
+    /// `ID@TIME` recoveries.
+    #[serde(default)]
+    pub recover: Vec<At>,
+    /// `ID@FROM..TO` pauses.
+    #[serde(default)]
+    pub pause: Vec<Pause>,
+    /// `A,B|C,D@FROM..TO` partitions.
+    #[serde(default)]
+    pub partition: Vec<Partition>,
+}
+
+/// `[workload]`: what the application asks.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSection {
+    /// Request pattern (mutual exclusion).
+    pub kind: Option<WorkloadKind>,
+    /// Total critical-section entries to request.
+    pub entries: Option<u64>,
+    /// Critical-section duration (mean, under `poisson`).
+    pub hold: Option<Duration>,
+    /// Requests per second per node (`poisson`).
+    pub rate: Option<f64>,
+    /// Which nodes make requests (uids); default: all (all but node 0 under `sequential`).
+    pub requesters: Option<Initiators>,
+}
+
+/// `[clocks]`: physical clocks of the simulated nodes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClocksSection {
+    /// Each node's initial offset is drawn uniformly from ±this.
+    pub offset: Option<Duration>,
+    /// Each node's drift is drawn uniformly from ±this many parts per million.
+    pub drift_ppm: Option<u32>,
+}
+
+/// `[expect]`: what a flaw-demonstrating scenario expects to find.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectSection {
+    /// Properties that must be violated (and no others).
+    #[serde(default)]
+    pub violations: Vec<String>,
+}
+
+/// A scenario file, or the command-line flags: everything optional, merged field by field.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// A title.
+    pub name: Option<String>,
+    /// What the scenario shows (printed with the result).
+    pub description: Option<String>,
+    /// `--algo`.
+    pub algorithm: Option<String>,
+    /// `--nodes`.
+    pub nodes: Option<u32>,
+    /// `--seed`.
+    pub seed: Option<u64>,
+    /// `--ids`.
+    pub ids: Option<IdArrangement>,
+    /// `--initiators`.
+    pub initiators: Option<Initiators>,
+    /// `--duration`: stop runs that never go quiet.
+    pub duration: Option<Duration>,
+    /// `--edges`: edge count of a random connected graph (graph algorithms).
+    pub edges: Option<u64>,
+    /// `--param key=value`.
+    #[serde(default)]
+    pub params: BTreeMap<String, toml::Value>,
+    /// Network model.
+    #[serde(default)]
+    pub network: NetworkSection,
+    /// Fault plan.
+    #[serde(default)]
+    pub faults: FaultsSection,
+    /// Workload.
+    #[serde(default)]
+    pub workload: WorkloadSection,
+    /// Physical clocks.
+    #[serde(default)]
+    pub clocks: ClocksSection,
+    /// Expected violations.
+    #[serde(default)]
+    pub expect: ExpectSection,
+}
+
+/// A scenario or configuration problem, said in one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid, with its position.
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+    /// A value is out of range or inconsistent.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The default `--duration`: 60 s of virtual time.
+pub const DEFAULT_DURATION: Time = 60_000_000_000;
+
+impl Scenario {
+    /// Reads and parses a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
+        Scenario::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses scenario text; errors name `origin`, the line, the column and the field.
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario, ConfigError> {
+        toml::from_str(text).map_err(|e| {
+            let (line, column) = match e.span() {
+                Some(span) => {
+                    let before = &text[..span.start.min(text.len())];
+                    let line = before.matches('\n').count() + 1;
+                    let column = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+                    (line, column)
+                }
+                None => (1, 1),
+            };
+            let line_text = text.lines().nth(line - 1).unwrap_or("");
+            let field = line_text.split_once('=').map(|(k, _)| k.trim().trim_matches('"')).filter(|k| !k.is_empty() && !k.starts_with('['));
+            let message = e.message().trim().replace('\n', " ");
+            let message = match field {
+                Some(f) if !message.contains(&format!("`{f}`")) => format!("field `{f}`: {message}"),
+                _ => message,
+            };
+            ConfigError::Parse { path: origin.into(), line, column, message }
+        })
+    }
+
+    /// Overlays `flags` on `self`: every field the flags set wins.
+    pub fn merge(mut self, flags: Scenario) -> Scenario {
+        macro_rules! take {
+            ($($f:ident).+) => { if flags.$($f).+.is_some() { self.$($f).+ = flags.$($f).+; } };
+        }
+        macro_rules! take_list {
+            ($($f:ident).+) => { if !flags.$($f).+.is_empty() { self.$($f).+ = flags.$($f).+; } };
+        }
+        take!(name);
+        take!(description);
+        take!(algorithm);
+        take!(nodes);
+        take!(seed);
+        take!(ids);
+        take!(initiators);
+        take!(duration);
+        take!(edges);
+        self.params.extend(flags.params);
+        take!(network.latency);
+        take!(network.loss);
+        take!(network.dup);
+        take!(network.fifo);
+        take!(network.max_delay);
+        take_list!(faults.crash);
+        take_list!(faults.recover);
+        take_list!(faults.pause);
+        take_list!(faults.partition);
+        take!(workload.kind);
+        take!(workload.entries);
+        take!(workload.hold);
+        take!(workload.rate);
+        take!(workload.requesters);
+        take!(clocks.offset);
+        take!(clocks.drift_ppm);
+        take_list!(expect.violations);
+        self
+    }
+
+    /// Fills in defaults and checks every value.
+    pub fn resolve(self, source: Option<PathBuf>) -> Result<RunConfig, ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        let Some(algorithm) = self.algorithm else {
+            return bad("no algorithm: give --algo NAME or `algorithm = \"NAME\"` in the scenario (see `ringleader list`)".into());
+        };
+        let Some(info) = ringleader_algorithms::find(&algorithm) else {
+            let names: Vec<_> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
+            return bad(format!("unknown algorithm {algorithm:?}; known: {}", names.join(", ")));
+        };
+        let nodes = self.nodes.unwrap_or(5);
+        if nodes == 0 {
+            return bad("--nodes must be at least 1".into());
+        }
+        let check_uid = |u: Uid, what: &str| -> Result<(), ConfigError> {
+            if u == 0 || u > nodes as Uid {
+                Err(ConfigError::Invalid(format!("{what}: node id {u} does not exist (ids are 1..{nodes})")))
+            } else {
+                Ok(())
+            }
+        };
+        let initiators = self.initiators.unwrap_or(match info.family {
+            ringleader_algorithms::Family::Election => Initiators::Lowest,
+            _ => Initiators::None,
+        });
+        if let Initiators::Ids(ids) = &initiators {
+            for &u in ids {
+                check_uid(u, "--initiators")?;
+            }
+        }
+        for a in self.faults.crash.iter() {
+            check_uid(a.uid, &format!("--crash {a}"))?;
+        }
+        for a in self.faults.recover.iter() {
+            check_uid(a.uid, &format!("--recover {a}"))?;
+        }
+        for p in self.faults.pause.iter() {
+            check_uid(p.uid, &format!("--pause {p}"))?;
+        }
+        for p in self.faults.partition.iter() {
+            for &u in p.left.iter().chain(&p.right) {
+                check_uid(u, &format!("--partition {p}"))?;
+            }
+        }
+        let prob = |v: Option<f64>, what: &str| -> Result<f64, ConfigError> {
+            match v {
+                None => Ok(0.0),
+                Some(p) if (0.0..=1.0).contains(&p) => Ok(p),
+                Some(p) => Err(ConfigError::Invalid(format!("{what} {p}: a probability must be between 0 and 1"))),
+            }
+        };
+        let loss = prob(self.network.loss, "--loss")?;
+        let dup = prob(self.network.dup, "--dup")?;
+        let latency = self.network.latency.unwrap_or_default();
+        let max_delay = self.network.max_delay.map(|d| d.0).unwrap_or_else(|| latency.bound());
+        let workload_kind = match (self.workload.kind, info.family) {
+            (Some(k), _) => Some(k),
+            (None, ringleader_algorithms::Family::Mutex) => Some(WorkloadKind::Sequential),
+            (None, _) => None,
+        };
+        let rate = self.workload.rate.unwrap_or(10.0);
+        if !(rate.is_finite() && rate > 0.0) {
+            return bad(format!("--rate {rate}: requests per second must be a positive number"));
+        }
+        let requesters = match self.workload.requesters {
+            None | Some(Initiators::All) => None,
+            Some(Initiators::Ids(ids)) => {
+                for &u in &ids {
+                    check_uid(u, "--requesters")?;
+                }
+                Some(ids)
+            }
+            Some(other) => return bad(format!("--requesters {other}: give ids like 2,3,4 (or all)")),
+        };
+        let known: BTreeSet<&str> = crate::checkers::ALL_PROPERTIES.iter().copied().collect();
+        for v in &self.expect.violations {
+            if !known.contains(v.as_str()) {
+                return bad(format!("expected violation {v:?} is not a property; known: {}", crate::checkers::ALL_PROPERTIES.join(", ")));
+            }
+        }
+        let params = self
+            .params
+            .into_iter()
+            .map(|(k, v)| {
+                let s = match v {
+                    toml::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                (k, s)
+            })
+            .collect();
+        Ok(RunConfig {
+            name: self.name,
+            description: self.description,
+            algorithm,
+            nodes,
+            seed: self.seed.unwrap_or(1),
+            ids: self.ids.unwrap_or_default(),
+            initiators,
+            duration: self.duration.map(|d| d.0).unwrap_or(DEFAULT_DURATION),
+            edges: self.edges,
+            params,
+            latency,
+            loss,
+            dup,
+            fifo: self.network.fifo.unwrap_or(false),
+            max_delay,
+            max_delay_given: self.network.max_delay.is_some(),
+            crash: self.faults.crash,
+            recover: self.faults.recover,
+            pause: self.faults.pause,
+            partition: self.faults.partition,
+            workload: workload_kind,
+            entries: self.workload.entries.unwrap_or(10),
+            hold: self.workload.hold.map(|d| d.0).unwrap_or(1_000_000),
+            rate,
+            requesters,
+            clock_offset: self.clocks.offset.map(|d| d.0).unwrap_or(0),
+            clock_drift_ppm: self.clocks.drift_ppm.unwrap_or(0),
+            expect: self.expect.violations.into_iter().collect(),
+            source,
+        })
+    }
+}
+
+/// Everything one run needs, with defaults filled in and values checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunConfig {
+    /// Scenario title.
+    pub name: Option<String>,
+    /// Scenario description.
+    pub description: Option<String>,
+    /// Algorithm name.
+    pub algorithm: String,
+    /// Number of nodes.
+    pub nodes: u32,
+    /// PRNG seed.
+    pub seed: u64,
+    /// Uid arrangement.
+    pub ids: IdArrangement,
+    /// Election initiators at time 0.
+    pub initiators: Initiators,
+    /// Virtual-time limit.
+    pub duration: Time,
+    /// Random graph edge count (graph algorithms).
+    pub edges: Option<u64>,
+    /// Algorithm parameters.
+    pub params: BTreeMap<String, String>,
+    /// Latency distribution.
+    pub latency: Latency,
+    /// Loss probability.
+    pub loss: f64,
+    /// Duplication probability.
+    pub dup: f64,
+    /// FIFO links.
+    pub fifo: bool,
+    /// Delay bound the algorithms may assume.
+    pub max_delay: Time,
+    /// Whether `max_delay` was given explicitly.
+    pub max_delay_given: bool,
+    /// Crashes.
+    pub crash: Vec<At>,
+    /// Recoveries.
+    pub recover: Vec<At>,
+    /// Pauses.
+    pub pause: Vec<Pause>,
+    /// Partitions.
+    pub partition: Vec<Partition>,
+    /// Mutual-exclusion workload.
+    pub workload: Option<WorkloadKind>,
+    /// Entries to request.
+    pub entries: u64,
+    /// Critical-section hold time.
+    pub hold: Time,
+    /// Poisson rate per node per second.
+    pub rate: f64,
+    /// Uids that make requests (`None`: the workload's default).
+    pub requesters: Option<Vec<Uid>>,
+    /// Maximum initial clock offset.
+    pub clock_offset: Time,
+    /// Maximum drift in ppm.
+    pub clock_drift_ppm: u32,
+    /// Expected violations.
+    pub expect: BTreeSet<String>,
+    /// The scenario file, if any.
+    pub source: Option<PathBuf>,
+}
+
+impl RunConfig {
+    /// A configuration with every default, for `algorithm` on `nodes` nodes.
+    pub fn new(algorithm: &str, nodes: u32) -> Result<RunConfig, ConfigError> {
+        Scenario { algorithm: Some(algorithm.into()), nodes: Some(nodes), ..Scenario::default() }.resolve(None)
+    }
+
+    /// The command line that reproduces this run exactly, without the scenario file.
+    pub fn repro(&self) -> String {
+        let mut s = format!("ringleader sim --algo {} --nodes {} --seed {} --ids {}", self.algorithm, self.nodes, self.seed, self.ids.name());
+        if self.initiators != Initiators::None {
+            s += &format!(" --initiators {}", self.initiators);
+        }
+        for a in &self.crash {
+            s += &format!(" --crash {a}");
+        }
+        for a in &self.recover {
+            s += &format!(" --recover {a}");
+        }
+        for p in &self.pause {
+            s += &format!(" --pause {p}");
+        }
+        for p in &self.partition {
+            s += &format!(" --partition '{p}'");
+        }
+        if self.latency != Latency::default() {
+            s += &format!(" --latency {}", self.latency);
+        }
+        if self.loss > 0.0 {
+            s += &format!(" --loss {}", self.loss);
+        }
+        if self.dup > 0.0 {
+            s += &format!(" --dup {}", self.dup);
+        }
+        if self.fifo {
+            s += " --fifo";
+        }
+        if self.max_delay_given {
+            s += &format!(" --max-delay {}", format_duration(self.max_delay));
+        }
+        if self.duration != DEFAULT_DURATION {
+            s += &format!(" --duration {}", format_duration(self.duration));
+        }
+        if let Some(e) = self.edges {
+            s += &format!(" --edges {e}");
+        }
+        if let Some(w) = self.workload {
+            s += &format!(" --workload {} --entries {} --hold {}", w.name(), self.entries, format_duration(self.hold));
+            if w == WorkloadKind::Poisson {
+                s += &format!(" --rate {}", self.rate);
+            }
+            if let Some(r) = &self.requesters {
+                s += &format!(" --requesters {}", Initiators::Ids(r.clone()));
+            }
+        }
+        if self.clock_offset > 0 {
+            s += &format!(" --clock-offset {}", format_duration(self.clock_offset));
+        }
+        if self.clock_drift_ppm > 0 {
+            s += &format!(" --drift-ppm {}", self.clock_drift_ppm);
+        }
+        for (k, v) in &self.params {
+            s += &format!(" --param {k}={v}");
+        }
+        for v in &self.expect {
+            s += &format!(" --expect {v}");
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_are_named_with_their_line() {
+        let err = Scenario::parse("algorithm = \"central\"\nnodes = 3\nbogus = 1\n", "x.toml").unwrap_err().to_string();
+        assert!(err.starts_with("x.toml:3:"), "{err}");
+        assert!(err.contains("bogus"), "{err}");
+        assert!(err.contains("expected one of"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        let err = Scenario::parse("[faults]\ncrash = [\"3@soon\"]\n", "f.toml").unwrap_err().to_string();
+        assert!(err.starts_with("f.toml:2:"), "{err}");
+        assert!(err.contains("crash"), "{err}");
+        let err = Scenario::parse("nodes = \"many\"\n", "n.toml").unwrap_err().to_string();
+        assert!(err.contains("nodes"), "{err}");
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let file = Scenario::parse("algorithm = \"central\"\nnodes = 3\nseed = 9\n", "s").unwrap();
+        let flags = Scenario { nodes: Some(7), ..Scenario::default() };
+        let cfg = file.merge(flags).resolve(None).unwrap();
+        assert_eq!((cfg.nodes, cfg.seed), (7, 9));
+    }
+
+    #[test]
+    fn resolve_rejects_what_cannot_run() {
+        assert!(RunConfig::new("nope", 3).unwrap_err().to_string().contains("unknown algorithm"));
+        assert!(RunConfig::new("central", 0).unwrap_err().to_string().contains("at least 1"));
+        let s = Scenario { algorithm: Some("central".into()), nodes: Some(3), faults: FaultsSection { crash: vec!["9@0".parse().unwrap()], ..Default::default() }, ..Default::default() };
+        assert!(s.resolve(None).unwrap_err().to_string().contains("does not exist"));
+    }
+}

@@ -1,0 +1,138 @@
+//! What the application asks of the nodes: mutual-exclusion request patterns.
+//!
+//! - `sequential`: one request at a time with no overlap — the next request is made once the
+//!   previous holder has left *and* no message is in flight, so every entry's messages are
+//!   counted alone. Requesters take turns starting at node 1 (node 0 is the initial
+//!   coordinator, token holder or tree root).
+//! - `saturated`: every node asks at time 0 and asks again as soon as it leaves.
+//! - `poisson`: each node asks at exponential intervals of mean `1/rate`, holds the section for
+//!   an exponential time of mean `hold`.
+//!
+//! Every pattern stops asking once `entries` requests were made, so runs end.
+
+use rand_distr::{Distribution, Exp};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use ringleader_core::{NodeId, Request, Time};
+
+use crate::checkers::Status;
+use crate::scenario::WorkloadKind;
+
+/// A request to deliver at a time.
+pub type Scheduled = (Time, NodeId, Request);
+
+/// The workload's state during a run.
+#[derive(Debug)]
+pub struct Workload {
+    kind: WorkloadKind,
+    entries: u64,
+    hold: Time,
+    rate: f64,
+    issued: u64,
+    requesters: Vec<NodeId>,
+    next_requester: usize,
+    awaiting_quiet: bool,
+}
+
+impl Workload {
+    /// A workload of `kind` on `n` nodes. `requesters` (positions) limits who asks; by default
+    /// every node asks, except under `sequential` where node 0 does not (unless it is alone).
+    pub fn new(kind: WorkloadKind, n: u32, requesters: Option<Vec<NodeId>>, entries: u64, hold: Time, rate: f64) -> Workload {
+        let requesters = requesters.unwrap_or_else(|| match kind {
+            WorkloadKind::Sequential if n > 1 => (1..n).collect(),
+            _ => (0..n).collect(),
+        });
+        Workload { kind, entries, hold, rate, issued: 0, requesters, next_requester: 0, awaiting_quiet: false }
+    }
+
+    fn exp(rng: &mut Xoshiro256PlusPlus, mean: f64) -> Time {
+        if mean <= 0.0 {
+            return 0;
+        }
+        Exp::new(1.0 / mean).map(|d| d.sample(rng).round() as Time).unwrap_or(0)
+    }
+
+    fn next_sequential(&mut self, now: Time, status: &[Status]) -> Option<Scheduled> {
+        if self.issued >= self.entries {
+            return None;
+        }
+        for _ in 0..self.requesters.len() {
+            let node = self.requesters[self.next_requester];
+            self.next_requester = (self.next_requester + 1) % self.requesters.len();
+            if status[node as usize] != Status::Crashed {
+                self.issued += 1;
+                return Some((now, node, Request::Acquire));
+            }
+        }
+        None
+    }
+
+    /// The requests made at the start of the run.
+    pub fn initial(&mut self, rng: &mut Xoshiro256PlusPlus, status: &[Status]) -> Vec<Scheduled> {
+        match self.kind {
+            WorkloadKind::Sequential => self.next_sequential(0, status).into_iter().collect(),
+            WorkloadKind::Saturated => {
+                let mut v = Vec::new();
+                for &node in &self.requesters {
+                    if self.issued < self.entries {
+                        self.issued += 1;
+                        v.push((0, node, Request::Acquire));
+                    }
+                }
+                v
+            }
+            WorkloadKind::Poisson => {
+                let mean = 1e9 / self.rate;
+                let mut v = Vec::new();
+                for &node in &self.requesters {
+                    if self.issued < self.entries {
+                        self.issued += 1;
+                        v.push((Self::exp(rng, mean), node, Request::Acquire));
+                    }
+                }
+                v
+            }
+        }
+    }
+
+    /// `node` entered the critical section at `now`: when it will release.
+    pub fn on_entered(&mut self, node: NodeId, now: Time, rng: &mut Xoshiro256PlusPlus) -> Scheduled {
+        let hold = match self.kind {
+            WorkloadKind::Poisson => Self::exp(rng, self.hold as f64),
+            _ => self.hold,
+        };
+        (now + hold, node, Request::Release)
+    }
+
+    /// `node` left the critical section at `now`: its next request, if any.
+    pub fn on_exited(&mut self, node: NodeId, now: Time, rng: &mut Xoshiro256PlusPlus) -> Option<Scheduled> {
+        match self.kind {
+            WorkloadKind::Sequential => {
+                self.awaiting_quiet = true;
+                None
+            }
+            WorkloadKind::Saturated if self.issued < self.entries => {
+                self.issued += 1;
+                Some((now, node, Request::Acquire))
+            }
+            WorkloadKind::Poisson if self.issued < self.entries => {
+                self.issued += 1;
+                Some((now + Self::exp(rng, 1e9 / self.rate), node, Request::Acquire))
+            }
+            _ => None,
+        }
+    }
+
+    /// Called after every step: the sequential pattern asks again once the network is quiet.
+    pub fn after_step(&mut self, in_flight: u64, now: Time, status: &[Status]) -> Option<Scheduled> {
+        if self.awaiting_quiet && in_flight == 0 {
+            self.awaiting_quiet = false;
+            return self.next_sequential(now, status);
+        }
+        None
+    }
+
+    /// True while the sequential pattern waits for the network to go quiet.
+    pub fn is_waiting(&self) -> bool {
+        self.awaiting_quiet
+    }
+}
