@@ -286,8 +286,8 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-/// The default `--duration`: 60 s of virtual time.
-pub const DEFAULT_DURATION: Time = 60_000_000_000;
+/// The default `--duration`: one hour of virtual time (a million-node ring needs about 2,000 s).
+pub const DEFAULT_DURATION: Time = 3_600_000_000_000;
 
 impl Scenario {
     /// Reads and parses a scenario file.

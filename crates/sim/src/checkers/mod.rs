@@ -151,13 +151,13 @@ pub struct Percentiles {
     pub mean: f64,
 }
 
-/// A latency recorder (ns, 3 significant digits).
+/// A latency recorder (ns, 3 significant digits, up to 10,000 s; longer samples saturate).
 #[derive(Clone, Debug)]
 pub struct Latencies(hdrhistogram::Histogram<u64>);
 
 impl Default for Latencies {
     fn default() -> Self {
-        Latencies(hdrhistogram::Histogram::new(3).expect("3 significant digits is valid"))
+        Latencies(hdrhistogram::Histogram::new_with_bounds(1, 10_000_000_000_000, 3).expect("valid bounds"))
     }
 }
 
