@@ -100,19 +100,31 @@ pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
             eprintln!("measuring {} on {} nodes, latency {lat} …", args.algo, args.nodes);
         }
         let out = Command::new(&exe)
-            .args(["bench", "--single", "--algo", &args.algo, "--nodes", &args.nodes.to_string(), "--latency", &lat.to_string()])
+            .args([
+                "bench",
+                "--single",
+                "--algo",
+                &args.algo,
+                "--nodes",
+                &args.nodes.to_string(),
+                "--latency",
+                &lat.to_string(),
+            ])
             .output()
             .context("cannot start the measuring child process")?;
         if !out.status.success() {
             bail!("bench case {lat} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
         }
-        let m: Measurement = serde_json::from_slice(&out.stdout).context("bench child printed no measurement")?;
+        let m: Measurement =
+            serde_json::from_slice(&out.stdout).context("bench child printed no measurement")?;
         results.push(m);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else {
-        println!("| algorithm | nodes | latency | events | delivered | wall s | delivered/s | events/s | peak RSS MiB | leader | properties |");
+        println!(
+            "| algorithm | nodes | latency | events | delivered | wall s | delivered/s | events/s | peak RSS MiB | leader | properties |"
+        );
         println!("|---|---|---|---|---|---|---|---|---|---|---|");
         for m in &results {
             println!(

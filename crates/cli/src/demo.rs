@@ -6,7 +6,10 @@ use ringleader_sim::{RunOptions, Scenario};
 const DEMOS: &[(&str, &str)] = &[
     ("chang-roberts-worst-case.toml", include_str!("../../../scenarios/chang-roberts-worst-case.toml")),
     ("central-three-participants.toml", include_str!("../../../scenarios/central-three-participants.toml")),
-    ("central-timeout-paused-holder.toml", include_str!("../../../scenarios/central-timeout-paused-holder.toml")),
+    (
+        "central-timeout-paused-holder.toml",
+        include_str!("../../../scenarios/central-timeout-paused-holder.toml"),
+    ),
 ];
 
 /// Runs every demonstration; the exit status is 2 if any did not behave as its scenario says.
@@ -23,6 +26,8 @@ pub fn run() -> anyhow::Result<i32> {
         worst = worst.max(result.report.exit_code());
     }
     println!();
-    println!("Run any scenario yourself: cargo run --release -- sim scenarios/<file> [--mermaid run.mmd] [--json]");
+    println!(
+        "Run any scenario yourself: cargo run --release -- sim scenarios/<file> [--mermaid run.mmd] [--json]"
+    );
     Ok(worst)
 }

@@ -8,8 +8,8 @@ use anyhow::Context as _;
 use clap::Args;
 use ringleader_sim::notation::{At, Latency, Partition, Pause};
 use ringleader_sim::scenario::{
-    ClocksSection, Duration, ExpectSection, FaultsSection, IdArrangement, Initiators, NetworkSection, WorkloadKind,
-    WorkloadSection,
+    ClocksSection, Duration, ExpectSection, FaultsSection, IdArrangement, Initiators, NetworkSection,
+    WorkloadKind, WorkloadSection,
 };
 use ringleader_sim::{Progress, RunOptions, Scenario};
 
@@ -144,7 +144,11 @@ impl SimArgs {
             initiators: self.initiators.clone(),
             duration: self.duration,
             edges: self.edges,
-            params: self.param.iter().map(|(k, v)| (k.clone(), toml::Value::String(v.clone()))).collect::<BTreeMap<_, _>>(),
+            params: self
+                .param
+                .iter()
+                .map(|(k, v)| (k.clone(), toml::Value::String(v.clone())))
+                .collect::<BTreeMap<_, _>>(),
             network: NetworkSection {
                 latency: self.latency.clone(),
                 loss: self.loss,
@@ -158,7 +162,13 @@ impl SimArgs {
                 pause: self.pause.clone(),
                 partition: self.partition.clone(),
             },
-            workload: WorkloadSection { kind: workload, entries: self.entries, hold: self.hold, rate: self.rate, requesters: self.requesters.clone() },
+            workload: WorkloadSection {
+                kind: workload,
+                entries: self.entries,
+                hold: self.hold,
+                rate: self.rate,
+                requesters: self.requesters.clone(),
+            },
             clocks: ClocksSection { offset: self.clock_offset, drift_ppm: self.drift_ppm },
             expect: ExpectSection { violations: self.expect.clone() },
             ..Scenario::default()
@@ -177,13 +187,19 @@ pub fn run(args: SimArgs) -> anyhow::Result<i32> {
     let bar = show_progress.then(|| {
         let b = indicatif::ProgressBar::new(cfg.duration.max(1));
         b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {msg} [{elapsed_precise}]").expect("valid template"),
+            indicatif::ProgressStyle::with_template("{spinner} {msg} [{elapsed_precise}]")
+                .expect("valid template"),
         );
         b
     });
     let mut on_progress = |p: Progress| {
         if let Some(b) = &bar {
-            b.set_message(format!("{} steps, virtual {:.3} ms, {} queued", p.step, p.now as f64 / 1e6, p.queued));
+            b.set_message(format!(
+                "{} steps, virtual {:.3} ms, {} queued",
+                p.step,
+                p.now as f64 / 1e6,
+                p.queued
+            ));
             b.tick();
         }
     };

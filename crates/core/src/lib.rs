@@ -20,8 +20,8 @@
 mod event;
 mod process;
 pub mod time;
-pub mod trace;
 mod topology;
+pub mod trace;
 
 pub use event::{Event, Request};
 pub use process::{Action, Context, Message, Outbox, Process};

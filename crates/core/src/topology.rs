@@ -115,9 +115,7 @@ impl Topology {
     /// The number of direct neighbours of `node`.
     pub fn degree(&self, node: NodeId) -> usize {
         match self {
-            Topology::Graph { offsets, .. } => {
-                (offsets[node as usize + 1] - offsets[node as usize]) as usize
-            }
+            Topology::Graph { offsets, .. } => (offsets[node as usize + 1] - offsets[node as usize]) as usize,
             _ => self.neighbors(node).count(),
         }
     }
@@ -127,9 +125,7 @@ impl Topology {
         match self {
             Topology::Complete { n } => a != b && a < *n && b < *n,
             Topology::Ring { .. } => self.successor(a) == b && a != b,
-            Topology::BiRing { .. } => {
-                a != b && (self.successor(a) == b || self.predecessor(a) == b)
-            }
+            Topology::BiRing { .. } => a != b && (self.successor(a) == b || self.predecessor(a) == b),
             Topology::Graph { offsets, targets } => {
                 let (s, e) = (offsets[a as usize] as usize, offsets[a as usize + 1] as usize);
                 targets[s..e].binary_search(&b).is_ok()

@@ -49,6 +49,9 @@ enum Item<M, T> {
     Fault(Fault),
 }
 
+/// The scheduled items of algorithm `A`.
+type ItemOf<A> = Item<<A as ringleader_core::Process>::Msg, <A as ringleader_core::Process>::Timer>;
+
 #[derive(Debug)]
 struct Entry<M, T> {
     time: Time,
@@ -127,7 +130,7 @@ pub struct Simulation<A: Algorithm> {
     states: Vec<A>,
     status: Vec<Status>,
     timers: Vec<Vec<(A::Timer, u64)>>,
-    deferred: BTreeMap<NodeId, Vec<Item<A::Msg, A::Timer>>>,
+    deferred: BTreeMap<NodeId, Vec<ItemOf<A>>>,
     clocks: Option<Vec<Clock>>,
     queue: BinaryHeap<Entry<A::Msg, A::Timer>>,
     seq: u64,
@@ -165,7 +168,14 @@ impl<A: Algorithm> Simulation<A> {
             )));
         }
         let states: Vec<A> = (0..n).map(|i| A::new(i, &config, &setup)).collect();
-        let position: BTreeMap<Uid, NodeId> = if n <= 1 << 16 || !cfg.crash.is_empty() || !cfg.partition.is_empty() || !cfg.pause.is_empty() || !cfg.recover.is_empty() || matches!(cfg.initiators, Initiators::Ids(_)) || cfg.requesters.is_some() {
+        let position: BTreeMap<Uid, NodeId> = if n <= 1 << 16
+            || !cfg.crash.is_empty()
+            || !cfg.partition.is_empty()
+            || !cfg.pause.is_empty()
+            || !cfg.recover.is_empty()
+            || matches!(cfg.initiators, Initiators::Ids(_))
+            || cfg.requesters.is_some()
+        {
             uids.iter().enumerate().map(|(i, &u)| (u, i as NodeId)).collect()
         } else {
             BTreeMap::new()
@@ -209,7 +219,10 @@ impl<A: Algorithm> Simulation<A> {
                 Workload::new(k, n, requesters, cfg.entries, cfg.hold, cfg.rate)
             }),
             violations: Violations::default(),
-            counters: Counters { sent_by_kind: vec![0; <A::Msg as Message>::KINDS.len()], ..Counters::default() },
+            counters: Counters {
+                sent_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
+                ..Counters::default()
+            },
             out: Outbox::new(),
             tracer,
             stop: Stop::Quiescent,
@@ -239,8 +252,16 @@ impl<A: Algorithm> Simulation<A> {
         let initiators: Vec<NodeId> = match &cfg.initiators {
             Initiators::None => Vec::new(),
             Initiators::All => (0..n).filter(|&i| live_at_start(i)).collect(),
-            Initiators::Lowest => (0..n).filter(|&i| live_at_start(i)).min_by_key(|&i| sim.uids[i as usize]).into_iter().collect(),
-            Initiators::Highest => (0..n).filter(|&i| live_at_start(i)).max_by_key(|&i| sim.uids[i as usize]).into_iter().collect(),
+            Initiators::Lowest => (0..n)
+                .filter(|&i| live_at_start(i))
+                .min_by_key(|&i| sim.uids[i as usize])
+                .into_iter()
+                .collect(),
+            Initiators::Highest => (0..n)
+                .filter(|&i| live_at_start(i))
+                .max_by_key(|&i| sim.uids[i as usize])
+                .into_iter()
+                .collect(),
             Initiators::Ids(ids) => ids.iter().map(|&u| pos(u)).collect(),
         };
         for node in initiators {
@@ -328,7 +349,8 @@ impl<A: Algorithm> Simulation<A> {
                 Action::AdjustClock(delta) => {
                     let n = self.uids.len();
                     let now = self.now;
-                    self.clocks.get_or_insert_with(|| vec![Clock::default(); n])[node as usize].adjust(now, delta);
+                    self.clocks.get_or_insert_with(|| vec![Clock::default(); n])[node as usize]
+                        .adjust(now, delta);
                 }
             }
         }
@@ -410,7 +432,11 @@ impl<A: Algorithm> Simulation<A> {
         }
     }
 
-    fn defer_if_paused(&mut self, node: NodeId, item: Item<A::Msg, A::Timer>) -> Option<Item<A::Msg, A::Timer>> {
+    fn defer_if_paused(
+        &mut self,
+        node: NodeId,
+        item: Item<A::Msg, A::Timer>,
+    ) -> Option<Item<A::Msg, A::Timer>> {
         if self.status[node as usize] == Status::Paused {
             self.deferred.entry(node).or_default().push(item);
             None
@@ -425,7 +451,11 @@ impl<A: Algorithm> Simulation<A> {
                 if self.status[to as usize] == Status::Crashed || self.net.is_cut(from, to) {
                     self.in_flight -= 1;
                     self.counters.dropped += 1;
-                    let reason = if self.status[to as usize] == Status::Crashed { "receiver crashed" } else { "partition" };
+                    let reason = if self.status[to as usize] == Status::Crashed {
+                        "receiver crashed"
+                    } else {
+                        "partition"
+                    };
                     let kind = msg.kind();
                     self.trace(RecordKind::Drop, Some(to), |r| {
                         r.peer = Some(from);
@@ -435,7 +465,11 @@ impl<A: Algorithm> Simulation<A> {
                     });
                     return;
                 }
-                let Some(Item::Deliver { from, to, id, msg }) = self.defer_if_paused(to, Item::Deliver { from, to, id, msg }) else { return };
+                let Some(Item::Deliver { from, to, id, msg }) =
+                    self.defer_if_paused(to, Item::Deliver { from, to, id, msg })
+                else {
+                    return;
+                };
                 self.in_flight -= 1;
                 self.counters.delivered += 1;
                 if self.tracer.is_some() {
@@ -453,7 +487,11 @@ impl<A: Algorithm> Simulation<A> {
                 if self.status[node as usize] == Status::Crashed {
                     return;
                 }
-                let Some(idx) = self.timers[node as usize].iter().position(|(t, g)| *t == timer && *g == generation) else { return };
+                let Some(idx) =
+                    self.timers[node as usize].iter().position(|(t, g)| *t == timer && *g == generation)
+                else {
+                    return;
+                };
                 if self.status[node as usize] == Status::Paused {
                     self.deferred.entry(node).or_default().push(Item::Timer { node, timer, generation });
                     return;
@@ -535,7 +573,9 @@ impl<A: Algorithm> Simulation<A> {
                 let active = matches!(f, Fault::Cut(_));
                 self.net.cuts[i].active = active;
                 let text = self.cfg.partition[i].to_string();
-                self.trace(if active { RecordKind::Partition } else { RecordKind::Heal }, None, |r| r.detail = Some(text));
+                self.trace(if active { RecordKind::Partition } else { RecordKind::Heal }, None, |r| {
+                    r.detail = Some(text)
+                });
             }
         }
     }
@@ -575,7 +615,12 @@ impl<A: Algorithm> Simulation<A> {
             }
             self.trace_new_violations(before);
             if self.step & 0xFFFF == 0 {
-                progress(Progress { step: self.step, now: self.now, duration: self.cfg.duration, queued: self.queue.len() });
+                progress(Progress {
+                    step: self.step,
+                    now: self.now,
+                    duration: self.cfg.duration,
+                    queued: self.queue.len(),
+                });
             }
         }
         let before = self.violations.len();

@@ -103,9 +103,15 @@ pub fn run(cfg: &RunConfig, opts: RunOptions) -> Result<RunResult, SimError> {
 
 /// Runs algorithm `A` (the configuration's algorithm name is not consulted).
 pub fn run_algorithm<A: Algorithm>(cfg: &RunConfig, mut opts: RunOptions) -> Result<RunResult, SimError> {
-    let trace_err = |source| SimError::Trace { path: opts.trace.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), source };
+    let trace_err = |source| SimError::Trace {
+        path: opts.trace.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+        source,
+    };
     let tracer = if opts.trace.is_some() || opts.keep_trace {
-        Some(trace::Tracer::new(cfg.nodes as usize, opts.trace.as_deref(), opts.keep_trace).map_err(trace_err)?)
+        Some(
+            trace::Tracer::new(cfg.nodes as usize, opts.trace.as_deref(), opts.keep_trace)
+                .map_err(trace_err)?,
+        )
     } else {
         None
     };
@@ -130,7 +136,8 @@ pub fn run_algorithm<A: Algorithm>(cfg: &RunConfig, mut opts: RunOptions) -> Res
 fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report {
     let cfg = &sim.cfg;
     let c = sim.counters();
-    let by_kind = <A::Msg as Message>::KINDS.iter().zip(&c.sent_by_kind).map(|(k, &v)| (k.to_string(), v)).collect();
+    let by_kind =
+        <A::Msg as Message>::KINDS.iter().zip(&c.sent_by_kind).map(|(k, &v)| (k.to_string(), v)).collect();
     let (properties, fam) = sim.checker_report();
     let violations = sim.violations().list().to_vec();
     let algorithm_messages = c.sent() - c.detection;
@@ -147,11 +154,21 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
             Stop::Duration => "duration".into(),
         },
         wall_seconds,
-        messages: Messages { sent: c.sent(), delivered: c.delivered, dropped: c.dropped, by_kind, detection: c.detection },
+        messages: Messages {
+            sent: c.sent(),
+            delivered: c.delivered,
+            dropped: c.dropped,
+            by_kind,
+            detection: c.detection,
+        },
         outcome: fam.outcome,
         per_operation: report::PerOperation {
             operations: fam.operations,
-            messages_mean: if fam.operations == 0 { 0.0 } else { algorithm_messages as f64 / fam.operations as f64 },
+            messages_mean: if fam.operations == 0 {
+                0.0
+            } else {
+                algorithm_messages as f64 / fam.operations as f64
+            },
         },
         latency: fam.latencies,
         properties: properties

@@ -39,10 +39,18 @@ fn event_label(e: &Event, own: Option<Uid>) -> String {
     match e {
         Event::ElectionStarted => "participant: starts an election".into(),
         Event::Leader { leader, term } if Some(*leader) == own => {
-            if *term == 0 { "elected: I am coordinator".into() } else { format!("elected: I am coordinator (term {term})") }
+            if *term == 0 {
+                "elected: I am coordinator".into()
+            } else {
+                format!("elected: I am coordinator (term {term})")
+            }
         }
         Event::Leader { leader, term } => {
-            if *term == 0 { format!("coordinator = {leader}") } else { format!("coordinator = {leader} (term {term})") }
+            if *term == 0 {
+                format!("coordinator = {leader}")
+            } else {
+                format!("coordinator = {leader} (term {term})")
+            }
         }
         Event::LeaderLost => "coordinator unknown".into(),
         Event::Entered { fencing } => format!("enters critical section (fencing {fencing})"),
@@ -95,8 +103,12 @@ pub fn render(records: &[TraceRecord], uids: &[Uid], violation_window: Option<(u
             (RecordKind::Recover, Some(n)) => Some(format!("note over {n}: recovers")),
             (RecordKind::Pause, Some(n)) => Some(format!("note over {n}: paused (slow, not dead)")),
             (RecordKind::Resume, Some(n)) => Some(format!("note over {n}: resumes")),
-            (RecordKind::Partition, _) => Some(format!("note over P0: partition {}", label(r.detail.as_deref().unwrap_or("")))),
-            (RecordKind::Heal, _) => Some(format!("note over P0: partition healed {}", label(r.detail.as_deref().unwrap_or("")))),
+            (RecordKind::Partition, _) => {
+                Some(format!("note over P0: partition {}", label(r.detail.as_deref().unwrap_or(""))))
+            }
+            (RecordKind::Heal, _) => {
+                Some(format!("note over P0: partition healed {}", label(r.detail.as_deref().unwrap_or(""))))
+            }
             (RecordKind::Violation, _) => Some(format!(
                 "note over P0: VIOLATION {} - {}",
                 r.property.as_deref().unwrap_or(""),

@@ -30,7 +30,9 @@ impl Sampler {
         match *latency {
             Latency::Constant(d) => Sampler::Constant(d),
             Latency::Uniform(a, b) => Sampler::Uniform(a, b),
-            Latency::Exponential(m) => Sampler::Exponential(Exp::new(1.0 / (m.max(1) as f64)).expect("positive rate")),
+            Latency::Exponential(m) => {
+                Sampler::Exponential(Exp::new(1.0 / (m.max(1) as f64)).expect("positive rate"))
+            }
             Latency::Normal(m, sd) => Sampler::Normal(Normal::new(m as f64, sd as f64).expect("finite sd")),
             Latency::LogNormal(med, sigma) => {
                 Sampler::LogNormal(LogNormal::new((med.max(1) as f64).ln(), sigma).expect("finite sigma"))
@@ -102,7 +104,13 @@ impl Network {
     /// Decides what happens to one send at `now`: `None` if it is lost, else its delivery time
     /// (respecting FIFO order on the link when asked).
     #[inline]
-    pub fn schedule(&mut self, rng: &mut Xoshiro256PlusPlus, now: Time, from: NodeId, to: NodeId) -> Option<Time> {
+    pub fn schedule(
+        &mut self,
+        rng: &mut Xoshiro256PlusPlus,
+        now: Time,
+        from: NodeId,
+        to: NodeId,
+    ) -> Option<Time> {
         if self.loss > 0.0 && rng.random_bool(self.loss) {
             return None;
         }

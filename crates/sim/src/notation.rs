@@ -13,11 +13,11 @@ pub use ringleader_algorithms::params::parse_duration;
 pub fn format_duration(t: Time) -> String {
     if t == 0 {
         "0".into()
-    } else if t % 1_000_000_000 == 0 {
+    } else if t.is_multiple_of(1_000_000_000) {
         format!("{}s", t / 1_000_000_000)
-    } else if t % 1_000_000 == 0 {
+    } else if t.is_multiple_of(1_000_000) {
         format!("{}ms", t / 1_000_000)
-    } else if t % 1_000 == 0 {
+    } else if t.is_multiple_of(1_000) {
         format!("{}us", t / 1_000)
     } else {
         format!("{t}ns")
@@ -104,13 +104,16 @@ impl TryFrom<String> for Latency {
 impl FromStr for Latency {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        const ALLOWED: &str = "constant:D, uniform:A..B, exponential:MEAN, normal:MEAN,SD, lognormal:MEDIAN,SIGMA";
-        let (kind, arg) = s.split_once(':').ok_or_else(|| format!("latency {s:?}: expected one of {ALLOWED}"))?;
+        const ALLOWED: &str =
+            "constant:D, uniform:A..B, exponential:MEAN, normal:MEAN,SD, lognormal:MEDIAN,SIGMA";
+        let (kind, arg) =
+            s.split_once(':').ok_or_else(|| format!("latency {s:?}: expected one of {ALLOWED}"))?;
         let what = "latency";
         match kind.trim() {
             "constant" => Ok(Latency::Constant(duration(arg, what)?)),
             "uniform" => {
-                let (a, b) = arg.split_once("..").ok_or_else(|| format!("latency {s:?}: uniform takes A..B"))?;
+                let (a, b) =
+                    arg.split_once("..").ok_or_else(|| format!("latency {s:?}: uniform takes A..B"))?;
                 let (a, b) = (duration(a, what)?, duration(b, what)?);
                 if a > b {
                     return Err(format!("latency {s:?}: the lower bound is above the upper bound"));
@@ -119,12 +122,16 @@ impl FromStr for Latency {
             }
             "exponential" => Ok(Latency::Exponential(duration(arg, what)?)),
             "normal" => {
-                let (m, sd) = arg.split_once(',').ok_or_else(|| format!("latency {s:?}: normal takes MEAN,SD"))?;
+                let (m, sd) =
+                    arg.split_once(',').ok_or_else(|| format!("latency {s:?}: normal takes MEAN,SD"))?;
                 Ok(Latency::Normal(duration(m, what)?, duration(sd, what)?))
             }
             "lognormal" => {
-                let (m, sigma) = arg.split_once(',').ok_or_else(|| format!("latency {s:?}: lognormal takes MEDIAN,SIGMA"))?;
-                let sigma: f64 = sigma.trim().parse().map_err(|_| format!("latency {s:?}: SIGMA must be a number"))?;
+                let (m, sigma) = arg
+                    .split_once(',')
+                    .ok_or_else(|| format!("latency {s:?}: lognormal takes MEDIAN,SIGMA"))?;
+                let sigma: f64 =
+                    sigma.trim().parse().map_err(|_| format!("latency {s:?}: SIGMA must be a number"))?;
                 if !(sigma.is_finite() && sigma >= 0.0) {
                     return Err(format!("latency {s:?}: SIGMA must be a non-negative number"));
                 }
@@ -148,7 +155,8 @@ pub struct At {
 impl FromStr for At {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let (id, t) = s.split_once('@').ok_or_else(|| format!("{s:?}: expected ID@TIME, e.g. 7@0 or 3@1.5ms"))?;
+        let (id, t) =
+            s.split_once('@').ok_or_else(|| format!("{s:?}: expected ID@TIME, e.g. 7@0 or 3@1.5ms"))?;
         Ok(At { uid: uid(id, s)?, time: duration(t, s)? })
     }
 }
@@ -185,7 +193,9 @@ pub struct Pause {
 }
 
 fn window(text: &str, s: &str) -> Result<(Time, Time), String> {
-    let (a, b) = text.split_once("..").ok_or_else(|| format!("{s:?}: expected a window FROM..TO, e.g. 100..3000 or 2ms..1s"))?;
+    let (a, b) = text
+        .split_once("..")
+        .ok_or_else(|| format!("{s:?}: expected a window FROM..TO, e.g. 100..3000 or 2ms..1s"))?;
     let (a, b) = (duration(a, s)?, duration(b, s)?);
     if a > b {
         return Err(format!("{s:?}: the window ends before it starts"));
@@ -196,7 +206,8 @@ fn window(text: &str, s: &str) -> Result<(Time, Time), String> {
 impl FromStr for Pause {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let (id, w) = s.split_once('@').ok_or_else(|| format!("{s:?}: expected ID@FROM..TO, e.g. 3@10ms..200ms"))?;
+        let (id, w) =
+            s.split_once('@').ok_or_else(|| format!("{s:?}: expected ID@FROM..TO, e.g. 3@10ms..200ms"))?;
         let (from, to) = window(w, s)?;
         Ok(Pause { uid: uid(id, s)?, from, to })
     }
@@ -240,7 +251,9 @@ pub struct Partition {
 impl FromStr for Partition {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let (sides, w) = s.split_once('@').ok_or_else(|| format!("{s:?}: expected A,B|C,D@FROM..TO (or A,B>C,D@… for a one-way cut)"))?;
+        let (sides, w) = s
+            .split_once('@')
+            .ok_or_else(|| format!("{s:?}: expected A,B|C,D@FROM..TO (or A,B>C,D@… for a one-way cut)"))?;
         let (l, r, one_way) = if let Some((l, r)) = sides.split_once('|') {
             (l, r, false)
         } else if let Some((l, r)) = sides.split_once('>') {
@@ -267,7 +280,14 @@ impl fmt::Display for Partition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let j = |v: &[Uid]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",");
         let sep = if self.one_way { '>' } else { '|' };
-        write!(f, "{}{sep}{}@{}..{}", j(&self.left), j(&self.right), format_duration(self.from), format_duration(self.to))
+        write!(
+            f,
+            "{}{sep}{}@{}..{}",
+            j(&self.left),
+            j(&self.right),
+            format_duration(self.from),
+            format_duration(self.to)
+        )
     }
 }
 
@@ -290,7 +310,9 @@ mod tests {
 
     #[test]
     fn notations_round_trip() {
-        for s in ["constant:1ms", "uniform:1ms..2ms", "exponential:5ms", "normal:2ms,500us", "lognormal:1ms,0.5"] {
+        for s in
+            ["constant:1ms", "uniform:1ms..2ms", "exponential:5ms", "normal:2ms,500us", "lognormal:1ms,0.5"]
+        {
             assert_eq!(s.parse::<Latency>().unwrap().to_string(), s);
         }
         assert_eq!("7@0".parse::<At>().unwrap(), At { uid: 7, time: 0 });

@@ -109,13 +109,18 @@ impl Report {
                 let _ = writeln!(s, "           {line}");
             }
         }
-        let _ = writeln!(s, "algorithm  {} ({}), {} nodes, seed {}", self.algorithm, self.family, self.nodes, self.seed);
+        let _ = writeln!(
+            s,
+            "algorithm  {} ({}), {} nodes, seed {}",
+            self.algorithm, self.family, self.nodes, self.seed
+        );
         let _ = writeln!(
             s,
             "run        {} events, {:.3} ms of virtual time, stopped {}, {:.3} s wall",
             self.events, self.sim_time, self.stopped, self.wall_seconds
         );
-        let kinds: Vec<String> = self.messages.by_kind.iter().filter(|&(_, &v)| v > 0).map(|(k, v)| format!("{k} {v}")).collect();
+        let kinds: Vec<String> =
+            self.messages.by_kind.iter().filter(|&(_, &v)| v > 0).map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(
             s,
             "messages   {} sent, {} delivered, {} dropped{}",
@@ -132,7 +137,11 @@ impl Report {
             self.per_operation.operations, self.per_operation.messages_mean
         );
         for (name, p) in &self.latency {
-            let _ = writeln!(s, "latency    {name}: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} samples)", p.p50, p.p99, p.max, p.count);
+            let _ = writeln!(
+                s,
+                "latency    {name}: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} samples)",
+                p.p50, p.p99, p.max, p.count
+            );
         }
         let _ = writeln!(s, "properties");
         for p in &self.properties {
@@ -148,7 +157,11 @@ impl Report {
             let _ = writeln!(s, "  ! {} at {:.3} ms (step {}): {}", v.property, v.time, v.step, v.detail);
         }
         let verdict = if self.as_expected() {
-            if self.expected_violations.is_empty() { "OK: every property holds" } else { "OK: the expected violations were found" }
+            if self.expected_violations.is_empty() {
+                "OK: every property holds"
+            } else {
+                "OK: the expected violations were found"
+            }
         } else {
             "FAILED: the violations differ from what was expected"
         };

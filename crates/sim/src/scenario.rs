@@ -69,7 +69,9 @@ impl FromStr for Initiators {
                 .map(|x| x.trim().parse::<Uid>())
                 .collect::<Result<Vec<_>, _>>()
                 .map(Initiators::Ids)
-                .map_err(|_| format!("initiators {s:?}: expected all, lowest, highest, none, or ids like 3 or 1,4")),
+                .map_err(|_| {
+                    format!("initiators {s:?}: expected all, lowest, highest, none, or ids like 3 or 1,4")
+                }),
         }
     }
 }
@@ -107,7 +109,9 @@ pub struct Duration(pub Time);
 impl FromStr for Duration {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        parse_duration(s).map(Duration).ok_or_else(|| format!("cannot read {s:?} as a time (use 250us, 1.5ms, 2s; a bare number is ms)"))
+        parse_duration(s)
+            .map(Duration)
+            .ok_or_else(|| format!("cannot read {s:?} as a time (use 250us, 1.5ms, 2s; a bare number is ms)"))
     }
 }
 
@@ -310,7 +314,10 @@ impl Scenario {
                 None => (1, 1),
             };
             let line_text = text.lines().nth(line - 1).unwrap_or("");
-            let field = line_text.split_once('=').map(|(k, _)| k.trim().trim_matches('"')).filter(|k| !k.is_empty() && !k.starts_with('['));
+            let field = line_text
+                .split_once('=')
+                .map(|(k, _)| k.trim().trim_matches('"'))
+                .filter(|k| !k.is_empty() && !k.starts_with('['));
             let message = e.message().trim().replace('\n', " ");
             let message = match field {
                 Some(f) if !message.contains(&format!("`{f}`")) => format!("field `{f}`: {message}"),
@@ -406,7 +413,9 @@ impl Scenario {
             match v {
                 None => Ok(0.0),
                 Some(p) if (0.0..=1.0).contains(&p) => Ok(p),
-                Some(p) => Err(ConfigError::Invalid(format!("{what} {p}: a probability must be between 0 and 1"))),
+                Some(p) => {
+                    Err(ConfigError::Invalid(format!("{what} {p}: a probability must be between 0 and 1")))
+                }
             }
         };
         let loss = prob(self.network.loss, "--loss")?;
@@ -435,7 +444,10 @@ impl Scenario {
         let known: BTreeSet<&str> = crate::checkers::ALL_PROPERTIES.iter().copied().collect();
         for v in &self.expect.violations {
             if !known.contains(v.as_str()) {
-                return bad(format!("expected violation {v:?} is not a property; known: {}", crate::checkers::ALL_PROPERTIES.join(", ")));
+                return bad(format!(
+                    "expected violation {v:?} is not a property; known: {}",
+                    crate::checkers::ALL_PROPERTIES.join(", ")
+                ));
             }
         }
         let params = self
@@ -549,12 +561,19 @@ pub struct RunConfig {
 impl RunConfig {
     /// A configuration with every default, for `algorithm` on `nodes` nodes.
     pub fn new(algorithm: &str, nodes: u32) -> Result<RunConfig, ConfigError> {
-        Scenario { algorithm: Some(algorithm.into()), nodes: Some(nodes), ..Scenario::default() }.resolve(None)
+        Scenario { algorithm: Some(algorithm.into()), nodes: Some(nodes), ..Scenario::default() }
+            .resolve(None)
     }
 
     /// The command line that reproduces this run exactly, without the scenario file.
     pub fn repro(&self) -> String {
-        let mut s = format!("ringleader sim --algo {} --nodes {} --seed {} --ids {}", self.algorithm, self.nodes, self.seed, self.ids.name());
+        let mut s = format!(
+            "ringleader sim --algo {} --nodes {} --seed {} --ids {}",
+            self.algorithm,
+            self.nodes,
+            self.seed,
+            self.ids.name()
+        );
         if self.initiators != Initiators::None {
             s += &format!(" --initiators {}", self.initiators);
         }
@@ -592,7 +611,12 @@ impl RunConfig {
             s += &format!(" --edges {e}");
         }
         if let Some(w) = self.workload {
-            s += &format!(" --workload {} --entries {} --hold {}", w.name(), self.entries, format_duration(self.hold));
+            s += &format!(
+                " --workload {} --entries {} --hold {}",
+                w.name(),
+                self.entries,
+                format_duration(self.hold)
+            );
             if w == WorkloadKind::Poisson {
                 s += &format!(" --rate {}", self.rate);
             }
@@ -622,7 +646,9 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_named_with_their_line() {
-        let err = Scenario::parse("algorithm = \"central\"\nnodes = 3\nbogus = 1\n", "x.toml").unwrap_err().to_string();
+        let err = Scenario::parse("algorithm = \"central\"\nnodes = 3\nbogus = 1\n", "x.toml")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("x.toml:3:"), "{err}");
         assert!(err.contains("bogus"), "{err}");
         assert!(err.contains("expected one of"), "{err}");
@@ -649,7 +675,12 @@ mod tests {
     fn resolve_rejects_what_cannot_run() {
         assert!(RunConfig::new("nope", 3).unwrap_err().to_string().contains("unknown algorithm"));
         assert!(RunConfig::new("central", 0).unwrap_err().to_string().contains("at least 1"));
-        let s = Scenario { algorithm: Some("central".into()), nodes: Some(3), faults: FaultsSection { crash: vec!["9@0".parse().unwrap()], ..Default::default() }, ..Default::default() };
+        let s = Scenario {
+            algorithm: Some("central".into()),
+            nodes: Some(3),
+            faults: FaultsSection { crash: vec!["9@0".parse().unwrap()], ..Default::default() },
+            ..Default::default()
+        };
         assert!(s.resolve(None).unwrap_err().to_string().contains("does not exist"));
     }
 }

@@ -25,7 +25,12 @@ pub fn uids(n: u32, arrangement: IdArrangement, rng: &mut Xoshiro256PlusPlus) ->
 
 /// The topology of `kind` on `n` nodes; `edges` sets the edge count of a random graph
 /// (default 2n, at least n − 1 so that it is connected, at most n(n − 1)/2).
-pub fn build(kind: TopologyKind, n: u32, edges: Option<u64>, rng: &mut Xoshiro256PlusPlus) -> Result<Topology, String> {
+pub fn build(
+    kind: TopologyKind,
+    n: u32,
+    edges: Option<u64>,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Result<Topology, String> {
     Ok(match kind {
         TopologyKind::Complete => Topology::Complete { n },
         TopologyKind::Ring => Topology::Ring { n },

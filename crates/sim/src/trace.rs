@@ -86,7 +86,9 @@ impl Tracer {
         if let Some(sink) = self.sink.as_mut()
             && self.error.is_none()
         {
-            let r = serde_json::to_writer(&mut *sink, &rec).map_err(std::io::Error::from).and_then(|_| sink.write_all(b"\n"));
+            let r = serde_json::to_writer(&mut *sink, &rec)
+                .map_err(std::io::Error::from)
+                .and_then(|_| sink.write_all(b"\n"));
             if let Err(e) = r {
                 self.error = Some(e);
             }

@@ -36,12 +36,28 @@ pub struct Workload {
 impl Workload {
     /// A workload of `kind` on `n` nodes. `requesters` (positions) limits who asks; by default
     /// every node asks, except under `sequential` where node 0 does not (unless it is alone).
-    pub fn new(kind: WorkloadKind, n: u32, requesters: Option<Vec<NodeId>>, entries: u64, hold: Time, rate: f64) -> Workload {
+    pub fn new(
+        kind: WorkloadKind,
+        n: u32,
+        requesters: Option<Vec<NodeId>>,
+        entries: u64,
+        hold: Time,
+        rate: f64,
+    ) -> Workload {
         let requesters = requesters.unwrap_or_else(|| match kind {
             WorkloadKind::Sequential if n > 1 => (1..n).collect(),
             _ => (0..n).collect(),
         });
-        Workload { kind, entries, hold, rate, issued: 0, requesters, next_requester: 0, awaiting_quiet: false }
+        Workload {
+            kind,
+            entries,
+            hold,
+            rate,
+            issued: 0,
+            requesters,
+            next_requester: 0,
+            awaiting_quiet: false,
+        }
     }
 
     fn exp(rng: &mut Xoshiro256PlusPlus, mean: f64) -> Time {

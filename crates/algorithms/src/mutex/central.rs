@@ -119,7 +119,7 @@ type Out = Outbox<Msg, Timer>;
 
 impl<const TIMEOUT: bool> CentralCoordinator<TIMEOUT> {
     /// Delivers `msg` to the coordinator: a message, or a local step when we are it.
-    fn to_coordinator(&mut self, cx: &Context, msg: Msg, out: &mut Out) {
+    fn send_to_coordinator(&mut self, cx: &Context, msg: Msg, out: &mut Out) {
         if self.me == self.coordinator {
             self.coordinator_receives(cx, self.me, msg, out);
         } else {
@@ -205,12 +205,12 @@ impl<const TIMEOUT: bool> Process for CentralCoordinator<TIMEOUT> {
         match req {
             Request::Acquire if self.participant == Participant::Idle => {
                 self.participant = Participant::AwaitingGrant;
-                self.to_coordinator(cx, Msg::Request, out);
+                self.send_to_coordinator(cx, Msg::Request, out);
             }
             Request::Release if self.participant == Participant::Holding => {
                 self.participant = Participant::Idle;
                 out.emit(Event::Exited);
-                self.to_coordinator(cx, Msg::Release, out);
+                self.send_to_coordinator(cx, Msg::Release, out);
             }
             _ => {}
         }

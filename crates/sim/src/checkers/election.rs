@@ -88,7 +88,8 @@ impl Checker for ElectionChecker {
                     let set = self.claimants.entry(term).or_default();
                     set.insert(node);
                     if set.len() >= 2 {
-                        let ids: Vec<String> = set.iter().map(|&n| format!("id {}", w.uids[n as usize])).collect();
+                        let ids: Vec<String> =
+                            set.iter().map(|&n| format!("id {}", w.uids[n as usize])).collect();
                         v.record("uniqueness", at, || {
                             format!("{} all believe they are coordinator (term {term})", ids.join(" and "))
                         });
@@ -121,26 +122,35 @@ impl Checker for ElectionChecker {
             v.record("termination", at, || format!("id {} never learned a coordinator", w.uids[n as usize]));
         }
         let mut named = live.iter().filter_map(|&n| self.belief[n as usize].map(|(l, _)| (n, l)));
-        if let Some((first, leader)) = named.next() {
-            if let Some((other, l2)) = named.find(|&(_, l)| l != leader) {
-                v.record("agreement", at, || {
-                    format!("id {} names {leader}, id {} names {l2}", w.uids[first as usize], w.uids[other as usize])
-                });
-            }
+        if let Some((first, leader)) = named.next()
+            && let Some((other, l2)) = named.find(|&(_, l)| l != leader)
+        {
+            v.record("agreement", at, || {
+                format!(
+                    "id {} names {leader}, id {} names {l2}",
+                    w.uids[first as usize], w.uids[other as usize]
+                )
+            });
         }
         let expected = Self::expected_leader(w);
         let alive_uids: BTreeSet<Uid> = live.iter().map(|&n| w.uids[n as usize]).collect();
         for &n in &live {
             if let Some((l, _)) = self.belief[n as usize] {
                 if !alive_uids.contains(&l) {
-                    v.record("validity", at, || format!("id {} names {l}, which is not alive", w.uids[n as usize]));
+                    v.record("validity", at, || {
+                        format!("id {} names {l}, which is not alive", w.uids[n as usize])
+                    });
                     break;
                 }
                 if let Some(e) = expected
                     && l != e
                 {
                     v.record("validity", at, || {
-                        format!("id {} names {l}, but the {} live id is {e}", w.uids[n as usize], if w.rule == LeaderRule::Max { "highest" } else { "lowest" })
+                        format!(
+                            "id {} names {l}, but the {} live id is {e}",
+                            w.uids[n as usize],
+                            if w.rule == LeaderRule::Max { "highest" } else { "lowest" }
+                        )
                     });
                     break;
                 }
@@ -150,14 +160,18 @@ impl Checker for ElectionChecker {
 
     fn report(&self, w: &World) -> FamilyReport {
         let live: Vec<NodeId> = (0..w.uids.len() as NodeId).filter(|&n| w.alive(n)).collect();
-        let leaders: BTreeSet<Option<Uid>> = live.iter().map(|&n| self.belief[n as usize].map(|(l, _)| l)).collect();
+        let leaders: BTreeSet<Option<Uid>> =
+            live.iter().map(|&n| self.belief[n as usize].map(|(l, _)| l)).collect();
         let agreed = leaders.len() == 1 && !leaders.contains(&None);
         let leader = if agreed { leaders.into_iter().next().flatten() } else { None };
         let mut r = FamilyReport { operations: self.leaderships, ..FamilyReport::default() };
         r.outcome.insert("leader".into(), leader.into());
         r.outcome.insert("agreed".into(), agreed.into());
         if let Some(s) = self.first_start {
-            r.outcome.insert("election_ms".into(), ((self.last_leader_event.saturating_sub(s)) as f64 / 1e6).into());
+            r.outcome.insert(
+                "election_ms".into(),
+                ((self.last_leader_event.saturating_sub(s)) as f64 / 1e6).into(),
+            );
         }
         if let Some(p) = self.election_time.summary() {
             r.latencies.insert("time_to_leader".into(), p);

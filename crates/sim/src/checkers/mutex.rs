@@ -66,13 +66,19 @@ impl Checker for MutexChecker {
                     && fencing <= prev
                 {
                     v.record("fencing", at, || {
-                        format!("id {} entered with fencing token {fencing}, not above the previous {prev}", w.uids[node as usize])
+                        format!(
+                            "id {} entered with fencing token {fencing}, not above the previous {prev}",
+                            w.uids[node as usize]
+                        )
                     });
                 }
                 self.last_fencing = Some(fencing);
                 if let Some(&other) = self.holders.iter().next() {
                     v.record("safety", at, || {
-                        format!("id {} entered the critical section while id {} holds it", w.uids[node as usize], w.uids[other as usize])
+                        format!(
+                            "id {} entered the critical section while id {} holds it",
+                            w.uids[node as usize], w.uids[other as usize]
+                        )
                     });
                 }
                 self.holders.insert(node);
@@ -109,7 +115,10 @@ impl Checker for MutexChecker {
                         let first = q[0];
                         q.remove(i);
                         v.record("fifo", at, || {
-                            format!("id {} granted id {} before id {}, which queued earlier", w.uids[node as usize], w.uids[who as usize], w.uids[first as usize])
+                            format!(
+                                "id {} granted id {} before id {}, which queued earlier",
+                                w.uids[node as usize], w.uids[who as usize], w.uids[first as usize]
+                            )
                         });
                     }
                     None => {}
@@ -133,11 +142,20 @@ impl Checker for MutexChecker {
         if let Some(&(oldest_node, oldest)) = waiting.iter().min_by_key(|&&(_, t)| t) {
             if self.entries == 0 || self.last_entry < oldest {
                 v.record("liveness", at, || {
-                    format!("{} request(s) wait and nobody entered since id {} asked at {:.3} ms (deadlock)", waiting.len(), w.uids[oldest_node as usize], oldest as f64 / 1e6)
+                    format!(
+                        "{} request(s) wait and nobody entered since id {} asked at {:.3} ms (deadlock)",
+                        waiting.len(),
+                        w.uids[oldest_node as usize],
+                        oldest as f64 / 1e6
+                    )
                 });
             }
             v.record("no_starvation", at, || {
-                format!("id {} asked at {:.3} ms and never entered", w.uids[oldest_node as usize], oldest as f64 / 1e6)
+                format!(
+                    "id {} asked at {:.3} ms and never entered",
+                    w.uids[oldest_node as usize],
+                    oldest as f64 / 1e6
+                )
             });
         }
     }

@@ -1,0 +1,172 @@
+//! The command-line contract of `CLI.md`: flags, the JSON object, exit codes, errors.
+
+use std::process::{Command, Output};
+
+fn ringleader(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ringleader")).args(args).output().expect("ringleader runs")
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = ringleader(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("stdout is exactly one JSON object")
+}
+
+fn sim(extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["sim", "--json"];
+    args.extend_from_slice(extra);
+    json(&args)
+}
+
+fn all_hold(r: &serde_json::Value) -> bool {
+    r["properties"].as_array().unwrap().iter().all(|p| p["holds"] == true)
+}
+
+#[test]
+fn chang_roberts_textbook_counts() {
+    let d = sim(&["--algo", "chang-roberts", "--nodes", "8", "--ids", "descending", "--initiators", "all"]);
+    assert_eq!(d["messages"]["by_kind"]["election"], 36);
+    assert_eq!(d["messages"]["by_kind"]["elected"], 8);
+    assert_eq!(d["outcome"]["leader"], 8);
+    assert!(all_hold(&d));
+    let a = sim(&["--algo", "chang-roberts", "--nodes", "8", "--ids", "ascending", "--initiators", "all"]);
+    assert_eq!(a["messages"]["by_kind"]["election"], 15);
+    assert_eq!(a["messages"]["by_kind"]["elected"], 8);
+    let one = sim(&["--algo", "chang-roberts", "--nodes", "8", "--ids", "ascending", "--initiators", "1"]);
+    assert_eq!(one["messages"]["sent"], 23, "3N-1 for N = 8");
+}
+
+#[test]
+fn central_sequential_costs_three_messages_per_entry() {
+    let r = sim(&["--algo", "central", "--nodes", "5", "--workload", "sequential", "--entries", "10"]);
+    assert_eq!(r["messages"]["sent"], 30);
+    assert_eq!(r["outcome"]["entries"], 10);
+    assert_eq!(r["outcome"]["max_concurrent_holders"], 1);
+    let names: Vec<&str> =
+        r["properties"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    for p in ["safety", "liveness", "fifo"] {
+        assert!(names.contains(&p), "{p} is checked");
+    }
+    assert!(all_hold(&r));
+}
+
+#[test]
+fn same_seed_same_json_and_trace_different_seed_different_trace() {
+    let dir = std::env::temp_dir().join(format!("ringleader-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |seed: &str, name: &str| {
+        let path = dir.join(name);
+        let mut r = sim(&[
+            "--algo",
+            "central",
+            "--nodes",
+            "6",
+            "--workload",
+            "poisson",
+            "--entries",
+            "30",
+            "--latency",
+            "uniform:1ms..3ms",
+            "--seed",
+            seed,
+            "--trace",
+            path.to_str().unwrap(),
+        ]);
+        r.as_object_mut().unwrap().remove("wall_seconds");
+        (r, std::fs::read(path).unwrap())
+    };
+    let (a, ta) = run("7", "a.jsonl");
+    let (b, tb) = run("7", "b.jsonl");
+    let (_, tc) = run("8", "c.jsonl");
+    assert_eq!(a, b);
+    assert_eq!(ta, tb);
+    assert_ne!(ta, tc);
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn expected_violation_exits_zero_and_undeclared_exits_two() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/central-timeout-paused-holder.toml");
+    let declared = ringleader(&["sim", file, "--json"]);
+    assert_eq!(declared.status.code(), Some(0));
+    let r: serde_json::Value = serde_json::from_slice(&declared.stdout).unwrap();
+    let v = &r["violations"][0];
+    assert_eq!(v["property"], "safety");
+    assert_eq!(v["time"], 12.0);
+    assert!(v["step"].as_u64().unwrap() > 0);
+    // The same run from its flags, without the declaration.
+    let undeclared = ringleader(&[
+        "sim",
+        "--algo",
+        "central-timeout",
+        "--nodes",
+        "3",
+        "--workload",
+        "saturated",
+        "--entries",
+        "2",
+        "--hold",
+        "5ms",
+        "--requesters",
+        "2,3",
+        "--pause",
+        "2@2.5ms..100ms",
+        "--param",
+        "timeout=10ms",
+        "--json",
+    ]);
+    assert_eq!(undeclared.status.code(), Some(2));
+}
+
+#[test]
+fn bad_input_gets_one_line_and_exit_one() {
+    let dir = std::env::temp_dir().join(format!("ringleader-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let malformed = dir.join("malformed.toml");
+    std::fs::write(&malformed, "algorithm = \"central\"\nnodes = [\n").unwrap();
+    let unknown = dir.join("unknown.toml");
+    std::fs::write(&unknown, "algorithm = \"central\"\nnodez = 3\n").unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["sim", "--algo", "paxos"], "unknown algorithm"),
+        (vec!["sim", "--algo", "central", "--nodes", "0"], "at least 1"),
+        (vec!["sim", "--algo", "central", "--crash", "2@soon"], "time"),
+        (vec!["sim", malformed.to_str().unwrap()], "malformed.toml:"),
+        (vec!["sim", unknown.to_str().unwrap()], "nodez"),
+        (vec!["sim", "--algo", "central", "--param", "bogus=1"], "unknown parameter"),
+        (vec!["sim", "--algo", "central", "--nodes", "many"], "--nodes"),
+    ];
+    for (args, needle) in cases {
+        let out = ringleader(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line, got {err}");
+        assert!(err.contains(needle), "{args:?}: {err} should mention {needle}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn list_names_every_algorithm_with_family() {
+    let out = ringleader(&["list"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.lines().any(|l| l.starts_with("chang-roberts") && l.contains("election")));
+    assert!(text.lines().any(|l| l.starts_with("central ") && l.contains("mutex")));
+}
+
+#[test]
+fn mermaid_draws_the_violation_in_red() {
+    let dir = std::env::temp_dir().join(format!("ringleader-mmd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("run.mmd");
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/central-timeout-paused-holder.toml");
+    let out = ringleader(&["sim", file, "--mermaid", path.to_str().unwrap()]);
+    assert!(out.status.success());
+    let mmd = std::fs::read_to_string(&path).unwrap();
+    assert!(mmd.starts_with("sequenceDiagram"));
+    assert!(mmd.contains("participant P0"));
+    assert!(mmd.contains("rect rgb(200, 0, 0)"));
+    assert!(mmd.contains("enters critical section"));
+    assert!(mmd.contains("paused"));
+    std::fs::remove_dir_all(dir).ok();
+}
