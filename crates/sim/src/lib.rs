@@ -20,6 +20,7 @@ pub mod engine;
 pub mod mermaid;
 pub mod network;
 pub mod notation;
+pub mod queue;
 pub mod report;
 pub mod scenario;
 pub mod topologies;
