@@ -20,8 +20,8 @@ use ringleader_core::Time;
 /// Buckets in the window (a power of two).
 pub const BUCKETS: usize = 4096;
 
-/// Emptied buckets keep at most this many slots of capacity.
-const SHRINK_ABOVE: usize = 1 << 14;
+/// Emptied buckets' storage kept for reuse.
+const POOL: usize = 64;
 
 /// An item with its key.
 #[derive(Debug)]
@@ -81,6 +81,8 @@ pub struct EventQueue<T> {
     /// Items at or beyond `cur + BUCKETS` (absolute index).
     overflow: BinaryHeap<Keyed<T>>,
     len: usize,
+    /// Storage of emptied buckets, reused by the next bucket that fills.
+    pool: Vec<VecDeque<Keyed<T>>>,
 }
 
 impl<T> EventQueue<T> {
@@ -99,6 +101,7 @@ impl<T> EventQueue<T> {
             in_window: 0,
             overflow: BinaryHeap::new(),
             len: 0,
+            pool: Vec::new(),
         }
     }
 
@@ -115,6 +118,11 @@ impl<T> EventQueue<T> {
     fn place(&mut self, k: Keyed<T>) {
         let slot = ((k.time >> self.shift) as usize) & (BUCKETS - 1);
         let b = &mut self.buckets[slot];
+        if b.items.capacity() == 0
+            && let Some(storage) = self.pool.pop()
+        {
+            b.items = storage;
+        }
         if b.sorted {
             let key = k.key();
             let at = b.items.partition_point(|x| x.key() < key);
@@ -197,10 +205,11 @@ impl<T> EventQueue<T> {
         }
         let k = b.items.pop_front().expect("occupied bucket");
         if b.items.is_empty() {
-            if b.items.capacity() > SHRINK_ABOVE {
-                // A burst (a whole ring's messages at one instant) passed through this bucket;
-                // don't keep its memory in every bucket the clock cycles through.
-                b.items.shrink_to(SHRINK_ABOVE);
+            // Hand the storage back to the pool: the clock cycles through thousands of buckets
+            // but only a few hold events at once, so only those few own memory.
+            let storage = std::mem::take(&mut b.items);
+            if self.pool.len() < POOL {
+                self.pool.push(storage);
             }
             b.sorted = false;
             self.occupied[slot / 64] &= !(1 << (slot % 64));
