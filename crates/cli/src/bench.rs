@@ -44,8 +44,10 @@ struct Measurement {
     events: u64,
     messages_delivered: u64,
     wall_seconds: f64,
+    cpu_seconds: f64,
     events_per_second: f64,
     delivered_per_second: f64,
+    delivered_per_cpu_second: f64,
     peak_rss_mib: f64,
     leader: serde_json::Value,
     properties_hold: bool,
@@ -59,13 +61,26 @@ fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+/// CPU time (user + system) this process has used, from /proc (10 ms resolution); it is what
+/// the run cost even when other processes compete for the cores.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn measure(algo: &str, nodes: u32, latency: &Latency) -> anyhow::Result<Measurement> {
     let mut cfg = RunConfig::new(algo, nodes)?;
     cfg.ids = IdArrangement::Random;
     cfg.initiators = Initiators::All;
     cfg.latency = latency.clone();
     cfg.max_delay = latency.bound();
+    let cpu_before = cpu_seconds();
     let r = ringleader_sim::run(&cfg, RunOptions::default())?.report;
+    let cpu = cpu_seconds() - cpu_before;
     Ok(Measurement {
         algorithm: algo.into(),
         nodes,
@@ -73,6 +88,8 @@ fn measure(algo: &str, nodes: u32, latency: &Latency) -> anyhow::Result<Measurem
         events: r.events,
         messages_delivered: r.messages.delivered,
         wall_seconds: r.wall_seconds,
+        cpu_seconds: cpu,
+        delivered_per_cpu_second: r.messages.delivered as f64 / cpu,
         events_per_second: r.events as f64 / r.wall_seconds,
         delivered_per_second: r.messages.delivered as f64 / r.wall_seconds,
         peak_rss_mib: peak_rss_mib(),
@@ -123,20 +140,21 @@ pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else {
         println!(
-            "| algorithm | nodes | latency | events | delivered | wall s | delivered/s | events/s | peak RSS MiB | leader | properties |"
+            "| algorithm | nodes | latency | events | delivered | wall s | cpu s | delivered/s (wall) | delivered/s (cpu) | peak RSS MiB | leader | properties |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
         for m in &results {
             println!(
-                "| {} | {} | {} | {} | {} | {:.2} | {:.2e} | {:.2e} | {:.0} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2e} | {:.2e} | {:.0} | {} | {} |",
                 m.algorithm,
                 m.nodes,
                 m.latency,
                 m.events,
                 m.messages_delivered,
                 m.wall_seconds,
+                m.cpu_seconds,
                 m.delivered_per_second,
-                m.events_per_second,
+                m.delivered_per_cpu_second,
                 m.peak_rss_mib,
                 m.leader,
                 if m.properties_hold { "hold" } else { "VIOLATED" }
