@@ -109,3 +109,28 @@ fn timestamp_order_is_judged_for_lamport_and_ricart_agrawala_only() {
         assert!(r.properties.iter().all(|p| p.holds), "{algo}: {:?}", r.violations);
     }
 }
+
+/// Lamport's algorithm over non-FIFO links: searches seeds for runs where two processes enter
+/// together (scenarios/lamport-non-fifo.toml is seed 24 of this search), and checks that the
+/// same runs over FIFO links are safe.
+#[test]
+fn lamport_is_unsafe_without_fifo_links_and_safe_with_them() {
+    let mut unsafe_seeds = Vec::new();
+    for seed in 0..500 {
+        let mut cfg = RunConfig::new("lamport", 3).unwrap();
+        cfg.seed = seed;
+        cfg.latency = Latency::Exponential(1_000_000);
+        cfg.workload = Some(WorkloadKind::Saturated);
+        cfg.entries = 3;
+        let r = run(&cfg, RunOptions::default()).unwrap().report;
+        if r.violations.iter().any(|v| v.property == "safety") {
+            unsafe_seeds.push(seed);
+        }
+        cfg.fifo = true;
+        let r = run(&cfg, RunOptions::default()).unwrap().report;
+        assert!(r.violations.is_empty(), "seed {seed} with FIFO links: {:?}", r.violations);
+    }
+    assert!(unsafe_seeds.contains(&24), "{unsafe_seeds:?}");
+    println!("lamport without FIFO: {} of 500 seeds unsafe: {unsafe_seeds:?}", unsafe_seeds.len());
+    assert_eq!(unsafe_seeds.len(), 121, "24 % of the seeds put two processes in the section");
+}
