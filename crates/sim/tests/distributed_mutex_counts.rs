@@ -21,8 +21,9 @@ fn sequential(algo: &str, nodes: u32, entries: u64, requesters: Option<Vec<u64>>
 /// The messages of each of the first `entries` entries (the workload is deterministic and
 /// isolates every entry, so entry k costs messages(k) − messages(k − 1)).
 fn per_entry(algo: &str, nodes: u32, entries: u64) -> Vec<u64> {
-    let totals: Vec<u64> =
-        (0..=entries).map(|k| if k == 0 { 0 } else { sequential(algo, nodes, k, None).messages.sent }).collect();
+    let totals: Vec<u64> = (0..=entries)
+        .map(|k| if k == 0 { 0 } else { sequential(algo, nodes, k, None).messages.sent })
+        .collect();
     totals.windows(2).map(|w| w[1] - w[0]).collect()
 }
 
@@ -33,7 +34,9 @@ fn nine_nodes_ten_entries_cost_the_textbook_totals() {
     assert_eq!(sequential("suzuki-kasami", 9, 10, None).messages.sent, 90);
     let m = sequential("maekawa", 9, 10, None);
     assert_eq!(m.messages.sent, 120);
-    for (kind, n) in [("request", 40), ("reply", 40), ("release", 40), ("inquire", 0), ("yield", 0), ("failed", 0)] {
+    for (kind, n) in
+        [("request", 40), ("reply", 40), ("release", 40), ("inquire", 0), ("yield", 0), ("failed", 0)]
+    {
         assert_eq!(m.messages.by_kind[kind], n, "maekawa {kind}");
     }
 }

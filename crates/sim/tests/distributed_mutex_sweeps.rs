@@ -26,7 +26,7 @@ fn config(algo: &str, seed: u64) -> RunConfig {
     let nodes = 3 + (seed % 4) as u32;
     let mut cfg = RunConfig::new(algo, nodes).unwrap();
     cfg.seed = seed;
-    cfg.ids = if seed % 3 == 0 { IdArrangement::Random } else { IdArrangement::Ascending };
+    cfg.ids = if seed.is_multiple_of(3) { IdArrangement::Random } else { IdArrangement::Ascending };
     cfg.latency = match seed % 3 {
         0 => Latency::Uniform(100_000, 3_000_000),
         1 => Latency::Exponential(1_000_000),
@@ -35,7 +35,7 @@ fn config(algo: &str, seed: u64) -> RunConfig {
     // Lamport's algorithm assumes FIFO channels (its essay says so); the others do not.
     cfg.fifo = algo == "lamport";
     cfg.entries = 2 * nodes as u64;
-    if seed % 2 == 0 {
+    if seed.is_multiple_of(2) {
         cfg.workload = Some(WorkloadKind::Saturated);
         cfg.hold = 500_000;
     } else {

@@ -113,8 +113,11 @@ impl Lamport {
         if self.holding || self.queue.first() != Some(&mine) {
             return;
         }
-        let heard_later =
-            self.latest.iter().enumerate().all(|(j, l)| j as NodeId == self.me || l.is_some_and(|s| s > mine));
+        let heard_later = self
+            .latest
+            .iter()
+            .enumerate()
+            .all(|(j, l)| j as NodeId == self.me || l.is_some_and(|s| s > mine));
         if heard_later {
             self.holding = true;
             out.emit(Event::Entered { fencing: mine.fencing(cx.uids) });

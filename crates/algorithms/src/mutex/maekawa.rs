@@ -287,7 +287,7 @@ impl Maekawa {
         let losers: Vec<Stamp> = self
             .waiting
             .iter()
-            .filter(|&&w| !(w == best && best < held) && !self.failed_sent.contains(&w.node))
+            .filter(|&&w| (w != best || held < best) && !self.failed_sent.contains(&w.node))
             .copied()
             .collect();
         for w in losers {
@@ -394,8 +394,7 @@ impl Process for Maekawa {
 impl Algorithm for Maekawa {
     const NAME: &'static str = "maekawa";
     const FAMILY: Family = Family::Mutex;
-    const SUMMARY: &'static str =
-        "grid quorums (K = 2√N − 1) with INQUIRE / YIELD / FAILED; 3(K−1) messages per entry under light load";
+    const SUMMARY: &'static str = "grid quorums (K = 2√N − 1) with INQUIRE / YIELD / FAILED; 3(K−1) messages per entry under light load";
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {

@@ -192,13 +192,6 @@ impl Algorithm for Raymond {
     fn new(me: NodeId, _config: &(), setup: &Setup) -> Self {
         // In the balanced tree a node's parent is its smallest neighbour; the root holds the token.
         let parent = if me == 0 { 0 } else { setup.topology.neighbors(me).next().unwrap_or(0) };
-        Raymond {
-            me,
-            holder: parent,
-            request_q: VecDeque::new(),
-            using: false,
-            asked: false,
-            entries: 0,
-        }
+        Raymond { me, holder: parent, request_q: VecDeque::new(), using: false, asked: false, entries: 0 }
     }
 }

@@ -91,7 +91,8 @@ impl Checker for MutexChecker {
                     });
                 }
                 if let Some(mine) = self.stamps.remove(&node)
-                    && let Some((&other, &(ts, _))) = self.stamps.iter().filter(|&(_, s)| *s < mine).min_by_key(|&(_, s)| *s)
+                    && let Some((&other, &(ts, _))) =
+                        self.stamps.iter().filter(|&(_, s)| *s < mine).min_by_key(|&(_, s)| *s)
                 {
                     v.record("timestamp_order", at, || {
                         format!(
