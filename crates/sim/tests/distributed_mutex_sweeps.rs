@@ -131,6 +131,17 @@ fn lamport_is_unsafe_without_fifo_links_and_safe_with_them() {
         assert!(r.violations.is_empty(), "seed {seed} with FIFO links: {:?}", r.violations);
     }
     assert!(unsafe_seeds.contains(&24), "{unsafe_seeds:?}");
+    // Seed 24, the scenario: the entry out of stamp order is caught by all three properties.
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/lamport-non-fifo.toml"
+    ))
+    .unwrap();
+    let cfg = ringleader_sim::Scenario::parse(&text, "lamport-non-fifo").unwrap().resolve(None).unwrap();
+    let r = run(&cfg, RunOptions::default()).unwrap().report;
+    let found: Vec<&str> = r.violations.iter().map(|v| v.property).collect();
+    assert_eq!(found, ["timestamp_order", "fencing", "safety"]);
+    assert_eq!(r.outcome["max_concurrent_holders"], 2);
     println!("lamport without FIFO: {} of 500 seeds unsafe: {unsafe_seeds:?}", unsafe_seeds.len());
     assert_eq!(unsafe_seeds.len(), 121, "24 % of the seeds put two processes in the section");
 }
