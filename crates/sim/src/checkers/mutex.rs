@@ -91,13 +91,13 @@ impl Checker for MutexChecker {
                     });
                 }
                 if let Some(mine) = self.stamps.remove(&node)
-                    && let Some((&other, &(ts, _))) =
+                    && let Some((_, &(ts, uid))) =
                         self.stamps.iter().filter(|&(_, s)| *s < mine).min_by_key(|&(_, s)| *s)
                 {
                     v.record("timestamp_order", at, || {
                         format!(
-                            "id {} entered with request timestamp {} while id {} waits with the earlier timestamp {ts}",
-                            w.uids[node as usize], mine.0, w.uids[other as usize]
+                            "id {} entered with request (ts, id) = ({}, {}) while id {uid} waits with the earlier ({ts}, {uid})",
+                            mine.1, mine.0, mine.1
                         )
                     });
                 }
