@@ -98,3 +98,34 @@ fn raymond_costs_twice_the_tree_distance_to_the_token() {
         assert!(costs.iter().all(|&c| c <= 4 * depth), "N = {n}: {costs:?}");
     }
 }
+
+#[test]
+fn saturated_load_costs_stay_within_the_textbook_bounds() {
+    // Nine processes ask at once and again on every exit, 90 entries, constant 1 ms latency.
+    let saturated = |algo: &str| {
+        let mut cfg = RunConfig::new(algo, 9).unwrap();
+        cfg.workload = Some(WorkloadKind::Saturated);
+        cfg.entries = 90;
+        let r = run(&cfg, RunOptions::default()).unwrap().report;
+        assert!(r.violations.is_empty(), "{algo}: {:?}", r.violations);
+        assert_eq!(r.outcome["entries"], 90, "{algo}");
+        r
+    };
+    // Permission from all: the load changes nothing.
+    assert_eq!(saturated("lamport").messages.sent, 90 * 24);
+    assert_eq!(saturated("ricart-agrawala").messages.sent, 90 * 16);
+    // Everybody asks back between two entries: Roucairol-Carvalho costs Ricart-Agrawala's 2(N − 1).
+    assert_eq!(saturated("roucairol-carvalho").messages.sent, 90 * 16);
+    // Maekawa: between 3(K − 1) = 12 and 5(K − 1) = 20 per entry; here 360 REQUEST, REPLY and
+    // RELEASE each, plus 352 FAILED (the INQUIREs and YIELDs are all local steps).
+    let m = saturated("maekawa");
+    assert_eq!(m.messages.sent, 1432);
+    assert_eq!(m.messages.by_kind["failed"], 352);
+    assert!((12 * 90..=20 * 90).contains(&m.messages.sent));
+    // Suzuki-Kasami: N per entry, except node 0's first entry with the token it starts with.
+    assert_eq!(saturated("suzuki-kasami").messages.sent, 89 * 9);
+    // Raymond: one REQUEST serves a subtree; under 4 per entry.
+    let r = saturated("raymond");
+    assert_eq!(r.messages.sent, 316);
+    assert!(r.messages.sent <= 4 * 90);
+}
