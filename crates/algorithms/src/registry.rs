@@ -65,6 +65,12 @@ registry! {
     election::chang_roberts::ChangRoberts,
     mutex::central::Central,
     mutex::central::CentralTimeout,
+    mutex::lamport::Lamport,
+    mutex::ricart_agrawala::RicartAgrawala,
+    mutex::roucairol_carvalho::RoucairolCarvalho,
+    mutex::maekawa::Maekawa,
+    mutex::suzuki_kasami::SuzukiKasami,
+    mutex::raymond::Raymond,
 }
 
 /// The description of the algorithm named `name`.

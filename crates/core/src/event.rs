@@ -124,6 +124,13 @@ pub enum Event {
         /// The local timestamp recorded.
         time: Time,
     },
+    /// This node asked for the critical section with logical timestamp `ts`; algorithms that
+    /// promise to serve requests in (timestamp, id) order (Lamport, Ricart-Agrawala) emit it so
+    /// that the checker can judge that order.
+    Requested {
+        /// The request's Lamport timestamp (ties are broken by the node's uid).
+        ts: u64,
+    },
 }
 
 impl Event {
@@ -149,6 +156,7 @@ impl Event {
             Event::Note { .. } => "note",
             Event::Stamped { .. } => "stamped",
             Event::Touched { .. } => "touched",
+            Event::Requested { .. } => "requested",
         }
     }
 }

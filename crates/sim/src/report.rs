@@ -151,7 +151,7 @@ impl Report {
                 (false, false) => "VIOLATED",
                 (true, true) => "holds, but the scenario expected a violation",
             };
-            let _ = writeln!(s, "  {:<14} {mark}", p.name);
+            let _ = writeln!(s, "  {:<15} {mark}", p.name);
         }
         for v in &self.violations {
             let _ = writeln!(s, "  ! {} at {:.3} ms (step {}): {}", v.property, v.time, v.step, v.detail);

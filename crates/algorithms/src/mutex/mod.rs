@@ -4,3 +4,10 @@
 //! globally; properties: safety, liveness, no starvation, fairness where promised.
 
 pub mod central;
+pub mod lamport;
+pub mod maekawa;
+pub mod raymond;
+pub mod ricart_agrawala;
+pub mod roucairol_carvalho;
+pub mod stamp;
+pub mod suzuki_kasami;

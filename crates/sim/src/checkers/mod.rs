@@ -26,6 +26,7 @@ pub const ALL_PROPERTIES: &[&str] = &[
     "no_starvation",
     "fifo",
     "fencing",
+    "timestamp_order",
 ];
 
 /// Whether a node is up, crashed or paused, as the simulator knows it.

@@ -4,6 +4,9 @@
 //! - **fencing**: every entry carries a fencing token larger than the previous entry's;
 //! - **fifo** (only for algorithms that report `Queued`/`Granted`): a coordinator or arbiter
 //!   grants in the order it queued requests;
+//! - **timestamp_order** (only for algorithms that report `Requested { ts }`, i.e. promise
+//!   Lamport order): when a process enters, no live process has an outstanding request with a
+//!   smaller (timestamp, uid);
 //! - **liveness** (end of run): while requests wait, somebody entered after the oldest one
 //!   was made — otherwise the system is deadlocked;
 //! - **no_starvation** (end of run): every request of a live process was served.
@@ -32,6 +35,9 @@ pub struct MutexChecker {
     /// arbiter → requesters in the order it queued them
     queues: BTreeMap<NodeId, VecDeque<NodeId>>,
     saw_queue: bool,
+    /// node → (timestamp, uid) of its outstanding request, from `Requested`
+    stamps: BTreeMap<NodeId, (u64, u64)>,
+    saw_stamp: bool,
     response: Latencies,
     sync_delay: Latencies,
     max_overtaken: u64,
@@ -49,6 +55,9 @@ impl Checker for MutexChecker {
         let mut p = vec!["safety", "liveness", "no_starvation", "fencing"];
         if self.saw_queue {
             p.push("fifo");
+        }
+        if self.saw_stamp {
+            p.push("timestamp_order");
         }
         p
     }
@@ -81,6 +90,17 @@ impl Checker for MutexChecker {
                         )
                     });
                 }
+                if let Some(mine) = self.stamps.remove(&node)
+                    && let Some((_, &(ts, uid))) =
+                        self.stamps.iter().filter(|&(_, s)| *s < mine).min_by_key(|&(_, s)| *s)
+                {
+                    v.record("timestamp_order", at, || {
+                        format!(
+                            "id {} entered with request (ts, id) = ({}, {}) while id {uid} waits with the earlier ({ts}, {uid})",
+                            mine.1, mine.0, mine.1
+                        )
+                    });
+                }
                 self.holders.insert(node);
                 self.max_holders = self.max_holders.max(self.holders.len());
                 self.entries += 1;
@@ -100,6 +120,10 @@ impl Checker for MutexChecker {
                 if !self.pending.is_empty() && self.holders.is_empty() {
                     self.exit_with_waiters = Some(at.time);
                 }
+            }
+            Event::Requested { ts } => {
+                self.saw_stamp = true;
+                self.stamps.insert(node, (ts, w.uids[node as usize]));
             }
             Event::Queued { node: who } => {
                 self.saw_queue = true;
@@ -134,6 +158,7 @@ impl Checker for MutexChecker {
         }
         self.pending.remove(&node);
         self.queues.remove(&node);
+        self.stamps.remove(&node);
     }
 
     fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {

@@ -1,0 +1,214 @@
+//! # Lamport's mutual exclusion (1978)
+//!
+//! *Seed 003 "TODO" list ("usa relógios lógicos"); ALGORITHMS.md §2.4; Lamport, "Time, Clocks,
+//! and the Ordering of Events in a Distributed System", CACM 1978.*
+//!
+//! ## The idea
+//! Every process keeps a replica of one request queue, ordered by (Lamport timestamp, id). If
+//! every process sees the same requests in the same order, they all agree on who is first —
+//! and a process knows it has seen every earlier request once it has heard something *later*
+//! from everybody, because channels are FIFO.
+//!
+//! ## The rules
+//! - Request: tick the clock; put REQUEST(ts, i) in your own queue and send it to all others.
+//! - On REQUEST(ts, j): queue it; answer with a timestamped REPLY.
+//! - Enter when your request heads your queue *and* you have received from every other process
+//!   a message stamped later than your request (in the (timestamp, id) order).
+//! - Exit: remove your request; send a timestamped RELEASE to all; receivers remove j's request.
+//!
+//! ```text
+//!   idle ──Acquire / REQUEST to all──▶ waiting ──head of queue ∧ later message from all──▶ holding
+//!   holding ──Release / RELEASE to all──▶ idle
+//! ```
+//!
+//! ## Costs
+//! 3(N−1) messages per entry (REQUEST, REPLY, RELEASE with each other process). Synchronization
+//! delay one message (the RELEASE); response time under light load two one-way delays.
+//!
+//! ## Fairness and fencing tokens
+//! Entries happen in (timestamp, id) order of the requests — the checker's `timestamp_order`
+//! property judges it from the `Requested { ts }` event emitted with every request. The fencing
+//! token is the request's stamp packed as `ts · 2^20 + rank(uid)` ([`super::stamp`]).
+//!
+//! ## Assumptions and known flaws
+//! **FIFO channels are required.** The simulator's links are FIFO under constant latency (the
+//! default `constant:1ms`: equal delays keep send order), so the default scenario needs no
+//! flag; with random latencies run it with `--fifo` (`[network] fifo = true`). Without FIFO a
+//! REPLY may overtake the REQUEST sent before it: the receiver counts the REPLY as "a later
+//! message from j" without having queued j's earlier request, and two processes enter —
+//! `scenarios/lamport-non-fifo.toml` shows it (safety violated, declared expected).
+//! No crash is tolerated: a crashed process never replies, so nobody enters again. A recovered
+//! process has forgotten its queue and rejoins as a newcomer (its clock is kept).
+
+use std::collections::BTreeSet;
+
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
+use serde::{Deserialize, Serialize};
+
+use super::stamp::{self, LamportClock, Stamp};
+use crate::{Algorithm, Family, ParamError, Setup};
+
+/// Messages of Lamport's algorithm; each carries the sender's Lamport timestamp.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// Ask for the critical section; `ts` is the request's timestamp.
+    Request {
+        /// Timestamp.
+        ts: u64,
+    },
+    /// Acknowledge a REQUEST.
+    Reply {
+        /// Timestamp.
+        ts: u64,
+    },
+    /// The sender left the critical section: remove its request.
+    Release {
+        /// Timestamp.
+        ts: u64,
+    },
+}
+
+impl Msg {
+    fn ts(&self) -> u64 {
+        match *self {
+            Msg::Request { ts } | Msg::Reply { ts } | Msg::Release { ts } => ts,
+        }
+    }
+}
+
+impl Message for Msg {
+    const KINDS: &'static [&'static str] = &["request", "reply", "release"];
+    fn kind_index(&self) -> usize {
+        match self {
+            Msg::Request { .. } => 0,
+            Msg::Reply { .. } => 1,
+            Msg::Release { .. } => 2,
+        }
+    }
+}
+
+/// Lamport's algorithm sets no timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Timer {}
+
+/// A process of Lamport's algorithm.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Lamport {
+    me: NodeId,
+    clock: LamportClock,
+    /// The replicated request queue, ordered by (timestamp, uid).
+    queue: BTreeSet<Stamp>,
+    /// Latest (timestamp, uid) received from each process.
+    latest: Vec<Option<Stamp>>,
+    /// Our outstanding request.
+    mine: Option<Stamp>,
+    holding: bool,
+}
+
+type Out = Outbox<Msg, Timer>;
+
+impl Lamport {
+    fn enter_if_ready(&mut self, cx: &Context, out: &mut Out) {
+        let Some(mine) = self.mine else { return };
+        if self.holding || self.queue.first() != Some(&mine) {
+            return;
+        }
+        let heard_later = self
+            .latest
+            .iter()
+            .enumerate()
+            .all(|(j, l)| j as NodeId == self.me || l.is_some_and(|s| s > mine));
+        if heard_later {
+            self.holding = true;
+            out.emit(Event::Entered { fencing: mine.fencing(cx.uids) });
+        }
+    }
+}
+
+impl Process for Lamport {
+    type Msg = Msg;
+    type Timer = Timer;
+
+    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
+
+    fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
+        let ts = msg.ts();
+        self.clock.observe(ts);
+        let stamp = Stamp { ts, uid: cx.uid_of(from), node: from };
+        let latest = &mut self.latest[from as usize];
+        if latest.is_none_or(|l| l < stamp) {
+            *latest = Some(stamp);
+        }
+        match msg {
+            Msg::Request { .. } => {
+                self.queue.insert(stamp);
+                out.send(from, Msg::Reply { ts: self.clock.tick() });
+            }
+            Msg::Reply { .. } => {}
+            Msg::Release { .. } => self.queue.retain(|s| s.node != from),
+        }
+        self.enter_if_ready(cx, out);
+    }
+
+    fn on_timer(&mut self, _cx: &Context, timer: Timer, _out: &mut Out) {
+        match timer {}
+    }
+
+    fn on_request(&mut self, cx: &Context, req: Request, out: &mut Out) {
+        match req {
+            Request::Acquire if self.mine.is_none() => {
+                let s = Stamp { ts: self.clock.tick(), uid: cx.uid(), node: self.me };
+                self.mine = Some(s);
+                self.queue.insert(s);
+                out.emit(Event::Requested { ts: s.ts });
+                out.send_all((0..cx.n()).filter(|&j| j != self.me), &Msg::Request { ts: s.ts });
+                self.enter_if_ready(cx, out);
+            }
+            Request::Release if self.holding => {
+                self.holding = false;
+                if let Some(s) = self.mine.take() {
+                    self.queue.remove(&s);
+                }
+                out.emit(Event::Exited);
+                let ts = self.clock.tick();
+                out.send_all((0..cx.n()).filter(|&j| j != self.me), &Msg::Release { ts });
+            }
+            _ => {}
+        }
+    }
+
+    /// The queue and what was heard are volatile; the clock is kept.
+    fn on_recover(&mut self, _cx: &Context, _out: &mut Out) {
+        self.queue.clear();
+        self.latest.iter_mut().for_each(|l| *l = None);
+        self.mine = None;
+        self.holding = false;
+    }
+
+    fn in_critical_section(&self) -> bool {
+        self.holding
+    }
+}
+
+impl Algorithm for Lamport {
+    const NAME: &'static str = "lamport";
+    const FAMILY: Family = Family::Mutex;
+    const SUMMARY: &'static str =
+        "replicated (ts, id) request queue; REQUEST, REPLY, RELEASE to all: 3(N−1) per entry; FIFO links";
+    type Config = ();
+
+    fn configure(setup: &Setup) -> Result<(), ParamError> {
+        stamp::check_size(setup)
+    }
+
+    fn new(me: NodeId, _config: &(), setup: &Setup) -> Self {
+        Lamport {
+            me,
+            clock: LamportClock::default(),
+            queue: BTreeSet::new(),
+            latest: vec![None; setup.uids.len()],
+            mine: None,
+            holding: false,
+        }
+    }
+}

@@ -1,0 +1,444 @@
+//! # Maekawa's quorum algorithm (1985)
+//!
+//! *Seed 003 "TODO" list ("diminui número de votos necessários"); ALGORITHMS.md §2.6; Maekawa,
+//! "A √N algorithm for mutual exclusion in decentralized systems", ACM TOCS 1985; the deadlock
+//! fix for INQUIRE/YIELD follows Sanders (1987).*
+//!
+//! ## The idea
+//! Ricart-Agrawala asks everybody; it is enough to ask a *quorum*, as long as every two quorums
+//! intersect: the process in the intersection votes for only one of the two at a time. Every
+//! process is both a requester and an arbiter holding one vote.
+//!
+//! ## Quorums
+//! Grid quorums: the N positions fill a grid of c = ⌈√N⌉ columns row by row; the quorum of
+//! position p is its row ∪ its column (itself included). Two quorums always meet: the cell at
+//! (row of p, column of q) or (row of q, column of p) exists even when the last row is short.
+//! For a square N, K = 2√N − 1 (N = 9: a 3 × 3 grid, K = 5).
+//!
+//! ## The rules
+//! Requests are stamped (Lamport timestamp, uid); smaller has priority.
+//! - Requester: send REQUEST(ts) to its quorum; enter after a REPLY from every member; on exit
+//!   send RELEASE to its quorum.
+//! - Arbiter: if its vote is free, lock it for the requester and REPLY; otherwise queue the
+//!   request (in priority order). On RELEASE, give the vote to the best queued request.
+//! - Deadlock handling (parameter `deadlock_handling`, default true): a queued request that is
+//!   not the best one the arbiter knows (holder included) receives FAILED, once; when a queued
+//!   request beats the holder, the arbiter sends the holder INQUIRE, once per lock. A requester
+//!   answers an INQUIRE with YIELD (giving the vote back) if it has received a FAILED or has
+//!   already yielded during this request; otherwise it keeps the inquiry until one of those
+//!   happens, or drops it when it enters (the RELEASE answers it). On YIELD the arbiter queues
+//!   the yielder again and locks for the best request.
+//!
+//! A process's request to itself as arbiter, and the answers, are local steps (not messages).
+//!
+//! ```text
+//!   arbiter:    free ──REQUEST / REPLY──▶ locked(r) ──RELEASE or YIELD / REPLY to best queued──▶ locked(best) | free
+//!               locked(r) ──better REQUEST queued / INQUIRE to r──▶ inquired
+//!   requester:  idle ──Acquire / REQUEST to quorum──▶ waiting ──K REPLYs──▶ holding ──Release / RELEASE──▶ idle
+//!               waiting ──INQUIRE ∧ (FAILED seen ∨ yielded) / YIELD──▶ waiting
+//! ```
+//!
+//! ## Costs
+//! Light load: 3(K−1) messages per entry (REQUEST, REPLY, RELEASE with the K−1 other quorum
+//! members): 12 for N = 9. Under contention up to 5(K−1) with INQUIRE, YIELD and FAILED (more
+//! when a vote is yielded and granted again). Synchronization delay two messages (RELEASE to the
+//! shared arbiter, REPLY from it); response time under light load two one-way delays.
+//!
+//! ## Fencing tokens
+//! Entries do not follow request-stamp order (a younger request may collect its quorum before an
+//! older one reaches the shared arbiter), so the fencing token is the Lamport clock *at entry*,
+//! packed as `clock · 2^20 + rank(uid)`: every message carries the sender's clock, the clock
+//! ticks at entry, and in a safe run every hand-over is a causal chain exit → RELEASE → REPLY
+//! → entry along which Lamport clocks strictly increase.
+//!
+//! ## Assumptions and known flaws
+//! Reliable channels; FIFO is not needed (every message names the request it is about, and
+//! stale ones are ignored). Safe by quorum intersection. Without INQUIRE/YIELD/FAILED it
+//! deadlocks: two requesters each lock their own vote, then wait for each other's —
+//! `scenarios/maekawa-deadlock.toml` (liveness violated, declared expected); with them
+//! (`scenarios/maekawa-deadlock-handled.toml`) the same run completes. No crash is tolerated: a
+//! crashed arbiter's vote is lost for every quorum it belongs to.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
+use serde::{Deserialize, Serialize};
+
+use super::stamp::{self, LamportClock, Stamp};
+use crate::{Algorithm, Family, ParamError, Setup};
+
+/// Messages of Maekawa's algorithm. `ts` names the request the message is about; `clock` is the
+/// sender's Lamport clock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// Ask the arbiter for its vote; `ts` is the request's timestamp (and the sender's clock).
+    Request {
+        /// The request's timestamp.
+        ts: u64,
+    },
+    /// The arbiter's vote is locked for request `ts`.
+    Reply {
+        /// The request.
+        ts: u64,
+        /// Sender's clock.
+        clock: u64,
+    },
+    /// The requester left the critical section: the vote is free.
+    Release {
+        /// The request.
+        ts: u64,
+        /// Sender's clock.
+        clock: u64,
+    },
+    /// The arbiter asks the holder of its vote whether it can give it back.
+    Inquire {
+        /// The request holding the vote.
+        ts: u64,
+        /// Sender's clock.
+        clock: u64,
+    },
+    /// The requester gives the vote back.
+    Yield {
+        /// The request.
+        ts: u64,
+        /// Sender's clock.
+        clock: u64,
+    },
+    /// The arbiter has a better request than `ts` (locked or queued).
+    Failed {
+        /// The request.
+        ts: u64,
+        /// Sender's clock.
+        clock: u64,
+    },
+}
+
+impl Msg {
+    fn clock(&self) -> u64 {
+        match *self {
+            Msg::Request { ts } => ts,
+            Msg::Reply { clock, .. }
+            | Msg::Release { clock, .. }
+            | Msg::Inquire { clock, .. }
+            | Msg::Yield { clock, .. }
+            | Msg::Failed { clock, .. } => clock,
+        }
+    }
+}
+
+impl Message for Msg {
+    const KINDS: &'static [&'static str] = &["request", "reply", "release", "inquire", "yield", "failed"];
+    fn kind_index(&self) -> usize {
+        match self {
+            Msg::Request { .. } => 0,
+            Msg::Reply { .. } => 1,
+            Msg::Release { .. } => 2,
+            Msg::Inquire { .. } => 3,
+            Msg::Yield { .. } => 4,
+            Msg::Failed { .. } => 5,
+        }
+    }
+}
+
+/// Maekawa's algorithm sets no timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Timer {}
+
+/// The configuration: every position's quorum and whether deadlocks are handled.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Quorum of every position (sorted, itself included).
+    pub quorums: Vec<Vec<NodeId>>,
+    /// Use INQUIRE / YIELD / FAILED.
+    pub deadlock_handling: bool,
+}
+
+/// The grid quorums of `n` positions: row ∪ column in a grid of ⌈√n⌉ columns.
+pub fn grid_quorums(n: u32) -> Vec<Vec<NodeId>> {
+    let c = (1..=n).find(|c| c * c >= n).unwrap_or(1);
+    (0..n).map(|p| (0..n).filter(|q| q / c == p / c || q % c == p % c).collect()).collect()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum State {
+    Idle,
+    Wanted(Stamp),
+    Held(Stamp),
+}
+
+/// A process of Maekawa's algorithm: a requester and an arbiter.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Maekawa {
+    me: NodeId,
+    quorum: Vec<NodeId>,
+    deadlock_handling: bool,
+    clock: LamportClock,
+    // Requester.
+    state: State,
+    /// Arbiters whose vote we hold for the current request.
+    granted: BTreeSet<NodeId>,
+    /// A FAILED arrived during the current request.
+    failed: bool,
+    /// We yielded a vote during the current request.
+    yielded: bool,
+    /// Arbiters that inquired and were not answered yet.
+    inquiries: BTreeSet<NodeId>,
+    // Arbiter.
+    /// The request our vote is locked for.
+    locked: Option<Stamp>,
+    /// Queued requests, best first.
+    waiting: BTreeSet<Stamp>,
+    /// Queued requesters that were sent FAILED.
+    failed_sent: BTreeSet<NodeId>,
+    /// An INQUIRE was sent for the current lock.
+    inquired: bool,
+    /// Messages to ourselves, handled within the same step (always empty between steps).
+    local: VecDeque<Msg>,
+}
+
+type Out = Outbox<Msg, Timer>;
+
+impl Maekawa {
+    /// Sends `msg`, or queues it as a local step when it is for ourselves.
+    fn send(&mut self, to: NodeId, msg: Msg, out: &mut Out) {
+        if to == self.me {
+            self.local.push_back(msg);
+        } else {
+            out.send(to, msg);
+        }
+    }
+
+    fn drain_local(&mut self, cx: &Context, out: &mut Out) {
+        while let Some(msg) = self.local.pop_front() {
+            self.handle(cx, self.me, msg, out);
+        }
+    }
+
+    fn handle(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
+        self.clock.observe(msg.clock());
+        match msg {
+            Msg::Request { ts } => self.arbiter_request(Stamp { ts, uid: cx.uid_of(from), node: from }, out),
+            Msg::Release { ts, .. } => {
+                if self.locked.is_some_and(|l| l.node == from && l.ts == ts) {
+                    self.locked = None;
+                    self.grant_next(out);
+                }
+            }
+            Msg::Yield { ts, .. } => {
+                if let Some(l) = self.locked.filter(|l| l.node == from && l.ts == ts) {
+                    self.locked = None;
+                    self.waiting.insert(l);
+                    self.failed_sent.insert(l.node);
+                    self.grant_next(out);
+                }
+            }
+            Msg::Reply { ts, .. } => {
+                if self.wants(ts) {
+                    self.granted.insert(from);
+                    self.answer_inquiries(out);
+                    if self.granted.len() == self.quorum.len()
+                        && let State::Wanted(s) = self.state
+                    {
+                        self.state = State::Held(s);
+                        self.inquiries.clear();
+                        let at_entry = Stamp { ts: self.clock.tick(), uid: cx.uid(), node: self.me };
+                        out.emit(Event::Entered { fencing: at_entry.fencing(cx.uids) });
+                    }
+                }
+            }
+            Msg::Inquire { ts, .. } => {
+                if self.wants(ts) {
+                    self.inquiries.insert(from);
+                    self.answer_inquiries(out);
+                }
+            }
+            Msg::Failed { ts, .. } => {
+                if self.wants(ts) {
+                    self.failed = true;
+                    self.answer_inquiries(out);
+                }
+            }
+        }
+    }
+
+    /// True while we wait for the request stamped `ts`.
+    fn wants(&self, ts: u64) -> bool {
+        matches!(self.state, State::Wanted(s) if s.ts == ts)
+    }
+
+    fn arbiter_request(&mut self, r: Stamp, out: &mut Out) {
+        if self.locked.is_none() {
+            self.locked = Some(r);
+            let clock = self.clock.tick();
+            self.send(r.node, Msg::Reply { ts: r.ts, clock }, out);
+            return;
+        }
+        self.waiting.insert(r);
+        self.notify(out);
+    }
+
+    /// Deadlock handling: FAILED to every queued request that is not the best known, INQUIRE
+    /// to the holder when a queued request beats it.
+    fn notify(&mut self, out: &mut Out) {
+        let (Some(held), Some(&best)) = (self.locked, self.waiting.first()) else { return };
+        if !self.deadlock_handling {
+            return;
+        }
+        let losers: Vec<Stamp> = self
+            .waiting
+            .iter()
+            .filter(|&&w| (w != best || held < best) && !self.failed_sent.contains(&w.node))
+            .copied()
+            .collect();
+        for w in losers {
+            self.failed_sent.insert(w.node);
+            let clock = self.clock.tick();
+            self.send(w.node, Msg::Failed { ts: w.ts, clock }, out);
+        }
+        if best < held && !self.inquired {
+            self.inquired = true;
+            let clock = self.clock.tick();
+            self.send(held.node, Msg::Inquire { ts: held.ts, clock }, out);
+        }
+    }
+
+    fn grant_next(&mut self, out: &mut Out) {
+        self.inquired = false;
+        if let Some(next) = self.waiting.pop_first() {
+            self.failed_sent.remove(&next.node);
+            self.locked = Some(next);
+            let clock = self.clock.tick();
+            self.send(next.node, Msg::Reply { ts: next.ts, clock }, out);
+            self.notify(out);
+        }
+    }
+
+    /// YIELD to every inquiring arbiter whose vote we hold, once we know we cannot win now.
+    fn answer_inquiries(&mut self, out: &mut Out) {
+        let State::Wanted(s) = self.state else { return };
+        if !(self.failed || self.yielded) {
+            return;
+        }
+        let give_back: Vec<NodeId> = self.inquiries.intersection(&self.granted).copied().collect();
+        for a in give_back {
+            self.inquiries.remove(&a);
+            self.granted.remove(&a);
+            self.yielded = true;
+            let clock = self.clock.tick();
+            self.send(a, Msg::Yield { ts: s.ts, clock }, out);
+        }
+    }
+}
+
+impl Process for Maekawa {
+    type Msg = Msg;
+    type Timer = Timer;
+
+    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
+
+    fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
+        self.handle(cx, from, msg, out);
+        self.drain_local(cx, out);
+    }
+
+    fn on_timer(&mut self, _cx: &Context, timer: Timer, _out: &mut Out) {
+        match timer {}
+    }
+
+    fn on_request(&mut self, cx: &Context, req: Request, out: &mut Out) {
+        match req {
+            Request::Acquire if self.state == State::Idle => {
+                let s = Stamp { ts: self.clock.tick(), uid: cx.uid(), node: self.me };
+                self.state = State::Wanted(s);
+                self.granted.clear();
+                self.inquiries.clear();
+                self.failed = false;
+                self.yielded = false;
+                for q in self.quorum.clone() {
+                    self.send(q, Msg::Request { ts: s.ts }, out);
+                }
+            }
+            Request::Release => {
+                let State::Held(s) = self.state else { return };
+                self.state = State::Idle;
+                out.emit(Event::Exited);
+                for q in self.quorum.clone() {
+                    let clock = self.clock.tick();
+                    self.send(q, Msg::Release { ts: s.ts, clock }, out);
+                }
+            }
+            _ => return,
+        }
+        self.drain_local(cx, out);
+    }
+
+    /// Everything but the clock is volatile: the vote this arbiter had given is forgotten (and
+    /// may be given twice: crashes are not tolerated), its queue is lost.
+    fn on_recover(&mut self, _cx: &Context, _out: &mut Out) {
+        self.state = State::Idle;
+        self.granted.clear();
+        self.inquiries.clear();
+        self.failed = false;
+        self.yielded = false;
+        self.locked = None;
+        self.waiting.clear();
+        self.failed_sent.clear();
+        self.inquired = false;
+    }
+
+    fn in_critical_section(&self) -> bool {
+        matches!(self.state, State::Held(_))
+    }
+}
+
+impl Algorithm for Maekawa {
+    const NAME: &'static str = "maekawa";
+    const FAMILY: Family = Family::Mutex;
+    const SUMMARY: &'static str = "grid quorums (K = 2√N − 1) with INQUIRE / YIELD / FAILED; 3(K−1) messages per entry under light load";
+    type Config = Config;
+
+    fn configure(setup: &Setup) -> Result<Config, ParamError> {
+        stamp::check_size(setup)?;
+        let deadlock_handling = setup.params.get("deadlock_handling", true)?;
+        Ok(Config { quorums: grid_quorums(setup.uids.len() as u32), deadlock_handling })
+    }
+
+    fn new(me: NodeId, config: &Config, _setup: &Setup) -> Self {
+        Maekawa {
+            me,
+            quorum: config.quorums[me as usize].clone(),
+            deadlock_handling: config.deadlock_handling,
+            clock: LamportClock::default(),
+            state: State::Idle,
+            granted: BTreeSet::new(),
+            failed: false,
+            yielded: false,
+            inquiries: BTreeSet::new(),
+            locked: None,
+            waiting: BTreeSet::new(),
+            failed_sent: BTreeSet::new(),
+            inquired: false,
+            local: VecDeque::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_quorums_intersect_pairwise() {
+        for n in 1..=30 {
+            let qs = grid_quorums(n);
+            for (p, a) in qs.iter().enumerate() {
+                assert!(a.contains(&(p as NodeId)));
+                for b in &qs {
+                    assert!(a.iter().any(|x| b.contains(x)), "n = {n}: {a:?} and {b:?} are disjoint");
+                }
+            }
+        }
+        assert!(grid_quorums(9).iter().all(|q| q.len() == 5));
+        assert_eq!(grid_quorums(9)[4], vec![1, 3, 4, 5, 7]);
+    }
+}

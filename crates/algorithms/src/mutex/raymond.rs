@@ -1,0 +1,197 @@
+//! # Raymond's tree-based token algorithm (1989)
+//!
+//! *Seed 003 "TODO" list and beyond; ALGORITHMS.md §2.6; Raymond, "A tree-based algorithm for
+//! distributed mutual exclusion", ACM TOCS 1989.*
+//!
+//! ## The idea
+//! Arrange the processes in a static spanning tree and orient every edge toward the token: each
+//! process only knows which neighbour, its HOLDER, lies in the token's direction. Requests
+//! climb the tree toward the token; the token (the PRIVILEGE) walks back down, reversing the
+//! edges it crosses. Each process forwards at most one request at a time on behalf of its whole
+//! subtree.
+//!
+//! ## The rules (Raymond's variables and procedures)
+//! HOLDER (self or a neighbour), REQUEST_Q (FIFO of neighbours and self that asked), USING (in
+//! the critical section), ASKED (a REQUEST was sent to HOLDER and not yet answered).
+//! - ASSIGN_PRIVILEGE: if HOLDER = self ∧ ¬USING ∧ REQUEST_Q ≠ ∅: HOLDER := dequeue; ASKED :=
+//!   false; if HOLDER = self, USING := true and enter, else send PRIVILEGE to HOLDER.
+//! - MAKE_REQUEST: if HOLDER ≠ self ∧ REQUEST_Q ≠ ∅ ∧ ¬ASKED: send REQUEST to HOLDER; ASKED :=
+//!   true.
+//! - Acquire: enqueue self. On REQUEST from a neighbour: enqueue it. On PRIVILEGE: HOLDER :=
+//!   self. Release: USING := false. After each of these: ASSIGN_PRIVILEGE, then MAKE_REQUEST.
+//!
+//! The tree is the driver's `Tree` topology: a balanced binary tree rooted at position 0
+//! (position i's parent is (i − 1)/2); the token starts at the root, so every HOLDER initially
+//! points to the parent.
+//!
+//! ```text
+//!   not holder ──REQUEST_Q non-empty, ¬ASKED / REQUEST to HOLDER──▶ asked ──PRIVILEGE──▶ holder
+//!   holder ──head = self──▶ using ──Release──▶ holder ──head = j / PRIVILEGE to j──▶ not holder
+//! ```
+//!
+//! ## Costs
+//! An entry costs 2·d messages, d the tree distance from the requester to the token (d REQUESTs
+//! up, d PRIVILEGE hops back); d ≤ the diameter, 2·depth on a balanced tree of depth
+//! ⌊log2 N⌋, so at most 4·⌊log2 N⌋ per entry under light load, O(log N) on average. Under
+//! saturation a REQUEST serves a whole subtree, and the average drops to about 4 per entry.
+//! Synchronization delay up to d messages (the token walks the path); response time 2·d delays
+//! under light load.
+//!
+//! ## Fencing tokens
+//! The PRIVILEGE carries an entry counter, incremented at every entry: the fencing token.
+//!
+//! ## Assumptions and known flaws
+//! Reliable channels; FIFO is not needed (a neighbour sends at most one REQUEST until it gets
+//! the PRIVILEGE). Safe, deadlock-free and starvation-free (REQUEST_Q is FIFO) while nobody
+//! fails. No crash is tolerated: a crashed process cuts the tree in two and may hold the token.
+//! A recovered process forgets REQUEST_Q, USING and ASKED but keeps HOLDER and the token's
+//! counter (stable storage); the neighbours whose requests it forgot wait forever.
+
+use std::collections::VecDeque;
+
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
+use serde::{Deserialize, Serialize};
+
+use crate::{Algorithm, Family, ParamError, Setup, TopologyKind};
+
+/// Messages of Raymond's algorithm.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// A neighbour asks for the privilege on behalf of its subtree.
+    Request,
+    /// The token, with the number of entries so far.
+    Privilege {
+        /// Entries so far (the fencing token).
+        entries: u64,
+    },
+}
+
+impl Message for Msg {
+    const KINDS: &'static [&'static str] = &["request", "privilege"];
+    fn kind_index(&self) -> usize {
+        match self {
+            Msg::Request => 0,
+            Msg::Privilege { .. } => 1,
+        }
+    }
+}
+
+/// Raymond's algorithm sets no timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Timer {}
+
+/// A process of Raymond's algorithm.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Raymond {
+    me: NodeId,
+    /// HOLDER: self, or the neighbour in the token's direction.
+    holder: NodeId,
+    /// REQUEST_Q.
+    request_q: VecDeque<NodeId>,
+    /// USING.
+    using: bool,
+    /// ASKED.
+    asked: bool,
+    /// The token's entry counter, valid while HOLDER = self.
+    entries: u64,
+}
+
+type Out = Outbox<Msg, Timer>;
+
+impl Raymond {
+    fn assign_privilege(&mut self, out: &mut Out) {
+        if self.holder != self.me || self.using {
+            return;
+        }
+        let Some(next) = self.request_q.pop_front() else { return };
+        self.holder = next;
+        self.asked = false;
+        if next == self.me {
+            self.using = true;
+            self.entries += 1;
+            out.emit(Event::Entered { fencing: self.entries });
+        } else {
+            out.send(next, Msg::Privilege { entries: self.entries });
+        }
+    }
+
+    fn make_request(&mut self, out: &mut Out) {
+        if self.holder != self.me && !self.request_q.is_empty() && !self.asked {
+            out.send(self.holder, Msg::Request);
+            self.asked = true;
+        }
+    }
+
+    fn after_event(&mut self, out: &mut Out) {
+        self.assign_privilege(out);
+        self.make_request(out);
+    }
+}
+
+impl Process for Raymond {
+    type Msg = Msg;
+    type Timer = Timer;
+
+    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
+
+    fn on_message(&mut self, _cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
+        match msg {
+            Msg::Request => self.request_q.push_back(from),
+            Msg::Privilege { entries } => {
+                self.holder = self.me;
+                self.entries = entries;
+            }
+        }
+        self.after_event(out);
+    }
+
+    fn on_timer(&mut self, _cx: &Context, timer: Timer, _out: &mut Out) {
+        match timer {}
+    }
+
+    fn on_request(&mut self, _cx: &Context, req: Request, out: &mut Out) {
+        match req {
+            Request::Acquire if !self.using && !self.request_q.contains(&self.me) => {
+                self.request_q.push_back(self.me);
+            }
+            Request::Release if self.using => {
+                self.using = false;
+                out.emit(Event::Exited);
+            }
+            _ => return,
+        }
+        self.after_event(out);
+    }
+
+    /// REQUEST_Q, USING and ASKED are volatile; HOLDER and the token's counter are kept on
+    /// stable storage. The neighbours whose REQUESTs were forgotten wait forever (their ASKED
+    /// stays true): the algorithm does not tolerate crashes.
+    fn on_recover(&mut self, _cx: &Context, _out: &mut Out) {
+        self.request_q.clear();
+        self.using = false;
+        self.asked = false;
+    }
+
+    fn in_critical_section(&self) -> bool {
+        self.using
+    }
+}
+
+impl Algorithm for Raymond {
+    const NAME: &'static str = "raymond";
+    const FAMILY: Family = Family::Mutex;
+    const SUMMARY: &'static str =
+        "token on a static spanning tree; HOLDER points to it, REQUESTs climb, PRIVILEGE descends; O(log N)";
+    const TOPOLOGY: TopologyKind = TopologyKind::Tree;
+    type Config = ();
+
+    fn configure(_setup: &Setup) -> Result<(), ParamError> {
+        Ok(())
+    }
+
+    fn new(me: NodeId, _config: &(), setup: &Setup) -> Self {
+        // In the balanced tree a node's parent is its smallest neighbour; the root holds the token.
+        let parent = if me == 0 { 0 } else { setup.topology.neighbors(me).next().unwrap_or(0) };
+        Raymond { me, holder: parent, request_q: VecDeque::new(), using: false, asked: false, entries: 0 }
+    }
+}

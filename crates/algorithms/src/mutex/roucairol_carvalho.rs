@@ -1,0 +1,213 @@
+//! # Roucairol-Carvalho (1983)
+//!
+//! *Seed 003 "TODO" list and beyond; ALGORITHMS.md §2.6; Carvalho and Roucairol, "On mutual
+//! exclusion in computer networks", CACM 1983.*
+//!
+//! ## The idea
+//! Ricart-Agrawala asks everybody every time. But a permission P_j gave me stays good until I
+//! give P_j mine: as long as P_j has not asked since, P_j cannot be in the critical section. So
+//! keep the permissions you received, and ask only the processes that asked you since.
+//!
+//! ## The rules
+//! Ricart-Agrawala's, plus a set `authorized` of the processes whose permission we hold
+//! (initially empty: nobody holds anything, so the first entry of each process asks everybody).
+//! - Request: state := WANTED; stamp (ts, id); send REQUEST(ts, id) to every process *not* in
+//!   `authorized`. Enter at once if that is nobody.
+//! - On REPLY from j: add j to `authorized`; enter when everybody is in it.
+//! - On REQUEST(ts_j, j): defer it if HELD, or if WANTED and (ts_i, i) < (ts_j, j). Otherwise
+//!   REPLY and remove j from `authorized` — and if we are WANTED and had counted on j's old
+//!   permission (we did not ask j), ask j now with our request's stamp.
+//! - Exit: state := RELEASED; REPLY to every deferred request (removing each from `authorized`).
+//!
+//! ```text
+//!   RELEASED ──Acquire / REQUEST to the unauthorized──▶ WANTED ──authorized = all──▶ HELD
+//!   HELD ──Release / REPLY to deferred──▶ RELEASED
+//! ```
+//!
+//! ## Costs
+//! Between 0 and 2(N−1) messages per entry: 0 when the same process re-enters and nobody asked
+//! in between, 2(N−1) when everybody asked since its last entry. Under `sequential` with N = 9
+//! and requesters 1..8 in turn: 16 per entry in the first round, 14 afterwards (node 0 never
+//! asks, so its permission is kept forever); 156 for 10 entries. Synchronization delay one
+//! message; response time 0 (re-entry) to two one-way delays.
+//!
+//! ## Fencing tokens
+//! Re-entry without asking breaks the stamp order of entries: P_i may re-enter with a newer
+//! stamp while P_j's older REQUEST is still in flight to it, and P_j enters next with the older
+//! stamp. So this algorithm does **not** promise (timestamp, id) order (no `Requested` event)
+//! and its fencing token is the Lamport clock *at entry*, packed as `clock · 2^20 + rank(uid)`:
+//! the clock ticks at entry and travels on every message (REPLYs carry it too), and in a safe
+//! run every hand-over of the section is a causal chain exit → … → entry, along which Lamport
+//! clocks strictly increase.
+//!
+//! ## Assumptions and known flaws
+//! Reliable channels; FIFO is not needed. Safe and starvation-free while nobody fails. It
+//! tolerates no crash: a crashed process never replies (and a crash erases the permissions
+//! it held, which the others cannot know).
+
+use std::collections::BTreeSet;
+
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
+use serde::{Deserialize, Serialize};
+
+use super::stamp::{self, LamportClock, Stamp};
+use crate::{Algorithm, Family, ParamError, Setup};
+
+/// Messages of Roucairol-Carvalho; each carries the sender's Lamport clock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// Ask for permission; `ts` is the request's timestamp.
+    Request {
+        /// The request's timestamp.
+        ts: u64,
+    },
+    /// Grant permission, valid until the receiver next replies to the sender.
+    Reply {
+        /// The sender's clock.
+        clock: u64,
+    },
+}
+
+impl Message for Msg {
+    const KINDS: &'static [&'static str] = &["request", "reply"];
+    fn kind_index(&self) -> usize {
+        match self {
+            Msg::Request { .. } => 0,
+            Msg::Reply { .. } => 1,
+        }
+    }
+}
+
+/// Roucairol-Carvalho sets no timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Timer {}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum State {
+    Released,
+    Wanted(Stamp),
+    Held,
+}
+
+/// A process of Roucairol-Carvalho.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RoucairolCarvalho {
+    me: NodeId,
+    clock: LamportClock,
+    state: State,
+    /// Processes whose permission we hold.
+    authorized: BTreeSet<NodeId>,
+    /// Requests deferred until we leave.
+    deferred: Vec<NodeId>,
+}
+
+type Out = Outbox<Msg, Timer>;
+
+impl RoucairolCarvalho {
+    fn enter_if_ready(&mut self, cx: &Context, out: &mut Out) {
+        if matches!(self.state, State::Wanted(_)) && self.authorized.len() + 1 == cx.uids.len() {
+            self.state = State::Held;
+            let at_entry = Stamp { ts: self.clock.tick(), uid: cx.uid(), node: self.me };
+            out.emit(Event::Entered { fencing: at_entry.fencing(cx.uids) });
+        }
+    }
+
+    fn reply(&mut self, to: NodeId, out: &mut Out) {
+        self.authorized.remove(&to);
+        out.send(to, Msg::Reply { clock: self.clock.tick() });
+    }
+}
+
+impl Process for RoucairolCarvalho {
+    type Msg = Msg;
+    type Timer = Timer;
+
+    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
+
+    fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
+        match msg {
+            Msg::Request { ts } => {
+                self.clock.observe(ts);
+                let theirs = Stamp { ts, uid: cx.uid_of(from), node: from };
+                match self.state {
+                    State::Held => self.deferred.push(from),
+                    State::Wanted(mine) if mine < theirs => self.deferred.push(from),
+                    State::Wanted(mine) => {
+                        let counted_on_it = self.authorized.contains(&from);
+                        self.reply(from, out);
+                        if counted_on_it {
+                            out.send(from, Msg::Request { ts: mine.ts });
+                        }
+                    }
+                    State::Released => self.reply(from, out),
+                }
+            }
+            Msg::Reply { clock } => {
+                self.clock.observe(clock);
+                if matches!(self.state, State::Wanted(_)) {
+                    self.authorized.insert(from);
+                    self.enter_if_ready(cx, out);
+                }
+            }
+        }
+    }
+
+    fn on_timer(&mut self, _cx: &Context, timer: Timer, _out: &mut Out) {
+        match timer {}
+    }
+
+    fn on_request(&mut self, cx: &Context, req: Request, out: &mut Out) {
+        match req {
+            Request::Acquire if self.state == State::Released => {
+                let s = Stamp { ts: self.clock.tick(), uid: cx.uid(), node: self.me };
+                self.state = State::Wanted(s);
+                let ask: Vec<NodeId> =
+                    (0..cx.n()).filter(|&j| j != self.me && !self.authorized.contains(&j)).collect();
+                out.send_all(ask, &Msg::Request { ts: s.ts });
+                self.enter_if_ready(cx, out);
+            }
+            Request::Release if self.state == State::Held => {
+                self.state = State::Released;
+                out.emit(Event::Exited);
+                for j in std::mem::take(&mut self.deferred) {
+                    self.reply(j, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Everything but the clock is volatile: the permissions held are forgotten (so the next
+    /// request asks everybody), the deferred requesters wait forever.
+    fn on_recover(&mut self, _cx: &Context, _out: &mut Out) {
+        self.state = State::Released;
+        self.authorized.clear();
+        self.deferred.clear();
+    }
+
+    fn in_critical_section(&self) -> bool {
+        self.state == State::Held
+    }
+}
+
+impl Algorithm for RoucairolCarvalho {
+    const NAME: &'static str = "roucairol-carvalho";
+    const FAMILY: Family = Family::Mutex;
+    const SUMMARY: &'static str =
+        "Ricart-Agrawala keeping permissions until asked back; 0 … 2(N−1) messages per entry";
+    type Config = ();
+
+    fn configure(setup: &Setup) -> Result<(), ParamError> {
+        stamp::check_size(setup)
+    }
+
+    fn new(me: NodeId, _config: &(), _setup: &Setup) -> Self {
+        RoucairolCarvalho {
+            me,
+            clock: LamportClock::default(),
+            state: State::Released,
+            authorized: BTreeSet::new(),
+            deferred: Vec::new(),
+        }
+    }
+}

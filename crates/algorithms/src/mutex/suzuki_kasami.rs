@@ -1,0 +1,216 @@
+//! # Suzuki-Kasami broadcast token (1985)
+//!
+//! *Seed 003 "TODO" list and beyond; ALGORITHMS.md §2.6; Suzuki and Kasami, "A distributed
+//! mutual exclusion algorithm", ACM TOCS 1985.*
+//!
+//! ## The idea
+//! One token; whoever holds it may enter. A process without the token broadcasts its wish, so
+//! the holder learns of it directly. Sequence numbers tell outstanding requests from old ones.
+//!
+//! ## The rules
+//! Every process keeps RN[1..N], the highest request number heard from each process. The token
+//! carries LN[1..N] (the request number each process last had served) and a queue Q.
+//! - Request: if we hold the idle token, enter (no message). Otherwise RN[i] += 1 and send
+//!   REQUEST(i, RN[i]) to all others.
+//! - On REQUEST(j, sn): RN[j] := max(RN[j], sn); if we hold the token, are not in the critical
+//!   section, and RN[j] = LN[j] + 1 (an outstanding request), send TOKEN to j.
+//! - On TOKEN: enter.
+//! - Exit: LN[i] := RN[i]; append to Q every j with RN[j] = LN[j] + 1 not already in it
+//!   (scanning i+1, i+2, …, i−1 so that nobody is favoured); if Q is not empty, send the token
+//!   to its head.
+//!
+//! The token starts at node 0.
+//!
+//! ```text
+//!   idle(no token) ──Acquire / REQUEST to all──▶ waiting ──TOKEN──▶ holding ──Release / TOKEN to Q's head──▶ idle
+//!   idle(token) ──Acquire──▶ holding ──Release, Q empty──▶ idle(token)
+//! ```
+//!
+//! ## Costs
+//! N messages per entry (N−1 REQUEST + 1 TOKEN), 0 when re-entering with the token. The token
+//! carries O(N) numbers. Synchronization delay one message (the TOKEN); response time under light
+//! load two one-way delays.
+//!
+//! ## Fencing tokens
+//! The token carries an entry counter, incremented at every entry: the fencing token.
+//!
+//! ## Assumptions and known flaws
+//! Reliable channels; FIFO is not needed (sequence numbers discard stale requests). Safe,
+//! deadlock-free and starvation-free (every waiting request is queued at the next exit and Q is
+//! FIFO) while nobody fails. No crash is tolerated: the token dies with its holder, and nothing
+//! regenerates it. A recovered process that held the token has lost it.
+
+use std::collections::VecDeque;
+
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
+use serde::{Deserialize, Serialize};
+
+use crate::{Algorithm, Family, ParamError, Setup};
+
+/// The privilege: the last served request number of every process, the waiting queue and the
+/// entry counter.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Token {
+    /// LN[j]: the request number of j's last served request.
+    pub ln: Vec<u64>,
+    /// Processes waiting for the token, in order.
+    pub q: VecDeque<NodeId>,
+    /// Entries so far (the fencing token).
+    pub entries: u64,
+}
+
+/// Messages of Suzuki-Kasami.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// The sender's `sn`-th request.
+    Request {
+        /// Request number.
+        sn: u64,
+    },
+    /// The token.
+    Token(Token),
+}
+
+impl Message for Msg {
+    const KINDS: &'static [&'static str] = &["request", "token"];
+    fn kind_index(&self) -> usize {
+        match self {
+            Msg::Request { .. } => 0,
+            Msg::Token(_) => 1,
+        }
+    }
+}
+
+/// Suzuki-Kasami sets no timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Timer {}
+
+/// A process of Suzuki-Kasami.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SuzukiKasami {
+    me: NodeId,
+    /// RN[j]: the highest request number heard from j.
+    rn: Vec<u64>,
+    token: Option<Token>,
+    requesting: bool,
+    in_cs: bool,
+}
+
+type Out = Outbox<Msg, Timer>;
+
+impl SuzukiKasami {
+    fn enter(&mut self, out: &mut Out) {
+        let Some(token) = self.token.as_mut() else { return };
+        token.entries += 1;
+        self.requesting = false;
+        self.in_cs = true;
+        out.emit(Event::Entered { fencing: token.entries });
+    }
+
+    fn pass_token(&mut self, to: NodeId, out: &mut Out) {
+        if let Some(token) = self.token.take() {
+            out.send(to, Msg::Token(token));
+        }
+    }
+}
+
+impl Process for SuzukiKasami {
+    type Msg = Msg;
+    type Timer = Timer;
+
+    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
+
+    fn on_message(&mut self, _cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
+        match msg {
+            Msg::Request { sn } => {
+                let j = from as usize;
+                self.rn[j] = self.rn[j].max(sn);
+                if !self.in_cs
+                    && let Some(token) = &self.token
+                    && self.rn[j] == token.ln[j] + 1
+                {
+                    self.pass_token(from, out);
+                }
+            }
+            Msg::Token(token) => {
+                self.token = Some(token);
+                if self.requesting {
+                    self.enter(out);
+                }
+            }
+        }
+    }
+
+    fn on_timer(&mut self, _cx: &Context, timer: Timer, _out: &mut Out) {
+        match timer {}
+    }
+
+    fn on_request(&mut self, cx: &Context, req: Request, out: &mut Out) {
+        match req {
+            Request::Acquire if !self.requesting && !self.in_cs => {
+                self.requesting = true;
+                if self.token.is_some() {
+                    self.enter(out);
+                } else {
+                    let me = self.me as usize;
+                    self.rn[me] += 1;
+                    out.send_all((0..cx.n()).filter(|&j| j != self.me), &Msg::Request { sn: self.rn[me] });
+                }
+            }
+            Request::Release if self.in_cs => {
+                self.in_cs = false;
+                out.emit(Event::Exited);
+                let n = self.rn.len();
+                let me = self.me as usize;
+                let Some(token) = self.token.as_mut() else { return };
+                token.ln[me] = self.rn[me];
+                for k in 1..n {
+                    let j = (me + k) % n;
+                    if self.rn[j] == token.ln[j] + 1 && !token.q.contains(&(j as NodeId)) {
+                        token.q.push_back(j as NodeId);
+                    }
+                }
+                if let Some(next) = token.q.pop_front() {
+                    self.pass_token(next, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Everything is volatile: the token, if held, is lost; the request numbers restart from
+    /// what the process remembers on stable storage (RN is kept so that its own numbers keep
+    /// increasing).
+    fn on_recover(&mut self, _cx: &Context, _out: &mut Out) {
+        self.token = None;
+        self.requesting = false;
+        self.in_cs = false;
+    }
+
+    fn in_critical_section(&self) -> bool {
+        self.in_cs
+    }
+}
+
+impl Algorithm for SuzukiKasami {
+    const NAME: &'static str = "suzuki-kasami";
+    const FAMILY: Family = Family::Mutex;
+    const SUMMARY: &'static str =
+        "broadcast REQUEST(j, sn); the token carries LN and a queue; N messages per entry, 0 to re-enter";
+    type Config = ();
+
+    fn configure(_setup: &Setup) -> Result<(), ParamError> {
+        Ok(())
+    }
+
+    fn new(me: NodeId, _config: &(), setup: &Setup) -> Self {
+        let n = setup.uids.len();
+        SuzukiKasami {
+            me,
+            rn: vec![0; n],
+            token: (me == 0).then(|| Token { ln: vec![0; n], q: VecDeque::new(), entries: 0 }),
+            requesting: false,
+            in_cs: false,
+        }
+    }
+}
