@@ -65,6 +65,7 @@ registry! {
     election::chang_roberts::ChangRoberts,
     mutex::central::Central,
     mutex::central::CentralTimeout,
+    mutex::token_ring::TokenRing,
 }
 
 /// The description of the algorithm named `name`.

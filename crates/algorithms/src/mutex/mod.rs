@@ -4,3 +4,4 @@
 //! globally; properties: safety, liveness, no starvation, fairness where promised.
 
 pub mod central;
+pub mod token_ring;
