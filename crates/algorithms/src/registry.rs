@@ -66,6 +66,7 @@ registry! {
     mutex::central::Central,
     mutex::central::CentralTimeout,
     mutex::token_ring::TokenRing,
+    mutex::quorum::Quorum,
 }
 
 /// The description of the algorithm named `name`.

@@ -5,3 +5,4 @@
 
 pub mod central;
 pub mod token_ring;
+pub mod quorum;
