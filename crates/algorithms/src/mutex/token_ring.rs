@@ -92,6 +92,9 @@ pub struct Token {
     pub last_user: NodeId,
     /// Nodes removed from the ring (found crashed), sorted.
     pub removed: Vec<NodeId>,
+    /// Passes so far: an ACK names the pass it acknowledges (a late ACK of an earlier pass to
+    /// the same node must not be taken for this one).
+    pub hops: u64,
 }
 
 impl Token {
@@ -110,7 +113,10 @@ pub enum Msg {
     /// The permission, passed to the successor.
     Token(Token),
     /// Acknowledges a TOKEN (failure detection of the successor).
-    Ack,
+    Ack {
+        /// The `hops` of the TOKEN acknowledged.
+        hops: u64,
+    },
     /// Asks a node where the token parked to send it round again.
     Request,
 }
@@ -120,12 +126,12 @@ impl Message for Msg {
     fn kind_index(&self) -> usize {
         match self {
             Msg::Token(_) => 0,
-            Msg::Ack => 1,
+            Msg::Ack { .. } => 1,
             Msg::Request => 2,
         }
     }
     fn is_detection(&self) -> bool {
-        matches!(self, Msg::Ack)
+        matches!(self, Msg::Ack { .. })
     }
 }
 
@@ -185,6 +191,7 @@ impl TokenRing {
     fn pass(&mut self, mut token: Token, out: &mut Out) {
         self.wake = false;
         token.removed = self.removed.iter().copied().collect();
+        token.hops += 1;
         let next = self.successor();
         if next == self.me {
             self.parked = Some(token);
@@ -227,7 +234,7 @@ impl Process for TokenRing {
     fn on_message(&mut self, _cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Token(token) => {
-                out.send(from, Msg::Ack);
+                out.send(from, Msg::Ack { hops: token.hops });
                 if token.rank() < self.newest {
                     return; // a replaced token: discard it
                 }
@@ -237,8 +244,8 @@ impl Process for TokenRing {
                 self.removed.extend(token.removed.iter().copied());
                 self.visit(token, out);
             }
-            Msg::Ack => {
-                if self.outgoing.as_ref().is_some_and(|(to, _)| *to == from) {
+            Msg::Ack { hops } => {
+                if self.outgoing.as_ref().is_some_and(|(to, t)| *to == from && t.hops == hops) {
                     self.outgoing = None;
                     out.cancel_timer(Timer::AckWait { to: from });
                 }
@@ -282,6 +289,7 @@ impl Process for TokenRing {
                     counter: self.counter_seen,
                     last_user: self.me,
                     removed: self.removed.iter().copied().collect(),
+                    hops: 0,
                 };
                 self.newest = token.rank();
                 out.emit(Event::TokenRegenerated);
@@ -355,7 +363,7 @@ impl Algorithm for TokenRing {
             config: *config,
             wants: false,
             holding: None,
-            parked: (me == 0).then(|| Token { generation: 0, origin: 0, counter: 0, last_user: 0, removed: vec![] }),
+            parked: (me == 0).then(|| Token { generation: 0, origin: 0, counter: 0, last_user: 0, removed: vec![], hops: 0 }),
             outgoing: None,
             wake: false,
             last_user_seen: 0,
