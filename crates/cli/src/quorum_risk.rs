@@ -50,7 +50,7 @@ pub enum Race {
 pub struct QuorumRiskArgs {
     /// Probability that one coordinator crashes and recovers within the window, in [0, 1]
     /// (a decimal such as 0.0001 or 1e-4, read exactly).
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
     p: String,
     /// Number of coordinators n.
     #[arg(long)]
