@@ -134,7 +134,11 @@ impl Decimal {
         if scale == 0 {
             return digits;
         }
-        let padded = if digits.len() <= scale { format!("{}{digits}", "0".repeat(scale + 1 - digits.len())) } else { digits };
+        let padded = if digits.len() <= scale {
+            format!("{}{digits}", "0".repeat(scale + 1 - digits.len()))
+        } else {
+            digits
+        };
         let (int, frac) = padded.split_at(padded.len() - scale);
         let frac = frac.trim_end_matches('0');
         if frac.is_empty() { int.to_string() } else { format!("{int}.{frac}") }
@@ -221,7 +225,8 @@ fn protocol_run(n: u32, m: u32, race: Race, resets: &[bool], seed: u64) -> Resul
     let list = |r: std::ops::RangeInclusive<u32>| r.map(|x| x.to_string()).collect::<Vec<_>>().join(",");
     if race == Race::Staged {
         if m < n {
-            cfg.partition.push(format!("{a}>{}@0..2ms", list(m + 1..=n)).parse().map_err(anyhow::Error::msg)?);
+            cfg.partition
+                .push(format!("{a}>{}@0..2ms", list(m + 1..=n)).parse().map_err(anyhow::Error::msg)?);
         }
         cfg.partition.push(format!("{b}>{}@0..2ms", list(1..=m)).parse().map_err(anyhow::Error::msg)?);
     }
@@ -263,7 +268,11 @@ pub fn run(args: QuorumRiskArgs) -> Result<i32> {
         "p_v_exact": exact.plain(),
     });
     let mut lines = vec![
-        format!("quorum-risk  P = {}, n = {n}, m = {m}: quorums intersect in k >= 2m - n = {}", p.plain(), 2 * m - n),
+        format!(
+            "quorum-risk  P = {}, n = {n}, m = {m}: quorums intersect in k >= 2m - n = {}",
+            p.plain(),
+            2 * m - n
+        ),
         format!("P_v          {}", exact.four_digits()),
         format!("exact        {}", exact.plain()),
     ];
@@ -274,7 +283,9 @@ pub fn run(args: QuorumRiskArgs) -> Result<i32> {
             bail!("--monte-carlo 0: give a positive number of runs");
         }
         let need = 2 * m - n;
-        let hits = (0..runs).filter(|_| (0..m).filter(|_| rng.random::<f64>() < pf).count() as u32 >= need).count() as u64;
+        let hits = (0..runs)
+            .filter(|_| (0..m).filter(|_| rng.random::<f64>() < pf).count() as u32 >= need)
+            .count() as u64;
         let (lo, hi) = wilson(hits, runs);
         let est = hits as f64 / runs as f64;
         let ef = exact.to_f64();

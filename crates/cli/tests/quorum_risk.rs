@@ -27,7 +27,12 @@ fn reference_values_are_exact() {
     assert_eq!(j["intersection"], 1);
     let j = json(&["--p", "1e-4", "--n", "32", "--m", "24"]);
     assert_eq!(j["p_v"], "7.349e-59");
-    assert!(j["p_v_exact"].as_str().unwrap().starts_with("0.0000000000000000000000000000000000000000000000000000000000734917416615880854"));
+    assert!(
+        j["p_v_exact"]
+            .as_str()
+            .unwrap()
+            .starts_with("0.0000000000000000000000000000000000000000000000000000000000734917416615880854")
+    );
 }
 
 #[test]

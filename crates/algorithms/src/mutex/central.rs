@@ -446,7 +446,10 @@ impl<const TIMEOUT: bool> Algorithm for CentralCoordinator<TIMEOUT> {
         let failover: bool = setup.params.get("failover", false)?;
         let probe_every = setup.params.duration("probe_every", 2 * setup.max_delay + MILLISECOND)?;
         if probe_every == 0 {
-            return Err(ParamError::OutOfRange { key: "probe_every".into(), reason: "must be positive".into() });
+            return Err(ParamError::OutOfRange {
+                key: "probe_every".into(),
+                reason: "must be positive".into(),
+            });
         }
         Ok(Config { coordinator, timeout, failover, probe_every })
     }

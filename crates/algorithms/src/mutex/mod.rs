@@ -4,5 +4,5 @@
 //! globally; properties: safety, liveness, no starvation, fairness where promised.
 
 pub mod central;
-pub mod token_ring;
 pub mod quorum;
+pub mod token_ring;

@@ -166,7 +166,7 @@ impl Quorum {
     }
 
     /// Sends `msg` to every coordinator; to ourselves it is a local step.
-    fn to_coordinators(&mut self, cx: &Context, msg: Msg, out: &mut Out) {
+    fn send_to_coordinators(&mut self, cx: &Context, msg: Msg, out: &mut Out) {
         for c in self.coordinators() {
             if c == self.me {
                 self.coordinator_receives(cx, self.me, msg.clone(), out);
@@ -215,7 +215,14 @@ impl Quorum {
         }
     }
 
-    fn participant_receives_grant(&mut self, _cx: &Context, from: NodeId, attempt: u64, fencing: u64, out: &mut Out) {
+    fn participant_receives_grant(
+        &mut self,
+        _cx: &Context,
+        from: NodeId,
+        attempt: u64,
+        fencing: u64,
+        out: &mut Out,
+    ) {
         if self.phase != Phase::Gathering || attempt != self.attempt {
             return; // a vote for an attempt already given up: its RELEASE frees it
         }
@@ -235,7 +242,7 @@ impl Quorum {
         self.fencing = 0;
         let attempt = self.attempt;
         out.set_timer(Timer::Patience { attempt }, self.config.patience);
-        self.to_coordinators(cx, Msg::Request { attempt }, out);
+        self.send_to_coordinators(cx, Msg::Request { attempt }, out);
     }
 }
 
@@ -247,7 +254,9 @@ impl Process for Quorum {
 
     fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
-            Msg::Grant { attempt, fencing } => self.participant_receives_grant(cx, from, attempt, fencing, out),
+            Msg::Grant { attempt, fencing } => {
+                self.participant_receives_grant(cx, from, attempt, fencing, out)
+            }
             other => self.coordinator_receives(cx, from, other, out),
         }
     }
@@ -257,7 +266,7 @@ impl Process for Quorum {
             Timer::Patience { attempt } if self.phase == Phase::Gathering && attempt == self.attempt => {
                 // No quorum in time: give every vote back, back off, try again.
                 self.phase = Phase::BackingOff;
-                self.to_coordinators(cx, Msg::Release { attempt, fencing: 0 }, out);
+                self.send_to_coordinators(cx, Msg::Release { attempt, fencing: 0 }, out);
                 let wait = if self.config.backoff == 0 { 0 } else { cx.random % self.config.backoff };
                 out.set_timer(Timer::Retry, wait);
             }
@@ -273,7 +282,7 @@ impl Process for Quorum {
                 self.phase = Phase::Idle;
                 out.emit(Event::Exited);
                 let msg = Msg::Release { attempt: self.attempt, fencing: self.fencing };
-                self.to_coordinators(cx, msg, out);
+                self.send_to_coordinators(cx, msg, out);
             }
             _ => {}
         }
