@@ -209,6 +209,11 @@ fn wilson(hits: u64, runs: u64) -> (f64, f64) {
     ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
+/// A rate for people: four decimals, or scientific notation below 1e-3.
+fn rate(x: f64) -> String {
+    if x != 0.0 && x < 1e-3 { format!("{x:.3e}") } else { format!("{x:.4}") }
+}
+
 /// One protocol-level run: was mutual exclusion violated?
 fn protocol_run(n: u32, m: u32, race: Race, resets: &[bool], seed: u64) -> Result<bool> {
     let (a, b) = (n as u64 + 1, n as u64 + 2);
@@ -295,7 +300,10 @@ pub fn run(args: QuorumRiskArgs) -> Result<i32> {
             "ci95": [lo, hi], "contains_exact": ok,
         });
         lines.push(format!(
-            "monte carlo  {est:.4} ({hits} of {runs} samples), 95% CI [{lo:.4}, {hi:.4}]: {} the exact value",
+            "monte carlo  {} ({hits} of {runs} samples), 95% CI [{}, {}]: {} the exact value",
+            rate(est),
+            rate(lo),
+            rate(hi),
             if ok { "contains" } else { "does NOT contain" }
         ));
     }
@@ -323,8 +331,11 @@ pub fn run(args: QuorumRiskArgs) -> Result<i32> {
             "contains_model": lo <= mf && mf <= hi,
         });
         lines.push(format!(
-            "protocol     {est:.4} ({hits} of {runs} simulated runs of `quorum`, race {}), 95% CI [{lo:.4}, {hi:.4}]",
-            format!("{:?}", args.race).to_lowercase()
+            "protocol     {} ({hits} of {runs} simulated runs of `quorum`, race {}), 95% CI [{}, {}]",
+            rate(est),
+            format!("{:?}", args.race).to_lowercase(),
+            rate(lo),
+            rate(hi)
         ));
         lines.push(format!(
             "             this race's model: {} ({})",
