@@ -224,3 +224,52 @@ fn central_failover_is_safe_live_and_fair_over_ten_thousand_runs() {
     // waiting participants make the highest id take over.
     sweep("central", 10_000, 3, |p, _| (p.below(2) == 0).then_some(1), &[("failover", "true")]);
 }
+
+fn scenario(file: &str) -> RunConfig {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(file);
+    ringleader_sim::Scenario::load(&path).unwrap().resolve(Some(path)).unwrap()
+}
+
+#[test]
+fn failover_scenario_keeps_the_holder_and_serves_the_queued_requests() {
+    let r = run(&scenario("central-failover.toml"), RunOptions::default()).unwrap().report;
+    assert_clean(&r);
+    assert_eq!(r.outcome["entries"], 6, "every queued request was served");
+    assert_eq!(r.outcome["coordinator_takeovers"], 1);
+    assert_eq!(kind(&r, "holding"), 1, "the holder told the new coordinator");
+    assert_eq!(kind(&r, "coordinator"), 5, "announced to the 4 others, once more to a late TAKEOVER");
+    // Without failover the same crash starves the waiting participants.
+    let mut cfg = scenario("central-failover.toml");
+    cfg.params.clear();
+    let r = run(&cfg, RunOptions::default()).unwrap().report;
+    assert!(r.violations.iter().any(|v| v.property == "no_starvation"), "{:?}", r.violations);
+}
+
+#[test]
+fn token_ring_scenarios_regenerate_once_and_the_slow_holder_makes_two_tokens() {
+    let lost = run(&scenario("token-ring-lost-token.toml"), RunOptions::default()).unwrap().report;
+    assert_clean(&lost);
+    assert_eq!(lost.outcome["tokens_regenerated"], 1);
+    let two = run(&scenario("token-ring-two-tokens.toml"), RunOptions::default()).unwrap().report;
+    assert_eq!(two.outcome["tokens_regenerated"], 1);
+    assert_eq!(two.outcome["max_concurrent_holders"], 2);
+    assert!(two.as_expected());
+    let skip = run(&scenario("token-ring-skip-crashed.toml"), RunOptions::default()).unwrap().report;
+    assert_clean(&skip);
+    assert_eq!(skip.outcome["suspicions"], 1);
+    assert_eq!(skip.outcome["entries"], 16);
+}
+
+#[test]
+fn quorum_violation_needs_the_forgetful_reset() {
+    let r = run(&scenario("quorum-forgetful-coordinator.toml"), RunOptions::default()).unwrap().report;
+    assert_eq!(r.outcome["max_concurrent_holders"], 2);
+    // The same staged race without the crash and recovery of c4: p2 waits its turn.
+    let mut cfg = scenario("quorum-forgetful-coordinator.toml");
+    cfg.crash.clear();
+    cfg.recover.clear();
+    cfg.expect.clear();
+    let r = run(&cfg, RunOptions::default()).unwrap().report;
+    assert_clean(&r);
+    assert_eq!(r.outcome["entries"], 2);
+}
