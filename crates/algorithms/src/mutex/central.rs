@@ -357,7 +357,8 @@ impl<const TIMEOUT: bool> Process for CentralCoordinator<TIMEOUT> {
                 }
             }
             Msg::Takeover { epoch } => {
-                if self.coord.is_some() && self.epoch >= epoch {
+                // A coordinator asked to take over is alive and keeps its state: it answers.
+                if self.coord.is_some() {
                     out.send(from, Msg::Coordinator { epoch: self.epoch });
                 } else if epoch > self.epoch {
                     self.take_over(cx, epoch, out);
