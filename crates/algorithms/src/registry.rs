@@ -65,6 +65,8 @@ registry! {
     election::chang_roberts::ChangRoberts,
     mutex::central::Central,
     mutex::central::CentralTimeout,
+    mutex::token_ring::TokenRing,
+    mutex::quorum::Quorum,
     mutex::lamport::Lamport,
     mutex::ricart_agrawala::RicartAgrawala,
     mutex::roucairol_carvalho::RoucairolCarvalho,

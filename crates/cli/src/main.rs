@@ -6,6 +6,7 @@
 
 mod bench;
 mod demo;
+mod quorum_risk;
 mod sim;
 
 use std::process::ExitCode;
@@ -32,6 +33,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run the built-in demonstrations and print what happened.
     Demo,
+    /// Probability that quorum voting with forgetful coordinators violates mutual exclusion.
+    QuorumRisk(quorum_risk::QuorumRiskArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(*args),
         Command::Bench(args) => bench::run(args),
         Command::Demo => demo::run(),
+        Command::QuorumRisk(args) => quorum_risk::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

@@ -38,6 +38,29 @@
 //! request. With a holder that is only *slow* (paused), this puts two processes in the critical
 //! section — the red rectangle of seed 003, found by the safety checker in
 //! `scenarios/central-timeout-paused-holder.toml`.
+//!
+//! ## Coordinator failover (parameter `failover = true`): a stand-in for an election
+//! Seed 003 pairs the coordinator with an election ("e se substituíssemos o coordenador no caso
+//! de falhas?"). The real elections (bully, majority) live in their own files; this is a
+//! deliberately simple stand-in inside the centralized family, honest about its assumptions:
+//! - a participant that waits for a GRANT PROBEs the coordinator every `probe_every` (default
+//!   2·Ttrans + 1 ms; PROBE and ALIVE are counted as detection traffic); a PROBE still
+//!   unanswered at the next period makes it *suspect* the coordinator;
+//! - it then asks the highest-id node it does not suspect to TAKEOVER (itself, if that is it);
+//!   a candidate that does not answer within a period is suspected in turn, and so on down —
+//!   with a synchronous network (delays below Ttrans) this picks the highest live id;
+//! - the new coordinator takes epoch + 1, announces itself with COORDINATOR to every node, and
+//!   listens for `2·Ttrans + 1 ms` before granting anything: waiting participants re-send their
+//!   REQUEST, and the holder (if any) reports HOLDING, so the new coordinator rebuilds its
+//!   queue (in the order the re-sent requests arrive — the old FIFO order is lost) and knows
+//!   the section is busy;
+//! - a GRANT from an older epoch is ignored; fencing tokens are `epoch · 2³² + counter`, so they
+//!   keep increasing across coordinators.
+//!
+//! Not handled (a real election is needed): a coordinator that was only slow (two coordinators
+//! then coexist), a partition, a recovered old coordinator (it comes back as a plain
+//! participant), and the holder's crash. `scenarios/central-failover.toml` shows the
+//! coordinator crashing with a holder in the section and requests queued.
 
 use std::collections::VecDeque;
 
@@ -59,16 +82,41 @@ pub enum Msg {
     },
     /// The holder gives it back.
     Release,
+    /// Failover: is the coordinator alive?
+    Probe,
+    /// Failover: the coordinator answers a PROBE.
+    Alive,
+    /// Failover: a participant asks the highest unsuspected node to become coordinator.
+    Takeover {
+        /// The epoch the new coordinator is to open.
+        epoch: u64,
+    },
+    /// Failover: the sender is the coordinator of `epoch`.
+    Coordinator {
+        /// The new epoch.
+        epoch: u64,
+    },
+    /// Failover: the sender holds the critical section (reported to a new coordinator).
+    Holding,
 }
 
 impl Message for Msg {
-    const KINDS: &'static [&'static str] = &["request", "grant", "release"];
+    const KINDS: &'static [&'static str] =
+        &["request", "grant", "release", "probe", "alive", "takeover", "coordinator", "holding"];
     fn kind_index(&self) -> usize {
         match self {
             Msg::Request => 0,
             Msg::Grant { .. } => 1,
             Msg::Release => 2,
+            Msg::Probe => 3,
+            Msg::Alive => 4,
+            Msg::Takeover { .. } => 5,
+            Msg::Coordinator { .. } => 6,
+            Msg::Holding => 7,
         }
+    }
+    fn is_detection(&self) -> bool {
+        matches!(self, Msg::Probe | Msg::Alive)
     }
 }
 
@@ -80,6 +128,10 @@ pub enum Timer {
         /// The grant the timer watches.
         fencing: u64,
     },
+    /// Failover: time to check on the coordinator (or candidate) this participant waits for.
+    ProbeDue,
+    /// Failover: a new coordinator has heard the survivors long enough; it may grant.
+    RecoveryOver,
 }
 
 /// Where a participant is.
@@ -95,15 +147,39 @@ enum Participant {
 struct Coordinator {
     holder: Option<NodeId>,
     queue: VecDeque<NodeId>,
+    /// Failover: a new coordinator does not grant before it heard the survivors.
+    recovering: bool,
+}
+
+/// Validated parameters of the centralized family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Config {
+    /// Position of the first coordinator.
+    pub coordinator: NodeId,
+    /// `central-timeout`: how long a holder may stay silent.
+    pub timeout: Time,
+    /// Failover stand-in enabled.
+    pub failover: bool,
+    /// Failover: probing period, also the silence that makes a coordinator suspected.
+    pub probe_every: Time,
 }
 
 /// A process of the centralized algorithm; `TIMEOUT` selects the seed's timeout variant.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CentralCoordinator<const TIMEOUT: bool> {
     me: NodeId,
+    n: u32,
     coordinator: NodeId,
-    timeout: Time,
+    config: Config,
     participant: Participant,
+    /// Failover: the epoch of the coordinator this node follows — on stable storage.
+    epoch: u64,
+    /// Failover: the coordinator (or candidate) has not answered the last PROBE / TAKEOVER.
+    unanswered: bool,
+    /// Failover: `coordinator` is a candidate asked to take over, not yet announced.
+    candidate: bool,
+    /// Failover: nodes suspected of having crashed.
+    suspects: Vec<NodeId>,
     /// Present only at the coordinator.
     coord: Option<Coordinator>,
     /// Grant counter, on stable storage (survives crashes).
@@ -142,14 +218,20 @@ impl<const TIMEOUT: bool> CentralCoordinator<TIMEOUT> {
                     }
                 }
             }
-            Msg::Grant { .. } => return,
+            Msg::Holding => {
+                if coord.holder.is_none() {
+                    coord.holder = Some(from);
+                }
+                coord.queue.retain(|&x| x != from);
+            }
+            _ => return,
         }
         self.grant_if_free(cx, out);
     }
 
     fn grant_if_free(&mut self, cx: &Context, out: &mut Out) {
         let Some(coord) = self.coord.as_mut() else { return };
-        if coord.holder.is_some() {
+        if coord.holder.is_some() || coord.recovering {
             return;
         }
         let Some(next) = coord.queue.pop_front() else { return };
@@ -158,8 +240,9 @@ impl<const TIMEOUT: bool> CentralCoordinator<TIMEOUT> {
         let fencing = self.fencing;
         out.emit(Event::Granted { node: next });
         if TIMEOUT {
-            out.set_timer(Timer::HolderSilent { fencing }, self.timeout);
+            out.set_timer(Timer::HolderSilent { fencing }, self.config.timeout);
         }
+        let fencing = (self.epoch << 32) | fencing;
         if next == self.me {
             self.participant_receives_grant(fencing, out);
         } else {
@@ -169,9 +252,86 @@ impl<const TIMEOUT: bool> CentralCoordinator<TIMEOUT> {
     }
 
     fn participant_receives_grant(&mut self, fencing: u64, out: &mut Out) {
-        if self.participant == Participant::AwaitingGrant {
+        // A grant of an older epoch died with its coordinator.
+        if self.participant == Participant::AwaitingGrant && fencing >> 32 == self.epoch {
+            if self.config.failover {
+                out.cancel_timer(Timer::ProbeDue);
+            }
             self.participant = Participant::Holding;
             out.emit(Event::Entered { fencing });
+        }
+    }
+
+    /// Failover: the probing period is over.
+    fn probe_due(&mut self, cx: &Context, out: &mut Out) {
+        if self.participant != Participant::AwaitingGrant || self.coord.is_some() {
+            return;
+        }
+        if self.unanswered {
+            // Silent for a whole period: suspect it and ask the next candidate.
+            let silent = self.coordinator;
+            if !self.suspects.contains(&silent) {
+                self.suspects.push(silent);
+            }
+            out.emit(Event::Suspect { node: silent });
+            let next = (0..self.n)
+                .filter(|x| !self.suspects.contains(x))
+                .max_by_key(|&x| cx.uid_of(x))
+                .unwrap_or(self.me);
+            self.coordinator = next;
+            self.candidate = true;
+            if next == self.me {
+                return self.take_over(cx, self.epoch + 1, out);
+            }
+        }
+        let msg = if self.candidate { Msg::Takeover { epoch: self.epoch + 1 } } else { Msg::Probe };
+        out.send(self.coordinator, msg);
+        self.unanswered = true;
+        out.set_timer(Timer::ProbeDue, self.config.probe_every);
+    }
+
+    /// Failover: become the coordinator of `epoch` and announce it.
+    fn take_over(&mut self, cx: &Context, epoch: u64, out: &mut Out) {
+        self.epoch = epoch;
+        self.coordinator = self.me;
+        self.candidate = false;
+        self.unanswered = false;
+        out.cancel_timer(Timer::ProbeDue);
+        out.emit(Event::Leader { leader: cx.uid(), term: epoch });
+        let mut coord = Coordinator { recovering: true, ..Coordinator::default() };
+        match self.participant {
+            Participant::Holding => coord.holder = Some(self.me),
+            Participant::AwaitingGrant => {
+                coord.queue.push_back(self.me);
+                out.emit(Event::Queued { node: self.me });
+            }
+            Participant::Idle => {}
+        }
+        self.coord = Some(coord);
+        for x in (0..self.n).filter(|&x| x != self.me) {
+            out.send(x, Msg::Coordinator { epoch });
+        }
+        out.set_timer(Timer::RecoveryOver, self.config.probe_every);
+    }
+
+    /// Failover: `from` announces itself coordinator of `epoch`.
+    fn follow(&mut self, cx: &Context, from: NodeId, epoch: u64, out: &mut Out) {
+        if epoch < self.epoch || (epoch == self.epoch && self.coordinator == from && !self.candidate) {
+            if from == self.coordinator {
+                self.unanswered = false;
+            }
+            return;
+        }
+        self.epoch = epoch;
+        self.coordinator = from;
+        self.candidate = false;
+        self.unanswered = false;
+        self.coord = None;
+        out.emit(Event::Leader { leader: cx.uid_of(from), term: epoch });
+        match self.participant {
+            Participant::AwaitingGrant => out.send(from, Msg::Request),
+            Participant::Holding => out.send(from, Msg::Holding),
+            Participant::Idle => {}
         }
     }
 }
@@ -185,12 +345,40 @@ impl<const TIMEOUT: bool> Process for CentralCoordinator<TIMEOUT> {
     fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Grant { fencing } => self.participant_receives_grant(fencing, out),
-            other => self.coordinator_receives(cx, from, other, out),
+            Msg::Request | Msg::Release | Msg::Holding => self.coordinator_receives(cx, from, msg, out),
+            Msg::Probe => {
+                if self.coord.is_some() {
+                    out.send(from, Msg::Alive);
+                }
+            }
+            Msg::Alive => {
+                if from == self.coordinator {
+                    self.unanswered = false;
+                }
+            }
+            Msg::Takeover { epoch } => {
+                // A coordinator asked to take over is alive and keeps its state: it answers.
+                if self.coord.is_some() {
+                    out.send(from, Msg::Coordinator { epoch: self.epoch });
+                } else if epoch > self.epoch {
+                    self.take_over(cx, epoch, out);
+                }
+            }
+            Msg::Coordinator { epoch } => self.follow(cx, from, epoch, out),
         }
     }
 
     fn on_timer(&mut self, cx: &Context, timer: Timer, out: &mut Out) {
-        let Timer::HolderSilent { fencing } = timer;
+        let fencing = match timer {
+            Timer::HolderSilent { fencing } => fencing,
+            Timer::ProbeDue => return self.probe_due(cx, out),
+            Timer::RecoveryOver => {
+                if let Some(coord) = self.coord.as_mut() {
+                    coord.recovering = false;
+                }
+                return self.grant_if_free(cx, out);
+            }
+        };
         if let Some(coord) = self.coord.as_mut()
             && fencing == self.fencing
             && let Some(holder) = coord.holder.take()
@@ -205,6 +393,10 @@ impl<const TIMEOUT: bool> Process for CentralCoordinator<TIMEOUT> {
         match req {
             Request::Acquire if self.participant == Participant::Idle => {
                 self.participant = Participant::AwaitingGrant;
+                if self.config.failover && self.coord.is_none() {
+                    self.unanswered = false;
+                    out.set_timer(Timer::ProbeDue, self.config.probe_every);
+                }
                 self.send_to_coordinator(cx, Msg::Request, out);
             }
             Request::Release if self.participant == Participant::Holding => {
@@ -218,10 +410,13 @@ impl<const TIMEOUT: bool> Process for CentralCoordinator<TIMEOUT> {
 
     /// A recovered participant has forgotten its request; a recovered coordinator has forgotten
     /// its queue and its holder, but not its grant counter.
+    /// With failover, a recovered coordinator comes back as a plain participant (somebody else
+    /// may have taken over).
     fn on_recover(&mut self, _cx: &Context, _out: &mut Out) {
         self.participant = Participant::Idle;
+        self.unanswered = false;
         if self.coord.is_some() {
-            self.coord = Some(Coordinator::default());
+            self.coord = (!self.config.failover).then(Coordinator::default);
         }
     }
 
@@ -238,10 +433,9 @@ impl<const TIMEOUT: bool> Algorithm for CentralCoordinator<TIMEOUT> {
     } else {
         "one coordinator queues REQUESTs and GRANTs in FIFO order; 3 messages per entry"
     };
-    /// (coordinator position, holder timeout)
-    type Config = (NodeId, Time);
+    type Config = Config;
 
-    fn configure(setup: &Setup) -> Result<(NodeId, Time), ParamError> {
+    fn configure(setup: &Setup) -> Result<Config, ParamError> {
         let coordinator: NodeId = setup.params.get("coordinator", 0)?;
         if coordinator as usize >= setup.uids.len() {
             return Err(ParamError::OutOfRange {
@@ -250,16 +444,29 @@ impl<const TIMEOUT: bool> Algorithm for CentralCoordinator<TIMEOUT> {
             });
         }
         let timeout = if TIMEOUT { setup.params.duration("timeout", 10 * MILLISECOND)? } else { 0 };
-        Ok((coordinator, timeout))
+        let failover: bool = setup.params.get("failover", false)?;
+        let probe_every = setup.params.duration("probe_every", 2 * setup.max_delay + MILLISECOND)?;
+        if probe_every == 0 {
+            return Err(ParamError::OutOfRange {
+                key: "probe_every".into(),
+                reason: "must be positive".into(),
+            });
+        }
+        Ok(Config { coordinator, timeout, failover, probe_every })
     }
 
-    fn new(me: NodeId, &(coordinator, timeout): &(NodeId, Time), _setup: &Setup) -> Self {
+    fn new(me: NodeId, config: &Config, setup: &Setup) -> Self {
         CentralCoordinator {
             me,
-            coordinator,
-            timeout,
+            n: setup.uids.len() as u32,
+            coordinator: config.coordinator,
+            config: *config,
             participant: Participant::Idle,
-            coord: (me == coordinator).then(Coordinator::default),
+            epoch: 0,
+            unanswered: false,
+            candidate: false,
+            suspects: Vec::new(),
+            coord: (me == config.coordinator).then(Coordinator::default),
             fencing: 0,
         }
     }

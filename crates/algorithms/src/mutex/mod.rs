@@ -6,8 +6,10 @@
 pub mod central;
 pub mod lamport;
 pub mod maekawa;
+pub mod quorum;
 pub mod raymond;
 pub mod ricart_agrawala;
 pub mod roucairol_carvalho;
 pub mod stamp;
 pub mod suzuki_kasami;
+pub mod token_ring;

@@ -13,7 +13,8 @@
 //!
 //! The checker also measures response time (request → entry), synchronization delay (exit of
 //! one holder → entry of the next, when someone was waiting) and bounded waiting (entries by
-//! others between a request and its grant).
+//! others between a request and its grant), and counts the fault handling it sees: tokens
+//! regenerated, crash suspicions, coordinators that announced themselves.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -41,6 +42,10 @@ pub struct MutexChecker {
     response: Latencies,
     sync_delay: Latencies,
     max_overtaken: u64,
+    /// Tokens regenerated, crash suspicions, coordinators that announced themselves.
+    regenerations: u64,
+    suspicions: u64,
+    takeovers: u64,
 }
 
 impl MutexChecker {
@@ -148,6 +153,9 @@ impl Checker for MutexChecker {
                     None => {}
                 }
             }
+            Event::TokenRegenerated => self.regenerations += 1,
+            Event::Suspect { .. } => self.suspicions += 1,
+            Event::Leader { leader, .. } if leader == w.uids[node as usize] => self.takeovers += 1,
             _ => {}
         }
     }
@@ -190,6 +198,15 @@ impl Checker for MutexChecker {
         r.outcome.insert("entries".into(), self.entries.into());
         r.outcome.insert("max_concurrent_holders".into(), (self.max_holders as u64).into());
         r.outcome.insert("max_overtaken".into(), self.max_overtaken.into());
+        for (key, count) in [
+            ("tokens_regenerated", self.regenerations),
+            ("suspicions", self.suspicions),
+            ("coordinator_takeovers", self.takeovers),
+        ] {
+            if count > 0 {
+                r.outcome.insert(key.into(), count.into());
+            }
+        }
         if let Some(p) = self.response.summary() {
             r.latencies.insert("response_time".into(), p);
         }

@@ -1,0 +1,382 @@
+//! # Token ring (with a parked idle token, skipped successors and token regeneration)
+//!
+//! *Seed 003 "Exclusão Mútua → Anel" and "Lidando com Falhas"; seed 004.*
+//!
+//! ## The idea
+//! The processes form a logical ring; one TOKEN circulates, and only its holder may enter the
+//! critical section. The token starts at node 0. A holder that wants the section enters, leaves,
+//! then passes the token on: one entry per visit, so nobody starves and waiting is bounded by
+//! one lap.
+//!
+//! ## The rules
+//! - **Visit.** A node that receives the TOKEN and wants the section enters (the token's counter
+//!   goes up by one and the token records the node as `last_user`); on leaving it passes the
+//!   token to its successor. A node that does not want it passes it on at once.
+//! - **Parking (how runs end).** A token that circulates for ever never lets a run go quiet, and
+//!   the per-entry message count of the light-load workload would be undefined. So the token
+//!   *parks*: a node that receives it back with `last_user` equal to itself — a full lap during
+//!   which nobody entered — keeps it. Every node saw that token pass with the same `last_user`,
+//!   so every node knows where it parks. A node that wants the section while the token is parked
+//!   elsewhere sends one REQUEST to the `last_user` it last saw; a parked holder that receives a
+//!   REQUEST sends the token round again; a non-parked node that receives one remembers it
+//!   (`wake`) and does not park the token on its next visit. The token starts parked at node 0.
+//!   A REQUEST may be stale (the token was still circulating and would have come anyway): at
+//!   worst it costs one extra idle lap.
+//! - **Skipping a crashed successor.** Every node knows the ring configuration. Each TOKEN pass
+//!   is acknowledged (ACK, counted as detection traffic); a sender keeps a copy of the token
+//!   until the ACK arrives. With no ACK within `ack_timeout` (default 2·Ttrans + 1 ms), the
+//!   successor is declared crashed, *removed* from the ring (the token carries the removed set,
+//!   so every node learns it on the next visit), and the copy goes to the next node.
+//! - **Regeneration (explicit detection rule).** A node that has wanted the section for
+//!   `regen_timeout` (parameter, default 500 ms) without receiving the token declares it lost
+//!   and regenerates it with generation `g + 1`, where `g` is the highest generation it has
+//!   seen (ties between regenerators broken by position). A node that receives a token of a
+//!   lower generation than one it has already seen discards it.
+//!
+//! ```text
+//!   idle ──Acquire (token parked here)──▶ holding ──Release / TOKEN→succ──▶ idle
+//!   idle ──Acquire / REQUEST→last_user──▶ waiting ──TOKEN──▶ holding
+//!                                         waiting ──regen_timeout / regenerate g+1──▶ holding
+//!   TOKEN arrives, not wanted:  last_user = me and no wake ──▶ park   |   otherwise ──▶ TOKEN→succ
+//! ```
+//!
+//! ## Costs
+//! Light load (`sequential`, token parked at `p`, requester `j` at ring distance `d(p, j)`):
+//! one REQUEST, `d(p, j)` TOKEN hops to reach `j`, then `N` TOKEN hops for the idle lap that
+//! parks it at `j` again — `N + d(p, j) + 1` messages per entry (every TOKEN also draws an
+//! ACK). For `N = 9` and requesters 1, 2, …, 8, 1, 2 that is 111 messages for 10 entries
+//! (101 TOKEN + 10 REQUEST), plus 101 ACKs. Under saturation each entry costs one TOKEN hop:
+//! the textbook's "1 … ∞". Synchronization delay: one hop (T) when the next node wants it, up
+//! to N − 1 hops in general; response time under light load 0 … (N − 1)·T after the REQUEST.
+//!
+//! ## Fencing tokens
+//! The token's counter, which grows at every entry, packed as `generation · 2³² + counter`, so
+//! every entry made with a regenerated token carries a larger fencing token than any entry made
+//! with the token it replaced — until the replaced token turns out to be alive.
+//!
+//! ## Assumptions and known flaws
+//! Safe, deadlock-free and starvation-free with reliable links and no failures. A crashed node
+//! that does not hold the token is skipped (`scenarios/token-ring-skip-crashed.toml`). A token
+//! lost with its crashed holder comes back after `regen_timeout`
+//! (`scenarios/token-ring-lost-token.toml`) — but the detection rule cannot tell a crashed
+//! holder from a slow one: with a paused holder, or with two waiters that time out together,
+//! the rule creates a second token and two processes enter the critical section
+//! (`scenarios/token-ring-two-tokens.toml`, safety violation found). The rule is only correct
+//! when `regen_timeout` exceeds the longest possible wait (about N·(longest hold + Ttrans) plus a
+//! lap) *and* the holder cannot be slower than that. An ACK timeout on a slow (paused) successor
+//! removes a live node and duplicates the token in the same way. A removed node that recovers
+//! stays out of the ring (there is no re-join protocol).
+//!
+//! Seed section: "o algoritmo do anel também sofre com falhas: se um participante falha
+//! enquanto com o token … o anel não conseguirá circular"; the timeout-based fix is the seed's
+//! "dois tokens no sistema".
+
+use std::collections::BTreeSet;
+
+use ringleader_core::time::MILLISECOND;
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time};
+use serde::{Deserialize, Serialize};
+
+use crate::{Algorithm, Family, ParamError, Setup, TopologyKind};
+
+/// The circulating permission.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Token {
+    /// Incremented by every regeneration.
+    pub generation: u64,
+    /// The position that regenerated this generation (breaks ties between regenerators).
+    pub origin: NodeId,
+    /// Entries made with this token (and the ones it replaced).
+    pub counter: u64,
+    /// The last node that entered with it: the token parks there after an idle lap.
+    pub last_user: NodeId,
+    /// Nodes removed from the ring (found crashed), sorted.
+    pub removed: Vec<NodeId>,
+    /// Passes so far: an ACK names the pass it acknowledges (a late ACK of an earlier pass to
+    /// the same node must not be taken for this one).
+    pub hops: u64,
+}
+
+impl Token {
+    fn rank(&self) -> (u64, NodeId) {
+        (self.generation, self.origin)
+    }
+
+    fn fencing(&self) -> u64 {
+        (self.generation << 32) | (self.counter & 0xFFFF_FFFF)
+    }
+}
+
+/// Messages of the token ring.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// The permission, passed to the successor.
+    Token(Token),
+    /// Acknowledges a TOKEN (failure detection of the successor).
+    Ack {
+        /// The `hops` of the TOKEN acknowledged.
+        hops: u64,
+    },
+    /// Asks a node where the token parked to send it round again.
+    Request,
+}
+
+impl Message for Msg {
+    const KINDS: &'static [&'static str] = &["token", "ack", "request"];
+    fn kind_index(&self) -> usize {
+        match self {
+            Msg::Token(_) => 0,
+            Msg::Ack { .. } => 1,
+            Msg::Request => 2,
+        }
+    }
+    fn is_detection(&self) -> bool {
+        matches!(self, Msg::Ack { .. })
+    }
+}
+
+/// Timers of the token ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Timer {
+    /// The successor `to` has not acknowledged the token.
+    AckWait {
+        /// The successor.
+        to: NodeId,
+    },
+    /// This node has waited too long for the token: regenerate it.
+    TokenSilent,
+}
+
+/// Validated parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Config {
+    /// How long a sender waits for the ACK of a TOKEN.
+    pub ack_timeout: Time,
+    /// How long a waiting node waits for the token before regenerating it.
+    pub regen_timeout: Time,
+}
+
+/// A node of the token ring.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TokenRing {
+    me: NodeId,
+    n: u32,
+    config: Config,
+    wants: bool,
+    /// The token while this node is in the critical section.
+    holding: Option<Token>,
+    /// The token while it is parked here.
+    parked: Option<Token>,
+    /// The token just passed, kept until the successor acknowledges it.
+    outgoing: Option<(NodeId, Token)>,
+    /// A REQUEST arrived while the token was not here: do not park it on its next visit.
+    wake: bool,
+    /// Where the token parks, as far as this node knows.
+    last_user_seen: NodeId,
+    /// Highest (generation, origin) seen — on stable storage.
+    newest: (u64, NodeId),
+    /// Highest counter seen — on stable storage.
+    counter_seen: u64,
+    removed: BTreeSet<NodeId>,
+}
+
+type Out = Outbox<Msg, Timer>;
+
+impl TokenRing {
+    /// The next node of the ring that has not been removed (`me` when nobody else is left).
+    fn successor(&self) -> NodeId {
+        (1..self.n).map(|k| (self.me + k) % self.n).find(|x| !self.removed.contains(x)).unwrap_or(self.me)
+    }
+
+    fn pass(&mut self, mut token: Token, out: &mut Out) {
+        self.wake = false;
+        token.removed = self.removed.iter().copied().collect();
+        token.hops += 1;
+        let next = self.successor();
+        if next == self.me {
+            self.parked = Some(token);
+            return;
+        }
+        out.send(next, Msg::Token(token.clone()));
+        out.set_timer(Timer::AckWait { to: next }, self.config.ack_timeout);
+        self.outgoing = Some((next, token));
+    }
+
+    fn enter(&mut self, mut token: Token, out: &mut Out) {
+        token.counter += 1;
+        token.last_user = self.me;
+        self.counter_seen = self.counter_seen.max(token.counter);
+        self.last_user_seen = self.me;
+        self.wants = false;
+        out.cancel_timer(Timer::TokenSilent);
+        out.emit(Event::Entered { fencing: token.fencing() });
+        self.holding = Some(token);
+    }
+
+    /// The token is here (received, regenerated or un-parked).
+    fn visit(&mut self, token: Token, out: &mut Out) {
+        if self.wants {
+            self.enter(token, out);
+        } else if token.last_user == self.me && !self.wake {
+            self.parked = Some(token);
+        } else {
+            self.pass(token, out);
+        }
+    }
+}
+
+impl Process for TokenRing {
+    type Msg = Msg;
+    type Timer = Timer;
+
+    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
+
+    fn on_message(&mut self, _cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
+        match msg {
+            Msg::Token(token) => {
+                out.send(from, Msg::Ack { hops: token.hops });
+                if token.rank() < self.newest {
+                    return; // a replaced token: discard it
+                }
+                self.newest = token.rank();
+                self.counter_seen = self.counter_seen.max(token.counter);
+                self.last_user_seen = token.last_user;
+                self.removed.extend(token.removed.iter().copied());
+                self.visit(token, out);
+            }
+            Msg::Ack { hops } => {
+                if self.outgoing.as_ref().is_some_and(|(to, t)| *to == from && t.hops == hops) {
+                    self.outgoing = None;
+                    out.cancel_timer(Timer::AckWait { to: from });
+                }
+            }
+            Msg::Request => match self.parked.take() {
+                Some(token) => self.pass(token, out),
+                None => self.wake = true,
+            },
+        }
+    }
+
+    fn on_timer(&mut self, _cx: &Context, timer: Timer, out: &mut Out) {
+        match timer {
+            Timer::AckWait { to } => {
+                let Some((dest, mut token)) = self.outgoing.take() else { return };
+                if dest != to {
+                    self.outgoing = Some((dest, token));
+                    return;
+                }
+                // No ACK: the successor is declared crashed and removed from the ring.
+                self.removed.insert(to);
+                out.emit(Event::Suspect { node: to });
+                if token.last_user == to {
+                    token.last_user = self.me;
+                    self.last_user_seen = self.me;
+                }
+                if self.wants {
+                    self.enter(token, out);
+                } else {
+                    self.pass(token, out);
+                }
+            }
+            Timer::TokenSilent => {
+                if !self.wants {
+                    return;
+                }
+                // The explicit detection rule: waited `regen_timeout` without the token.
+                let token = Token {
+                    generation: self.newest.0 + 1,
+                    origin: self.me,
+                    counter: self.counter_seen,
+                    last_user: self.me,
+                    removed: self.removed.iter().copied().collect(),
+                    hops: 0,
+                };
+                self.newest = token.rank();
+                out.emit(Event::TokenRegenerated);
+                self.enter(token, out);
+            }
+        }
+    }
+
+    fn on_request(&mut self, _cx: &Context, req: Request, out: &mut Out) {
+        match req {
+            Request::Acquire if !self.wants && self.holding.is_none() => {
+                self.wants = true;
+                if let Some(token) = self.parked.take() {
+                    self.enter(token, out);
+                    return;
+                }
+                if self.last_user_seen != self.me {
+                    out.send(self.last_user_seen, Msg::Request);
+                }
+                out.set_timer(Timer::TokenSilent, self.config.regen_timeout);
+            }
+            Request::Release => {
+                if let Some(token) = self.holding.take() {
+                    out.emit(Event::Exited);
+                    self.pass(token, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A recovered node forgets its wish, the token it held and its view of the ring; it keeps
+    /// the newest generation and counter it saw.
+    fn on_recover(&mut self, _cx: &Context, _out: &mut Out) {
+        self.wants = false;
+        self.holding = None;
+        self.parked = None;
+        self.outgoing = None;
+        self.wake = false;
+        self.removed.clear();
+    }
+
+    fn in_critical_section(&self) -> bool {
+        self.holding.is_some()
+    }
+}
+
+impl Algorithm for TokenRing {
+    const NAME: &'static str = "token-ring";
+    const FAMILY: Family = Family::Mutex;
+    const SUMMARY: &'static str =
+        "a TOKEN circulates on a ring, parks after an idle lap; skips crashed nodes, regenerates lost tokens";
+    const TOPOLOGY: TopologyKind = TopologyKind::Ring;
+    type Config = Config;
+
+    fn configure(setup: &Setup) -> Result<Config, ParamError> {
+        let ack_timeout = setup.params.duration("ack_timeout", 2 * setup.max_delay + MILLISECOND)?;
+        let regen_timeout = setup.params.duration("regen_timeout", 500 * MILLISECOND)?;
+        for (key, v) in [("ack_timeout", ack_timeout), ("regen_timeout", regen_timeout)] {
+            if v == 0 {
+                return Err(ParamError::OutOfRange { key: key.into(), reason: "must be positive".into() });
+            }
+        }
+        Ok(Config { ack_timeout, regen_timeout })
+    }
+
+    fn new(me: NodeId, config: &Config, setup: &Setup) -> Self {
+        TokenRing {
+            me,
+            n: setup.uids.len() as u32,
+            config: *config,
+            wants: false,
+            holding: None,
+            parked: (me == 0).then(|| Token {
+                generation: 0,
+                origin: 0,
+                counter: 0,
+                last_user: 0,
+                removed: vec![],
+                hops: 0,
+            }),
+            outgoing: None,
+            wake: false,
+            last_user_seen: 0,
+            newest: (0, 0),
+            counter_seen: 0,
+            removed: BTreeSet::new(),
+        }
+    }
+}
