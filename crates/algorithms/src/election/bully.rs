@@ -214,8 +214,10 @@ impl Process for Bully {
     type Msg = Msg;
     type Timer = Timer;
 
+    /// With detection on, a process that learns of no coordinator within the deadline plus
+    /// T + T' (one election's length) starts an election itself.
     fn on_start(&mut self, cx: &Context, out: &mut Out) {
-        self.cfg.watch.follow(cx, out);
+        self.cfg.watch.follow_after(cx, self.cfg.t + self.cfg.t_prime, out);
     }
 
     fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {

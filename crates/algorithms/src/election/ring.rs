@@ -41,8 +41,9 @@
 //! initiator crashed is completed by the first process it reaches a second time.
 //!
 //! ## Failure detection
-//! With `heartbeat = PERIOD` (default 0: off) the coordinator sends HEARTBEAT to the members of
-//! its ring every period and a process that hears nothing for `suspect_after` (default
+//! With `heartbeat = PERIOD` (default 0: off) the coordinator sends HEARTBEAT to every other
+//! position of the ring (it knows the configuration; dead ones included, so that a process back
+//! from a crash or a partition hears it) every period and a process that hears nothing for `suspect_after` (default
 //! PERIOD + T) starts an election (see [`super::watch`]). A heartbeat from a better coordinator
 //! (higher id; lower for `ring-min`) than one's own is adopted, which merges two coordinators
 //! after a partition heals. A process that recovers starts an election, so it re-enters the ring
@@ -211,9 +212,15 @@ impl<const MIN: bool> RingElection<MIN> {
         out.set_timer(Timer::Ack(seq), self.cfg.t);
     }
 
+    /// How long two rounds may take: every position is tried at most once per round, and an
+    /// attempt ends within T (ACK or timeout).
+    fn round_bound(&self, cx: &Context) -> Time {
+        2 * cx.n() as Time * self.cfg.t
+    }
+
     fn start_election(&mut self, cx: &Context, out: &mut Out) {
         out.emit(Event::ElectionStarted);
-        self.cfg.watch.follow(cx, out);
+        self.cfg.watch.follow_after(cx, self.round_bound(cx), out);
         let msg = Msg::Election { seq: 0, list: vec![(cx.me, self.uid)] };
         self.hop(cx, msg, Self::ring_after(cx), out);
     }
@@ -239,12 +246,14 @@ impl<const MIN: bool> RingElection<MIN> {
         after
     }
 
+    /// A COORDINATOR round passed: record the winner and the membership. The winner may learn
+    /// of its victory up to a round after this process, so the first deadline allows a round.
     fn learn(&mut self, cx: &Context, winner: Uid, list: Vec<Member>, out: &mut Out) {
         self.members = list;
-        self.set_leader(cx, winner, out);
+        self.set_leader(cx, winner, self.round_bound(cx), out);
     }
 
-    fn set_leader(&mut self, cx: &Context, winner: Uid, out: &mut Out) {
+    fn set_leader(&mut self, cx: &Context, winner: Uid, grace: Time, out: &mut Out) {
         if self.leader != Some(winner) {
             self.leader = Some(winner);
             out.emit(Event::Leader { leader: winner, term: 0 });
@@ -252,7 +261,7 @@ impl<const MIN: bool> RingElection<MIN> {
         if winner == self.uid {
             self.cfg.watch.lead(out);
         } else {
-            self.cfg.watch.follow(cx, out);
+            self.cfg.watch.follow_after(cx, grace, out);
         }
     }
 }
@@ -262,7 +271,7 @@ impl<const MIN: bool> Process for RingElection<MIN> {
     type Timer = Timer;
 
     fn on_start(&mut self, cx: &Context, out: &mut Out) {
-        self.cfg.watch.follow(cx, out);
+        self.cfg.watch.follow_after(cx, self.round_bound(cx), out);
     }
 
     fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
@@ -293,7 +302,7 @@ impl<const MIN: bool> Process for RingElection<MIN> {
                 if self.leader == Some(j) {
                     self.cfg.watch.follow(cx, out);
                 } else if self.leader.is_none_or(|l| Self::better(j, l)) {
-                    self.set_leader(cx, j, out);
+                    self.set_leader(cx, j, 0, out);
                 }
             }
         }
@@ -308,10 +317,7 @@ impl<const MIN: bool> Process for RingElection<MIN> {
             }
             Timer::Watch(WatchTimer::Beat) => {
                 if self.leader == Some(self.uid) {
-                    let me = cx.me;
-                    let followers: Vec<NodeId> =
-                        self.members.iter().map(|&(p, _)| p).filter(|&p| p != me).collect();
-                    self.cfg.watch.beat(followers, &Msg::Heartbeat(self.uid), out);
+                    self.cfg.watch.beat(Self::ring_after(cx), &Msg::Heartbeat(self.uid), out);
                 }
             }
             Timer::Watch(WatchTimer::Silence) => {

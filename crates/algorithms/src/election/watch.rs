@@ -93,10 +93,17 @@ impl Watch {
     /// This node follows a coordinator (or waits for one): stop beating, (re)arm the deadline.
     /// Call it whenever the coordinator is heard from.
     pub fn follow<M, T: From<WatchTimer>>(&self, cx: &Context, out: &mut Outbox<M, T>) {
+        self.follow_after(cx, 0, out);
+    }
+
+    /// As [`Watch::follow`], with `grace` added to this one deadline: the time an election
+    /// under way may take before silence means it was lost (also used at start-up, when no
+    /// coordinator is known yet).
+    pub fn follow_after<M, T: From<WatchTimer>>(&self, cx: &Context, grace: Time, out: &mut Outbox<M, T>) {
         if self.enabled() {
             out.cancel_timer(WatchTimer::Beat.into());
             let extra = if self.jitter > 0 { cx.random % self.jitter } else { 0 };
-            out.set_timer(WatchTimer::Silence.into(), self.silence + extra);
+            out.set_timer(WatchTimer::Silence.into(), self.silence + extra + grace);
         }
     }
 
