@@ -46,7 +46,9 @@
 //! from a crash or a partition hears it) every period and a process that hears nothing for `suspect_after` (default
 //! PERIOD + T) starts an election (see [`super::watch`]). A heartbeat from a better coordinator
 //! (higher id; lower for `ring-min`) than one's own is adopted, which merges two coordinators
-//! after a partition heals. A process that recovers starts an election, so it re-enters the ring
+//! after a partition heals — unless this process itself is better than that coordinator: it was
+//! left out of that election, so it ignores the heartbeat and its silence deadline starts an
+//! election that includes it. A process that recovers starts an election, so it re-enters the ring
 //! (seed 004: "quais os novos membros do anel").
 //!
 //! ## Costs (messages are sends; ACKs and heartbeats counted apart)
@@ -301,7 +303,9 @@ impl<const MIN: bool> Process for RingElection<MIN> {
             Msg::Heartbeat(j) => {
                 if self.leader == Some(j) {
                     self.cfg.watch.follow(cx, out);
-                } else if self.leader.is_none_or(|l| Self::better(j, l)) {
+                } else if !Self::better(self.uid, j) && self.leader.is_none_or(|l| Self::better(j, l)) {
+                    // A coordinator worse than this process was elected without it; instead of
+                    // following, let the silence deadline start an election that includes it.
                     self.set_leader(cx, j, 0, out);
                 }
             }
