@@ -126,9 +126,18 @@ fn ring_concurrent_initiators_cost_two_k_n_and_agree() {
 
 #[test]
 fn ring_min_elects_the_lowest_live_id() {
-    let r = go(&config("ring-min", 7, Initiators::Highest, &["1@0"]));
+    let mut cfg = config("ring-min", 7, Initiators::Highest, &["1@0"]);
+    cfg.params.insert("choose".into(), "min".into());
+    let r = go(&cfg);
     assert_eq!(r.outcome["leader"], 2);
     assert_eq!((kind(&r, "election"), kind(&r, "coordinator")), (7, 6));
+    let mut cfg = config("ring", 7, Initiators::Highest, &[]);
+    cfg.params.insert("choose".into(), "min".into());
+    let err = run(&cfg, RunOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("ring-min"), "{err}");
+    cfg.params.insert("choose".into(), "median".into());
+    let err = run(&cfg, RunOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("expected max or min"), "{err}");
 }
 
 #[test]

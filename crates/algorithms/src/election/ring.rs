@@ -27,6 +27,12 @@
 //!               ── COORDINATOR(winner, list) ──▶ … each records winner ──▶ back at p: removed
 //! ```
 //!
+//! ## Choosing the winner: two names
+//! The checker judges validity by the algorithm's `LEADER_RULE`, a constant, so the rule is
+//! chosen by name rather than at run time: `ring` elects the maximum, `ring-min` the minimum.
+//! Each also accepts `choose=max` / `choose=min` matching its name, and names the other
+//! algorithm when asked for the other rule.
+//!
 //! ## Skipping a dead successor: the ACK
 //! A process learns that its successor is down the way the seeds describe it — by trying.
 //! Every ELECTION and COORDINATOR hop is acknowledged by an ACK; a sender that gets no ACK
@@ -367,6 +373,19 @@ impl<const MIN: bool> Algorithm for RingElection<MIN> {
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {
+        let mine = if MIN { "min" } else { "max" };
+        let choose: String = setup.params.get("choose", mine.to_string())?;
+        if choose != mine {
+            let (other, name) = if MIN { ("max", "ring") } else { ("min", "ring-min") };
+            return Err(ParamError::OutOfRange {
+                key: "choose".into(),
+                reason: if choose == other {
+                    format!("{} elects the {mine} id; for choose={other} run --algo {name}", Self::NAME)
+                } else {
+                    format!("expected max or min, got {choose:?}")
+                },
+            });
+        }
         let t_process = setup.params.duration("process_time", MILLISECOND / 10)?;
         let t = setup.params.duration("timeout", 2 * setup.max_delay + t_process)?;
         if t == 0 {
