@@ -53,8 +53,9 @@
 //! raising their terms and disturb the majority when the partition heals — Raft's known
 //! disruption, which pre-vote removes). Validity: any live process may lead.
 //!
-//! Scenarios: `scenarios/majority-partition.toml` (the bully's and the ring's split brain,
-//! without split brain).
+//! Scenarios: `scenarios/majority-partition.toml` (the partition that splits the bully's and
+//! the ring's brain, here without split brain) and `scenarios/majority-paused-leader.toml` (the
+//! bully's slow coordinator, here harmless: the old leader's term is over).
 
 use std::collections::BTreeSet;
 

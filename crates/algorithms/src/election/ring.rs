@@ -89,7 +89,7 @@ pub type Member = (NodeId, Uid);
 /// Ring election messages.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
-    /// ELECTION[list]: the members collected so far, in ring order from the initiator.
+    /// ELECTION(list): the members collected so far, in ring order from the initiator.
     Election {
         /// Hop number, echoed by the ACK.
         seq: u64,
