@@ -33,9 +33,9 @@ struct Plan {
     alive_at_end: u32,
 }
 
-fn plan(algo: &str, seed: u64) -> Plan {
+fn plan(algo: &str, seed: u64, sizes: std::ops::RangeInclusive<u32>) -> Plan {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-    let n: u32 = rng.random_range(3..=6);
+    let n: u32 = rng.random_range(sizes);
     let mut cfg = RunConfig::new(algo, n).unwrap();
     cfg.seed = seed;
     let lo = rng.random_range(0..=500u64);
@@ -98,19 +98,28 @@ fn violated(r: &Report) -> BTreeSet<&'static str> {
     r.violations.iter().map(|v| v.property).collect()
 }
 
-/// Runs `RUNS` plans of `algo`, calls `judge` on each, and returns how often each property
-/// was violated.
+/// Runs `RUNS` plans of `algo` on 3 to 6 processes, calls `judge` on each, and returns how
+/// often each property was violated.
 fn sweep(algo: &str, judge: impl Fn(&Plan, &Report)) -> BTreeMap<&'static str, u64> {
+    sweep_sizes(algo, 3..=6, RUNS, judge)
+}
+
+fn sweep_sizes(
+    algo: &str,
+    sizes: std::ops::RangeInclusive<u32>,
+    runs: u64,
+    judge: impl Fn(&Plan, &Report),
+) -> BTreeMap<&'static str, u64> {
     let mut tally = BTreeMap::new();
-    for seed in 0..RUNS {
-        let p = plan(algo, seed);
+    for seed in 0..runs {
+        let p = plan(algo, seed, sizes.clone());
         let r = run(&p.cfg, RunOptions::default()).unwrap().report;
         judge(&p, &r);
         for v in violated(&r) {
             *tally.entry(v).or_default() += 1;
         }
     }
-    eprintln!("{algo}: {RUNS} runs, violations by property: {tally:?}");
+    eprintln!("{algo}: {runs} runs, violations by property: {tally:?}");
     tally
 }
 
@@ -123,6 +132,14 @@ fn judge_bully_or_ring(p: &Plan, r: &Report) {
         assert!(v.iter().all(|&x| x == "uniqueness"), "{v:?} with recoveries: {repro}");
     } else {
         assert!(v.is_empty(), "{v:?} inside assumptions: {repro}");
+    }
+}
+
+fn judge_majority(p: &Plan, r: &Report) {
+    let v = violated(r);
+    assert!(!v.contains("uniqueness"), "two leaders in one term: {}", r.repro);
+    if 2 * p.alive_at_end > p.cfg.nodes {
+        assert!(v.is_empty(), "{v:?} with a live majority: {}", r.repro);
     }
 }
 
@@ -140,13 +157,7 @@ fn ring_keeps_its_promises() {
 
 #[test]
 fn majority_never_has_two_leaders_in_a_term() {
-    let tally = sweep("majority", |p, r| {
-        let v = violated(r);
-        assert!(!v.contains("uniqueness"), "two leaders in one term: {}", r.repro);
-        if 2 * p.alive_at_end > p.cfg.nodes {
-            assert!(v.is_empty(), "{v:?} with a live majority: {}", r.repro);
-        }
-    });
+    let tally = sweep("majority", judge_majority);
     assert!(!tally.contains_key("uniqueness"));
 }
 
@@ -154,4 +165,15 @@ fn majority_never_has_two_leaders_in_a_term() {
 fn ring_min_keeps_its_promises() {
     let tally = sweep("ring-min", judge_bully_or_ring);
     assert!(tally.get("uniqueness").is_some_and(|&k| k > 0), "the flaws must show up in a sweep");
+}
+
+/// The same promises on 7 to 16 processes (slower: about a minute in the debug profile).
+/// Run with `cargo test -p ringleader-sim --test election_sweeps -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn larger_rings_keep_their_promises() {
+    for algo in ["bully", "ring", "ring-min"] {
+        sweep_sizes(algo, 7..=16, 2_000, judge_bully_or_ring);
+    }
+    sweep_sizes("majority", 7..=16, 2_000, judge_majority);
 }
