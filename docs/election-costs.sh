@@ -5,13 +5,13 @@
 set -eu
 RL=${1:-"cargo run --release -q --"}
 sim() { $RL sim --json "$@"; }
-cost() { jq -r '"\(.messages.sent - .messages.detection) | \(.messages.by_kind | to_entries | map(select(.key != "heartbeat" and .key != "ack")) | map("\(.key) \(.value)") | join(", ")) | \(.outcome.leader)"'; }
+cost() { jq -r '"\(.messages.sent - .messages.detection) | \(.messages.by_kind | to_entries | map(select(.key != "heartbeat" and .key != "ack")) | map("\(.key) \(.value)") | join(", ")) | \(.outcome.leader) | \(.outcome.election_ms)"'; }
 row() { # name case N textbook -- sim args
   name=$1 case=$2 n=$3 book=$4; shift 5
   printf '| %s | %s | %s | %s | %s |\n' "$name" "$case" "$n" "$book" "$(sim "$@" | cost)"
 }
-echo '| algorithm | case | N | textbook | measured | by kind | leader |'
-echo '|---|---|---|---|---|---|---|'
+echo '| algorithm | case | N | textbook | measured | by kind | leader | ms to the last leader event |'
+echo '|---|---|---|---|---|---|---|---|'
 for n in 4 8 16 32; do
   m=$((n - 1))
   row bully "worst: id 1 detects, N crashed" $n "N²−N−1 = $((n * n - n - 1))" -- --algo bully --nodes $n --crash $n@0 --initiators lowest
