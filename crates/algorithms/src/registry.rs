@@ -63,6 +63,10 @@ macro_rules! registry {
 
 registry! {
     election::chang_roberts::ChangRoberts,
+    election::bully::Bully,
+    election::ring::Ring,
+    election::ring::RingMin,
+    election::majority::Majority,
     mutex::central::Central,
     mutex::central::CentralTimeout,
     mutex::token_ring::TokenRing,

@@ -3,4 +3,8 @@
 //! Properties every election is checked for: agreement, validity, uniqueness, termination
 //! (see `docs/ELECTIONS.md`).
 
+pub mod bully;
 pub mod chang_roberts;
+pub mod majority;
+pub mod ring;
+pub mod watch;

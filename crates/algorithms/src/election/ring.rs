@@ -1,0 +1,411 @@
+//! # Ring election with a list (Tanenbaum)
+//!
+//! *Seeds 000 ("Algoritmo em Anel"), 002, 003 ("Algoritmo do Anel": "escolhe menor id em S, por
+//! exemplo") and 004 ("Algoritmo do Anel", ELEIÇÃO / COORDENADOR).*
+//!
+//! ## The idea
+//! Processes sit on a logical ring and every process knows the ring's configuration, so it can
+//! skip a successor that is down. An ELECTION message goes once around collecting the ids of
+//! every live process; back at its initiator, the list names every candidate, the initiator
+//! picks the winner, and a COORDINATOR message goes around once more to tell everyone the
+//! winner and the new membership of the ring.
+//!
+//! ## The rules (ALGORITHMS.md §1.2)
+//! 1. An initiator sends ELECTION[list = (self)] to its successor. A successor that is down is
+//!    skipped: the sender tries the next one, and so on.
+//! 2. Each receiver appends itself to the list and forwards it.
+//! 3. A process that receives an ELECTION already holding its own id has seen the message go
+//!    all the way round: it picks the winner, `max(list)` for `ring` or `min(list)` for
+//!    `ring-min` (the seed 003 variant), and sends COORDINATOR(winner, list) along the list;
+//!    each receiver records the winner and the membership and forwards it to the next member;
+//!    the message is removed when it is back where it started.
+//! 4. Concurrent initiators each complete their two rounds; every list holds every live process,
+//!    so every COORDINATOR names the same winner: concurrency only costs messages.
+//!
+//! ```text
+//!   initiator:  ── ELECTION[(p)] ──▶ … each appends itself … ──▶ back at p
+//!               ── COORDINATOR(winner, list) ──▶ … each records winner ──▶ back at p: removed
+//! ```
+//!
+//! ## Choosing the winner: two names
+//! The checker judges validity by the algorithm's `LEADER_RULE`, a constant, so the rule is
+//! chosen by name rather than at run time: `ring` elects the maximum, `ring-min` the minimum.
+//! Each also accepts `choose=max` / `choose=min` matching its name, and names the other
+//! algorithm when asked for the other rule.
+//!
+//! ## Skipping a dead successor: the ACK
+//! A process learns that its successor is down the way the seeds describe it — by trying.
+//! Every ELECTION and COORDINATOR hop is acknowledged by an ACK; a sender that gets no ACK
+//! within T = 2·Ttrans + Tprocess (the bully's timer; `timeout`, `process_time`) tries the next
+//! process on the ring. So a skipped dead successor costs exactly one extra send, the ELECTION
+//! it never received. The COORDINATOR round follows the collected list, which holds no dead
+//! process unless one died during the election. ACKs are detection messages
+//! (`Message::is_detection`): like heartbeats they are counted apart, so the textbook count
+//! of the algorithm's own messages stays checkable.
+//!
+//! Because rule 3 is "my own id is in the list" rather than "I am the initiator", a round whose
+//! initiator crashed is completed by the first process it reaches a second time.
+//!
+//! ## Failure detection
+//! With `heartbeat = PERIOD` (default 0: off) the coordinator sends HEARTBEAT to every other
+//! position of the ring (it knows the configuration; dead ones included, so that a process back
+//! from a crash or a partition hears it) every period and a process that hears nothing for `suspect_after` (default
+//! PERIOD + T) starts an election (see [`super::watch`]). A heartbeat from a better coordinator
+//! (higher id; lower for `ring-min`) than one's own is adopted, which merges two coordinators
+//! after a partition heals — unless this process itself is better than that coordinator: it was
+//! left out of that election, so it ignores the heartbeat and its silence deadline starts an
+//! election that includes it. A process that recovers starts an election, so it re-enters the ring
+//! (seed 004: "quais os novos membros do anel").
+//!
+//! ## Costs (messages are sends; ACKs and heartbeats counted apart)
+//! One initiator, L live processes, d dead ones to skip: L ELECTION hops + d failed sends, then
+//! L COORDINATOR hops: 2L + d. With k concurrent initiators: k(2L + d). With `--crash N@0` and
+//! one initiator, N = 10: 10 ELECTION + 9 COORDINATOR. Time: 2L one-way delays plus T per skip.
+//!
+//! ## Assumptions
+//! Every process knows the ring's order; the delay bound Ttrans holds (otherwise a slow successor
+//! is skipped as dead); crash-recovery failures. Under those, agreement, validity and
+//! termination hold.
+//!
+//! ## Known flaws
+//! - *Split brain*: under a partition each side's ring closes around its own members and elects
+//!   its own coordinator — `scenarios/ring-partition-split-brain.toml`.
+//! - A process that is only slow is skipped and left out of the membership.
+//! - 2N messages per initiator and 2N delays, however many initiators: no suppression of
+//!   concurrent elections (Chang-Roberts suppresses the smaller ids).
+
+use std::collections::BTreeMap;
+
+use ringleader_core::time::MILLISECOND;
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time, Uid};
+use serde::{Deserialize, Serialize};
+
+use super::watch::{Watch, WatchTimer};
+use crate::{Algorithm, Family, LeaderRule, ParamError, Setup, TopologyKind};
+
+/// A ring member as the messages list it: its position (its address) and its id.
+pub type Member = (NodeId, Uid);
+
+/// Ring election messages.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// ELECTION(list): the members collected so far, in ring order from the initiator.
+    Election {
+        /// Hop number, echoed by the ACK.
+        seq: u64,
+        /// The members collected so far.
+        list: Vec<Member>,
+    },
+    /// COORDINATOR(winner, list), started by position `origin`, removed when back there.
+    Coordinator {
+        /// Hop number, echoed by the ACK.
+        seq: u64,
+        /// The winner's id.
+        winner: Uid,
+        /// Who turned the ELECTION into this message.
+        origin: NodeId,
+        /// The new ring membership.
+        list: Vec<Member>,
+    },
+    /// ACK(seq): the hop arrived (failure detection).
+    Ack(u64),
+    /// HEARTBEAT(j): coordinator j is alive (failure detection).
+    Heartbeat(Uid),
+}
+
+impl Message for Msg {
+    const KINDS: &'static [&'static str] = &["election", "coordinator", "ack", "heartbeat"];
+    fn kind_index(&self) -> usize {
+        match self {
+            Msg::Election { .. } => 0,
+            Msg::Coordinator { .. } => 1,
+            Msg::Ack(_) => 2,
+            Msg::Heartbeat(_) => 3,
+        }
+    }
+    fn is_detection(&self) -> bool {
+        matches!(self, Msg::Ack(_) | Msg::Heartbeat(_))
+    }
+}
+
+/// Ring election timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Timer {
+    /// No ACK for hop `seq` within T: try the next process.
+    Ack(u64),
+    /// The heartbeat detector.
+    Watch(WatchTimer),
+}
+
+impl From<WatchTimer> for Timer {
+    fn from(t: WatchTimer) -> Timer {
+        Timer::Watch(t)
+    }
+}
+
+/// A hop waiting for its ACK: the message and the processes still to try after this one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Pending {
+    msg: Msg,
+    rest: Vec<NodeId>,
+}
+
+/// The validated configuration of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Config {
+    /// T: how long a hop waits for its ACK.
+    pub t: Time,
+    /// The heartbeat detector.
+    pub watch: Watch,
+}
+
+/// One process on the ring; `MIN` selects the winner rule (`false`: max, `ring`; `true`: min,
+/// `ring-min`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RingElection<const MIN: bool> {
+    uid: Uid,
+    leader: Option<Uid>,
+    members: Vec<Member>,
+    pending: BTreeMap<u64, Pending>,
+    next_seq: u64,
+    cfg: Config,
+}
+
+/// The ring election that elects the highest id.
+pub type Ring = RingElection<false>;
+/// The ring election that elects the lowest id (seed 003).
+pub type RingMin = RingElection<true>;
+
+type Out = Outbox<Msg, Timer>;
+
+impl<const MIN: bool> RingElection<MIN> {
+    /// The ring members this process last learned from a COORDINATOR message.
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    fn better(a: Uid, b: Uid) -> bool {
+        if MIN { a < b } else { a > b }
+    }
+
+    fn winner(list: &[Member]) -> Uid {
+        let ids = list.iter().map(|&(_, u)| u);
+        if MIN { ids.min() } else { ids.max() }.expect("a list holds its sender")
+    }
+
+    /// Every other position in ring order after this one.
+    fn ring_after(cx: &Context) -> Vec<NodeId> {
+        (1..cx.n()).map(|k| (cx.me + k) % cx.n()).collect()
+    }
+
+    /// Sends `msg` to the first of `targets`, keeping the rest to try if no ACK comes; with no
+    /// target left the message has nowhere to go (this process is alone, or the round is over).
+    fn hop(&mut self, cx: &Context, msg: Msg, mut targets: Vec<NodeId>, out: &mut Out) {
+        if targets.is_empty() {
+            if let Msg::Election { list, .. } = msg {
+                self.close_round(cx, list, out);
+            }
+            return;
+        }
+        let to = targets.remove(0);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let msg = match msg {
+            Msg::Election { list, .. } => Msg::Election { seq, list },
+            Msg::Coordinator { winner, origin, list, .. } => Msg::Coordinator { seq, winner, origin, list },
+            other => other,
+        };
+        out.send(to, msg.clone());
+        self.pending.insert(seq, Pending { msg, rest: targets });
+        out.set_timer(Timer::Ack(seq), self.cfg.t);
+    }
+
+    /// How long two rounds may take: every position is tried at most once per round, and an
+    /// attempt ends within T (ACK or timeout).
+    fn round_bound(&self, cx: &Context) -> Time {
+        2 * cx.n() as Time * self.cfg.t
+    }
+
+    fn start_election(&mut self, cx: &Context, out: &mut Out) {
+        out.emit(Event::ElectionStarted);
+        self.cfg.watch.follow_after(cx, self.round_bound(cx), out);
+        let msg = Msg::Election { seq: 0, list: vec![(cx.me, self.uid)] };
+        self.hop(cx, msg, Self::ring_after(cx), out);
+    }
+
+    /// Rule 3: the ELECTION came back; announce the winner along the list.
+    fn close_round(&mut self, cx: &Context, list: Vec<Member>, out: &mut Out) {
+        let winner = Self::winner(&list);
+        self.learn(cx, winner, list.clone(), out);
+        let targets = Self::along(cx, &list, cx.me);
+        self.hop(cx, Msg::Coordinator { seq: 0, winner, origin: cx.me, list }, targets, out);
+    }
+
+    /// The members of `list` after this process in ring order, up to and including `origin`.
+    fn along(cx: &Context, list: &[Member], origin: NodeId) -> Vec<NodeId> {
+        let n = cx.n();
+        let dist = |p: NodeId| (p + n - cx.me) % n;
+        let mut after: Vec<NodeId> = list.iter().map(|&(p, _)| p).filter(|&p| p != cx.me).collect();
+        after.sort_by_key(|&p| dist(p));
+        after.dedup();
+        if origin != cx.me {
+            after.retain(|&p| dist(p) <= dist(origin));
+        }
+        after
+    }
+
+    /// A COORDINATOR round passed: record the winner and the membership. The winner may learn
+    /// of its victory up to a round after this process, so the first deadline allows a round.
+    fn learn(&mut self, cx: &Context, winner: Uid, list: Vec<Member>, out: &mut Out) {
+        self.members = list;
+        self.set_leader(cx, winner, self.round_bound(cx), out);
+    }
+
+    fn set_leader(&mut self, cx: &Context, winner: Uid, grace: Time, out: &mut Out) {
+        if self.leader != Some(winner) {
+            self.leader = Some(winner);
+            out.emit(Event::Leader { leader: winner, term: 0 });
+        }
+        if winner == self.uid {
+            self.cfg.watch.lead(out);
+        } else {
+            self.cfg.watch.follow_after(cx, grace, out);
+        }
+    }
+}
+
+impl<const MIN: bool> Process for RingElection<MIN> {
+    type Msg = Msg;
+    type Timer = Timer;
+
+    fn on_start(&mut self, cx: &Context, out: &mut Out) {
+        self.cfg.watch.follow_after(cx, self.round_bound(cx), out);
+    }
+
+    fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
+        match msg {
+            Msg::Election { seq, mut list } => {
+                out.send(from, Msg::Ack(seq));
+                if list.iter().any(|&(_, u)| u == self.uid) {
+                    self.close_round(cx, list, out);
+                } else {
+                    list.push((cx.me, self.uid));
+                    self.hop(cx, Msg::Election { seq, list }, Self::ring_after(cx), out);
+                }
+            }
+            Msg::Coordinator { seq, winner, origin, list } => {
+                out.send(from, Msg::Ack(seq));
+                if origin != cx.me {
+                    self.learn(cx, winner, list.clone(), out);
+                    let targets = Self::along(cx, &list, origin);
+                    self.hop(cx, Msg::Coordinator { seq, winner, origin, list }, targets, out);
+                }
+            }
+            Msg::Ack(seq) => {
+                if self.pending.remove(&seq).is_some() {
+                    out.cancel_timer(Timer::Ack(seq));
+                }
+            }
+            Msg::Heartbeat(j) => {
+                if self.leader == Some(j) {
+                    self.cfg.watch.follow(cx, out);
+                } else if !Self::better(self.uid, j) && self.leader.is_none_or(|l| Self::better(j, l)) {
+                    // A coordinator worse than this process was elected without it; instead of
+                    // following, let the silence deadline start an election that includes it.
+                    self.set_leader(cx, j, 0, out);
+                }
+            }
+        }
+    }
+
+    fn on_timer(&mut self, cx: &Context, timer: Timer, out: &mut Out) {
+        match timer {
+            Timer::Ack(seq) => {
+                if let Some(Pending { msg, rest }) = self.pending.remove(&seq) {
+                    self.hop(cx, msg, rest, out);
+                }
+            }
+            Timer::Watch(WatchTimer::Beat) => {
+                if self.leader == Some(self.uid) {
+                    self.cfg.watch.beat(Self::ring_after(cx), &Msg::Heartbeat(self.uid), out);
+                }
+            }
+            Timer::Watch(WatchTimer::Silence) => {
+                if self.leader != Some(self.uid) {
+                    if self.leader.take().is_some() {
+                        out.emit(Event::LeaderLost);
+                    }
+                    self.start_election(cx, out);
+                }
+            }
+        }
+    }
+
+    fn on_request(&mut self, cx: &Context, req: Request, out: &mut Out) {
+        if req == Request::StartElection {
+            self.start_election(cx, out);
+        }
+    }
+
+    /// Everything is volatile; the recovered process starts an election to re-enter the ring.
+    fn on_recover(&mut self, cx: &Context, out: &mut Out) {
+        self.leader = None;
+        self.members.clear();
+        self.pending.clear();
+        self.start_election(cx, out);
+    }
+
+    fn leader(&self) -> Option<Uid> {
+        self.leader
+    }
+}
+
+impl<const MIN: bool> Algorithm for RingElection<MIN> {
+    const NAME: &'static str = if MIN { "ring-min" } else { "ring" };
+    const FAMILY: Family = Family::Election;
+    const SUMMARY: &'static str = if MIN {
+        "ring election collecting a list; the lowest id in it wins (seed 003's variant)"
+    } else {
+        "ring election collecting a list; the highest id in it wins (Tanenbaum)"
+    };
+    const TOPOLOGY: TopologyKind = TopologyKind::Ring;
+    const LEADER_RULE: LeaderRule = if MIN { LeaderRule::Min } else { LeaderRule::Max };
+    type Config = Config;
+
+    fn configure(setup: &Setup) -> Result<Config, ParamError> {
+        let mine = if MIN { "min" } else { "max" };
+        let choose: String = setup.params.get("choose", mine.to_string())?;
+        if choose != mine {
+            let (other, name) = if MIN { ("max", "ring") } else { ("min", "ring-min") };
+            return Err(ParamError::OutOfRange {
+                key: "choose".into(),
+                reason: if choose == other {
+                    format!("{} elects the {mine} id; for choose={other} run --algo {name}", Self::NAME)
+                } else {
+                    format!("expected max or min, got {choose:?}")
+                },
+            });
+        }
+        let t_process = setup.params.duration("process_time", MILLISECOND / 10)?;
+        let t = setup.params.duration("timeout", 2 * setup.max_delay + t_process)?;
+        if t == 0 {
+            return Err(ParamError::OutOfRange {
+                key: "timeout".into(),
+                reason: "the ACK timeout must be positive (default 2·max_delay + process_time)".into(),
+            });
+        }
+        let watch = Watch::configure(setup, 0, "suspect_after", |period| period + t, false)?;
+        Ok(Config { t, watch })
+    }
+
+    fn new(me: NodeId, config: &Config, setup: &Setup) -> Self {
+        RingElection {
+            uid: setup.uids[me as usize],
+            leader: None,
+            members: Vec::new(),
+            pending: BTreeMap::new(),
+            next_seq: 1,
+            cfg: *config,
+        }
+    }
+}
