@@ -4,7 +4,7 @@
 //! bridges the two: it calls [`Visitor::visit`] with the concrete type. Adding an algorithm
 //! means adding one line to the `registry!` list below.
 
-use crate::{Algorithm, Family, LeaderRule, TopologyKind, election, mutex};
+use crate::{Algorithm, Family, LeaderRule, TopologyKind, clocks, election, mutex};
 
 /// What `ringleader list` shows about an algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +65,12 @@ registry! {
     election::chang_roberts::ChangRoberts,
     mutex::central::Central,
     mutex::central::CentralTimeout,
+    clocks::lamport_clock::LamportClock,
+    clocks::vector_clock::VectorClock,
+    clocks::cristian::Cristian,
+    clocks::berkeley::Berkeley,
+    clocks::ntp::Ntp,
+    clocks::make::Make,
 }
 
 /// The description of the algorithm named `name`.

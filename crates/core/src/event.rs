@@ -124,6 +124,20 @@ pub enum Event {
         /// The local timestamp recorded.
         time: Time,
     },
+    /// A logical timestamp attached to a send or a receive (clock algorithms; local events use
+    /// [`Event::Stamped`]). `message` names the message — the sender makes it unique per run
+    /// (its position · 2³² + its count of sends) and carries it in the message — so that a
+    /// checker can pair every delivery with its send and rebuild happens-before.
+    StampedMessage {
+        /// The message's id, equal on the send and on each of its deliveries.
+        message: u64,
+        /// True for a receive, false for a send.
+        receive: bool,
+        /// The Lamport value, or 0.
+        lamport: u64,
+        /// The vector value (empty for Lamport clocks).
+        vector: Vec<u64>,
+    },
 }
 
 impl Event {
@@ -149,6 +163,7 @@ impl Event {
             Event::Note { .. } => "note",
             Event::Stamped { .. } => "stamped",
             Event::Touched { .. } => "touched",
+            Event::StampedMessage { .. } => "stamped_message",
         }
     }
 }
