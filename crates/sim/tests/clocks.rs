@@ -16,9 +16,9 @@ fn small_run(algorithm: &str, seed: u64) -> RunConfig {
     cfg.seed = seed;
     cfg.entries = 8 + seed % 20;
     cfg.rate = 500.0;
-    cfg.fanout = if n > 2 && seed % 3 == 0 { 2 } else { 1 };
+    cfg.fanout = if n > 2 && seed.is_multiple_of(3) { 2 } else { 1 };
     cfg.latency = "uniform:0.1ms..3ms".parse().unwrap();
-    if seed % 7 == 0 {
+    if seed.is_multiple_of(7) {
         cfg.dup = 0.1;
     }
     cfg
