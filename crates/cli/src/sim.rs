@@ -81,7 +81,7 @@ pub struct SimArgs {
     /// events and sends) [default: sequential for mutex, messages for clock algorithms].
     #[arg(long, value_name = "KIND", value_parser = ["sequential", "saturated", "poisson", "messages"])]
     pub workload: Option<String>,
-    /// Critical-section entries to request in total [default: 10].
+    /// Critical-section entries to request in total; under messages, events [default: 10].
     #[arg(long, value_name = "E")]
     pub entries: Option<u64>,
     /// Time a holder stays in the critical section (mean, under poisson) [default: 1ms].

@@ -625,7 +625,9 @@ impl<A: Algorithm> Simulation<A> {
         let mut next_sample: Time = 0;
         while let Some(entry) = self.queue.pop() {
             if let Some(period) = sampling {
+                let before = self.violations.len();
                 self.sample_clocks(entry.time.min(self.cfg.duration), period, &mut next_sample);
+                self.trace_new_violations(before);
             }
             if entry.time > self.cfg.duration {
                 self.now = self.cfg.duration;

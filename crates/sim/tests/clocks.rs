@@ -261,3 +261,42 @@ fn ntp_keeps_twenty_drifting_clocks_within_the_bound() {
 fn cristian_keeps_twenty_drifting_clocks_within_the_bound() {
     check_skew("cristian", MODEL.cristian());
 }
+
+/// Textbook message counts over 11 rounds (t = 0, 1, …, 10 s) on 5 nodes with perfect clocks
+/// and constant delays: Berkeley 3(N−1) per round, Cristian 2·probes·(N−1), NTP 2(N−1).
+#[test]
+fn synchronization_rounds_cost_the_textbook_messages() {
+    let count = |algorithm: &str| {
+        let mut cfg = RunConfig::new(algorithm, 5).unwrap();
+        cfg.duration = 10_500_000_000;
+        cfg.workload = None;
+        let r = run(&cfg, RunOptions::default()).unwrap().report;
+        assert!(r.violations.is_empty(), "{algorithm}: {:?}", r.violations);
+        (r.messages.by_kind.clone(), outcome_u64(&r, "adjustments"))
+    };
+    let (berkeley, adjusted) = count("berkeley");
+    assert_eq!((berkeley["poll"], berkeley["time"], berkeley["adjust"]), (44, 44, 44));
+    assert_eq!(adjusted, 55, "every node, the master included, once per round");
+    let (cristian, adjusted) = count("cristian");
+    assert_eq!((cristian["request"], cristian["reply"]), (176, 176));
+    assert_eq!(adjusted, 44, "equal round trips: only the first reply of a round is the minimum");
+    let (ntp, adjusted) = count("ntp");
+    assert_eq!((ntp["request"], ntp["reply"]), (44, 44));
+    assert_eq!(adjusted, 44, "equal delays: the newest sample is a minimum, newer than the last used");
+}
+
+/// The three `make` scenarios: the rebuild is skipped only with unsynchronized physical stamps.
+#[test]
+fn make_skips_the_rebuild_only_with_skewed_physical_timestamps() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let story = |file: &str| {
+        let path = dir.join(file);
+        let cfg = ringleader_sim::Scenario::load(&path).unwrap().resolve(Some(path)).unwrap();
+        let r = run(&cfg, RunOptions::default()).unwrap().report;
+        let violated: Vec<&str> = r.violations.iter().map(|v| v.property).collect();
+        (outcome_u64(&r, "rebuilds"), outcome_u64(&r, "skips"), violated, r.as_expected())
+    };
+    assert_eq!(story("make-skewed-clocks.toml"), (1, 1, vec!["make_rebuilds"], true));
+    assert_eq!(story("make-lamport.toml"), (2, 0, vec![], true));
+    assert_eq!(story("make-synchronized.toml"), (2, 0, vec![], true));
+}
