@@ -300,3 +300,26 @@ fn make_skips_the_rebuild_only_with_skewed_physical_timestamps() {
     assert_eq!(story("make-lamport.toml"), (2, 0, vec![], true));
     assert_eq!(story("make-synchronized.toml"), (2, 0, vec![], true));
 }
+
+/// Above 1,500 stamped events the checker judges every edge and a seeded sample of 200,000
+/// pairs; the sample is the same for the same run.
+#[test]
+fn large_runs_are_checked_on_a_seeded_sample_of_pairs() {
+    for algorithm in ["lamport-clock", "vector-clock"] {
+        let mut cfg = RunConfig::new(algorithm, 8).unwrap();
+        cfg.entries = 2_000;
+        cfg.rate = 1_000.0;
+        cfg.latency = "uniform:0.1ms..3ms".parse().unwrap();
+        let r = run(&cfg, RunOptions::default()).unwrap().report;
+        assert!(r.violations.is_empty(), "{algorithm}: {:?}", r.violations);
+        let (stamped, pairs) = (outcome_u64(&r, "stamped_events"), outcome_u64(&r, "pairs_checked"));
+        assert!(stamped > 1_500, "{stamped}");
+        let edges = stamped - 8 + r.messages.delivered;
+        assert!(
+            (199_000 + edges..=200_000 + edges).contains(&pairs),
+            "{algorithm}: {pairs} pairs, {edges} edges"
+        );
+        let again = run(&cfg, RunOptions::default()).unwrap().report;
+        assert_eq!(outcome_u64(&again, "pairs_checked"), pairs);
+    }
+}
