@@ -19,8 +19,8 @@
 //! extends →, the order the `lamport` mutual-exclusion algorithm relies on.
 //!
 //! ```text
-//!   P0  1 ──send(1)──────────────▶            4 (local)
-//!   P1        2 (local)       max(2,1)+1 = 3 (receive) ──send(3)──▶ P0 receive: max(3,3)+1 = 4
+//!   P0  1 local   2 send ──┐                                   ┌──▶ receive: max(2, 4) + 1 = 5
+//!   P1  1 local            └──▶ receive: max(1, 2) + 1 = 3   4 send
 //! ```
 //!
 //! ## Costs
@@ -143,5 +143,36 @@ impl Algorithm for LamportClock {
 
     fn new(me: NodeId, _config: &(), _setup: &Setup) -> Self {
         LamportClock { me, clock: 0, sent: 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ringleader_core::{Action, Topology};
+
+    use super::*;
+    use crate::Params;
+
+    /// P0 has two local events and sends at 3; P1, after one local event (1), receives at
+    /// max(1, 3) + 1 = 4; a late message with an old stamp still ticks (5).
+    #[test]
+    fn the_receive_takes_the_max_then_ticks() {
+        let uids = [1, 2];
+        let topology = Topology::Complete { n: 2 };
+        let params = Params::default();
+        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 0 };
+        let mut p: Vec<LamportClock> = (0..2).map(|i| LamportClock::new(i, &(), &setup)).collect();
+        let cx = |me| Context { me, uids: &uids, topology: &topology, now: 0, random: 0 };
+        let mut out = Outbox::new();
+        p[0].on_request(&cx(0), Request::Local, &mut out);
+        p[0].on_request(&cx(0), Request::Local, &mut out);
+        p[0].on_request(&cx(0), Request::SendTo { to: 1 }, &mut out);
+        let msg = out.drain().find_map(|a| if let Action::Send { msg, .. } = a { Some(msg) } else { None });
+        assert_eq!(msg, Some(Msg::Message { id: super::super::message_id(0, 0), lamport: 3 }));
+        p[1].on_request(&cx(1), Request::Local, &mut out);
+        p[1].on_message(&cx(1), 0, msg.unwrap(), &mut out);
+        assert_eq!(p[1].value(), 4, "max(1, 3) + 1");
+        p[1].on_message(&cx(1), 0, Msg::Message { id: 7, lamport: 1 }, &mut out);
+        assert_eq!(p[1].value(), 5, "an old stamp still ticks");
     }
 }
