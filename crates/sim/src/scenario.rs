@@ -211,7 +211,8 @@ pub struct WorkloadSection {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClocksSection {
-    /// Each node's initial offset is drawn uniformly from ±this.
+    /// Each node's initial offset is drawn uniformly from ±this (around a common base of +this,
+    /// so that no clock reads below zero): clocks start up to twice this apart.
     pub offset: Option<Duration>,
     /// Each node's drift is drawn uniformly from ±this many parts per million.
     pub drift_ppm: Option<u32>,

@@ -5,13 +5,13 @@
 //! ## The idea
 //! A Lamport clock orders causally related events but also orders concurrent ones arbitrarily,
 //! so L(a) < L(b) cannot tell "a → b" from "a ∥ b". A vector clock keeps one counter per
-//! process: V(e)[j] is the number of events of process j that e knows about (its causal past).
+//! process: V(e)\[j\] is the number of events of process j that e knows about (its causal past).
 //! Then e → f if and only if V(e) < V(f) (componentwise ≤ and different): the *strong* clock
 //! condition, an exact characterization of happens-before.
 //!
 //! ## The rules
 //! Process i keeps V, initially all zeros.
-//! 1. Before each event (local, send or receive): V[i] += 1.
+//! 1. Before each event (local, send or receive): V\[i\] += 1.
 //! 2. A message carries V (after the increment of its send event).
 //! 3. On receipt of W: V := max(V, W) componentwise, then rule 1.
 //!
