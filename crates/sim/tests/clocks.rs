@@ -328,3 +328,81 @@ fn large_runs_are_checked_on_a_seeded_sample_of_pairs() {
         assert_eq!(outcome_u64(&again, "pairs_checked"), pairs);
     }
 }
+
+/// A "vector clock" that is a Lamport clock copied into every component: e → f still gives
+/// V(e) < V(f), but concurrent events get comparable vectors too, which only the "⇐" half of
+/// the characterization can catch.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct ScalarVector {
+    me: NodeId,
+    n: usize,
+    clock: u64,
+    sent: u64,
+}
+
+impl ScalarVector {
+    fn vector(&self) -> Vec<u64> {
+        vec![self.clock; self.n]
+    }
+}
+
+impl Process for ScalarVector {
+    type Msg = Stamp;
+    type Timer = u8;
+    fn on_start(&mut self, _: &Context, _: &mut Outbox<Stamp, u8>) {}
+    fn on_message(&mut self, _: &Context, _: NodeId, msg: Stamp, out: &mut Outbox<Stamp, u8>) {
+        self.clock = self.clock.max(msg.lamport) + 1;
+        out.emit(Event::StampedMessage { message: msg.id, receive: true, lamport: 0, vector: self.vector() });
+    }
+    fn on_timer(&mut self, _: &Context, _: u8, _: &mut Outbox<Stamp, u8>) {}
+    fn on_request(&mut self, _: &Context, req: Request, out: &mut Outbox<Stamp, u8>) {
+        self.clock += 1;
+        match req {
+            Request::Local => out.emit(Event::Stamped { lamport: 0, vector: self.vector() }),
+            Request::SendTo { to } => {
+                let id = ringleader_algorithms::clocks::message_id(self.me, self.sent);
+                self.sent += 1;
+                out.send(to, Stamp { id, lamport: self.clock });
+                out.emit(Event::StampedMessage {
+                    message: id,
+                    receive: false,
+                    lamport: 0,
+                    vector: self.vector(),
+                });
+            }
+            _ => {}
+        }
+    }
+    fn on_recover(&mut self, _: &Context, _: &mut Outbox<Stamp, u8>) {}
+}
+
+impl Algorithm for ScalarVector {
+    const NAME: &'static str = "scalar-vector";
+    const FAMILY: Family = Family::Clock;
+    const SUMMARY: &'static str = "a Lamport clock posing as a vector clock";
+    type Config = ();
+    fn configure(_: &Setup) -> Result<(), ParamError> {
+        Ok(())
+    }
+    fn new(me: NodeId, _: &(), setup: &Setup) -> Self {
+        ScalarVector { me, n: setup.uids.len(), clock: 0, sent: 0 }
+    }
+}
+
+/// The checker judges both directions: a clock that orders concurrent events is caught, and the
+/// violation is always of the "does not happen before" kind.
+#[test]
+fn vectors_that_order_concurrent_events_are_caught() {
+    let mut caught = 0;
+    for seed in 0..1_000 {
+        let mut cfg = small_run("vector-clock", seed);
+        cfg.entries = 30;
+        let r = run_algorithm::<ScalarVector>(&cfg, RunOptions::default()).unwrap().report;
+        for v in &r.violations {
+            assert_eq!(v.property, "strong_clock_condition");
+            assert!(v.detail.contains("does not happen before"), "seed {seed}: {}", v.detail);
+        }
+        caught += !r.violations.is_empty() as u32;
+    }
+    assert!(caught > 900, "caught in only {caught} of 1000 runs");
+}
