@@ -4,11 +4,14 @@
 //! rules, the costs, the assumptions, the known flaws and the seed section it comes from.
 //!
 //! - [`election`]: leader election (Chang-Roberts, …);
-//! - [`mutex`]: distributed mutual exclusion (centralized coordinator, …).
+//! - [`mutex`]: distributed mutual exclusion (centralized coordinator, …);
+//! - [`clocks`]: logical clocks (Lamport, vector) and clock synchronization (Cristian,
+//!   Berkeley, NTP), and seed 004's `make` story.
 //!
 //! Each algorithm implements [`Algorithm`] on top of the [`ringleader_core::Process`] contract,
 //! and [`registry`] lists them all by the name `--algo` takes.
 
+pub mod clocks;
 pub mod election;
 pub mod mutex;
 

@@ -4,7 +4,7 @@
 //! bridges the two: it calls [`Visitor::visit`] with the concrete type. Adding an algorithm
 //! means adding one line to the `registry!` list below.
 
-use crate::{Algorithm, Family, LeaderRule, TopologyKind, election, mutex};
+use crate::{Algorithm, Family, LeaderRule, TopologyKind, clocks, election, mutex};
 
 /// What `ringleader list` shows about an algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +77,12 @@ registry! {
     mutex::maekawa::Maekawa,
     mutex::suzuki_kasami::SuzukiKasami,
     mutex::raymond::Raymond,
+    clocks::lamport_clock::LamportClock,
+    clocks::vector_clock::VectorClock,
+    clocks::cristian::Cristian,
+    clocks::berkeley::Berkeley,
+    clocks::ntp::Ntp,
+    clocks::make::Make,
 }
 
 /// The description of the algorithm named `name`.

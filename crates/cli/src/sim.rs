@@ -77,10 +77,11 @@ pub struct SimArgs {
     /// Edges of the random connected graph, for graph algorithms [default: 2N].
     #[arg(long, value_name = "M")]
     pub edges: Option<u64>,
-    /// Mutual-exclusion workload [default for mutex algorithms: sequential].
-    #[arg(long, value_name = "KIND", value_parser = ["sequential", "saturated", "poisson"])]
+    /// Workload: sequential, saturated, poisson (mutual exclusion); messages (clocks: local
+    /// events and sends) [default: sequential for mutex, messages for clock algorithms].
+    #[arg(long, value_name = "KIND", value_parser = ["sequential", "saturated", "poisson", "messages"])]
     pub workload: Option<String>,
-    /// Critical-section entries to request in total [default: 10].
+    /// Critical-section entries to request in total; under messages, events [default: 10].
     #[arg(long, value_name = "E")]
     pub entries: Option<u64>,
     /// Time a holder stays in the critical section (mean, under poisson) [default: 1ms].
@@ -92,6 +93,9 @@ pub struct SimArgs {
     /// Which ids make requests, e.g. 2,3,4 [default: all; all but node 0 under sequential].
     #[arg(long, value_name = "IDS")]
     pub requesters: Option<Initiators>,
+    /// Destinations of each send event under the messages workload [default: 1].
+    #[arg(long, value_name = "K")]
+    pub fanout: Option<u32>,
     /// Draw each node's initial clock offset uniformly from ±TIME [default: 0].
     #[arg(long, value_name = "TIME")]
     pub clock_offset: Option<Duration>,
@@ -134,6 +138,7 @@ impl SimArgs {
         let workload = self.workload.as_deref().map(|s| match s {
             "saturated" => WorkloadKind::Saturated,
             "poisson" => WorkloadKind::Poisson,
+            "messages" => WorkloadKind::Messages,
             _ => WorkloadKind::Sequential,
         });
         Scenario {
@@ -168,6 +173,7 @@ impl SimArgs {
                 hold: self.hold,
                 rate: self.rate,
                 requesters: self.requesters.clone(),
+                fanout: self.fanout,
             },
             clocks: ClocksSection { offset: self.clock_offset, drift_ppm: self.drift_ppm },
             expect: ExpectSection { violations: self.expect.clone() },

@@ -131,6 +131,20 @@ pub enum Event {
         /// The request's Lamport timestamp (ties are broken by the node's uid).
         ts: u64,
     },
+    /// A logical timestamp attached to a send or a receive (clock algorithms; local events use
+    /// [`Event::Stamped`]). `message` names the message — the sender makes it unique per run
+    /// (its position · 2³² + its count of sends) and carries it in the message — so that a
+    /// checker can pair every delivery with its send and rebuild happens-before.
+    StampedMessage {
+        /// The message's id, equal on the send and on each of its deliveries.
+        message: u64,
+        /// True for a receive, false for a send.
+        receive: bool,
+        /// The Lamport value, or 0.
+        lamport: u64,
+        /// The vector value (empty for Lamport clocks).
+        vector: Vec<u64>,
+    },
 }
 
 impl Event {
@@ -157,6 +171,7 @@ impl Event {
             Event::Stamped { .. } => "stamped",
             Event::Touched { .. } => "touched",
             Event::Requested { .. } => "requested",
+            Event::StampedMessage { .. } => "stamped_message",
         }
     }
 }

@@ -100,7 +100,8 @@ pub enum Action<M, T> {
     /// Report an observable event.
     Emit(Event),
     /// Correct the local clock by `delta` nanoseconds. Drivers apply it by slewing, never by
-    /// stepping the clock backwards.
+    /// stepping the clock backwards; as with `adjtime`, a new correction replaces the part of
+    /// the previous one not yet absorbed.
     AdjustClock(i64),
 }
 

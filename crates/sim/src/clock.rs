@@ -4,6 +4,10 @@
 //! `drift` is in parts per million, and `slew` is the part of requested corrections applied so
 //! far. Corrections are applied by slewing at [`SLEW_PPM`] (as `adjtime` does): the clock runs
 //! a little faster or slower until the correction is absorbed, so it never steps backwards.
+//!
+//! As with `adjtime`, a new correction *replaces* the part of the previous one not yet absorbed:
+//! a synchronization algorithm measures the clock's error as it reads now (the absorbed part
+//! included) and asks for exactly that, so adding the old remainder would count it twice.
 
 use ringleader_core::Time;
 
@@ -43,12 +47,17 @@ impl Clock {
         v.max(0) as Time
     }
 
-    /// Requests a correction of `delta` ns at virtual time `t`; it is slewed in.
+    /// Requests a correction of `delta` ns at virtual time `t`, relative to the reading at `t`;
+    /// it is slewed in, replacing whatever part of the previous correction is not absorbed yet.
     pub fn adjust(&mut self, t: Time, delta: i64) {
-        let done = self.absorbed(t);
-        self.applied += done;
-        self.pending = self.pending - done + delta;
+        self.applied += self.absorbed(t);
+        self.pending = delta;
         self.since = t;
+    }
+
+    /// The part of the last correction still to absorb at virtual time `t`, in ns (signed).
+    pub fn outstanding(&self, t: Time) -> i64 {
+        self.pending - self.absorbed(t)
     }
 
     /// Converts a local-time duration into virtual time, by the drift rate.
@@ -83,5 +92,16 @@ mod tests {
             last = r;
         }
         assert_eq!(c.read(40_000_000_000), 40_000_000_000);
+    }
+
+    #[test]
+    fn a_new_correction_replaces_the_unabsorbed_rest() {
+        let mut c = Clock::new(0, 0);
+        c.adjust(0, 10_000_000);
+        // After 4 s, 2 ms (500 ppm · 4 s) are absorbed and 8 ms remain.
+        assert_eq!(c.outstanding(4_000_000_000), 8_000_000);
+        c.adjust(4_000_000_000, 1_000_000);
+        assert_eq!(c.outstanding(4_000_000_000), 1_000_000);
+        assert_eq!(c.read(10_000_000_000), 10_000_000_000 + 3_000_000);
     }
 }

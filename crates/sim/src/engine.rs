@@ -125,6 +125,8 @@ pub struct Simulation<A: Algorithm> {
     out: Outbox<A::Msg, A::Timer>,
     tracer: Option<Tracer>,
     stop: Stop,
+    /// Buffer for the clock readings handed to the checker (clock families only).
+    readings: Vec<Time>,
 }
 
 impl<A: Algorithm> Simulation<A> {
@@ -173,7 +175,9 @@ impl<A: Algorithm> Simulation<A> {
         let clocks = (cfg.clock_offset > 0 || cfg.clock_drift_ppm > 0).then(|| {
             use rand::RngExt;
             let (o, d) = (cfg.clock_offset as i64, cfg.clock_drift_ppm as i64);
-            (0..n).map(|_| Clock::new(rng.random_range(-o..=o), rng.random_range(-d..=d))).collect()
+            // Offsets spread over ±o around o rather than around 0, so that no clock reads below
+            // zero near the start (readings are unsigned); pairwise skews are the same.
+            (0..n).map(|_| Clock::new(o + rng.random_range(-o..=o), rng.random_range(-d..=d))).collect()
         });
         let mut sim = Simulation {
             cfg: cfg.clone(),
@@ -195,7 +199,7 @@ impl<A: Algorithm> Simulation<A> {
             in_flight: 0,
             workload: cfg.workload.map(|k| {
                 let requesters = cfg.requesters.as_ref().map(|r| r.iter().map(|&u| pos(u)).collect());
-                Workload::new(k, n, requesters, cfg.entries, cfg.hold, cfg.rate)
+                Workload::new(k, n, requesters, cfg.entries, cfg.hold, cfg.rate).with_fanout(cfg.fanout)
             }),
             violations: Violations::default(),
             counters: Counters {
@@ -205,6 +209,7 @@ impl<A: Algorithm> Simulation<A> {
             out: Outbox::new(),
             tracer,
             stop: Stop::Quiescent,
+            readings: Vec::new(),
         };
         // Faults first, so that a crash at time 0 precedes the requests made at time 0.
         for a in &cfg.crash {
@@ -583,13 +588,38 @@ impl<A: Algorithm> Simulation<A> {
         }
     }
 
+    /// Hands the checker every node's clock reading at each multiple of `period` up to `until`
+    /// (clock checkers only). Clocks change only inside steps, so a sample taken between two
+    /// steps reads exactly what the nodes' clocks show at that instant.
+    fn sample_clocks(&mut self, until: Time, period: Time, next: &mut Time) {
+        while *next <= until {
+            let t = *next;
+            self.readings.clear();
+            match &self.clocks {
+                Some(c) => self.readings.extend(c.iter().map(|c| c.read(t))),
+                None => self.readings.resize(self.uids.len(), t),
+            }
+            let at = Stamp { time: t, step: self.step };
+            let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
+            self.checker.on_clocks(&world, &self.readings, at, &mut self.violations);
+            *next += period;
+        }
+    }
+
     /// Runs to quiescence or to the time limit, reporting progress every 65,536 steps.
     pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) {
         for node in 0..self.uids.len() as NodeId {
             self.trace(RecordKind::Start, Some(node), |_| {});
             self.call(node, |p, cx, out| p.on_start(cx, out));
         }
+        let sampling = self.checker.clock_sample_period().filter(|&p| p > 0);
+        let mut next_sample: Time = 0;
         while let Some((time, seq, item)) = self.queue.pop() {
+            if let Some(period) = sampling {
+                let before = self.violations.len();
+                self.sample_clocks(time.min(self.cfg.duration), period, &mut next_sample);
+                self.trace_new_violations(before);
+            }
             if time > self.cfg.duration {
                 self.now = self.cfg.duration;
                 self.stop = Stop::Duration;
@@ -614,6 +644,9 @@ impl<A: Algorithm> Simulation<A> {
                     queued: self.queue.len(),
                 });
             }
+        }
+        if let Some(period) = sampling {
+            self.sample_clocks(self.now, period, &mut next_sample);
         }
         let before = self.violations.len();
         let at = self.stamp();

@@ -26,6 +26,7 @@ pub mod scenario;
 pub mod topologies;
 pub mod trace;
 pub mod workload;
+pub mod workload_clock;
 
 use std::path::PathBuf;
 

@@ -138,6 +138,9 @@ pub enum WorkloadKind {
     Saturated,
     /// Each node requests at `rate` per second; hold times are exponential with mean `hold`.
     Poisson,
+    /// Clock workloads: each node has local events and sends (to `fanout` random peers) at
+    /// `rate` per second, `entries` events in all (see `workload_clock`).
+    Messages,
 }
 
 impl WorkloadKind {
@@ -147,6 +150,7 @@ impl WorkloadKind {
             WorkloadKind::Sequential => "sequential",
             WorkloadKind::Saturated => "saturated",
             WorkloadKind::Poisson => "poisson",
+            WorkloadKind::Messages => "messages",
         }
     }
 }
@@ -199,13 +203,16 @@ pub struct WorkloadSection {
     pub rate: Option<f64>,
     /// Which nodes make requests (uids); default: all (all but node 0 under `sequential`).
     pub requesters: Option<Initiators>,
+    /// Destinations of each send event (`messages`).
+    pub fanout: Option<u32>,
 }
 
 /// `[clocks]`: physical clocks of the simulated nodes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClocksSection {
-    /// Each node's initial offset is drawn uniformly from ±this.
+    /// Each node's initial offset is drawn uniformly from ±this (around a common base of +this,
+    /// so that no clock reads below zero): clocks start up to twice this apart.
     pub offset: Option<Duration>,
     /// Each node's drift is drawn uniformly from ±this many parts per million.
     pub drift_ppm: Option<u32>,
@@ -359,6 +366,7 @@ impl Scenario {
         take!(workload.hold);
         take!(workload.rate);
         take!(workload.requesters);
+        take!(workload.fanout);
         take!(clocks.offset);
         take!(clocks.drift_ppm);
         take_list!(expect.violations);
@@ -425,6 +433,7 @@ impl Scenario {
         let workload_kind = match (self.workload.kind, info.family) {
             (Some(k), _) => Some(k),
             (None, ringleader_algorithms::Family::Mutex) => Some(WorkloadKind::Sequential),
+            (None, ringleader_algorithms::Family::Clock) => Some(WorkloadKind::Messages),
             (None, _) => None,
         };
         let rate = self.workload.rate.unwrap_or(10.0);
@@ -441,6 +450,13 @@ impl Scenario {
             }
             Some(other) => return bad(format!("--requesters {other}: give ids like 2,3,4 (or all)")),
         };
+        let fanout = self.workload.fanout.unwrap_or(1);
+        if fanout == 0 || fanout >= nodes.max(2) {
+            return bad(format!(
+                "--fanout {fanout}: each send goes to 1..{} other nodes",
+                nodes.saturating_sub(1).max(1)
+            ));
+        }
         let known: BTreeSet<&str> = crate::checkers::ALL_PROPERTIES.iter().copied().collect();
         for v in &self.expect.violations {
             if !known.contains(v.as_str()) {
@@ -487,6 +503,7 @@ impl Scenario {
             hold: self.workload.hold.map(|d| d.0).unwrap_or(1_000_000),
             rate,
             requesters,
+            fanout,
             clock_offset: self.clocks.offset.map(|d| d.0).unwrap_or(0),
             clock_drift_ppm: self.clocks.drift_ppm.unwrap_or(0),
             expect: self.expect.violations.into_iter().collect(),
@@ -548,6 +565,8 @@ pub struct RunConfig {
     pub rate: f64,
     /// Uids that make requests (`None`: the workload's default).
     pub requesters: Option<Vec<Uid>>,
+    /// Destinations of each send event (clock workloads).
+    pub fanout: u32,
     /// Maximum initial clock offset.
     pub clock_offset: Time,
     /// Maximum drift in ppm.
@@ -617,8 +636,11 @@ impl RunConfig {
                 self.entries,
                 format_duration(self.hold)
             );
-            if w == WorkloadKind::Poisson {
+            if matches!(w, WorkloadKind::Poisson | WorkloadKind::Messages) {
                 s += &format!(" --rate {}", self.rate);
+            }
+            if w == WorkloadKind::Messages && self.fanout != 1 {
+                s += &format!(" --fanout {}", self.fanout);
             }
             if let Some(r) = &self.requesters {
                 s += &format!(" --requesters {}", Initiators::Ids(r.clone()));

@@ -9,6 +9,8 @@
 //!   an exponential time of mean `hold`.
 //!
 //! Every pattern stops asking once `entries` requests were made, so runs end.
+//!
+//! `messages`, the clock workload, is a fixed seeded schedule drawn in [`crate::workload_clock`].
 
 use rand_distr::{Distribution, Exp};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -31,6 +33,8 @@ pub struct Workload {
     requesters: Vec<NodeId>,
     next_requester: usize,
     awaiting_quiet: bool,
+    fanout: u32,
+    n: u32,
 }
 
 impl Workload {
@@ -57,7 +61,15 @@ impl Workload {
             requesters,
             next_requester: 0,
             awaiting_quiet: false,
+            fanout: 1,
+            n,
         }
+    }
+
+    /// Sets the destinations of each send event (`messages`).
+    pub fn with_fanout(mut self, fanout: u32) -> Workload {
+        self.fanout = fanout;
+        self
     }
 
     fn exp(rng: &mut Xoshiro256PlusPlus, mean: f64) -> Time {
@@ -106,6 +118,10 @@ impl Workload {
                     }
                 }
                 v
+            }
+            WorkloadKind::Messages => {
+                let (n, fanout) = (self.n, self.fanout);
+                crate::workload_clock::schedule(&self.requesters, n, self.entries, self.rate, fanout, rng)
             }
         }
     }

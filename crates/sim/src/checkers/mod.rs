@@ -6,6 +6,7 @@
 //! step and a short explanation, and keeps the violation window open until the bad condition
 //! ends (the Mermaid diagram draws that window as a red rectangle).
 
+pub mod clock;
 pub mod election;
 pub mod mutex;
 
@@ -27,6 +28,10 @@ pub const ALL_PROPERTIES: &[&str] = &[
     "fifo",
     "fencing",
     "timestamp_order",
+    "clock_condition",
+    "strong_clock_condition",
+    "monotonic",
+    "make_rebuilds",
 ];
 
 /// Whether a node is up, crashed or paused, as the simulator knows it.
@@ -205,6 +210,13 @@ pub trait Checker {
     fn on_crash(&mut self, _w: &World, _node: NodeId, _at: Stamp, _v: &mut Violations) {}
     /// `node` recovered.
     fn on_recover(&mut self, _w: &World, _node: NodeId, _at: Stamp, _v: &mut Violations) {}
+    /// How often (virtual time) the engine hands this checker every node's local clock reading
+    /// through [`Checker::on_clocks`]. `None`, the default, costs the engine nothing.
+    fn clock_sample_period(&self) -> Option<Time> {
+        None
+    }
+    /// Every node's local clock reading (by position) at virtual time `at.time`.
+    fn on_clocks(&mut self, _w: &World, _readings: &[Time], _at: Stamp, _v: &mut Violations) {}
     /// The run is over (quiescent or out of time): judge end-state properties.
     fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations);
     /// Outcome, operation count and latencies.
@@ -216,6 +228,7 @@ pub fn for_family(family: Family, n: usize) -> Box<dyn Checker + Send> {
     match family {
         Family::Election => Box::new(election::ElectionChecker::new(n)),
         Family::Mutex => Box::new(mutex::MutexChecker::new(n)),
+        Family::Clock => Box::new(clock::ClockChecker::new(n)),
         _ => Box::new(NoChecker),
     }
 }

@@ -1,0 +1,178 @@
+//! # Lamport's logical clock
+//!
+//! *Seed 004, "Relógios Lógicos"; Lamport, "Time, clocks, and the ordering of events in a
+//! distributed system" (1978).*
+//!
+//! ## The idea
+//! What `make` needs is not the time of day but agreement on the *order* of events. Lamport's
+//! happens-before relation (→) is the smallest relation such that a → b when a precedes b on
+//! the same process, and send(m) → receive(m); it is transitive. A logical clock gives every
+//! event a number such that a → b implies L(a) < L(b) (the *clock condition*).
+//!
+//! ## The rules
+//! Every process keeps a counter L, initially 0.
+//! 1. Before each event (local, send or receive) the process increments L.
+//! 2. A message carries the sender's L (after the increment of its send event).
+//! 3. On receipt of a message carrying t: L := max(L, t), then increment (rule 1).
+//!
+//! Ties are broken by the process id: ordering events by (L, uid) is a total order that
+//! extends →, the order the `lamport` mutual-exclusion algorithm relies on.
+//!
+//! ```text
+//!   P0  1 local   2 send ──┐                                   ┌──▶ receive: max(2, 4) + 1 = 5
+//!   P1  1 local            └──▶ receive: max(1, 2) + 1 = 3   4 send
+//! ```
+//!
+//! ## Costs
+//! One integer per process and per message; no extra messages.
+//!
+//! ## Assumptions and known flaws
+//! The converse does not hold: L(a) < L(b) says nothing about whether a → b (concurrent events
+//! get arbitrary order) — vector clocks characterize → exactly. The counter is kept on stable
+//! storage: a process that recovered with L = 0 would stamp new events below its own earlier
+//! ones.
+//!
+//! ## Observation
+//! Every event is reported: local events as `Stamped { lamport, vector: [] }`, sends and
+//! receives as `StampedMessage { message, receive, lamport, vector: [] }` with the message's id,
+//! which the message carries, so the clock checker can rebuild → and verify the clock condition.
+
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
+use serde::{Deserialize, Serialize};
+
+use super::message_id;
+use crate::{Algorithm, Family, ParamError, Setup};
+
+/// Messages of the Lamport clock workload.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// An application message carrying the sender's clock.
+    Message {
+        /// The message's id (for the checker).
+        id: u64,
+        /// The sender's L at the send event.
+        lamport: u64,
+    },
+}
+
+impl Message for Msg {
+    const KINDS: &'static [&'static str] = &["message"];
+    fn kind_index(&self) -> usize {
+        0
+    }
+}
+
+/// Lamport clocks use no timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Timer {}
+
+/// A process with a Lamport clock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LamportClock {
+    me: NodeId,
+    /// L, on stable storage.
+    clock: u64,
+    /// Sends so far (message ids).
+    sent: u64,
+}
+
+impl LamportClock {
+    /// The current value of L.
+    pub fn value(&self) -> u64 {
+        self.clock
+    }
+}
+
+impl Process for LamportClock {
+    type Msg = Msg;
+    type Timer = Timer;
+
+    fn on_start(&mut self, _cx: &Context, _out: &mut Outbox<Msg, Timer>) {}
+
+    fn on_message(&mut self, _cx: &Context, _from: NodeId, msg: Msg, out: &mut Outbox<Msg, Timer>) {
+        let Msg::Message { id, lamport } = msg;
+        self.clock = self.clock.max(lamport) + 1;
+        out.emit(Event::StampedMessage {
+            message: id,
+            receive: true,
+            lamport: self.clock,
+            vector: Vec::new(),
+        });
+    }
+
+    fn on_timer(&mut self, _cx: &Context, timer: Timer, _out: &mut Outbox<Msg, Timer>) {
+        match timer {}
+    }
+
+    fn on_request(&mut self, _cx: &Context, req: Request, out: &mut Outbox<Msg, Timer>) {
+        match req {
+            Request::Local => {
+                self.clock += 1;
+                out.emit(Event::Stamped { lamport: self.clock, vector: Vec::new() });
+            }
+            Request::SendTo { to } => {
+                self.clock += 1;
+                let id = message_id(self.me, self.sent);
+                self.sent += 1;
+                out.send(to, Msg::Message { id, lamport: self.clock });
+                out.emit(Event::StampedMessage {
+                    message: id,
+                    receive: false,
+                    lamport: self.clock,
+                    vector: Vec::new(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// L and the send count survive (stable storage); there is nothing volatile to forget.
+    fn on_recover(&mut self, _cx: &Context, _out: &mut Outbox<Msg, Timer>) {}
+}
+
+impl Algorithm for LamportClock {
+    const NAME: &'static str = "lamport-clock";
+    const FAMILY: Family = Family::Clock;
+    const SUMMARY: &'static str =
+        "Lamport's logical clock: increment per event, max on receive; a → b ⇒ L(a) < L(b)";
+    type Config = ();
+
+    fn configure(_setup: &Setup) -> Result<(), ParamError> {
+        Ok(())
+    }
+
+    fn new(me: NodeId, _config: &(), _setup: &Setup) -> Self {
+        LamportClock { me, clock: 0, sent: 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ringleader_core::{Action, Topology};
+
+    use super::*;
+    use crate::Params;
+
+    /// P0 has two local events and sends at 3; P1, after one local event (1), receives at
+    /// max(1, 3) + 1 = 4; a late message with an old stamp still ticks (5).
+    #[test]
+    fn the_receive_takes_the_max_then_ticks() {
+        let uids = [1, 2];
+        let topology = Topology::Complete { n: 2 };
+        let params = Params::default();
+        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 0 };
+        let mut p: Vec<LamportClock> = (0..2).map(|i| LamportClock::new(i, &(), &setup)).collect();
+        let cx = |me| Context { me, uids: &uids, topology: &topology, now: 0, random: 0 };
+        let mut out = Outbox::new();
+        p[0].on_request(&cx(0), Request::Local, &mut out);
+        p[0].on_request(&cx(0), Request::Local, &mut out);
+        p[0].on_request(&cx(0), Request::SendTo { to: 1 }, &mut out);
+        let msg = out.drain().find_map(|a| if let Action::Send { msg, .. } = a { Some(msg) } else { None });
+        assert_eq!(msg, Some(Msg::Message { id: super::super::message_id(0, 0), lamport: 3 }));
+        p[1].on_request(&cx(1), Request::Local, &mut out);
+        p[1].on_message(&cx(1), 0, msg.unwrap(), &mut out);
+        assert_eq!(p[1].value(), 4, "max(1, 3) + 1");
+        p[1].on_message(&cx(1), 0, Msg::Message { id: 7, lamport: 1 }, &mut out);
+        assert_eq!(p[1].value(), 5, "an old stamp still ticks");
+    }
+}

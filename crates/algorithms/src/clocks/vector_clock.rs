@@ -1,0 +1,188 @@
+//! # Vector clocks
+//!
+//! *Seed 004, "Relógios Lógicos" (the step beyond Lamport); Fidge (1988), Mattern (1989).*
+//!
+//! ## The idea
+//! A Lamport clock orders causally related events but also orders concurrent ones arbitrarily,
+//! so L(a) < L(b) cannot tell "a → b" from "a ∥ b". A vector clock keeps one counter per
+//! process: V(e)\[j\] is the number of events of process j that e knows about (its causal past).
+//! Then e → f if and only if V(e) < V(f) (componentwise ≤ and different): the *strong* clock
+//! condition, an exact characterization of happens-before.
+//!
+//! ## The rules
+//! Process i keeps V, initially all zeros.
+//! 1. Before each event (local, send or receive): V\[i\] += 1.
+//! 2. A message carries V (after the increment of its send event).
+//! 3. On receipt of W: V := max(V, W) componentwise, then rule 1.
+//!
+//! ```text
+//!   P0 [1,0,0] ──send──▶ P1 max([0,1,0],[1,0,0]) then ++ = [1,2,0]
+//!   P2 [0,0,1]           ([0,0,1] ∥ [1,2,0]: neither is below the other)
+//! ```
+//!
+//! ## Costs
+//! N integers per process and per message (O(N) space and bandwidth), no extra messages.
+//!
+//! ## Assumptions and known flaws
+//! The membership must be fixed and known (N counters). The vector is kept on stable storage
+//! for the same reason as Lamport's counter.
+//!
+//! ## Observation
+//! Local events are reported as `Stamped { lamport: 0, vector }`, sends and receives as
+//! `StampedMessage { message, receive, lamport: 0, vector }`; the clock checker verifies
+//! e → f ⇔ V(e) < V(f).
+
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
+use serde::{Deserialize, Serialize};
+
+use super::message_id;
+use crate::{Algorithm, Family, ParamError, Setup};
+
+/// Messages of the vector clock workload.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// An application message carrying the sender's vector.
+    Message {
+        /// The message's id (for the checker).
+        id: u64,
+        /// The sender's V at the send event.
+        vector: Vec<u64>,
+    },
+}
+
+impl Message for Msg {
+    const KINDS: &'static [&'static str] = &["message"];
+    fn kind_index(&self) -> usize {
+        0
+    }
+}
+
+/// Vector clocks use no timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Timer {}
+
+/// A process with a vector clock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct VectorClock {
+    me: NodeId,
+    /// V, on stable storage.
+    clock: Vec<u64>,
+    /// Sends so far (message ids).
+    sent: u64,
+}
+
+impl VectorClock {
+    /// The current vector.
+    pub fn value(&self) -> &[u64] {
+        &self.clock
+    }
+
+    fn tick(&mut self) {
+        self.clock[self.me as usize] += 1;
+    }
+}
+
+impl Process for VectorClock {
+    type Msg = Msg;
+    type Timer = Timer;
+
+    fn on_start(&mut self, _cx: &Context, _out: &mut Outbox<Msg, Timer>) {}
+
+    fn on_message(&mut self, _cx: &Context, _from: NodeId, msg: Msg, out: &mut Outbox<Msg, Timer>) {
+        let Msg::Message { id, vector } = msg;
+        for (mine, theirs) in self.clock.iter_mut().zip(&vector) {
+            *mine = (*mine).max(*theirs);
+        }
+        self.tick();
+        out.emit(Event::StampedMessage {
+            message: id,
+            receive: true,
+            lamport: 0,
+            vector: self.clock.clone(),
+        });
+    }
+
+    fn on_timer(&mut self, _cx: &Context, timer: Timer, _out: &mut Outbox<Msg, Timer>) {
+        match timer {}
+    }
+
+    fn on_request(&mut self, _cx: &Context, req: Request, out: &mut Outbox<Msg, Timer>) {
+        match req {
+            Request::Local => {
+                self.tick();
+                out.emit(Event::Stamped { lamport: 0, vector: self.clock.clone() });
+            }
+            Request::SendTo { to } => {
+                self.tick();
+                let id = message_id(self.me, self.sent);
+                self.sent += 1;
+                out.send(to, Msg::Message { id, vector: self.clock.clone() });
+                out.emit(Event::StampedMessage {
+                    message: id,
+                    receive: false,
+                    lamport: 0,
+                    vector: self.clock.clone(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// V and the send count survive (stable storage); there is nothing volatile to forget.
+    fn on_recover(&mut self, _cx: &Context, _out: &mut Outbox<Msg, Timer>) {}
+}
+
+impl Algorithm for VectorClock {
+    const NAME: &'static str = "vector-clock";
+    const FAMILY: Family = Family::Clock;
+    const SUMMARY: &'static str =
+        "vector clocks: one counter per process, componentwise max on receive; a → b ⇔ V(a) < V(b)";
+    type Config = ();
+
+    fn configure(_setup: &Setup) -> Result<(), ParamError> {
+        Ok(())
+    }
+
+    fn new(me: NodeId, _config: &(), setup: &Setup) -> Self {
+        VectorClock { me, clock: vec![0; setup.uids.len()], sent: 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ringleader_core::{Action, Topology};
+
+    use super::*;
+    use crate::Params;
+
+    /// The essay's picture: P0 sends to P1 after P1's local event; P2 is concurrent to both.
+    #[test]
+    fn the_receive_takes_the_componentwise_max_then_ticks() {
+        let uids = [1, 2, 3];
+        let topology = Topology::Complete { n: 3 };
+        let params = Params::default();
+        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 0 };
+        let mut p: Vec<VectorClock> = (0..3).map(|i| VectorClock::new(i, &(), &setup)).collect();
+        let cx = |me| Context { me, uids: &uids, topology: &topology, now: 0, random: 0 };
+        let mut out = Outbox::new();
+        p[0].on_request(&cx(0), Request::SendTo { to: 1 }, &mut out);
+        let msg = out.drain().find_map(|a| if let Action::Send { msg, .. } = a { Some(msg) } else { None });
+        p[1].on_request(&cx(1), Request::Local, &mut out);
+        p[1].on_message(&cx(1), 0, msg.unwrap(), &mut out);
+        p[2].on_request(&cx(2), Request::Local, &mut out);
+        assert_eq!(p[0].value(), [1, 0, 0]);
+        assert_eq!(p[1].value(), [1, 2, 0]);
+        assert_eq!(p[2].value(), [0, 0, 1]);
+        let receive =
+            out.drain().find(|a| matches!(a, Action::Emit(Event::StampedMessage { receive: true, .. })));
+        assert_eq!(
+            receive,
+            Some(Action::Emit(Event::StampedMessage {
+                message: super::super::message_id(0, 0),
+                receive: true,
+                lamport: 0,
+                vector: vec![1, 2, 0]
+            }))
+        );
+    }
+}
