@@ -63,6 +63,8 @@ macro_rules! registry {
 
 registry! {
     election::chang_roberts::ChangRoberts,
+    election::hirschberg_sinclair::HirschbergSinclair,
+    election::yoyo::YoYo,
     mutex::central::Central,
     mutex::central::CentralTimeout,
 }

@@ -4,3 +4,5 @@
 //! (see `docs/ELECTIONS.md`).
 
 pub mod chang_roberts;
+pub mod hirschberg_sinclair;
+pub mod yoyo;
