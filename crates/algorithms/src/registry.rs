@@ -65,6 +65,8 @@ registry! {
     election::chang_roberts::ChangRoberts,
     election::hirschberg_sinclair::HirschbergSinclair,
     election::yoyo::YoYo,
+    election::superpeer_dht::SuperPeerDht,
+    election::superpeer_geometric::SuperPeerGeometric,
     mutex::central::Central,
     mutex::central::CentralTimeout,
 }

@@ -5,4 +5,6 @@
 
 pub mod chang_roberts;
 pub mod hirschberg_sinclair;
+pub mod superpeer_dht;
+pub mod superpeer_geometric;
 pub mod yoyo;
