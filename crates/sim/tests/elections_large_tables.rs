@@ -54,7 +54,8 @@ fn table_yoyo() {
         sim.run(&mut |_| {});
         assert!(sim.violations().is_empty());
         let c = |kind: &str| {
-            sim.counters().sent_by_kind[<YoYo as Process>::Msg::KINDS.iter().position(|k| *k == kind).unwrap()]
+            sim.counters().sent_by_kind
+                [<YoYo as Process>::Msg::KINDS.iter().position(|k| *k == kind).unwrap()]
         };
         let leader = sim.uids().iter().position(|&u| u == 1).unwrap();
         let proper = c("setup") + c("yo") + c("yes") + c("no");

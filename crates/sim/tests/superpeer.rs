@@ -3,7 +3,7 @@
 
 use ringleader_algorithms::election::superpeer_dht::SuperPeerDht;
 use ringleader_algorithms::election::superpeer_geometric::{SuperPeerGeometric, distance};
-use ringleader_core::{Message, Process};
+use ringleader_core::Message;
 use ringleader_sim::{RunConfig, RunOptions, Simulation, run};
 
 fn config(algo: &str, n: u32, salt: u64) -> RunConfig {
@@ -13,10 +13,7 @@ fn config(algo: &str, n: u32, salt: u64) -> RunConfig {
     cfg
 }
 
-fn sent<P: Process>(sim: &Simulation<P>, kind: &str) -> u64
-where
-    P: ringleader_algorithms::Algorithm,
-{
+fn sent<P: ringleader_algorithms::Algorithm>(sim: &Simulation<P>, kind: &str) -> u64 {
     let i = P::Msg::KINDS.iter().position(|k| *k == kind).unwrap();
     sim.counters().sent_by_kind[i]
 }

@@ -58,7 +58,9 @@ fn the_minimum_wins_within_the_bound_on_many_random_graphs() {
 
 #[test]
 fn trees_and_dense_graphs_and_larger_sizes() {
-    for (n, m) in [(1, 0), (2, 1), (3, 3), (10, 9), (10, 45), (30, 435), (500, 499), (500, 2000), (2000, 8000)] {
+    for (n, m) in
+        [(1, 0), (2, 1), (3, 3), (10, 9), (10, 45), (30, 435), (500, 499), (500, 2000), (2000, 8000)]
+    {
         for seed in 0..3 {
             check(n, m, seed, Initiators::Lowest, None);
         }

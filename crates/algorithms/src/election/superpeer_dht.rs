@@ -276,7 +276,10 @@ impl Algorithm for SuperPeerDht {
         }
         let bits: u32 = setup.params.get("bits", 32)?;
         if !(8..=63).contains(&bits) {
-            return Err(ParamError::OutOfRange { key: "bits".into(), reason: format!("{bits} is not in 8..=63") });
+            return Err(ParamError::OutOfRange {
+                key: "bits".into(),
+                reason: format!("{bits} is not in 8..=63"),
+            });
         }
         let salt: u64 = setup.params.get("salt", 0)?;
         let n = setup.uids.len();

@@ -251,7 +251,14 @@ impl SuperPeerGeometric {
     /// Writes this holder's own entry (a new version: it moved here or settled) and makes it news.
     fn write_own(&mut self, cx: &Context) {
         if let Some(h) = self.held {
-            let e = Entry { token: h.token, version: h.version, holder: cx.me, at: self.at, settled: self.settled, age: 0 };
+            let e = Entry {
+                token: h.token,
+                version: h.version,
+                holder: cx.me,
+                at: self.at,
+                settled: self.settled,
+                age: 0,
+            };
             match self.known.binary_search_by_key(&h.token, |k| k.token) {
                 Ok(i) => self.known[i] = e,
                 Err(i) => self.known.insert(i, e),
@@ -413,7 +420,10 @@ impl Process for SuperPeerGeometric {
                 }
                 if changed {
                     self.news = self.pushes;
-                    if self.served_by.is_some_and(|sp| !self.known.iter().any(|e| e.holder == sp && e.settled)) {
+                    if self
+                        .served_by
+                        .is_some_and(|sp| !self.known.iter().any(|e| e.holder == sp && e.settled))
+                    {
                         self.served_by = None;
                         self.check(out);
                     }
@@ -612,7 +622,7 @@ impl Algorithm for SuperPeerGeometric {
 fn nearest(positions: &[(u32, u32)], k: usize) -> Vec<Vec<NodeId>> {
     let n = positions.len();
     let g = ((n as f64 / 2.0).sqrt().floor() as usize).max(1);
-    let cell = |v: u32| (v as u64 * g as u64 >> 32) as usize;
+    let cell = |v: u32| ((v as u64 * g as u64) >> 32) as usize;
     let mut cells: Vec<Vec<NodeId>> = vec![Vec::new(); g * g];
     for (i, &(x, y)) in positions.iter().enumerate() {
         cells[cell(x) * g + cell(y)].push(i as NodeId);
@@ -627,7 +637,11 @@ fn nearest(positions: &[(u32, u32)], k: usize) -> Vec<Vec<NodeId>> {
         loop {
             let count: usize = (-r..=r)
                 .flat_map(|a| (-r..=r).map(move |b| (a, b)))
-                .map(|(a, b)| cells[(cx + a).rem_euclid(g as isize) as usize * g + (cy + b).rem_euclid(g as isize) as usize].len())
+                .map(|(a, b)| {
+                    cells[(cx + a).rem_euclid(g as isize) as usize * g
+                        + (cy + b).rem_euclid(g as isize) as usize]
+                        .len()
+                })
                 .sum();
             if (count > k && extra) || 2 * r + 1 >= g as isize {
                 break;

@@ -217,21 +217,20 @@ impl YoYo {
         if self.phase != Phase::Down {
             return;
         }
-        let mut min = self.uid;
-        let mut ins = 0;
+        // A source's minimum is its own id; anyone else's, the smallest value on its in-edges.
+        let mut min: Option<Uid> = None;
         for e in self.edges.iter().filter(|e| e.link == Link::In) {
             match e.value {
-                Some(v) => min = if ins == 0 { v } else { min.min(v) },
+                Some(v) => min = Some(min.map_or(v, |m| m.min(v))),
                 None => return,
             }
-            ins += 1;
         }
-        self.min = min;
+        self.min = min.unwrap_or(self.uid);
         if self.count(Link::Out) == 0 {
             self.decide(cx, out);
         } else {
             for e in self.edges.iter().filter(|e| e.link == Link::Out) {
-                out.send(e.node, Msg::Yo(min));
+                out.send(e.node, Msg::Yo(self.min));
             }
             self.phase = Phase::Up;
         }
@@ -239,9 +238,7 @@ impl YoYo {
 
     /// -YO: with a vote on every out-edge, vote on the in-edges, flip and prune.
     fn try_up(&mut self, cx: &Context, out: &mut Out) {
-        if self.phase == Phase::Up
-            && self.edges.iter().all(|e| e.link != Link::Out || e.vote.is_some())
-        {
+        if self.phase == Phase::Up && self.edges.iter().all(|e| e.link != Link::Out || e.vote.is_some()) {
             self.decide(cx, out);
         }
     }
@@ -392,6 +389,13 @@ impl Algorithm for YoYo {
             .neighbors(me)
             .map(|node| Edge { node, link: Link::Unknown, uid: None, value: None, vote: None })
             .collect();
-        YoYo { uid: setup.uids[me as usize], phase: Phase::Asleep, edges, min: 0, iterations: 0, leader: None }
+        YoYo {
+            uid: setup.uids[me as usize],
+            phase: Phase::Asleep,
+            edges,
+            min: 0,
+            iterations: 0,
+            leader: None,
+        }
     }
 }

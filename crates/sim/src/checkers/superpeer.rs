@@ -62,7 +62,8 @@ impl SuperPeerChecker {
     fn tally(&self, w: &World) -> Tally {
         let n = self.super_peer.len();
         let live: Vec<NodeId> = (0..n as NodeId).filter(|&x| w.alive(x)).collect();
-        let super_peers: Vec<NodeId> = live.iter().copied().filter(|&x| self.super_peer[x as usize]).collect();
+        let super_peers: Vec<NodeId> =
+            live.iter().copied().filter(|&x| self.super_peer[x as usize]).collect();
         let mut load = vec![0u64; n];
         let (mut clients, mut distance_max, mut distance_sum) = (0, 0, 0);
         for &x in &live {
@@ -126,7 +127,8 @@ impl Checker for SuperPeerChecker {
         let uncovered = (0..n).find(|&x| {
             w.alive(x)
                 && !self.super_peer[x as usize]
-                && !self.served_by[x as usize].is_some_and(|(sp, _)| self.super_peer[sp as usize] && w.alive(sp))
+                && !self.served_by[x as usize]
+                    .is_some_and(|(sp, _)| self.super_peer[sp as usize] && w.alive(sp))
         });
         if let Some(x) = uncovered {
             v.record("coverage", at, || match self.served_by[x as usize] {
@@ -164,7 +166,10 @@ impl Checker for SuperPeerChecker {
         o.insert("super_peers".into(), sps.into());
         o.insert("target".into(), self.target.into());
         o.insert("fraction".into(), (sps as f64 / t.live.max(1) as f64).into());
-        o.insert("load_max".into(), t.super_peers.iter().map(|&s| t.load[s as usize]).max().unwrap_or(0).into());
+        o.insert(
+            "load_max".into(),
+            t.super_peers.iter().map(|&s| t.load[s as usize]).max().unwrap_or(0).into(),
+        );
         o.insert("load_mean".into(), (t.clients as f64 / sps.max(1) as f64).into());
         o.insert("distance_max".into(), t.distance_max.into());
         o.insert("distance_mean".into(), (t.distance_sum as f64 / t.clients.max(1) as f64).into());
