@@ -179,3 +179,59 @@ impl Checker for SuperPeerChecker {
         r
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkers::Status;
+    use ringleader_algorithms::LeaderRule;
+
+    fn judge(n: usize, events: &[(NodeId, Event)]) -> Vec<&'static str> {
+        let uids: Vec<u64> = (1..=n as u64).collect();
+        let status = vec![Status::Up; n];
+        let w = World { uids: &uids, status: &status, rule: LeaderRule::Set };
+        let mut c = SuperPeerChecker::new(n);
+        let mut v = Violations::default();
+        for (i, (node, e)) in events.iter().enumerate() {
+            c.on_event(&w, *node, e, Stamp { time: i as u64, step: i as u64 }, &mut v);
+        }
+        c.finish(&w, Stamp { time: 99, step: 99 }, &mut v);
+        v.list().iter().map(|x| x.property).collect()
+    }
+
+    fn served(sp: NodeId, target: u32) -> Event {
+        Event::ServedBy { super_peer: sp, distance: 1, round: 1, target }
+    }
+
+    #[test]
+    fn a_covered_balanced_set_of_the_target_size_passes() {
+        let mut ev = vec![(0, Event::SuperPeer), (1, Event::SuperPeer)];
+        ev.extend((2..10).map(|x| (x, served(x % 2, 2))));
+        assert!(judge(10, &ev).is_empty());
+    }
+
+    #[test]
+    fn each_property_fails_when_it_should() {
+        // Node 9 never learns a super-peer.
+        let mut ev = vec![(0, Event::SuperPeer), (1, Event::SuperPeer)];
+        ev.extend((2..9).map(|x| (x, served(x % 2, 2))));
+        assert_eq!(judge(10, &ev), vec!["coverage"]);
+        // Node 9 is served by a super-peer that stepped down.
+        let mut ev = vec![(0, Event::SuperPeer), (1, Event::SuperPeer), (2, Event::SuperPeer)];
+        ev.extend((3..10).map(|x| (x, served(x % 3, 3))));
+        ev.push((0, Event::SuperPeerLost));
+        assert_eq!(judge(10, &ev), vec!["coverage"]);
+        // Three super-peers for a target of 2.
+        let mut ev = vec![(0, Event::SuperPeer), (1, Event::SuperPeer), (2, Event::SuperPeer)];
+        ev.extend((3..10).map(|x| (x, served(x % 3, 2))));
+        assert_eq!(judge(10, &ev), vec!["fraction"]);
+        // 30 normal nodes on 3 super-peers: mean 10, bound 40; one serves 28 of them.
+        let mut ev = vec![(0, Event::SuperPeer), (1, Event::SuperPeer), (2, Event::SuperPeer)];
+        ev.extend((3..33).map(|x| (x, served(if x < 31 { 0 } else { x - 30 }, 3))));
+        assert!(judge(33, &ev).is_empty(), "28 ≤ 40");
+        // 100 normal nodes on 5 super-peers: mean 20, bound 80; one serves 96 of them.
+        let mut ev: Vec<(NodeId, Event)> = (0..5).map(|x| (x, Event::SuperPeer)).collect();
+        ev.extend((5..105).map(|x| (x, served(if x < 101 { 0 } else { x - 100 }, 5))));
+        assert_eq!(judge(105, &ev), vec!["balanced_load"], "96 > 4 × 20");
+    }
+}
