@@ -77,6 +77,9 @@ pub enum LeaderRule {
     Min,
     /// Any live node.
     Any,
+    /// Not one leader but a set of super-peers (`Event::SuperPeer`, `Event::ServedBy`), judged by
+    /// the super-peer checker instead of agreement and validity.
+    Set,
 }
 
 /// Everything an algorithm may know when it is configured: the membership, the topology, its

@@ -145,6 +145,20 @@ pub enum Event {
         /// The vector value (empty for Lamport clocks).
         vector: Vec<u64>,
     },
+    /// Large-scale elections elect a set: this node is now served by the super-peer at position
+    /// `super_peer` (its own position when it is one), `distance` away in the algorithm's metric
+    /// (in thousandths of the algorithm's unit), learned in the algorithm's round `round`;
+    /// `target` is the number of super-peers the algorithm aims for.
+    ServedBy {
+        /// The serving super-peer's position.
+        super_peer: NodeId,
+        /// Distance to it, in thousandths of the algorithm's unit.
+        distance: u64,
+        /// The round in which this node learned it.
+        round: u64,
+        /// How many super-peers the algorithm aims for.
+        target: u32,
+    },
 }
 
 impl Event {
@@ -172,6 +186,7 @@ impl Event {
             Event::Touched { .. } => "touched",
             Event::Requested { .. } => "requested",
             Event::StampedMessage { .. } => "stamped_message",
+            Event::ServedBy { .. } => "served_by",
         }
     }
 }

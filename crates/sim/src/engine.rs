@@ -182,7 +182,7 @@ impl<A: Algorithm> Simulation<A> {
         let mut sim = Simulation {
             cfg: cfg.clone(),
             info,
-            checker: checkers::for_family(info.family, n as usize),
+            checker: checkers::for_algorithm(&info, n as usize),
             uids,
             topology,
             states,

@@ -5,6 +5,10 @@
 
 pub mod bully;
 pub mod chang_roberts;
+pub mod hirschberg_sinclair;
 pub mod majority;
 pub mod ring;
+pub mod superpeer_dht;
+pub mod superpeer_geometric;
 pub mod watch;
+pub mod yoyo;

@@ -60,7 +60,7 @@ impl ElectionChecker {
         match w.rule {
             LeaderRule::Max => live.max(),
             LeaderRule::Min => live.min(),
-            LeaderRule::Any => None,
+            LeaderRule::Any | LeaderRule::Set => None,
         }
     }
 }

@@ -9,10 +9,11 @@
 pub mod clock;
 pub mod election;
 pub mod mutex;
+pub mod superpeer;
 
 use std::collections::BTreeMap;
 
-use ringleader_algorithms::{Family, LeaderRule};
+use ringleader_algorithms::{Family, Info, LeaderRule};
 use ringleader_core::{Event, NodeId, Request, Time, Uid};
 use serde::Serialize;
 
@@ -32,6 +33,9 @@ pub const ALL_PROPERTIES: &[&str] = &[
     "strong_clock_condition",
     "monotonic",
     "make_rebuilds",
+    "coverage",
+    "fraction",
+    "balanced_load",
 ];
 
 /// Whether a node is up, crashed or paused, as the simulator knows it.
@@ -230,6 +234,16 @@ pub fn for_family(family: Family, n: usize) -> Box<dyn Checker + Send> {
         Family::Mutex => Box::new(mutex::MutexChecker::new(n)),
         Family::Clock => Box::new(clock::ClockChecker::new(n)),
         _ => Box::new(NoChecker),
+    }
+}
+
+/// The checker for algorithm `info` on `n` nodes: the super-peer checker for algorithms that
+/// elect a set ([`LeaderRule::Set`]), the family's checker otherwise.
+pub fn for_algorithm(info: &Info, n: usize) -> Box<dyn Checker + Send> {
+    if info.leader_rule == LeaderRule::Set {
+        Box::new(superpeer::SuperPeerChecker::new(n))
+    } else {
+        for_family(info.family, n)
     }
 }
 
