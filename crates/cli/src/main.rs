@@ -5,8 +5,11 @@
 //! was violated unexpectedly.
 
 mod bench;
+mod cluster;
 mod demo;
+mod node;
 mod sim;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -32,6 +35,12 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run the built-in demonstrations and print what happened.
     Demo,
+    /// Run one real node over TCP with an HTTP API.
+    Node(Box<node::NodeArgs>),
+    /// Launch N local nodes, or control a running launcher (`cluster ctl kill 3`).
+    Cluster(Box<cluster::ClusterArgs>),
+    /// Merge node traces and check the family's properties.
+    Verify(verify::VerifyArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +73,9 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(*args),
         Command::Bench(args) => bench::run(args),
         Command::Demo => demo::run(),
+        Command::Node(args) => node::run(*args),
+        Command::Cluster(args) => cluster::run(*args),
+        Command::Verify(args) => verify::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),
