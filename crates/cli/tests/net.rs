@@ -23,19 +23,20 @@ fn http(port: u16, method: &str, path: &str) -> (u16, serde_json::Value) {
 }
 
 /// A port base with `n + 1` free consecutive ports (checked by binding them).
-fn free_base(n: u16, avoid: u16) -> u16 {
-    let seed = std::process::id() as u16;
-    for k in 0..500u16 {
-        let base = 20000 + (seed.wrapping_mul(7).wrapping_add(k * 37)) % 40000;
-        if base.abs_diff(avoid) <= n + 1 {
-            continue;
-        }
+/// Ranges handed out in this process never overlap (tests run in parallel).
+fn free_base(n: u16) -> u16 {
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let seed = (std::process::id() % 300) as u16;
+    loop {
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert!(k < 600, "no free port range");
+        // Below the ephemeral range (32768..), so that client sockets never take these ports.
+        let base = 20000 + (seed * 64 + k * 64) % 12000;
         let held: Vec<_> = (0..=n).filter_map(|i| TcpListener::bind(("127.0.0.1", base + i)).ok()).collect();
         if held.len() == n as usize + 1 {
             return base;
         }
     }
-    panic!("no free port range");
 }
 
 struct Cluster {
@@ -47,8 +48,8 @@ struct Cluster {
 
 impl Cluster {
     fn start(algo: &str, n: u16, params: &[&str]) -> Cluster {
-        let api = free_base(n, 0);
-        let peer = free_base(n, api);
+        let api = free_base(n);
+        let peer = free_base(n);
         let dir = std::env::temp_dir().join(format!("ringleader-net-{algo}-{}-{api}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
