@@ -269,8 +269,26 @@ fn api_errors_are_json_4xx() {
     c.wait_until("the late grant is given back", Duration::from_secs(10), || {
         c.status(2).is_some_and(|s| s["counters"]["lock_releases"] == 1)
     });
+    // /events streams the grant and the release as server-sent events.
+    let mut sse = TcpStream::connect(("127.0.0.1", c.port(2))).unwrap();
+    sse.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(sse, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    while !seen.contains("text/event-stream") {
+        let n = sse.read(&mut buf).unwrap();
+        assert!(n > 0, "stream ended: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
     assert_eq!(http(c.port(2), "POST", "/lock?timeout=5s").0, 200);
     assert_eq!(http(c.port(2), "DELETE", "/lock").0, 200);
+    while !seen.contains("event: exited") {
+        let n = sse.read(&mut buf).unwrap();
+        assert!(n > 0, "stream ended: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(seen.contains("event: entered") && seen.contains(r#""event":"entered","fencing":"#), "{seen}");
+    drop(sse);
     let report = c.stop_and_verify(&[]);
     assert_eq!(report["violations"], serde_json::json!([]), "{report}");
     assert_eq!(report["operations"], 2);

@@ -68,8 +68,8 @@ pub enum ApiInput {
 /// An event as `/events` publishes it.
 #[derive(Clone, Debug, Serialize)]
 pub struct NodeEvent {
-    /// The node's id.
-    pub node: Uid,
+    /// The id of the node that emitted it.
+    pub id: Uid,
     /// Wall-clock time, ns since the Unix epoch.
     pub time_ns: u64,
     /// The event.
@@ -640,7 +640,7 @@ impl<A: Algorithm> Driver<A> {
                 _ => {}
             }
         }
-        let _ = self.shared.events.send(NodeEvent { node: self.shared.id, time_ns: wall_ns(), event });
+        let _ = self.shared.events.send(NodeEvent { id: self.shared.id, time_ns: wall_ns(), event });
         if release_now {
             self.release_pending = true;
         }

@@ -17,6 +17,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use ringleader_core::{Message, NodeId};
+use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -29,6 +30,9 @@ use crate::wire::{self, Envelope, FrameError, Hello};
 
 /// How long an inbound connection may take to send its hello.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long one dial may take (an unreachable host would otherwise hold it for minutes).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Backoff bounds for redialling a peer.
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
@@ -58,22 +62,34 @@ pub async fn writer(
         first = false;
         let stream = tokio::select! {
             _ = shutdown.cancelled() => return,
-            s = TcpStream::connect(link.addr.as_str()) => s,
+            s = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(link.addr.as_str())) => s,
         };
-        let Ok(stream) = stream else { continue };
+        let Ok(Ok(stream)) = stream else { continue };
         let _ = stream.set_nodelay(true);
-        let mut framed = FramedWrite::new(stream, wire::codec(cfg.max_frame));
+        set_user_timeout(&stream);
+        // The peer never writes on this connection: a readable read half means it closed.
+        let (mut read_half, write_half) = stream.into_split();
+        let mut framed = FramedWrite::new(write_half, wire::codec(cfg.max_frame));
         if framed.send(hello.clone()).await.is_err() {
             continue;
         }
         link.connected.store(true, Ordering::Relaxed);
         backoff = BACKOFF_MIN;
+        let mut probe = [0u8; 1];
         loop {
             let frame = tokio::select! {
                 _ = shutdown.cancelled() => return,
-                f = queue.recv() => f,
+                _ = read_half.read(&mut probe) => None,
+                f = queue.recv() => match f {
+                    Some(f) => Some(f),
+                    None => return,
+                },
             };
-            let Some(frame) = frame else { return };
+            let Some(frame) = frame else {
+                link.connected.store(false, Ordering::Relaxed);
+                eprintln!("[id {}] connection to id {} closed by the peer; redialling", shared.id, link.id);
+                break;
+            };
             // Write everything already queued, then flush once.
             let mut batch = vec![frame];
             while batch.len() < 256 {
@@ -99,6 +115,26 @@ pub async fn writer(
                 break;
             }
         }
+    }
+}
+
+/// How long written data may stay unacknowledged before the kernel aborts the connection
+/// (`TCP_USER_TIMEOUT`): a peer that vanished from the network (its container disconnected,
+/// its host gone) is noticed within seconds, and the writer redials, resolving its name again.
+pub const USER_TIMEOUT_MS: u32 = 3000;
+
+fn set_user_timeout(stream: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let ms: libc::c_uint = USER_TIMEOUT_MS;
+    // SAFETY: a valid socket descriptor and a correctly sized option value.
+    unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_USER_TIMEOUT,
+            (&ms as *const libc::c_uint).cast(),
+            std::mem::size_of::<libc::c_uint>() as libc::socklen_t,
+        );
     }
 }
 
