@@ -145,7 +145,10 @@ impl Launcher {
         let me = self.clone();
         tokio::spawn(async move {
             let status = child.wait().await;
-            eprintln!("[cluster] node {id} exited: {}", status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string()));
+            eprintln!(
+                "[cluster] node {id} exited: {}",
+                status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string())
+            );
             let mut slots = me.slots.lock().expect("slots");
             if slots[id as usize].pid == pid {
                 slots[id as usize].pid = None;
@@ -208,7 +211,11 @@ impl Launcher {
                 format!("ok {}", parts.join(" "))
             }
             (Some("kill"), Some(id)) => {
-                if self.kill(id, libc::SIGKILL).await { format!("ok killed {id}") } else { format!("error: node {id} is not running") }
+                if self.kill(id, libc::SIGKILL).await {
+                    format!("ok killed {id}")
+                } else {
+                    format!("error: node {id} is not running")
+                }
             }
             (Some("restart"), Some(id)) => {
                 self.kill(id, libc::SIGKILL).await;
@@ -218,12 +225,22 @@ impl Launcher {
                 }
             }
             (Some("pause"), Some(id)) => {
-                if self.signal(id, libc::SIGSTOP, true) { format!("ok paused {id}") } else { format!("error: node {id} is not running") }
+                if self.signal(id, libc::SIGSTOP, true) {
+                    format!("ok paused {id}")
+                } else {
+                    format!("error: node {id} is not running")
+                }
             }
             (Some("resume"), Some(id)) => {
-                if self.signal(id, libc::SIGCONT, false) { format!("ok resumed {id}") } else { format!("error: node {id} is not running") }
+                if self.signal(id, libc::SIGCONT, false) {
+                    format!("ok resumed {id}")
+                } else {
+                    format!("error: node {id} is not running")
+                }
             }
-            (Some(w @ ("kill" | "restart" | "pause" | "resume")), None) => format!("error: {w} needs a node id"),
+            (Some(w @ ("kill" | "restart" | "pause" | "resume")), None) => {
+                format!("error: {w} needs a node id")
+            }
             _ => "error: commands are kill ID, restart ID, pause ID, resume ID, status".into(),
         }
     }
@@ -319,7 +336,8 @@ async fn launch(args: ClusterArgs) -> anyhow::Result<i32> {
     }
     eprintln!("[cluster] stopping all nodes");
     for id in 1..=n {
-        let stopped = tokio::time::timeout(std::time::Duration::from_secs(3), launcher.kill(id, libc::SIGTERM)).await;
+        let stopped =
+            tokio::time::timeout(std::time::Duration::from_secs(3), launcher.kill(id, libc::SIGTERM)).await;
         if stopped.is_err() {
             launcher.kill(id, libc::SIGKILL).await;
         }

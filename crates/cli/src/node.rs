@@ -99,7 +99,8 @@ fn resolve(addr: &str, what: &str) -> anyhow::Result<SocketAddr> {
 
 fn parse_peer(s: &str) -> anyhow::Result<(Uid, String)> {
     let (id, addr) = s.split_once('=').with_context(|| format!("peer {s:?}: expected ID=HOST:PORT"))?;
-    let id: Uid = id.trim().parse().with_context(|| format!("peer {s:?}: the id must be a positive integer"))?;
+    let id: Uid =
+        id.trim().parse().with_context(|| format!("peer {s:?}: the id must be a positive integer"))?;
     let addr = addr.trim();
     if addr.rsplit_once(':').is_none_or(|(_, p)| p.parse::<u16>().is_err()) {
         bail!("peer {s:?}: expected ID=HOST:PORT");
@@ -120,7 +121,8 @@ impl NodeArgs {
         let id = self.id.or(file.id).context("missing --id (this node's id)")?;
         let listen = self.listen.clone().or(file.listen).context("missing --listen HOST:PORT")?;
         let listen = resolve(&listen, "--listen")?;
-        let algo = self.algo.clone().or(file.algorithm).context("missing --algo NAME (see `ringleader list`)")?;
+        let algo =
+            self.algo.clone().or(file.algorithm).context("missing --algo NAME (see `ringleader list`)")?;
         let peer_specs = if self.peer.is_empty() { file.peers } else { self.peer.clone() };
         let peers = peer_specs.iter().map(|s| parse_peer(s)).collect::<anyhow::Result<Vec<_>>>()?;
         let mut cfg = NodeConfig::new(id, listen, peers, &algo);

@@ -30,7 +30,8 @@ pub struct VerifyArgs {
 
 /// Runs `ringleader verify`.
 pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
-    let report = ringleader_net::verify::verify_files(&args.traces, &args.down).map_err(anyhow::Error::msg)?;
+    let report =
+        ringleader_net::verify::verify_files(&args.traces, &args.down).map_err(anyhow::Error::msg)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

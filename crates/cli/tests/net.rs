@@ -14,7 +14,11 @@ use std::time::{Duration, Instant};
 fn http(port: u16, method: &str, path: &str) -> (u16, serde_json::Value) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("node API reachable");
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(s, "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
     let status: u16 = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).expect("HTTP status line");
@@ -65,7 +69,10 @@ impl Cluster {
         let c = Cluster { child: cmd.spawn().expect("launcher starts"), api, n, dir };
         // Every node answers and is connected to every peer.
         c.wait_until("all nodes connected", Duration::from_secs(20), || {
-            (1..=n).all(|i| c.status(i).is_some_and(|s| s["peers"].as_array().unwrap().iter().all(|p| p["connected"] == true)))
+            (1..=n).all(|i| {
+                c.status(i)
+                    .is_some_and(|s| s["peers"].as_array().unwrap().iter().all(|p| p["connected"] == true))
+            })
         });
         c
     }
@@ -111,7 +118,10 @@ impl Cluster {
         let out = cmd.args(&traces).output().unwrap();
         let report: serde_json::Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|_| panic!("verify: {}", String::from_utf8_lossy(&out.stderr)));
-        assert_eq!(out.status.code(), Some(if report["violations"].as_array().unwrap().is_empty() { 0 } else { 2 }));
+        assert_eq!(
+            out.status.code(),
+            Some(if report["violations"].as_array().unwrap().is_empty() { 0 } else { 2 })
+        );
         report.as_object().unwrap().get("violations").unwrap();
         let _ = std::fs::remove_dir_all(&self.dir);
         report
@@ -302,7 +312,17 @@ fn node_flags_are_checked() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown algorithm \"nope\""));
     let out = run(&["node", "--id", "1", "--listen", "127.0.0.1:0", "--algo", "central", "--peer", "2"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected ID=HOST:PORT"));
-    let out = run(&["node", "--id", "1", "--listen", "127.0.0.1:0", "--algo", "central", "--peer", "1=127.0.0.1:9"]);
+    let out = run(&[
+        "node",
+        "--id",
+        "1",
+        "--listen",
+        "127.0.0.1:0",
+        "--algo",
+        "central",
+        "--peer",
+        "1=127.0.0.1:9",
+    ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("appears twice"));
     let out = run(&["node", "--id", "1", "--listen", "127.0.0.1:0", "--algo", "central", "--param", "x=1"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown parameter `x`"));

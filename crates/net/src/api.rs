@@ -58,7 +58,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
 /// Serves the API on `listener` until shutdown.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
     let app = router(shared.clone());
-    let result = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
+    let result =
+        axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
     if let Err(e) = result {
         eprintln!("[id {}] HTTP API stopped: {e}", shared.id);
     }
@@ -87,7 +88,10 @@ async fn status(State(s): State<AppState>) -> Json<crate::metrics::Status> {
 fn no_query(q: &Option<String>) -> Result<(), ApiError> {
     match q.as_deref() {
         None | Some("") => Ok(()),
-        Some(q) => Err(ApiError(StatusCode::BAD_REQUEST, format!("unexpected query {q:?}; this endpoint takes none"))),
+        Some(q) => Err(ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("unexpected query {q:?}; this endpoint takes none"),
+        )),
     }
 }
 
@@ -126,7 +130,10 @@ fn lock_timeout(q: &Option<String>) -> Result<Option<Duration>, ApiError> {
     for pair in q.as_deref().unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         if k != "timeout" {
-            return Err(ApiError(StatusCode::BAD_REQUEST, format!("unknown query parameter {k:?}; POST /lock takes timeout=DURATION")));
+            return Err(ApiError(
+                StatusCode::BAD_REQUEST,
+                format!("unknown query parameter {k:?}; POST /lock takes timeout=DURATION"),
+            ));
         }
         let ns = ringleader_algorithms::params::parse_duration(v).ok_or_else(|| {
             ApiError(
@@ -178,19 +185,17 @@ async fn unlock(State(s): State<AppState>, RawQuery(q): RawQuery) -> Result<Resp
 async fn events(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let rx = s.events.subscribe();
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        loop {
-            match rx.recv().await {
-                Ok(e) => {
-                    let data = serde_json::to_string(&e).unwrap_or_default();
-                    return Some((Ok(SseEvent::default().event(e.event.name()).data(data)), rx));
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    let ev = SseEvent::default().event("lagged").data(format!("{{\"missed\":{n}}}"));
-                    return Some((Ok(ev), rx));
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+        let item = match rx.recv().await {
+            Ok(e) => {
+                let data = serde_json::to_string(&e).unwrap_or_default();
+                SseEvent::default().event(e.event.name()).data(data)
             }
-        }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                SseEvent::default().event("lagged").data(format!("{{\"missed\":{n}}}"))
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+        };
+        Some((Ok(item), rx))
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }

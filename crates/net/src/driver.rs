@@ -226,7 +226,8 @@ fn prepare<A: Algorithm>(cfg: &NodeConfig) -> Result<(A, Topology, Vec<Uid>), Ne
     let members = cfg.members();
     let n = members.len() as u32;
     let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(0);
-    let topology = ringleader_sim::topologies::build(A::TOPOLOGY, n, None, &mut rng).map_err(NetError::Config)?;
+    let topology =
+        ringleader_sim::topologies::build(A::TOPOLOGY, n, None, &mut rng).map_err(NetError::Config)?;
     let params = Params::new(cfg.params.clone());
     let setup = Setup { uids: &members, topology: &topology, params: &params, max_delay: cfg.max_delay };
     let config = A::configure(&setup).map_err(|e| NetError::Config(e.to_string()))?;
@@ -254,7 +255,8 @@ async fn launch<A: Algorithm>(
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .map_err(|source| NetError::Io { what: format!("listen on {}", cfg.listen), source })?;
-    let listen = listener.local_addr().map_err(|source| NetError::Io { what: "listen address".into(), source })?;
+    let listen =
+        listener.local_addr().map_err(|source| NetError::Io { what: "listen address".into(), source })?;
     let api_listener = match cfg.api {
         Some(addr) => Some(
             tokio::net::TcpListener::bind(addr)
@@ -462,9 +464,12 @@ impl<A: Algorithm> Driver<A> {
             Input::Acquire(reply) => {
                 let view = self.shared.view.lock().expect("view lock").clone();
                 if let Some(f) = view.holding {
-                    let _ = reply.send(Err(format!("this node already holds the lock (fencing {f}); DELETE /lock first")));
+                    let _ = reply.send(Err(format!(
+                        "this node already holds the lock (fencing {f}); DELETE /lock first"
+                    )));
                 } else if view.waiting && self.acquire.as_ref().is_some_and(|w| !w.is_closed()) {
-                    let _ = reply.send(Err("another client of this node is already waiting for the lock".into()));
+                    let _ =
+                        reply.send(Err("another client of this node is already waiting for the lock".into()));
                 } else if view.waiting {
                     // The previous client gave up; the algorithm still waits: hand the grant to this one.
                     self.acquire = Some(reply);

@@ -156,7 +156,10 @@ pub async fn listen<M: Message, T: Send + 'static>(
         if open.load(Ordering::Relaxed) >= cfg.max_connections {
             Counters::bump(&shared.counters.connections_over_limit);
             Counters::bump(&shared.counters.connections_rejected);
-            eprintln!("[id {}] refused connection from {addr}: {} connections open", shared.id, cfg.max_connections);
+            eprintln!(
+                "[id {}] refused connection from {addr}: {} connections open",
+                shared.id, cfg.max_connections
+            );
             drop(stream);
             continue;
         }

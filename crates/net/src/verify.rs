@@ -108,7 +108,8 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
             members = m.split(',').filter_map(|x| x.parse().ok()).collect();
         }
     }
-    let info = ringleader_algorithms::find(&algorithm).ok_or_else(|| format!("unknown algorithm {algorithm:?} in the traces"))?;
+    let info = ringleader_algorithms::find(&algorithm)
+        .ok_or_else(|| format!("unknown algorithm {algorithm:?} in the traces"))?;
     if members.is_empty() {
         return Err("start record names no members".into());
     }
@@ -201,10 +202,7 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
             checker.on_crash(&w, node, at, &mut violations);
         }
     }
-    let end = Stamp {
-        time: records.last().map(|r| r.time_ns - t0).unwrap_or(0),
-        step: records.len() as u64,
-    };
+    let end = Stamp { time: records.last().map(|r| r.time_ns - t0).unwrap_or(0), step: records.len() as u64 };
     let w = World { uids: &members, status: &status, rule: info.leader_rule };
     checker.finish(&w, end, &mut violations);
     let fam = checker.report(&w);

@@ -105,7 +105,7 @@ pub fn encode<T: Serialize>(value: &T) -> Bytes {
 /// Decodes one payload; trailing bytes are an error (a frame is exactly one value).
 pub fn decode<T: DeserializeOwned>(payload: &[u8]) -> Result<T, FrameError> {
     match postcard::take_from_bytes::<T>(payload) {
-        Ok((v, rest)) if rest.is_empty() => Ok(v),
+        Ok((v, [])) => Ok(v),
         Ok((_, rest)) => Err(FrameError::Decode(format!("{} trailing bytes", rest.len()))),
         Err(e) => Err(FrameError::Decode(e.to_string())),
     }
@@ -152,8 +152,10 @@ mod tests {
         let h = Hello::new("central", 3);
         let bytes = encode(&h);
         assert_eq!(check_hello(&bytes, "central", &[1, 2, 3]), Ok(h.clone()));
-        assert_eq!(check_hello(&bytes, "bully", &[1, 2, 3]).unwrap_err().to_string(),
-            "peer runs algorithm \"central\", this node runs \"bully\"");
+        assert_eq!(
+            check_hello(&bytes, "bully", &[1, 2, 3]).unwrap_err().to_string(),
+            "peer runs algorithm \"central\", this node runs \"bully\""
+        );
         assert_eq!(check_hello(&bytes, "central", &[1, 2]), Err(FrameError::UnknownSender(3)));
         let old = Hello { version: 0, ..h.clone() };
         assert_eq!(check_hello(&encode(&old), "central", &[3]), Err(FrameError::Version { got: 0 }));

@@ -10,7 +10,8 @@ use ringleader_net::wire::{self, Envelope, Hello};
 use ringleader_net::{NodeConfig, NodeHandle};
 
 async fn node(max_connections: usize) -> NodeHandle {
-    let mut cfg = NodeConfig::new(1, "127.0.0.1:0".parse().unwrap(), vec![(2, "127.0.0.1:9".into())], "central");
+    let mut cfg =
+        NodeConfig::new(1, "127.0.0.1:0".parse().unwrap(), vec![(2, "127.0.0.1:9".into())], "central");
     cfg.api = Some("127.0.0.1:0".parse().unwrap());
     cfg.max_frame = 1024;
     cfg.max_connections = max_connections;
