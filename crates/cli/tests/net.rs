@@ -344,3 +344,24 @@ fn node_flags_are_checked() {
     let out = run(&["verify", "/nonexistent.jsonl"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// Seed 003's flaw on real processes: `central-timeout` re-grants when the holder is silent,
+/// and a holder that is only paused (SIGSTOP) overlaps with the next one. `verify` finds it.
+#[test]
+fn central_timeout_paused_holder_overlaps_and_verify_finds_it() {
+    let c = Cluster::start("central-timeout", 3, &["timeout=100ms"]);
+    let (code, first) = http(c.port(2), "POST", "/lock?timeout=5s");
+    assert_eq!(code, 200, "{first}");
+    c.ctl("pause", 2);
+    let (code, second) = http(c.port(3), "POST", "/lock?timeout=10s");
+    assert_eq!(code, 200, "the coordinator re-granted after 100 ms of silence: {second}");
+    assert!(second["fencing"].as_u64() > first["fencing"].as_u64());
+    c.ctl("resume", 2);
+    assert_eq!(http(c.port(2), "DELETE", "/lock").0, 200, "the paused holder still believed it held");
+    assert_eq!(http(c.port(3), "DELETE", "/lock").0, 200);
+    let report = c.stop_and_verify(&[]);
+    let violated: Vec<&str> =
+        report["violations"].as_array().unwrap().iter().map(|v| v[0].as_str().unwrap()).collect();
+    assert_eq!(violated, ["safety"], "{report}");
+    assert_eq!(report["outcome"]["max_concurrent_holders"], 2);
+}
