@@ -114,7 +114,8 @@ impl NodeArgs {
         let file: NodeFile = match &self.config {
             Some(p) => {
                 let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
-                toml::from_str(&text).with_context(|| format!("{}", p.display()))?
+                toml::from_str(&text)
+                    .map_err(|e| anyhow::anyhow!("{}: {}", p.display(), e.message().trim()))?
             }
             None => NodeFile::default(),
         };

@@ -206,7 +206,8 @@ fn leader_failover(algo: &str) {
     let c = Cluster::start(algo, 5, &[]);
     // The one leader every node in `ids` names, if they agree.
     let agreed = |c: &Cluster, ids: &[u16]| -> Option<u64> {
-        let ls: Vec<Option<u64>> = ids.iter().map(|&i| c.status(i).and_then(|s| s["leader"].as_u64())).collect();
+        let ls: Vec<Option<u64>> =
+            ids.iter().map(|&i| c.status(i).and_then(|s| s["leader"].as_u64())).collect();
         ls[0].filter(|_| ls.iter().all(|l| *l == ls[0]))
     };
     let all: Vec<u16> = (1..=5).collect();
@@ -343,6 +344,13 @@ fn node_flags_are_checked() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown parameter `x`"));
     let out = run(&["verify", "/nonexistent.jsonl"]);
     assert_eq!(out.status.code(), Some(1));
+    let file = std::env::temp_dir().join(format!("ringleader-node-{}.toml", std::process::id()));
+    std::fs::write(&file, "id = 1\nlisten = \"127.0.0.1:0\"\nalgorithm = \"central\"\nlisen = 2\n").unwrap();
+    let out = run(&["node", "--config", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(err.contains("unknown field `lisen`") && err.lines().count() == 1, "{err}");
+    let _ = std::fs::remove_file(&file);
 }
 
 /// Seed 003's flaw on real processes: `central-timeout` re-grants when the holder is silent,
