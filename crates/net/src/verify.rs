@@ -225,3 +225,90 @@ pub fn verify_files(paths: &[impl AsRef<Path>], down: &[Uid]) -> Result<VerifyRe
     }
     verify(all, down)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(t: u64, node: NodeId, kind: RecordKind) -> TraceRecord {
+        let mut r = TraceRecord::new(t, t, kind);
+        r.node = Some(node);
+        r.uid = Some(node as Uid + 1);
+        if kind == RecordKind::Start {
+            r.detail = Some("algorithm=central members=1,2".into());
+        }
+        r
+    }
+
+    fn emit(t: u64, node: NodeId, event: Event) -> TraceRecord {
+        let mut r = rec(t, node, RecordKind::Emit);
+        r.event = Some(event);
+        r
+    }
+
+    fn acquire(t: u64, node: NodeId) -> TraceRecord {
+        let mut r = rec(t, node, RecordKind::Request);
+        r.request = Some(ringleader_core::Request::Acquire);
+        r
+    }
+
+    fn names(r: &VerifyReport) -> Vec<&str> {
+        r.violations.iter().map(|v| v.0.as_str()).collect()
+    }
+
+    #[test]
+    fn clean_traces_hold_and_order_does_not_matter() {
+        let mut records = vec![
+            rec(1, 0, RecordKind::Start),
+            rec(1, 1, RecordKind::Start),
+            acquire(2, 1),
+            emit(3, 1, Event::Entered { fencing: 1 }),
+            emit(4, 1, Event::Exited),
+            acquire(5, 0),
+            emit(6, 0, Event::Entered { fencing: 2 }),
+            emit(7, 0, Event::Exited),
+        ];
+        records.reverse();
+        let r = verify(records, &[]).unwrap();
+        assert_eq!(r.operations, 2);
+        assert!(r.violations.is_empty(), "{r}");
+    }
+
+    #[test]
+    fn overlap_and_stale_fencing_tokens_are_found() {
+        let records = vec![
+            rec(1, 0, RecordKind::Start),
+            rec(1, 1, RecordKind::Start),
+            acquire(2, 0),
+            acquire(2, 1),
+            emit(3, 0, Event::Entered { fencing: 5 }),
+            emit(4, 1, Event::Entered { fencing: 5 }),
+            emit(5, 0, Event::Exited),
+            emit(6, 1, Event::Exited),
+        ];
+        let r = verify(records, &[]).unwrap();
+        assert_eq!(names(&r), ["fencing", "safety"]);
+    }
+
+    #[test]
+    fn a_restart_is_a_crash_and_down_nodes_stop_waiting() {
+        let records = vec![
+            rec(1, 0, RecordKind::Start),
+            rec(1, 1, RecordKind::Start),
+            acquire(2, 1),
+            emit(3, 1, Event::Entered { fencing: 1 }),
+            // Node 1 restarts while holding: its section ends with the crash.
+            rec(4, 1, RecordKind::Start),
+            acquire(5, 0),
+            emit(6, 0, Event::Entered { fencing: 2 }),
+            emit(7, 0, Event::Exited),
+            acquire(8, 1),
+        ];
+        let r = verify(records.clone(), &[]).unwrap();
+        assert_eq!(r.restarts, 1);
+        assert_eq!(names(&r), ["liveness", "no_starvation"], "node 2 waits at the end: {r}");
+        let r = verify(records, &[2]).unwrap();
+        assert!(r.violations.is_empty(), "node 2 was killed for good: {r}");
+        assert!(verify(vec![rec(1, 0, RecordKind::Timer)], &[]).is_err());
+    }
+}
