@@ -169,3 +169,38 @@ async fn a_connection_flood_is_refused_and_the_node_keeps_serving() {
     assert_eq!(h.shared.counters.connections_over_limit.load(Ordering::Relaxed), 40);
     drop(s);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_outgoing_queue_drops_and_counts() {
+    // Chang-Roberts on the ring 1 → 2 → 3 → 1: node 1 forwards every ELECTED(3) to id 2, which
+    // never answers; its queue holds 2 messages, the rest are dropped and counted.
+    let mut cfg = NodeConfig::new(
+        1,
+        "127.0.0.1:0".parse().unwrap(),
+        vec![(2, "127.0.0.1:9".into()), (3, "127.0.0.1:9".into())],
+        "chang-roberts",
+    );
+    cfg.queue_capacity = 2;
+    let h = ringleader_net::start(cfg).await.expect("node starts");
+    let mut bytes = hello(wire::PROTOCOL_VERSION, "chang-roberts", 3);
+    for i in 0..10 {
+        let msg = ringleader_algorithms::election::chang_roberts::Msg::Elected(3);
+        bytes.extend(frame(&wire::encode(&Envelope { msg_id: i, lamport: i, vector: vec![0, 0, i], msg })));
+    }
+    let addr = h.listen;
+    let s = tokio::task::spawn_blocking(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(&bytes).unwrap();
+        s
+    })
+    .await
+    .unwrap();
+    wait_counter(&h, "messages_dropped_queue_full", 8).await;
+    assert_eq!(counter(&h, "messages_received"), 10);
+    assert_eq!(counter(&h, "messages_dropped_queue_full"), 8);
+    let status = h.shared.status();
+    assert_eq!(status.leader, Some(3));
+    assert_eq!(status.peers.iter().find(|p| p.id == 2).unwrap().queued, 2);
+    assert!(!status.peers[0].connected);
+    drop(s);
+}
