@@ -373,3 +373,35 @@ fn central_timeout_paused_holder_overlaps_and_verify_finds_it() {
     assert_eq!(violated, ["safety"], "{report}");
     assert_eq!(report["outcome"]["max_concurrent_holders"], 2);
 }
+
+/// A killed and restarted node is redialled by its peers (reconnection with backoff) and serves
+/// locks again; `verify` sees the restart as a crash and a recovery.
+#[test]
+fn a_restarted_node_is_reconnected_and_serves_again() {
+    let c = Cluster::start("central", 3, &[]);
+    assert_eq!(http(c.port(3), "POST", "/lock?timeout=5s").0, 200);
+    assert_eq!(http(c.port(3), "DELETE", "/lock").0, 200);
+    c.ctl("kill", 3);
+    c.wait_until("nodes 1 and 2 see node 3 gone", Duration::from_secs(10), || {
+        (1..=2).all(|i| {
+            c.status(i).is_some_and(|s| {
+                s["peers"].as_array().unwrap().iter().any(|p| p["id"] == 3 && p["connected"] == false)
+            })
+        })
+    });
+    c.ctl("restart", 3);
+    c.wait_until("everyone reconnected", Duration::from_secs(20), || {
+        (1..=3).all(|i| {
+            c.status(i).is_some_and(|s| s["peers"].as_array().unwrap().iter().all(|p| p["connected"] == true))
+        })
+    });
+    assert!(c.status(1).unwrap()["counters"]["reconnects"].as_u64().unwrap() >= 1);
+    let (code, body) = http(c.port(3), "POST", "/lock?timeout=5s");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["fencing"], 2, "the coordinator (id 1) kept its counter");
+    assert_eq!(http(c.port(3), "DELETE", "/lock").0, 200);
+    let report = c.stop_and_verify(&[]);
+    assert_eq!(report["violations"], serde_json::json!([]), "{report}");
+    assert_eq!(report["restarts"], 1);
+    assert_eq!(report["operations"], 2);
+}
