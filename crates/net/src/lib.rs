@@ -21,6 +21,8 @@
 //! A node's local clock (`Context.now`) is the OS wall clock in nanoseconds since the Unix
 //! epoch; timers run on tokio's monotonic clock, so a wall-clock step never fires a timer early.
 
+#![warn(missing_docs)]
+
 pub mod api;
 pub mod driver;
 pub mod metrics;
