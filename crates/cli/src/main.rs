@@ -5,9 +5,12 @@
 //! was violated unexpectedly.
 
 mod bench;
+mod cluster;
 mod demo;
+mod node;
 mod quorum_risk;
 mod sim;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -35,6 +38,12 @@ enum Command {
     Demo,
     /// Probability that quorum voting with forgetful coordinators violates mutual exclusion.
     QuorumRisk(quorum_risk::QuorumRiskArgs),
+    /// Run one real node over TCP with an HTTP API.
+    Node(Box<node::NodeArgs>),
+    /// Launch N local nodes, or control a running launcher (`cluster ctl kill 3`).
+    Cluster(Box<cluster::ClusterArgs>),
+    /// Merge node traces and check the family's properties.
+    Verify(verify::VerifyArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +77,9 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Demo => demo::run(),
         Command::QuorumRisk(args) => quorum_risk::run(args),
+        Command::Node(args) => node::run(*args),
+        Command::Cluster(args) => cluster::run(*args),
+        Command::Verify(args) => verify::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

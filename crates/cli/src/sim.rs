@@ -119,7 +119,7 @@ pub struct SimArgs {
     pub mermaid: Option<PathBuf>,
 }
 
-fn parse_param(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_param(s: &str) -> Result<(String, String), String> {
     let (k, v) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected KEY=VALUE"))?;
     if k.trim().is_empty() {
         return Err(format!("{s:?}: the key is empty"));

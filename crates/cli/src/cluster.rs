@@ -1,0 +1,346 @@
+//! `ringleader cluster`: N real nodes on this machine, and a control channel to hurt them.
+//!
+//! The launcher starts node `i` (ids 1..N) as a child process of the same binary:
+//! peers listen on `HOST:PEER_BASE+i`, the HTTP API of node `i` is on `HOST:API_BASE+i`, and
+//! the launcher's own control channel is on `HOST:API_BASE` (the port no node uses). Children
+//! die with the launcher (Linux parent-death signal); Ctrl-C or SIGTERM stops them all.
+//!
+//! The control channel speaks one line in, one line out:
+//! `kill ID` (SIGKILL: a crash), `restart ID` (kill if running, start again with an empty
+//! memory), `pause ID` (SIGSTOP: alive but silent), `resume ID` (SIGCONT), `status`.
+//! `ringleader cluster ctl kill 3` sends one such line.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context as _, bail};
+use clap::{Args, Subcommand};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+use tokio::process::Command;
+use tokio::sync::oneshot;
+
+/// Examples:
+///   ringleader cluster --nodes 5 --algo central --api-base-port 8000
+///   ringleader cluster ctl kill 3            (another terminal)
+///   ringleader cluster ctl restart 3
+///   ringleader cluster ctl pause 2 ; ringleader cluster ctl resume 2
+#[derive(Args, Debug)]
+#[command(verbatim_doc_comment, args_conflicts_with_subcommands = true)]
+pub struct ClusterArgs {
+    /// Control a running launcher instead of starting one.
+    #[command(subcommand)]
+    pub ctl: Option<ClusterCmd>,
+    /// Number of nodes (ids 1..N).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub nodes: u64,
+    /// Algorithm to run (see `ringleader list`).
+    #[arg(long, value_name = "NAME")]
+    pub algo: Option<String>,
+    /// Algorithm parameter (repeatable).
+    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::sim::parse_param)]
+    pub param: Vec<(String, String)>,
+    /// Node i serves its HTTP API on API_BASE+i; the launcher's control channel is on API_BASE.
+    #[arg(long, default_value_t = 8000, value_name = "PORT")]
+    pub api_base_port: u16,
+    /// Node i accepts peer connections on PEER_BASE+i.
+    #[arg(long, default_value_t = 7000, value_name = "PORT")]
+    pub peer_base_port: u16,
+    /// The loopback address to bind.
+    #[arg(long, default_value = "127.0.0.1", value_name = "IP")]
+    pub host: String,
+    /// Write node i's trace to DIR/node-i.jsonl.
+    #[arg(long, value_name = "DIR")]
+    pub trace_dir: Option<PathBuf>,
+    /// The delay bound algorithms may assume (passed to every node).
+    #[arg(long, value_name = "TIME")]
+    pub max_delay: Option<String>,
+}
+
+/// A command for a running launcher.
+#[derive(Subcommand, Debug)]
+pub enum ClusterCmd {
+    /// Send one control command to a running launcher.
+    Ctl {
+        /// kill | restart | pause | resume | status
+        #[arg(value_parser = ["kill", "restart", "pause", "resume", "status"])]
+        action: String,
+        /// The node id (not for status).
+        id: Option<u64>,
+        /// The launcher's control address [default: 127.0.0.1:8000].
+        #[arg(long, default_value = "127.0.0.1:8000", value_name = "ADDR")]
+        ctl: String,
+    },
+}
+
+/// One node's child process.
+#[derive(Default)]
+struct Slot {
+    pid: Option<i32>,
+    paused: bool,
+    exited: Option<oneshot::Receiver<()>>,
+}
+
+struct Launcher {
+    args: ClusterArgs,
+    algo: String,
+    exe: PathBuf,
+    slots: Mutex<Vec<Slot>>,
+}
+
+impl Launcher {
+    fn spawn(self: &Arc<Self>, id: u64) -> anyhow::Result<()> {
+        let a = &self.args;
+        let port = |base: u16, i: u64| base as u64 + i;
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("node")
+            .args(["--id", &id.to_string()])
+            .args(["--listen", &format!("{}:{}", a.host, port(a.peer_base_port, id))])
+            .args(["--algo", &self.algo])
+            .args(["--api", &format!("{}:{}", a.host, port(a.api_base_port, id))]);
+        for j in (1..=a.nodes).filter(|&j| j != id) {
+            cmd.args(["--peer", &format!("{j}={}:{}", a.host, port(a.peer_base_port, j))]);
+        }
+        for (k, v) in &a.param {
+            cmd.args(["--param", &format!("{k}={v}")]);
+        }
+        if let Some(d) = &a.max_delay {
+            cmd.args(["--max-delay", d]);
+        }
+        if let Some(dir) = &a.trace_dir {
+            cmd.arg("--trace").arg(dir.join(format!("node-{id}.jsonl")));
+        }
+        cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).kill_on_drop(true);
+        // SAFETY: prctl is async-signal-safe; the closure allocates nothing.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().with_context(|| format!("starting node {id}"))?;
+        let pid = child.id().map(|p| p as i32);
+        for (stream, is_err) in [
+            (child.stdout.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>), false),
+            (child.stderr.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>), true),
+        ] {
+            if let Some(s) = stream {
+                tokio::spawn(async move {
+                    let mut lines = BufReader::new(s).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        if is_err {
+                            eprintln!("[node {id}] {line}");
+                        } else {
+                            println!("[node {id}] {line}");
+                        }
+                    }
+                });
+            }
+        }
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut slots = self.slots.lock().expect("slots");
+            slots[id as usize] = Slot { pid, paused: false, exited: Some(rx) };
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            eprintln!(
+                "[cluster] node {id} exited: {}",
+                status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string())
+            );
+            let mut slots = me.slots.lock().expect("slots");
+            if slots[id as usize].pid == pid {
+                slots[id as usize].pid = None;
+                slots[id as usize].paused = false;
+            }
+            let _ = tx.send(());
+        });
+        Ok(())
+    }
+
+    async fn kill(&self, id: u64, signal: i32) -> bool {
+        let (pid, exited) = {
+            let mut slots = self.slots.lock().expect("slots");
+            let s = &mut slots[id as usize];
+            (s.pid, s.exited.take())
+        };
+        let Some(pid) = pid else { return false };
+        // SAFETY: signalling our own child by pid.
+        unsafe {
+            libc::kill(pid, signal);
+            libc::kill(pid, libc::SIGCONT);
+        }
+        if let Some(rx) = exited {
+            let _ = rx.await;
+        }
+        true
+    }
+
+    fn signal(&self, id: u64, signal: i32, paused: bool) -> bool {
+        let mut slots = self.slots.lock().expect("slots");
+        let s = &mut slots[id as usize];
+        let Some(pid) = s.pid else { return false };
+        // SAFETY: signalling our own child by pid.
+        unsafe { libc::kill(pid, signal) };
+        s.paused = paused;
+        true
+    }
+
+    async fn control(self: &Arc<Self>, line: &str) -> String {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let id = match words.get(1).map(|w| w.parse::<u64>()) {
+            Some(Ok(id)) if (1..=self.args.nodes).contains(&id) => Some(id),
+            Some(_) => return format!("error: node id must be 1..{}", self.args.nodes),
+            None => None,
+        };
+        match (words.first().copied(), id) {
+            (Some("status"), _) => {
+                let slots = self.slots.lock().expect("slots");
+                let parts: Vec<String> = (1..=self.args.nodes)
+                    .map(|i| {
+                        let s = &slots[i as usize];
+                        let state = match (s.pid, s.paused) {
+                            (None, _) => "down".to_string(),
+                            (Some(p), true) => format!("paused(pid {p})"),
+                            (Some(p), false) => format!("up(pid {p})"),
+                        };
+                        format!("{i}={state}")
+                    })
+                    .collect();
+                format!("ok {}", parts.join(" "))
+            }
+            (Some("kill"), Some(id)) => {
+                if self.kill(id, libc::SIGKILL).await {
+                    format!("ok killed {id}")
+                } else {
+                    format!("error: node {id} is not running")
+                }
+            }
+            (Some("restart"), Some(id)) => {
+                self.kill(id, libc::SIGKILL).await;
+                match self.spawn(id) {
+                    Ok(()) => format!("ok restarted {id}"),
+                    Err(e) => format!("error: {e:#}"),
+                }
+            }
+            (Some("pause"), Some(id)) => {
+                if self.signal(id, libc::SIGSTOP, true) {
+                    format!("ok paused {id}")
+                } else {
+                    format!("error: node {id} is not running")
+                }
+            }
+            (Some("resume"), Some(id)) => {
+                if self.signal(id, libc::SIGCONT, false) {
+                    format!("ok resumed {id}")
+                } else {
+                    format!("error: node {id} is not running")
+                }
+            }
+            (Some(w @ ("kill" | "restart" | "pause" | "resume")), None) => {
+                format!("error: {w} needs a node id")
+            }
+            _ => "error: commands are kill ID, restart ID, pause ID, resume ID, status".into(),
+        }
+    }
+}
+
+/// Runs `ringleader cluster`.
+pub fn run(args: ClusterArgs) -> anyhow::Result<i32> {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(async move {
+        if let Some(ClusterCmd::Ctl { action, id, ctl }) = &args.ctl {
+            return ctl_send(action, *id, ctl).await;
+        }
+        launch(args).await
+    })
+}
+
+async fn ctl_send(action: &str, id: Option<u64>, addr: &str) -> anyhow::Result<i32> {
+    let line = match id {
+        Some(id) => format!("{action} {id}\n"),
+        None => format!("{action}\n"),
+    };
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .with_context(|| format!("no cluster launcher at {addr} (start one with `ringleader cluster`)"))?;
+    stream.write_all(line.as_bytes()).await?;
+    let mut answer = String::new();
+    BufReader::new(stream).read_line(&mut answer).await?;
+    let answer = answer.trim();
+    println!("{answer}");
+    Ok(if answer.starts_with("ok") { 0 } else { 1 })
+}
+
+async fn launch(args: ClusterArgs) -> anyhow::Result<i32> {
+    let Some(algo) = args.algo.clone() else { bail!("missing --algo NAME (see `ringleader list`)") };
+    let Some(info) = ringleader_algorithms::find(&algo) else {
+        let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
+        bail!("unknown algorithm {algo:?}; known: {}", names.join(", "));
+    };
+    if args.nodes == 0 || args.nodes > 200 {
+        bail!("--nodes must be 1..200");
+    }
+    if args.api_base_port as u64 + args.nodes > 65535 || args.peer_base_port as u64 + args.nodes > 65535 {
+        bail!("port bases leave no room for {} nodes", args.nodes);
+    }
+    if let Some(dir) = &args.trace_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+    }
+    let ctl_addr = format!("{}:{}", args.host, args.api_base_port);
+    let ctl = TcpListener::bind(&ctl_addr).await.with_context(|| format!("control channel on {ctl_addr}"))?;
+    let exe = std::env::current_exe().context("locating the ringleader binary")?;
+    let n = args.nodes;
+    let launcher = Arc::new(Launcher {
+        slots: Mutex::new((0..=n).map(|_| Slot::default()).collect()),
+        algo: algo.clone(),
+        exe,
+        args,
+    });
+    println!("ringleader cluster: {n} nodes running {algo} ({})", info.family.name());
+    for id in 1..=n {
+        launcher.spawn(id)?;
+        let a = &launcher.args;
+        println!(
+            "  node {id}: peers {}:{}  api http://{}:{}",
+            a.host,
+            a.peer_base_port as u64 + id,
+            a.host,
+            a.api_base_port as u64 + id
+        );
+    }
+    println!("  control: {ctl_addr} (ringleader cluster ctl kill|restart|pause|resume ID --ctl {ctl_addr})");
+    {
+        let launcher = launcher.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = ctl.accept().await else { continue };
+                let launcher = launcher.clone();
+                tokio::spawn(async move {
+                    let (r, mut w) = stream.into_split();
+                    let mut line = String::new();
+                    if BufReader::new(r).read_line(&mut line).await.is_ok() {
+                        let answer = launcher.control(line.trim()).await;
+                        eprintln!("[cluster] {} -> {answer}", line.trim());
+                        let _ = w.write_all(format!("{answer}\n").as_bytes()).await;
+                    }
+                });
+            }
+        });
+    }
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    eprintln!("[cluster] stopping all nodes");
+    for id in 1..=n {
+        let stopped =
+            tokio::time::timeout(std::time::Duration::from_secs(3), launcher.kill(id, libc::SIGTERM)).await;
+        if stopped.is_err() {
+            launcher.kill(id, libc::SIGKILL).await;
+        }
+    }
+    Ok(0)
+}

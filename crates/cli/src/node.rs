@@ -1,0 +1,182 @@
+//! `ringleader node`: one real node, from flags or a TOML file.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use ringleader_core::Uid;
+use ringleader_net::NodeConfig;
+use serde::Deserialize;
+
+/// Flags override the configuration file field by field.
+///
+/// Ids are the algorithm's uids; a node's position is the rank of its id among all members.
+///
+/// Examples:
+///   ringleader node --id 1 --listen 127.0.0.1:7001 --peer 2=127.0.0.1:7002 --peer 3=127.0.0.1:7003 \
+///       --algo central --api 127.0.0.1:8001 --trace node-1.jsonl
+///   ringleader node --config node-1.toml
+///
+/// A configuration file holds the same fields:
+///   id = 1
+///   listen = "127.0.0.1:7001"
+///   peers = ["2=127.0.0.1:7002", "3=127.0.0.1:7003"]
+///   algorithm = "central"
+///   api = "127.0.0.1:8001"
+///   trace = "node-1.jsonl"
+///   max_delay = "50ms"
+///   [params]
+///   coordinator = 0
+#[derive(Args, Debug, Default, Clone)]
+#[command(verbatim_doc_comment)]
+pub struct NodeArgs {
+    /// A TOML configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// This node's id.
+    #[arg(long, value_name = "ID")]
+    pub id: Option<Uid>,
+    /// Where to accept peer connections (host:port).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// A peer as ID=HOST:PORT (repeatable).
+    #[arg(long, value_name = "ID=HOST:PORT")]
+    pub peer: Vec<String>,
+    /// Algorithm to run (see `ringleader list`).
+    #[arg(long, value_name = "NAME")]
+    pub algo: Option<String>,
+    /// Algorithm parameter (repeatable), e.g. --param coordinator=0.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::sim::parse_param)]
+    pub param: Vec<(String, String)>,
+    /// Where to serve the HTTP API (host:port).
+    #[arg(long, value_name = "ADDR")]
+    pub api: Option<String>,
+    /// Write the JSON-lines trace here (appended to, so a restarted node continues it).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// The one-way delay bound algorithms may assume (Ttrans) [default: 50ms].
+    #[arg(long, value_name = "TIME")]
+    pub max_delay: Option<String>,
+    /// Maximum frame size in bytes [default: 65536].
+    #[arg(long, value_name = "BYTES")]
+    pub max_frame: Option<usize>,
+    /// Capacity of each peer's outgoing queue, in messages [default: 4096].
+    #[arg(long, value_name = "N")]
+    pub queue: Option<usize>,
+    /// Maximum simultaneous inbound peer connections [default: 64].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+}
+
+/// The configuration file.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct NodeFile {
+    id: Option<Uid>,
+    listen: Option<String>,
+    #[serde(default)]
+    peers: Vec<String>,
+    algorithm: Option<String>,
+    #[serde(default)]
+    params: BTreeMap<String, toml::Value>,
+    api: Option<String>,
+    trace: Option<PathBuf>,
+    max_delay: Option<String>,
+    max_frame: Option<usize>,
+    queue: Option<usize>,
+    max_connections: Option<usize>,
+}
+
+fn resolve(addr: &str, what: &str) -> anyhow::Result<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    addr.to_socket_addrs()
+        .with_context(|| format!("{what} {addr:?}: expected HOST:PORT"))?
+        .next()
+        .with_context(|| format!("{what} {addr:?}: the name resolves to no address"))
+}
+
+fn parse_peer(s: &str) -> anyhow::Result<(Uid, String)> {
+    let (id, addr) = s.split_once('=').with_context(|| format!("peer {s:?}: expected ID=HOST:PORT"))?;
+    let id: Uid =
+        id.trim().parse().with_context(|| format!("peer {s:?}: the id must be a positive integer"))?;
+    let addr = addr.trim();
+    if addr.rsplit_once(':').is_none_or(|(_, p)| p.parse::<u16>().is_err()) {
+        bail!("peer {s:?}: expected ID=HOST:PORT");
+    }
+    Ok((id, addr.to_string()))
+}
+
+impl NodeArgs {
+    /// The node configuration: the file, overridden by the flags.
+    pub fn to_config(&self) -> anyhow::Result<NodeConfig> {
+        let file: NodeFile = match &self.config {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).with_context(|| format!("{}", p.display()))?;
+                toml::from_str(&text)
+                    .map_err(|e| anyhow::anyhow!("{}: {}", p.display(), e.message().trim()))?
+            }
+            None => NodeFile::default(),
+        };
+        let id = self.id.or(file.id).context("missing --id (this node's id)")?;
+        let listen = self.listen.clone().or(file.listen).context("missing --listen HOST:PORT")?;
+        let listen = resolve(&listen, "--listen")?;
+        let algo =
+            self.algo.clone().or(file.algorithm).context("missing --algo NAME (see `ringleader list`)")?;
+        let peer_specs = if self.peer.is_empty() { file.peers } else { self.peer.clone() };
+        let peers = peer_specs.iter().map(|s| parse_peer(s)).collect::<anyhow::Result<Vec<_>>>()?;
+        let mut cfg = NodeConfig::new(id, listen, peers, &algo);
+        for (k, v) in file.params {
+            let v = match v {
+                toml::Value::String(s) => s,
+                other => other.to_string(),
+            };
+            cfg.params.insert(k, v);
+        }
+        cfg.params.extend(self.param.iter().cloned());
+        if let Some(api) = self.api.clone().or(file.api) {
+            cfg.api = Some(resolve(&api, "--api")?);
+        }
+        cfg.trace = self.trace.clone().or(file.trace);
+        if let Some(d) = self.max_delay.clone().or(file.max_delay) {
+            cfg.max_delay = ringleader_algorithms::params::parse_duration(&d)
+                .with_context(|| format!("--max-delay {d:?}: expected a duration such as 50ms"))?;
+        }
+        if let Some(m) = self.max_frame.or(file.max_frame) {
+            cfg.max_frame = m;
+        }
+        if let Some(q) = self.queue.or(file.queue) {
+            cfg.queue_capacity = q;
+        }
+        if let Some(c) = self.max_connections.or(file.max_connections) {
+            cfg.max_connections = c;
+        }
+        Ok(cfg)
+    }
+}
+
+/// Runs the node until Ctrl-C or SIGTERM.
+pub fn run(args: NodeArgs) -> anyhow::Result<i32> {
+    let cfg = args.to_config()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(async move {
+        let id = cfg.id;
+        let algo = cfg.algorithm.clone();
+        let handle = ringleader_net::start(cfg).await?;
+        eprintln!(
+            "[id {id}] {algo} node listening on {}{}",
+            handle.listen,
+            handle.api.map(|a| format!(", HTTP API on http://{a}")).unwrap_or_default()
+        );
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        eprintln!("[id {id}] stopping");
+        handle.shutdown.cancel();
+        handle.stopped.cancelled().await;
+        Ok(0)
+    })
+}

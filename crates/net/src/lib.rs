@@ -1,0 +1,156 @@
+//! # ringleader-net: the same algorithms as real processes over TCP
+//!
+//! The simulator runs a [`ringleader_core::Process`] against a virtual network; this crate runs
+//! the very same value against a real one. Nothing in an algorithm changes: the driver feeds it
+//! `on_start` / `on_message` / `on_timer` / `on_request` and carries out its `Outbox`.
+//!
+//! ```text
+//!   peers ──TCP frames──▶ reader tasks ─┐                    ┌─▶ writer task per peer ──TCP──▶ peers
+//!   timers (tokio, monotonic) ──────────┼─▶ driver loop ─────┤   (bounded queue, reconnect)
+//!   HTTP API (axum) ── requests ────────┘   owns the Process └─▶ trace (JSON lines), events (SSE)
+//! ```
+//!
+//! - [`wire`]: the frame format and the versioned handshake;
+//! - [`driver`]: the loop that owns the algorithm, its timers, its Lamport and vector clocks
+//!   and its trace;
+//! - [`transport`]: the listener, the inbound connection readers and the outbound writers;
+//! - [`api`]: the HTTP API (`/status`, `/election`, `/lock`, `/events`, `/metrics`);
+//! - [`metrics`]: counters and the status document;
+//! - [`verify`]: merging node traces and judging them with the simulator's checkers.
+//!
+//! A node's local clock (`Context.now`) is the OS wall clock in nanoseconds since the Unix
+//! epoch; timers run on tokio's monotonic clock, so a wall-clock step never fires a timer early.
+
+#![warn(missing_docs)]
+
+pub mod api;
+pub mod driver;
+pub mod metrics;
+pub mod transport;
+pub mod verify;
+pub mod wire;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ringleader_core::time::MILLISECOND;
+use ringleader_core::{Time, Uid};
+use tokio_util::sync::CancellationToken;
+
+pub use driver::Shared;
+
+/// Everything one node needs to start.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    /// This node's id (its uid; positions are the ids in ascending order).
+    pub id: Uid,
+    /// Where to accept peer connections.
+    pub listen: SocketAddr,
+    /// The other members: id and `host:port` (resolved at every connection attempt).
+    pub peers: Vec<(Uid, String)>,
+    /// The algorithm's name.
+    pub algorithm: String,
+    /// The algorithm's parameters.
+    pub params: BTreeMap<String, String>,
+    /// Where to serve the HTTP API (none: no API).
+    pub api: Option<SocketAddr>,
+    /// Where to write the JSON-lines trace.
+    pub trace: Option<PathBuf>,
+    /// The one-way delay bound the algorithm may assume (Ttrans).
+    pub max_delay: Time,
+    /// Maximum frame size in bytes.
+    pub max_frame: usize,
+    /// Capacity of each peer's outgoing queue (messages); beyond it messages are dropped.
+    pub queue_capacity: usize,
+    /// Maximum simultaneous inbound connections.
+    pub max_connections: usize,
+}
+
+impl NodeConfig {
+    /// A configuration with the defaults for everything but identity and membership.
+    pub fn new(id: Uid, listen: SocketAddr, peers: Vec<(Uid, String)>, algorithm: &str) -> NodeConfig {
+        NodeConfig {
+            id,
+            listen,
+            peers,
+            algorithm: algorithm.to_string(),
+            params: BTreeMap::new(),
+            api: None,
+            trace: None,
+            max_delay: 50 * MILLISECOND,
+            max_frame: wire::DEFAULT_MAX_FRAME,
+            queue_capacity: 4096,
+            max_connections: 64,
+        }
+    }
+
+    /// Every member's id in ascending order (the position of an id is its index).
+    pub fn members(&self) -> Vec<Uid> {
+        let mut ids: Vec<Uid> = self.peers.iter().map(|p| p.0).chain([self.id]).collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// Checks the membership: distinct ids, no peer with our own id.
+    pub fn validate(&self) -> Result<(), NetError> {
+        let ids = self.members();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(NetError::Config(format!(
+                "id {} appears twice in the membership (this node and its --peer list must have distinct ids)",
+                w[0]
+            )));
+        }
+        if self.max_frame < 64 {
+            return Err(NetError::Config("max frame size must be at least 64 bytes".into()));
+        }
+        if self.queue_capacity == 0 || self.max_connections == 0 {
+            return Err(NetError::Config("queue capacity and connection limit must be positive".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Why a node could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// Bad configuration (algorithm, parameter, membership).
+    #[error("{0}")]
+    Config(String),
+    /// A socket or file could not be opened.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being opened.
+        what: String,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+}
+
+/// A running node.
+#[derive(Clone)]
+pub struct NodeHandle {
+    /// The address peers connect to (the real port when the configuration asked for port 0).
+    pub listen: SocketAddr,
+    /// The HTTP API's address, if served.
+    pub api: Option<SocketAddr>,
+    /// The node's shared state (counters, view, events).
+    pub shared: Arc<Shared>,
+    /// Cancel to stop the node.
+    pub shutdown: CancellationToken,
+    /// Completes when the driver loop has flushed its trace and stopped.
+    pub stopped: CancellationToken,
+}
+
+/// Starts a node on the current tokio runtime: binds its sockets, then runs the algorithm until
+/// `handle.shutdown` is cancelled.
+pub async fn start(cfg: NodeConfig) -> Result<NodeHandle, NetError> {
+    cfg.validate()?;
+    let name = cfg.algorithm.clone();
+    let fut = ringleader_algorithms::dispatch(&name, driver::StartVisitor { cfg }).ok_or_else(|| {
+        let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
+        NetError::Config(format!("unknown algorithm {name:?}; known: {}", names.join(", ")))
+    })?;
+    fut.await
+}

@@ -1,0 +1,89 @@
+//! What a node counts and shows: transport counters, and the status the HTTP API serves.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ringleader_core::{NodeId, Uid};
+use serde::Serialize;
+
+macro_rules! counters {
+    ($($name:ident: $help:literal),* $(,)?) => {
+        /// Transport and driver counters (monotonic), shared by every task of a node.
+        #[derive(Debug, Default)]
+        pub struct Counters {
+            $(#[doc = $help] pub $name: AtomicU64,)*
+        }
+
+        impl Counters {
+            /// Every counter as (name, help, value), in declaration order.
+            pub fn list(&self) -> Vec<(&'static str, &'static str, u64)> {
+                vec![$((stringify!($name), $help, self.$name.load(Ordering::Relaxed))),*]
+            }
+        }
+    };
+}
+
+counters! {
+    messages_sent: "Algorithm messages written to a peer connection.",
+    messages_received: "Algorithm messages received and delivered to the algorithm.",
+    messages_dropped_queue_full: "Messages dropped because a peer's outgoing queue was full.",
+    messages_dropped_connection: "Messages lost because the connection broke while writing them.",
+    connections_accepted: "Inbound connections whose handshake was accepted.",
+    connections_rejected: "Inbound connections closed: bad handshake, bad frame or over the limit.",
+    handshake_errors: "Handshakes refused (magic, version, algorithm or unknown sender).",
+    frame_errors: "Frames refused (undecodable, truncated or oversized).",
+    connections_over_limit: "Inbound connections refused because too many were open.",
+    reconnects: "Outbound connection attempts after a failure.",
+    timers_fired: "Timers that fired (stale generations excluded).",
+    requests: "Application requests handed to the algorithm.",
+    events: "Events the algorithm emitted.",
+    lock_grants: "Critical-section entries at this node.",
+    lock_releases: "Critical-section exits at this node.",
+    leader_changes: "Times this node's known leader changed.",
+}
+
+impl Counters {
+    /// Adds one to `c`.
+    pub fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// One peer as `/status` shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct PeerStatus {
+    /// The peer's id (uid).
+    pub id: Uid,
+    /// Its address.
+    pub addr: String,
+    /// True while our outgoing connection to it is established.
+    pub connected: bool,
+    /// True while the algorithm suspects it (`Suspect` without a later `Trust`).
+    pub suspected: bool,
+    /// Messages waiting in its outgoing queue.
+    pub queued: usize,
+}
+
+/// The node state the HTTP API serves, updated by the driver after every step.
+#[derive(Clone, Debug, Serialize)]
+pub struct Status {
+    /// This node's id (uid).
+    pub id: Uid,
+    /// Its position in the membership (0..N).
+    pub position: NodeId,
+    /// The algorithm's name.
+    pub algorithm: &'static str,
+    /// Its family (`election`, `mutex`, …).
+    pub family: &'static str,
+    /// `leader`, `follower`, `candidate` (election under way), `holder`, `waiting`, `idle`.
+    pub role: &'static str,
+    /// The leader this node believes in; null while unknown.
+    pub leader: Option<Uid>,
+    /// The term of the last leader announcement (null before any; 0 for algorithms without terms).
+    pub term: Option<u64>,
+    /// The fencing token of the critical section this node holds.
+    pub holding: Option<u64>,
+    /// The peers.
+    pub peers: Vec<PeerStatus>,
+    /// The counters.
+    pub counters: serde_json::Map<String, serde_json::Value>,
+}

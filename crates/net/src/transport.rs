@@ -1,0 +1,218 @@
+//! TCP transport: one outbound writer per peer, one listener, one reader per inbound connection.
+//!
+//! - **Writers** dial their peer, send the [`Hello`](crate::wire::Hello), then write the frames
+//!   of the peer's bounded queue. When the connection fails they redial with exponential backoff
+//!   (50 ms doubling to 2 s); messages queued meanwhile wait in the queue, and the driver drops
+//!   (and counts) what does not fit. The frame being written when a connection breaks is lost
+//!   and counted — as in any real network, the algorithms must tolerate loss.
+//! - **Readers** accept at most `max_connections` connections at once, require a valid hello
+//!   within [`HANDSHAKE_TIMEOUT`], then deliver each frame to the driver. Garbage, a truncated
+//!   or oversized frame, a wrong version, algorithm or sender: logged, counted, connection
+//!   closed. The node keeps serving everyone else.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use ringleader_core::{Message, NodeId};
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
+
+use crate::NodeConfig;
+use crate::driver::{Input, Shared};
+use crate::metrics::Counters;
+use crate::wire::{self, Envelope, FrameError, Hello};
+
+/// How long an inbound connection may take to send its hello.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long one dial may take (an unreachable host would otherwise hold it for minutes).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Backoff bounds for redialling a peer.
+const BACKOFF_MIN: Duration = Duration::from_millis(50);
+const BACKOFF_MAX: Duration = Duration::from_secs(2);
+
+/// Keeps a connection to peer `pos` and writes its queue into it.
+pub async fn writer(
+    shared: Arc<Shared>,
+    pos: usize,
+    mut queue: mpsc::Receiver<Bytes>,
+    cfg: NodeConfig,
+    shutdown: CancellationToken,
+) {
+    let link = shared.peers[pos].as_ref().expect("writer for a peer");
+    let hello = wire::encode(&Hello::new(&cfg.algorithm, shared.id));
+    let mut backoff = BACKOFF_MIN;
+    let mut first = true;
+    loop {
+        if !first {
+            Counters::bump(&shared.counters.reconnects);
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+        }
+        first = false;
+        let stream = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            s = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(link.addr.as_str())) => s,
+        };
+        let Ok(Ok(stream)) = stream else { continue };
+        let _ = stream.set_nodelay(true);
+        set_user_timeout(&stream);
+        // The peer never writes on this connection: a readable read half means it closed.
+        let (mut read_half, write_half) = stream.into_split();
+        let mut framed = FramedWrite::new(write_half, wire::codec(cfg.max_frame));
+        if framed.send(hello.clone()).await.is_err() {
+            continue;
+        }
+        link.connected.store(true, Ordering::Relaxed);
+        backoff = BACKOFF_MIN;
+        let mut probe = [0u8; 1];
+        loop {
+            let frame = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = read_half.read(&mut probe) => None,
+                f = queue.recv() => match f {
+                    Some(f) => Some(f),
+                    None => return,
+                },
+            };
+            let Some(frame) = frame else {
+                link.connected.store(false, Ordering::Relaxed);
+                eprintln!("[id {}] connection to id {} closed by the peer; redialling", shared.id, link.id);
+                break;
+            };
+            // Write everything already queued, then flush once.
+            let mut batch = vec![frame];
+            while batch.len() < 256 {
+                match queue.try_recv() {
+                    Ok(f) => batch.push(f),
+                    Err(_) => break,
+                }
+            }
+            let n = batch.len() as u64;
+            let mut ok = true;
+            for f in batch {
+                if framed.feed(f).await.is_err() {
+                    ok = false;
+                    break;
+                }
+            }
+            if ok && SinkExt::<Bytes>::flush(&mut framed).await.is_ok() {
+                shared.counters.messages_sent.fetch_add(n, Ordering::Relaxed);
+            } else {
+                shared.counters.messages_dropped_connection.fetch_add(n, Ordering::Relaxed);
+                link.connected.store(false, Ordering::Relaxed);
+                eprintln!("[id {}] connection to id {} broke; redialling", shared.id, link.id);
+                break;
+            }
+        }
+    }
+}
+
+/// How long written data may stay unacknowledged before the kernel aborts the connection
+/// (`TCP_USER_TIMEOUT`): a peer that vanished from the network (its container disconnected,
+/// its host gone) is noticed within seconds, and the writer redials, resolving its name again.
+pub const USER_TIMEOUT_MS: u32 = 3000;
+
+fn set_user_timeout(stream: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let ms: libc::c_uint = USER_TIMEOUT_MS;
+    // SAFETY: a valid socket descriptor and a correctly sized option value.
+    unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_USER_TIMEOUT,
+            (&ms as *const libc::c_uint).cast(),
+            std::mem::size_of::<libc::c_uint>() as libc::socklen_t,
+        );
+    }
+}
+
+/// Accepts inbound connections until shutdown.
+pub async fn listen<M: Message, T: Send + 'static>(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    input: mpsc::Sender<Input<M, T>>,
+    cfg: NodeConfig,
+    shutdown: CancellationToken,
+) {
+    let open = Arc::new(AtomicUsize::new(0));
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            a = listener.accept() => a,
+        };
+        let Ok((stream, addr)) = accepted else { continue };
+        if open.load(Ordering::Relaxed) >= cfg.max_connections {
+            Counters::bump(&shared.counters.connections_over_limit);
+            Counters::bump(&shared.counters.connections_rejected);
+            eprintln!(
+                "[id {}] refused connection from {addr}: {} connections open",
+                shared.id, cfg.max_connections
+            );
+            drop(stream);
+            continue;
+        }
+        open.fetch_add(1, Ordering::Relaxed);
+        let (shared, input, cfg, shutdown, open) =
+            (shared.clone(), input.clone(), cfg.clone(), shutdown.clone(), open.clone());
+        tokio::spawn(async move {
+            let result = tokio::select! {
+                _ = shutdown.cancelled() => Ok(()),
+                r = read_connection(stream, &shared, &input, &cfg) => r,
+            };
+            if let Err(e) = result {
+                let c = &shared.counters;
+                Counters::bump(&c.connections_rejected);
+                match e {
+                    FrameError::Magic(_)
+                    | FrameError::Version { .. }
+                    | FrameError::Algorithm { .. }
+                    | FrameError::UnknownSender(_) => Counters::bump(&c.handshake_errors),
+                    _ => Counters::bump(&c.frame_errors),
+                }
+                eprintln!("[id {}] closed connection from {addr}: {e}", shared.id);
+            }
+            open.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+}
+
+/// Reads one inbound connection: the hello, then envelopes until the peer closes.
+async fn read_connection<M: Message, T>(
+    stream: TcpStream,
+    shared: &Shared,
+    input: &mpsc::Sender<Input<M, T>>,
+    cfg: &NodeConfig,
+) -> Result<(), FrameError> {
+    let _ = stream.set_nodelay(true);
+    let mut frames = FramedRead::new(stream, wire::codec(cfg.max_frame));
+    let first = match tokio::time::timeout(HANDSHAKE_TIMEOUT, frames.next()).await {
+        Err(_) => return Err(FrameError::Decode("no hello within the handshake timeout".into())),
+        Ok(None) => return Err(FrameError::Truncated),
+        Ok(Some(Err(e))) => return Err(wire::codec_error(&e, cfg.max_frame)),
+        Ok(Some(Ok(f))) => f,
+    };
+    let peers: Vec<u64> = shared.members.iter().copied().filter(|&u| u != shared.id).collect();
+    let hello = wire::check_hello(&first, &cfg.algorithm, &peers)?;
+    let from = shared.members.iter().position(|&u| u == hello.sender).expect("checked member") as NodeId;
+    Counters::bump(&shared.counters.connections_accepted);
+    while let Some(frame) = frames.next().await {
+        let frame = frame.map_err(|e| wire::codec_error(&e, cfg.max_frame))?;
+        let env: Envelope<M> = wire::decode(&frame)?;
+        if input.send(Input::Message { from, env }).await.is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}

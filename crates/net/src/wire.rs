@@ -1,0 +1,196 @@
+//! The wire protocol between nodes: length-delimited postcard frames behind a versioned handshake.
+//!
+//! ```text
+//!   frame   = length (u32, big-endian) · payload (postcard), length ≤ max frame size
+//!   first   = Hello { magic: "RLDR", version: PROTOCOL_VERSION, algorithm, sender }
+//!   then    = Envelope { msg_id, lamport, vector, msg }   (one per algorithm message)
+//! ```
+//!
+//! A connection is one-way: the dialling node sends, the accepting node receives. The accepting
+//! side checks the hello (magic, version, algorithm, that the sender is a known peer) and closes
+//! the connection on any mismatch, on a frame it cannot decode, and on a frame larger than the
+//! maximum; every such case is counted (see [`crate::metrics::Counters`]).
+
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio_util::codec::LengthDelimitedCodec;
+
+/// The four bytes every handshake starts with.
+pub const MAGIC: [u8; 4] = *b"RLDR";
+
+/// The protocol version this build speaks; a peer with another version is refused.
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// Default maximum frame size (bytes of payload).
+pub const DEFAULT_MAX_FRAME: usize = 64 * 1024;
+
+/// The first frame on every connection.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// Must equal [`MAGIC`].
+    pub magic: [u8; 4],
+    /// Must equal [`PROTOCOL_VERSION`].
+    pub version: u16,
+    /// The algorithm the sender runs; must equal ours.
+    pub algorithm: String,
+    /// The sender's uid; must be one of our peers.
+    pub sender: u64,
+}
+
+impl Hello {
+    /// Our hello for `algorithm` from `sender`.
+    pub fn new(algorithm: &str, sender: u64) -> Hello {
+        Hello { magic: MAGIC, version: PROTOCOL_VERSION, algorithm: algorithm.to_string(), sender }
+    }
+}
+
+/// One algorithm message with the driver's bookkeeping.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope<M> {
+    /// Unique per sender: links a send record to its delivery record in the traces.
+    pub msg_id: u64,
+    /// The sender's Lamport clock at the send.
+    pub lamport: u64,
+    /// The sender's vector clock at the send.
+    pub vector: Vec<u64>,
+    /// The algorithm's message.
+    pub msg: M,
+}
+
+/// Why a frame or a handshake was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// The payload is not valid postcard for the expected type (garbage, or truncated).
+    #[error("undecodable frame: {0}")]
+    Decode(String),
+    /// The hello's magic bytes are wrong (not a ringleader peer).
+    #[error("bad magic {0:?} (expected \"RLDR\")")]
+    Magic([u8; 4]),
+    /// The peer speaks another protocol version.
+    #[error("protocol version {got}, this node speaks {PROTOCOL_VERSION}")]
+    Version {
+        /// The peer's version.
+        got: u16,
+    },
+    /// The peer runs another algorithm.
+    #[error("peer runs algorithm {got:?}, this node runs {ours:?}")]
+    Algorithm {
+        /// The peer's algorithm.
+        got: String,
+        /// Ours.
+        ours: String,
+    },
+    /// The sender id is not in our membership.
+    #[error("unknown sender id {0}")]
+    UnknownSender(u64),
+    /// A frame's announced length exceeds the maximum.
+    #[error("frame larger than the maximum of {0} bytes")]
+    TooLarge(usize),
+    /// The connection ended in the middle of a frame.
+    #[error("connection closed inside a frame")]
+    Truncated,
+}
+
+/// The codec for frames of at most `max_frame` bytes.
+pub fn codec(max_frame: usize) -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder().length_field_length(4).max_frame_length(max_frame).new_codec()
+}
+
+/// Encodes a value as one frame payload.
+pub fn encode<T: Serialize>(value: &T) -> Bytes {
+    Bytes::from(postcard::to_stdvec(value).expect("postcard encodes every ringleader message"))
+}
+
+/// Decodes one payload; trailing bytes are an error (a frame is exactly one value).
+pub fn decode<T: DeserializeOwned>(payload: &[u8]) -> Result<T, FrameError> {
+    match postcard::take_from_bytes::<T>(payload) {
+        Ok((v, [])) => Ok(v),
+        Ok((_, rest)) => Err(FrameError::Decode(format!("{} trailing bytes", rest.len()))),
+        Err(e) => Err(FrameError::Decode(e.to_string())),
+    }
+}
+
+/// Decodes and checks a hello against our algorithm and membership.
+pub fn check_hello(payload: &[u8], algorithm: &str, members: &[u64]) -> Result<Hello, FrameError> {
+    let hello: Hello = decode(payload)?;
+    if hello.magic != MAGIC {
+        return Err(FrameError::Magic(hello.magic));
+    }
+    if hello.version != PROTOCOL_VERSION {
+        return Err(FrameError::Version { got: hello.version });
+    }
+    if hello.algorithm != algorithm {
+        return Err(FrameError::Algorithm { got: hello.algorithm, ours: algorithm.to_string() });
+    }
+    if !members.contains(&hello.sender) {
+        return Err(FrameError::UnknownSender(hello.sender));
+    }
+    Ok(hello)
+}
+
+/// Classifies an error of the length-delimited codec.
+pub fn codec_error(e: &std::io::Error, max_frame: usize) -> FrameError {
+    if e.get_ref().is_some_and(|inner| inner.is::<tokio_util::codec::LengthDelimitedCodecError>()) {
+        FrameError::TooLarge(max_frame)
+    } else if e.kind() == std::io::ErrorKind::UnexpectedEof || e.to_string().contains("bytes remaining") {
+        FrameError::Truncated
+    } else {
+        FrameError::Decode(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use proptest::prelude::*;
+    use tokio_util::codec::Decoder;
+
+    #[test]
+    fn hello_round_trips_and_is_checked() {
+        let h = Hello::new("central", 3);
+        let bytes = encode(&h);
+        assert_eq!(check_hello(&bytes, "central", &[1, 2, 3]), Ok(h.clone()));
+        assert_eq!(
+            check_hello(&bytes, "bully", &[1, 2, 3]).unwrap_err().to_string(),
+            "peer runs algorithm \"central\", this node runs \"bully\""
+        );
+        assert_eq!(check_hello(&bytes, "central", &[1, 2]), Err(FrameError::UnknownSender(3)));
+        let old = Hello { version: 0, ..h.clone() };
+        assert_eq!(check_hello(&encode(&old), "central", &[3]), Err(FrameError::Version { got: 0 }));
+        let alien = Hello { magic: *b"HTTP", ..h };
+        assert_eq!(check_hello(&encode(&alien), "central", &[3]), Err(FrameError::Magic(*b"HTTP")));
+    }
+
+    #[test]
+    fn trailing_bytes_are_refused() {
+        let mut bytes = encode(&7u64).to_vec();
+        bytes.push(0);
+        assert!(matches!(decode::<u64>(&bytes), Err(FrameError::Decode(_))));
+    }
+
+    #[test]
+    fn oversized_frames_are_refused_by_the_codec() {
+        let mut c = codec(16);
+        let mut buf = BytesMut::from(&[0u8, 0, 0, 17][..]);
+        let err = c.decode(&mut buf).unwrap_err();
+        assert_eq!(codec_error(&err, 16), FrameError::TooLarge(16));
+    }
+
+    proptest! {
+        /// Arbitrary bytes through the frame codec and both decoders never panic.
+        #[test]
+        fn decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let mut c = codec(256);
+            let mut buf = BytesMut::from(&bytes[..]);
+            while let Ok(Some(frame)) = c.decode(&mut buf) {
+                let _ = check_hello(&frame, "central", &[1, 2, 3]);
+                let _ = decode::<Envelope<ringleader_algorithms::mutex::central::Msg>>(&frame);
+            }
+            let _ = c.decode_eof(&mut buf);
+            let _ = check_hello(&bytes, "central", &[1]);
+            let _ = decode::<Envelope<ringleader_algorithms::mutex::central::Msg>>(&bytes);
+        }
+    }
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Fault test of a five-node Docker cluster (deploy/docker-compose.yml), bounded in time.
+#
+#   deploy/fault-test.sh            # ALGO=central by default; ALGO=bully etc. after the merge
+#
+# 1. builds the static (musl) binary and a FROM-scratch image of it;
+# 2. starts five nodes on a Docker-internal bridge network (APIs on 127.0.0.1:18101..18105);
+# 3. while clients on nodes 2, 3 and 4 take and release locks (mutex algorithms):
+#    `docker pause`s node 3 (it may hold the lock: everybody waits for it, nobody overlaps),
+#    disconnects node 5 from the network and reconnects it;
+# 4. kills the leader's container (the elected leader, or the coordinator, id 1, for
+#    coordinator-based mutual exclusion) and, for elections, waits until the live nodes agree
+#    on a new one;
+# 5. stops the cluster, collects the traces and runs `ringleader verify --down LEADER` on them;
+#    prints the report and exits with verify's status (0: no violation, 2: violation).
+# Everything it started is removed on exit, whatever happens (trap).
+set -euo pipefail
+
+ALGO=${ALGO:-central}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PROJECT=${PROJECT:-rlfault$$}
+IMAGE=${IMAGE:-ringleader:fault}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringleader-fault.XXXXXX")
+TRACE_DIR=$WORK/traces
+CLIENT_SECONDS=${CLIENT_SECONDS:-12}
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+BIN=$TARGET_DIR/x86_64-unknown-linux-musl/release/ringleader
+export ALGO PROJECT IMAGE TRACE_DIR
+COMPOSE=(docker-compose -p "$PROJECT" -f "$ROOT/deploy/docker-compose.yml")
+
+log() { printf '[fault-test %s] %s\n' "$(date +%T)" "$*"; }
+
+cleanup() {
+  local rc=$?
+  log "cleaning up"
+  jobs -p | xargs -r kill 2>/dev/null || true
+  timeout 60 "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
+  docker rmi "$IMAGE" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+api() { echo $((18100 + $1)); }
+status() { curl -s -m 2 "http://127.0.0.1:$(api "$1")/status" || true; }
+field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2; }
+
+# wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.2 s until it succeeds.
+wait_for() {
+  local limit=$1 what=$2; shift 2
+  local end=$((SECONDS + limit))
+  until "$@"; do
+    if ((SECONDS >= end)); then log "TIMEOUT after ${limit}s waiting for: $what"; return 1; fi
+    sleep 0.2
+  done
+}
+
+log "building the static binary (x86_64-unknown-linux-musl)"
+rustup target list --installed 2>/dev/null | grep -q x86_64-unknown-linux-musl ||
+  rustup target add x86_64-unknown-linux-musl
+(cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR timeout 1800 cargo build -q --release --target x86_64-unknown-linux-musl -p ringleader)
+mkdir -p "$WORK/ctx" "$TRACE_DIR"
+cp "$BIN" "$WORK/ctx/ringleader"
+log "building image $IMAGE (FROM scratch)"
+timeout 300 docker build -q -t "$IMAGE" -f "$ROOT/deploy/Dockerfile" "$WORK/ctx" >/dev/null
+
+FAMILY=$("$BIN" list | awk -v a="$ALGO" '$1 == a { print $2 }')
+[[ -n $FAMILY ]] || { log "unknown algorithm $ALGO"; exit 1; }
+log "starting five $ALGO nodes ($FAMILY)"
+timeout 120 "${COMPOSE[@]}" up -d >/dev/null 2>&1
+
+all_connected() {
+  local i s
+  for i in 1 2 3 4 5; do
+    s=$(status "$i")
+    [[ -n $s ]] && ! grep -q '"connected":false' <<<"$s" || return 1
+  done
+}
+wait_for 60 "all five nodes up and connected" all_connected
+log "cluster up"
+
+# client PORT SECONDS: lock/unlock cycles until the time is up; prints its tally.
+client() {
+  local port=$1 end=$((SECONDS + $2)) ok=0 failed=0 out
+  while ((SECONDS < end)); do
+    out=$(curl -s -m 5 -X POST "http://127.0.0.1:$port/lock?timeout=3s" || true)
+    if [[ $out == *fencing* ]]; then
+      ok=$((ok + 1))
+      curl -s -m 10 -X DELETE "http://127.0.0.1:$port/lock" >/dev/null || true
+    else
+      failed=$((failed + 1))
+    fi
+  done
+  echo "client on 127.0.0.1:$port: $ok locks taken and released, $failed attempts failed or timed out"
+}
+
+if [[ $FAMILY == mutex ]]; then
+  for i in 2 3 4; do client "$(api "$i")" "$CLIENT_SECONDS" >"$WORK/client-$i.txt" & done
+else
+  curl -s -m 5 -X POST "http://127.0.0.1:$(api 1)/election" >/dev/null
+fi
+
+sleep 3
+log "docker pause node3"
+docker pause "$PROJECT-node3" >/dev/null
+sleep 2
+log "docker unpause node3"
+docker unpause "$PROJECT-node3" >/dev/null
+sleep 1
+NET="${PROJECT}_ring"
+log "disconnecting node5 from $NET"
+docker network disconnect "$NET" "$PROJECT-node5"
+sleep 2
+log "reconnecting node5"
+docker network connect --alias node5 "$NET" "$PROJECT-node5"
+wait_for 30 "node5 reconnected to every peer" bash -c "! curl -s -m 2 http://127.0.0.1:$(api 5)/status | grep -q '\"connected\":false'"
+wait
+for f in "$WORK"/client-*.txt; do [[ -e $f ]] && cat "$f"; done
+
+if [[ $FAMILY == election ]]; then
+  wait_for 30 "a leader known to node 1" bash -c "curl -s -m 2 http://127.0.0.1:$(api 1)/status | grep -q '\"leader\":[0-9]'"
+  LEADER=$(field "$(status 1)" leader)
+else
+  LEADER=1 # the coordinator (position 0) of coordinator-based algorithms
+fi
+log "killing the leader's container: node$LEADER"
+KILLED_AT=$SECONDS
+docker kill "$PROJECT-node$LEADER" >/dev/null
+LIVE=$(for i in 1 2 3 4 5; do [[ $i == "$LEADER" ]] || echo "$i"; done)
+if [[ $FAMILY == election ]]; then
+  first=$(head -1 <<<"$LIVE")
+  curl -s -m 5 -X POST "http://127.0.0.1:$(api "$first")/election" >/dev/null || true
+  agreed() {
+    local i l want=""
+    for i in $LIVE; do
+      l=$(field "$(status "$i")" leader)
+      [[ $l =~ ^[0-9]+$ && $l != "$LEADER" ]] || return 1
+      [[ -z $want || $l == "$want" ]] || return 1
+      want=$l
+    done
+  }
+  wait_for 60 "the live nodes agree on a new leader" agreed
+  log "new leader $(field "$(status "$first")" leader) known to every live node after $((SECONDS - KILLED_AT))s"
+else
+  survivors_notice() {
+    local i
+    for i in $LIVE; do status "$i" | grep -q "\"id\":$LEADER,[^}]*\"connected\":false" || return 1; done
+  }
+  wait_for 30 "the survivors see node$LEADER gone" survivors_notice
+  log "the survivors keep serving and see node$LEADER disconnected"
+fi
+
+log "stopping the cluster"
+timeout 60 "${COMPOSE[@]}" stop -t 5 >/dev/null 2>&1
+log "ringleader verify --down $LEADER $(ls "$TRACE_DIR" | tr '\n' ' ')"
+set +e
+"$BIN" verify --down "$LEADER" "$TRACE_DIR"/node-*.jsonl
+rc=$?
+set -e
+log "verify exit status $rc"
+exit $rc
