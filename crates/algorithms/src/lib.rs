@@ -4,11 +4,15 @@
 //! rules, the costs, the assumptions, the known flaws and the seed section it comes from.
 //!
 //! - [`election`]: leader election (Chang-Roberts, …);
-//! - [`mutex`]: distributed mutual exclusion (centralized coordinator, …).
+//! - [`mutex`]: distributed mutual exclusion (centralized coordinator, …);
+//! - [`deadlock`]: deadlock detection (Chandy-Misra-Haas) and prevention (wait-die, wound-wait);
+//! - [`detectors`]: failure detectors (heartbeat timeout, φ-accrual).
 //!
 //! Each algorithm implements [`Algorithm`] on top of the [`ringleader_core::Process`] contract,
 //! and [`registry`] lists them all by the name `--algo` takes.
 
+pub mod deadlock;
+pub mod detectors;
 pub mod election;
 pub mod mutex;
 

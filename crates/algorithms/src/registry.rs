@@ -4,7 +4,7 @@
 //! bridges the two: it calls [`Visitor::visit`] with the concrete type. Adding an algorithm
 //! means adding one line to the `registry!` list below.
 
-use crate::{Algorithm, Family, LeaderRule, TopologyKind, election, mutex};
+use crate::{Algorithm, Family, LeaderRule, TopologyKind, deadlock, detectors, election, mutex};
 
 /// What `ringleader list` shows about an algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +65,11 @@ registry! {
     election::chang_roberts::ChangRoberts,
     mutex::central::Central,
     mutex::central::CentralTimeout,
+    deadlock::chandy_misra_haas::ChandyMisraHaas,
+    deadlock::wait_die::WaitDie,
+    deadlock::wound_wait::WoundWait,
+    detectors::heartbeat::Heartbeat,
+    detectors::phi_accrual::PhiAccrual,
 }
 
 /// The description of the algorithm named `name`.

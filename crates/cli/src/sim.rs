@@ -92,6 +92,12 @@ pub struct SimArgs {
     /// Which ids make requests, e.g. 2,3,4 [default: all; all but node 0 under sequential].
     #[arg(long, value_name = "IDS")]
     pub requesters: Option<Initiators>,
+    /// Deadlock workload: probability that a request closes a wait-for cycle [default: 0.3].
+    #[arg(long, value_name = "P")]
+    pub cycles: Option<f64>,
+    /// Deadlock workload: most holders one request waits for [default: 2].
+    #[arg(long, value_name = "K")]
+    pub fanout: Option<u32>,
     /// Draw each node's initial clock offset uniformly from ±TIME [default: 0].
     #[arg(long, value_name = "TIME")]
     pub clock_offset: Option<Duration>,
@@ -168,6 +174,8 @@ impl SimArgs {
                 hold: self.hold,
                 rate: self.rate,
                 requesters: self.requesters.clone(),
+                cycles: self.cycles,
+                fanout: self.fanout,
             },
             clocks: ClocksSection { offset: self.clock_offset, drift_ppm: self.drift_ppm },
             expect: ExpectSection { violations: self.expect.clone() },

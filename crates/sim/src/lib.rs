@@ -25,6 +25,7 @@ pub mod scenario;
 pub mod topologies;
 pub mod trace;
 pub mod workload;
+pub mod workload_deadlock;
 
 use std::path::PathBuf;
 

@@ -199,6 +199,10 @@ pub struct WorkloadSection {
     pub rate: Option<f64>,
     /// Which nodes make requests (uids); default: all (all but node 0 under `sequential`).
     pub requesters: Option<Initiators>,
+    /// Deadlock workload: probability that a request closes a wait-for cycle [default 0.3].
+    pub cycles: Option<f64>,
+    /// Deadlock workload: most holders one request waits for [default 2].
+    pub fanout: Option<u32>,
 }
 
 /// `[clocks]`: physical clocks of the simulated nodes.
@@ -359,6 +363,8 @@ impl Scenario {
         take!(workload.hold);
         take!(workload.rate);
         take!(workload.requesters);
+        take!(workload.cycles);
+        take!(workload.fanout);
         take!(clocks.offset);
         take!(clocks.drift_ppm);
         take_list!(expect.violations);
@@ -441,6 +447,14 @@ impl Scenario {
             }
             Some(other) => return bad(format!("--requesters {other}: give ids like 2,3,4 (or all)")),
         };
+        let cycles = self.workload.cycles.unwrap_or(0.3);
+        if !(0.0..=1.0).contains(&cycles) {
+            return bad(format!("--cycles {cycles}: a probability must be between 0 and 1"));
+        }
+        let fanout = self.workload.fanout.unwrap_or(2);
+        if fanout == 0 {
+            return bad("--fanout 0: a request waits for at least one holder".into());
+        }
         let known: BTreeSet<&str> = crate::checkers::ALL_PROPERTIES.iter().copied().collect();
         for v in &self.expect.violations {
             if !known.contains(v.as_str()) {
@@ -487,6 +501,8 @@ impl Scenario {
             hold: self.workload.hold.map(|d| d.0).unwrap_or(1_000_000),
             rate,
             requesters,
+            cycles,
+            fanout,
             clock_offset: self.clocks.offset.map(|d| d.0).unwrap_or(0),
             clock_drift_ppm: self.clocks.drift_ppm.unwrap_or(0),
             expect: self.expect.violations.into_iter().collect(),
@@ -548,6 +564,10 @@ pub struct RunConfig {
     pub rate: f64,
     /// Uids that make requests (`None`: the workload's default).
     pub requesters: Option<Vec<Uid>>,
+    /// Deadlock workload: probability that a request closes a cycle.
+    pub cycles: f64,
+    /// Deadlock workload: most holders per request.
+    pub fanout: u32,
     /// Maximum initial clock offset.
     pub clock_offset: Time,
     /// Maximum drift in ppm.
@@ -623,6 +643,18 @@ impl RunConfig {
             if let Some(r) = &self.requesters {
                 s += &format!(" --requesters {}", Initiators::Ids(r.clone()));
             }
+        }
+        if self.workload.is_none()
+            && ringleader_algorithms::find(&self.algorithm)
+                .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock)
+        {
+            s += &format!(" --entries {} --hold {}", self.entries, format_duration(self.hold));
+        }
+        if self.cycles != 0.3 {
+            s += &format!(" --cycles {}", self.cycles);
+        }
+        if self.fanout != 2 {
+            s += &format!(" --fanout {}", self.fanout);
         }
         if self.clock_offset > 0 {
             s += &format!(" --clock-offset {}", format_duration(self.clock_offset));

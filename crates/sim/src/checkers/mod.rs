@@ -6,6 +6,8 @@
 //! step and a short explanation, and keeps the violation window open until the bad condition
 //! ends (the Mermaid diagram draws that window as a red rectangle).
 
+pub mod deadlock;
+pub mod detector;
 pub mod election;
 pub mod mutex;
 
@@ -26,6 +28,11 @@ pub const ALL_PROPERTIES: &[&str] = &[
     "no_starvation",
     "fifo",
     "fencing",
+    "soundness",
+    "completeness",
+    "single_victim",
+    "no_deadlock",
+    "eventual_accuracy",
 ];
 
 /// Whether a node is up, crashed or paused, as the simulator knows it.
@@ -215,6 +222,8 @@ pub fn for_family(family: Family, n: usize) -> Box<dyn Checker + Send> {
     match family {
         Family::Election => Box::new(election::ElectionChecker::new(n)),
         Family::Mutex => Box::new(mutex::MutexChecker::new(n)),
+        Family::Deadlock => Box::new(deadlock::DeadlockChecker::new(n)),
+        Family::Detector => Box::new(detector::DetectorChecker::new(n)),
         _ => Box::new(NoChecker),
     }
 }
