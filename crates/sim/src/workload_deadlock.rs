@@ -10,7 +10,7 @@
 //!   holding ──(after a hold time) WaitFor{holders}──▶ blocked
 //!   blocked ──each holder commits: StopWaiting{holder}──▶ … ──last one──▶ running
 //!   running ──(after a hold time) commit: grants every waiter (StopWaiting to each)──▶ thinking
-//!   holding/blocked ──emits Aborted (victim, died, wounded, gave up)──▶ thinking: grants every
+//!   in a transaction ──emits Aborted (victim, died, wounded, gave up)──▶ thinking: grants every
 //!            waiter, withdraws its waits, and later restarts: WaitFor{[]} then the same request
 //! ```
 //!
@@ -26,7 +26,9 @@
 //! How often cycles form is a parameter: each request asks for 1..=`fanout` holders; with
 //! probability `cycles` one of them is chosen among the processes that already (transitively)
 //! wait for the requester, closing a cycle; the others, and all of them otherwise, are chosen
-//! among busy processes that do not, so the request adds no cycle. The run begins no new
+//! among busy processes that do not, so the request adds no cycle (unless every other process
+//! is busy and waits for the requester: then any request closes one). A request that finds
+//! nobody busy to wait for asks a free process, which grants at once. The run begins no new
 //! transaction after `entries` in total (restarts do not count), so runs end.
 //!
 //! Timing guarantee the detection algorithms rely on: a process that commits (or aborts) stays
@@ -174,6 +176,13 @@ impl DeadlockWorkload {
         while holders.len() < k && !safe.is_empty() {
             holders.push(safe.swap_remove(rng.random_range(0..safe.len())));
         }
+        if holders.is_empty()
+            && !closing.is_empty()
+            && (0..n).all(|x| x == j || self.busy(x))
+        {
+            // Everybody else is busy and waits for j: any request closes a cycle.
+            holders.push(closing.swap_remove(rng.random_range(0..closing.len())));
+        }
         holders.sort_unstable();
         holders
     }
@@ -220,6 +229,15 @@ impl DeadlockWorkload {
                     _ => self.choose_holders(j, rng),
                 };
                 if holders.is_empty() {
+                    // Nobody holds anything it could want: it asks a free process, which grants
+                    // at once, so the process still learns its transaction is finishing.
+                    let n = self.phase.len() as NodeId;
+                    let free: Vec<NodeId> = (0..n).filter(|&x| x != j && !self.busy(x)).collect();
+                    if !free.is_empty() {
+                        let h = free[rng.random_range(0..free.len())];
+                        steps.push((now, Step::Ask(j, Request::WaitFor { holders: vec![h] })));
+                        steps.push((now, Step::Ask(j, Request::StopWaiting { holder: h })));
+                    }
                     self.phase[jj] = Phase::Running;
                     let at = now + self.exp(rng);
                     self.tick(at, j, TickKind::Commit, &mut steps);
@@ -246,7 +264,9 @@ impl DeadlockWorkload {
     pub fn on_aborted(&mut self, j: NodeId, now: Time, rng: &mut Xoshiro256PlusPlus) -> Vec<(Time, Step)> {
         let mut steps = Vec::new();
         let jj = j as usize;
-        if !matches!(self.phase[jj], Phase::Holding | Phase::Blocked) {
+        // A running transaction may abort too: one that needed nothing from others never told
+        // its process it was finishing, and wound-wait may wound it.
+        if !matches!(self.phase[jj], Phase::Holding | Phase::Blocked | Phase::Running) {
             return steps;
         }
         self.epoch[jj] += 1;
