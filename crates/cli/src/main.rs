@@ -6,6 +6,7 @@
 
 mod bench;
 mod demo;
+mod detector_curve;
 mod sim;
 
 use std::process::ExitCode;
@@ -32,6 +33,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run the built-in demonstrations and print what happened.
     Demo,
+    /// Sweep a failure detector's timeout (or Φ) under heavy-tailed latency and pauses.
+    DetectorCurve(detector_curve::CurveArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(*args),
         Command::Bench(args) => bench::run(args),
         Command::Demo => demo::run(),
+        Command::DetectorCurve(args) => detector_curve::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

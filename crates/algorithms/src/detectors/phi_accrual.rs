@@ -76,6 +76,8 @@ pub fn normal_tail(z: f64) -> f64 {
 pub struct PhiAccrualDetector {
     /// Suspicion threshold Φ, in thousandths (integer state).
     threshold_milli: u64,
+    /// The standard score where φ reaches Φ (1 − F(z) = 10^−Φ), in millionths.
+    z_micro: i64,
     /// Window size W.
     window: usize,
     /// Floor for σ, in ns.
@@ -94,8 +96,17 @@ impl PhiAccrualDetector {
     /// A detector for `n` peers with threshold `phi`, window `window`, σ floor `min_std` and
     /// heartbeat period `expected`.
     pub fn new(n: usize, phi: f64, window: usize, min_std: Time, expected: Time) -> Self {
+        let threshold_milli = (phi * 1000.0).round().max(1.0) as u64;
+        let target = 10f64.powf(-(threshold_milli as f64) / 1000.0);
+        // normal_tail decreases in z: bisect once, here, not on every heartbeat.
+        let (mut lo, mut hi) = (-10.0f64, 40.0f64);
+        for _ in 0..100 {
+            let mid = (lo + hi) / 2.0;
+            if normal_tail(mid) > target { lo = mid } else { hi = mid }
+        }
         PhiAccrualDetector {
-            threshold_milli: (phi * 1000.0).round().max(1.0) as u64,
+            threshold_milli,
+            z_micro: (hi * 1e6).round() as i64,
             window: window.max(1),
             min_std,
             expected,
@@ -129,22 +140,11 @@ impl PhiAccrualDetector {
         -tail.log10()
     }
 
-    /// The silence after which φ reaches Φ for `peer` (binary search; φ grows with silence).
+    /// The silence after which φ reaches Φ for `peer`: μ + z·σ, z the standard score where
+    /// 1 − F = 10^−Φ (φ grows with silence, so this is exact).
     pub fn suspicion_after(&self, peer: NodeId) -> Time {
-        let threshold = self.threshold();
-        let (mut lo, mut hi) = (0u64, self.expected.max(1));
-        while self.phi(peer, hi) < threshold {
-            lo = hi;
-            hi = hi.saturating_mul(2);
-            if hi == u64::MAX {
-                return hi;
-            }
-        }
-        while hi - lo > 1_000 {
-            let mid = lo + (hi - lo) / 2;
-            if self.phi(peer, mid) >= threshold { hi = mid } else { lo = mid }
-        }
-        hi
+        let (mean, std) = self.fit(peer);
+        (mean + self.z_micro as f64 / 1e6 * std).max(0.0).ceil() as Time
     }
 
     /// A heartbeat from `peer` arrived at local time `now`. Returns (whether `peer` was suspected
@@ -167,7 +167,7 @@ impl PhiAccrualDetector {
     pub fn check(&mut self, peer: NodeId, now: Time) -> bool {
         let p = peer as usize;
         let silence = now.saturating_sub(self.last[p].unwrap_or(0));
-        if self.suspected[p] || self.phi(peer, silence) < self.threshold() - 1e-9 {
+        if self.suspected[p] || silence < self.suspicion_after(peer) {
             return false;
         }
         self.suspected[p] = true;
@@ -328,9 +328,10 @@ mod tests {
         let after = d.suspicion_after(1);
         // φ = 3 ⇔ 1 − F = 1e-3 ⇔ z = 3.0902: 10 ms + 3.0902 · 1 ms.
         assert!((after as f64 - 13.0902e6).abs() < 2e3, "{after}");
+        assert!((d.phi(1, after) - 3.0).abs() < 1e-3);
         assert!(!d.check(1, 100 * MILLISECOND + after - 5_000));
         assert!(d.check(1, 100 * MILLISECOND + after));
         assert!(d.is_suspected(1));
-        assert_eq!(d.heard(1, 120 * MILLISECOND).0, true);
+        assert!(d.heard(1, 120 * MILLISECOND).0);
     }
 }

@@ -13,9 +13,11 @@
 //! - `missed`: (monitor, crash) pairs where the crashed process recovered, or the run ended,
 //!   before the monitor suspected it;
 //! - `waiting_ms`: total time crashed processes went unsuspected, summed over live monitors
-//!   (suspicion, recovery or end of run minus crash time) — the "cost of waiting" of seed 003;
+//!   (suspicion, recovery or end of run, minus the crash — or the monitor's own recovery if it
+//!   was down too) — the "cost of waiting" of seed 003;
 //! - `mistake_ms`: total time live processes spent wrongly suspected, summed over monitors;
-//! - latency `detection_time`: crash → first suspicion, per (monitor, crash).
+//! - latency `detection_time`: crash (or the monitor's recovery) → first suspicion, per
+//!   (monitor, crash).
 
 use ringleader_core::{Event, NodeId, Time};
 
@@ -26,10 +28,11 @@ use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
 pub struct DetectorChecker {
     /// suspected[monitor][target]: suspected since.
     suspected: Vec<Vec<Option<Time>>>,
-    /// Crash time of each crashed process.
-    crashed_at: Vec<Option<Time>>,
-    /// detected[monitor][target]: this monitor suspected the target since its last crash.
-    detected: Vec<Vec<bool>>,
+    /// Whether each process is crashed now.
+    crashed: Vec<bool>,
+    /// undetected[monitor][target]: the target is crashed and this live monitor has not
+    /// suspected it yet, since this time (the crash, or the monitor's own recovery).
+    undetected: Vec<Vec<Option<Time>>>,
     false_suspicions: u64,
     detections: u64,
     missed: u64,
@@ -43,8 +46,8 @@ impl DetectorChecker {
     pub fn new(n: usize) -> Self {
         DetectorChecker {
             suspected: vec![vec![None; n]; n],
-            crashed_at: vec![None; n],
-            detected: vec![vec![false; n]; n],
+            crashed: vec![false; n],
+            undetected: vec![vec![None; n]; n],
             false_suspicions: 0,
             detections: 0,
             missed: 0,
@@ -56,21 +59,19 @@ impl DetectorChecker {
 
     /// Ends the wrong-suspicion interval of `monitor` on `target` at `now`, if any.
     fn end_mistake(&mut self, monitor: usize, target: usize, now: Time) {
-        if self.crashed_at[target].is_none()
+        if !self.crashed[target]
             && let Some(since) = self.suspected[monitor][target]
         {
             self.mistakes += now.saturating_sub(since);
         }
     }
 
-    /// Closes the undetected window of `target`'s crash for every monitor that missed it.
-    fn close_crash(&mut self, w: &World, target: usize, now: Time) {
-        let Some(at) = self.crashed_at[target] else { return };
-        for m in 0..self.suspected.len() {
-            if m != target && w.alive(m as NodeId) && !self.detected[m][target] {
-                self.missed += 1;
-                self.waiting += now.saturating_sub(at);
-            }
+    /// Ends an undetected window without a detection (`missed` counts it when the target came
+    /// back or the run ended; a monitor that crashes simply stops watching).
+    fn end_window(&mut self, monitor: usize, target: usize, now: Time, missed: bool) {
+        if let Some(since) = self.undetected[monitor][target].take() {
+            self.waiting += now.saturating_sub(since);
+            self.missed += missed as u64;
         }
     }
 }
@@ -80,7 +81,7 @@ impl Checker for DetectorChecker {
         vec!["completeness", "eventual_accuracy"]
     }
 
-    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, _v: &mut Violations) {
+    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Stamp, _v: &mut Violations) {
         let m = node as usize;
         match *event {
             Event::Suspect { node: target } => {
@@ -89,17 +90,13 @@ impl Checker for DetectorChecker {
                     return;
                 }
                 self.suspected[m][t] = Some(at.time);
-                match self.crashed_at[t] {
-                    Some(crash) if !self.detected[m][t] => {
-                        self.detected[m][t] = true;
-                        self.detections += 1;
-                        self.waiting += at.time - crash;
-                        self.detection.record(at.time - crash);
-                    }
-                    Some(_) => {}
-                    None => self.false_suspicions += 1,
+                if let Some(since) = self.undetected[m][t].take() {
+                    self.detections += 1;
+                    self.waiting += at.time - since;
+                    self.detection.record(at.time - since);
+                } else if !self.crashed[t] {
+                    self.false_suspicions += 1;
                 }
-                let _ = w;
             }
             Event::Trust { node: target } => {
                 let t = target as usize;
@@ -110,38 +107,50 @@ impl Checker for DetectorChecker {
         }
     }
 
-    fn on_crash(&mut self, _w: &World, node: NodeId, at: Stamp, _v: &mut Violations) {
+    fn on_crash(&mut self, w: &World, node: NodeId, at: Stamp, _v: &mut Violations) {
         let t = node as usize;
         for m in 0..self.suspected.len() {
-            // The crashed monitor's own opinions die with it.
+            if m == t {
+                continue;
+            }
+            // The crashed monitor's own opinions and watches die with it.
             self.end_mistake(t, m, at.time);
             self.suspected[t][m] = None;
+            self.end_window(t, m, at.time, false);
             // Suspicions of the crashed process stop being mistakes now.
             self.end_mistake(m, t, at.time);
             if self.suspected[m][t].is_some() {
                 self.suspected[m][t] = Some(at.time);
+            } else if w.alive(m as NodeId) {
+                self.undetected[m][t] = Some(at.time);
             }
-            self.detected[m][t] = self.suspected[m][t].is_some();
         }
-        self.crashed_at[t] = Some(at.time);
+        self.crashed[t] = true;
     }
 
-    fn on_recover(&mut self, w: &World, node: NodeId, at: Stamp, _v: &mut Violations) {
+    fn on_recover(&mut self, _w: &World, node: NodeId, at: Stamp, _v: &mut Violations) {
         let t = node as usize;
-        self.close_crash(w, t, at.time);
-        self.crashed_at[t] = None;
+        self.crashed[t] = false;
         for m in 0..self.suspected.len() {
+            if m == t {
+                continue;
+            }
+            self.end_window(m, t, at.time, true);
             if self.suspected[m][t].is_some() {
                 self.suspected[m][t] = Some(at.time);
+            }
+            // The recovered monitor starts watching the processes that are down.
+            if self.crashed[m] {
+                self.undetected[t][m] = Some(at.time);
             }
         }
     }
 
     fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
         let n = self.suspected.len();
-        for t in 0..n {
-            self.close_crash(w, t, at.time);
-            for m in 0..n {
+        for m in 0..n {
+            for t in 0..n {
+                self.end_window(m, t, at.time, true);
                 if w.alive(m as NodeId) && m != t {
                     self.end_mistake(m, t, at.time);
                 }
