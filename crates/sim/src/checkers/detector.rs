@@ -9,7 +9,8 @@
 //!
 //! Measurements (outcome fields):
 //! - `false_suspicions`: `Suspect{p}` while p is alive (crashed = no, paused or slow = yes);
-//! - `detections`: first suspicion of a crashed process by a live monitor, per crash;
+//! - `detections`: first suspicion of a crashed process by a live monitor, per crash (a
+//!   monitor that already suspected it when it crashed counts, with no latency sample);
 //! - `missed`: (monitor, crash) pairs where the crashed process recovered, or the run ended,
 //!   before the monitor suspected it;
 //! - `waiting_ms`: total time crashed processes went unsuspected, summed over live monitors
@@ -120,7 +121,9 @@ impl Checker for DetectorChecker {
             // Suspicions of the crashed process stop being mistakes now.
             self.end_mistake(m, t, at.time);
             if self.suspected[m][t].is_some() {
+                // Already (wrongly) suspected: detected the moment it crashed.
                 self.suspected[m][t] = Some(at.time);
+                self.detections += 1;
             } else if w.alive(m as NodeId) {
                 self.undetected[m][t] = Some(at.time);
             }
