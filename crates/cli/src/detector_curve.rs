@@ -172,12 +172,10 @@ fn plan(a: &CurveArgs) -> (Vec<Pause>, Vec<At>, Vec<At>) {
 }
 
 fn values(a: &CurveArgs) -> anyhow::Result<Vec<String>> {
-    let default = if a.algo == "heartbeat" {
-        "5ms,10ms,20ms,40ms,80ms,160ms,320ms"
-    } else {
-        "1,2,3,4,6,8,12,16"
-    };
-    let list: Vec<String> = a.values.as_deref().unwrap_or(default).split(',').map(|s| s.trim().to_string()).collect();
+    let default =
+        if a.algo == "heartbeat" { "5ms,10ms,20ms,40ms,80ms,160ms,320ms" } else { "1,2,3,4,6,8,12,16" };
+    let list: Vec<String> =
+        a.values.as_deref().unwrap_or(default).split(',').map(|s| s.trim().to_string()).collect();
     for v in &list {
         if a.algo == "heartbeat" {
             v.parse::<Duration>().map_err(|e| anyhow::anyhow!("--values: {e}"))?;
@@ -225,7 +223,8 @@ pub fn run(a: CurveArgs) -> anyhow::Result<i32> {
         cfg.params.insert("period".into(), String::from(a.period));
         let key = if a.algo == "heartbeat" { "margin" } else { "phi" };
         cfg.params.insert(key.into(), v.clone());
-        let r = ringleader_sim::run(&cfg, RunOptions::default()).with_context(|| format!("value {v}"))?.report;
+        let r =
+            ringleader_sim::run(&cfg, RunOptions::default()).with_context(|| format!("value {v}"))?.report;
         let get = |k: &str| r.outcome.get(k).and_then(|x| x.as_f64()).unwrap_or(0.0);
         let det = r.latency.get("detection_time");
         let false_suspicions = get("false_suspicions") as u64;
@@ -245,11 +244,8 @@ pub fn run(a: CurveArgs) -> anyhow::Result<i32> {
             cost: a.mistake_cost * false_suspicions as f64 + a.wait_cost * waiting_s,
         });
     }
-    let best = rows
-        .iter()
-        .min_by(|x, y| x.cost.total_cmp(&y.cost))
-        .map(|r| r.value.clone())
-        .unwrap_or_default();
+    let best =
+        rows.iter().min_by(|x, y| x.cost.total_cmp(&y.cost)).map(|r| r.value.clone()).unwrap_or_default();
     let curve = Curve {
         algorithm: a.algo.clone(),
         nodes: a.nodes,

@@ -80,10 +80,12 @@ pub struct SimArgs {
     /// Mutual-exclusion workload [default for mutex algorithms: sequential].
     #[arg(long, value_name = "KIND", value_parser = ["sequential", "saturated", "poisson"])]
     pub workload: Option<String>,
-    /// Critical-section entries to request in total [default: 10].
+    /// Critical-section entries (mutex) or transactions (deadlock) to request in total
+    /// [default: 10].
     #[arg(long, value_name = "E")]
     pub entries: Option<u64>,
-    /// Time a holder stays in the critical section (mean, under poisson) [default: 1ms].
+    /// Time a holder stays in the critical section (mean, under poisson; the mean hold and
+    /// think time of deadlock transactions) [default: 1ms].
     #[arg(long, value_name = "TIME")]
     pub hold: Option<Duration>,
     /// Requests per second per node, under poisson [default: 10].

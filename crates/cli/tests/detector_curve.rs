@@ -57,7 +57,10 @@ fn the_chosen_value_minimises_the_stated_cost() {
     }
     // Mistakes free: the shortest timeout wins; mistakes dear: a long one.
     assert_eq!(curve(&["--values", "5ms,20ms,80ms,320ms", "--mistake-cost", "0"])["best"], "5ms");
-    assert_eq!(curve(&["--values", "5ms,20ms,80ms,320ms", "--mistake-cost", "1000", "--wait-cost", "1"])["best"], "320ms");
+    assert_eq!(
+        curve(&["--values", "5ms,20ms,80ms,320ms", "--mistake-cost", "1000", "--wait-cost", "1"])["best"],
+        "320ms"
+    );
 }
 
 #[test]

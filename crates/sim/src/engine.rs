@@ -44,8 +44,17 @@ enum Fault {
 /// Something scheduled to happen.
 #[derive(Debug)]
 enum Item<M, T> {
-    Deliver { from: NodeId, to: NodeId, id: u64, msg: M },
-    Timer { node: NodeId, timer: T, generation: u64 },
+    Deliver {
+        from: NodeId,
+        to: NodeId,
+        id: u64,
+        msg: M,
+    },
+    Timer {
+        node: NodeId,
+        timer: T,
+        generation: u64,
+    },
     Request(Box<(NodeId, Request)>),
     Fault(Fault),
     /// A timer of the deadlock workload.

@@ -167,7 +167,8 @@ impl DeadlockWorkload {
         let n = self.phase.len() as NodeId;
         let ancestors = self.waiting_on(j);
         let mut closing: Vec<NodeId> = (0..n).filter(|&x| ancestors[x as usize]).collect();
-        let mut safe: Vec<NodeId> = (0..n).filter(|&x| x != j && self.busy(x) && !ancestors[x as usize]).collect();
+        let mut safe: Vec<NodeId> =
+            (0..n).filter(|&x| x != j && self.busy(x) && !ancestors[x as usize]).collect();
         let k = rng.random_range(1..=self.fanout) as usize;
         let mut holders = Vec::with_capacity(k);
         if !closing.is_empty() && rng.random_bool(self.cycles) {
@@ -176,10 +177,7 @@ impl DeadlockWorkload {
         while holders.len() < k && !safe.is_empty() {
             holders.push(safe.swap_remove(rng.random_range(0..safe.len())));
         }
-        if holders.is_empty()
-            && !closing.is_empty()
-            && (0..n).all(|x| x == j || self.busy(x))
-        {
+        if holders.is_empty() && !closing.is_empty() && (0..n).all(|x| x == j || self.busy(x)) {
             // Everybody else is busy and waits for j: any request closes a cycle.
             holders.push(closing.swap_remove(rng.random_range(0..closing.len())));
         }
@@ -203,7 +201,13 @@ impl DeadlockWorkload {
     }
 
     /// A workload timer of `j` fired at `now`.
-    pub fn on_tick(&mut self, j: NodeId, tick: Tick, now: Time, rng: &mut Xoshiro256PlusPlus) -> Vec<(Time, Step)> {
+    pub fn on_tick(
+        &mut self,
+        j: NodeId,
+        tick: Tick,
+        now: Time,
+        rng: &mut Xoshiro256PlusPlus,
+    ) -> Vec<(Time, Step)> {
         let mut steps = Vec::new();
         let jj = j as usize;
         if tick.epoch != self.epoch[jj] {

@@ -89,17 +89,24 @@ fn audit(cfg: &RunConfig) -> ProbeAudit {
                 let p = &r.msg.as_ref().unwrap()["Probe"];
                 let initiator = p["initiator"].as_u64().unwrap() as NodeId;
                 let wait = p["path"][0][1].as_u64().unwrap();
-                let (sender, receiver) = (p["sender"].as_u64().unwrap() as NodeId, p["receiver"].as_u64().unwrap() as NodeId);
+                let (sender, receiver) =
+                    (p["sender"].as_u64().unwrap() as NodeId, p["receiver"].as_u64().unwrap() as NodeId);
                 assert_eq!((sender, Some(receiver)), (node, r.peer));
                 let key = (initiator, wait);
                 // Every probe travels along an edge of the wait-for graph as it is now …
-                assert!(waits[sender as usize].contains(&receiver), "probe {key:?} on a missing edge {sender}→{receiver}");
+                assert!(
+                    waits[sender as usize].contains(&receiver),
+                    "probe {key:?} on a missing edge {sender}→{receiver}"
+                );
                 // … and along each edge at most once per initiation.
                 assert!(used.insert((key, sender, receiver)), "probe {key:?} twice on {sender}→{receiver}");
                 *a.per_initiation.entry(key).or_default() += 1;
                 *forwarded.entry((key, sender)).or_default() += 1;
                 // A process forwards an initiation once: at most its out-degree.
-                assert!(forwarded[&(key, sender)] as usize <= waits[sender as usize].len().max(cfg.fanout as usize));
+                assert!(
+                    forwarded[&(key, sender)] as usize
+                        <= waits[sender as usize].len().max(cfg.fanout as usize)
+                );
             }
             _ => {}
         }
@@ -164,7 +171,9 @@ fn with_resolution_every_deadlock_is_broken_by_a_victim() {
     }
     assert!(real >= 200, "{real}");
     assert!(victims <= real + phantoms, "{victims} victims for {real} deadlocks");
-    eprintln!("resolution: {real} deadlocks, {victims} victims, {phantoms} phantom reports in {runs_with_phantoms} of 150 runs");
+    eprintln!(
+        "resolution: {real} deadlocks, {victims} victims, {phantoms} phantom reports in {runs_with_phantoms} of 150 runs"
+    );
 }
 
 #[test]
@@ -181,6 +190,7 @@ fn wait_die_and_wound_wait_never_deadlock_and_never_starve() {
                 assert_eq!(r.stopped, "quiescent");
                 // Every abort is followed by a restart with the same timestamp.
                 assert_eq!(outcome(&r, "aborts"), outcome(&r, "restarts"), "{algo} n {n} seed {seed}");
+                assert_eq!(outcome(&r, "deadlocks_real"), 0);
                 aborts += outcome(&r, "aborts");
                 requests += outcome(&r, "requests");
             }

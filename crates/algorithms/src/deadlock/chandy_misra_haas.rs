@@ -269,7 +269,10 @@ impl Algorithm for ChandyMisraHaas {
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {
-        Ok(Config { resolve: setup.params.get("resolve", true)?, give_up: setup.params.duration("give_up", 0)? })
+        Ok(Config {
+            resolve: setup.params.get("resolve", true)?,
+            give_up: setup.params.duration("give_up", 0)?,
+        })
     }
 
     fn new(me: NodeId, config: &Config, setup: &Setup) -> Self {

@@ -205,6 +205,13 @@ impl<R: Rule + Default> Algorithm for Transactions<R> {
     }
 
     fn new(me: NodeId, _config: &(), setup: &Setup) -> Self {
-        Transactions { me, ts: (0, setup.uids[me as usize]), waiting: Vec::new(), stage: Stage::Idle, aborted: false, rule: R::default() }
+        Transactions {
+            me,
+            ts: (0, setup.uids[me as usize]),
+            waiting: Vec::new(),
+            stage: Stage::Idle,
+            aborted: false,
+            rule: R::default(),
+        }
     }
 }

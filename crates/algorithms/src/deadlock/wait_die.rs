@@ -37,7 +37,8 @@ pub struct WaitDieRule;
 
 impl Rule for WaitDieRule {
     const NAME: &'static str = "wait-die";
-    const SUMMARY: &'static str = "prevention: an older requester waits, a younger one dies (restarts, same timestamp)";
+    const SUMMARY: &'static str =
+        "prevention: an older requester waits, a younger one dies (restarts, same timestamp)";
     fn decide(requester_older: bool, _holder_committing: bool) -> Decision {
         if requester_older { Decision::Wait } else { Decision::Die }
     }

@@ -65,7 +65,8 @@ pub fn normal_tail(z: f64) -> f64 {
                 + t * (0.096_784_18
                     + t * (-0.186_288_06
                         + t * (0.278_868_07
-                            + t * (-1.135_203_98 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
     let erfc = t * poly.exp();
     let erfc = if x >= 0.0 { erfc } else { 2.0 - erfc };
     erfc / 2.0
@@ -284,7 +285,10 @@ impl Algorithm for PhiAccrual {
         }
         let phi: f64 = setup.params.get("phi", 8.0)?;
         if !(phi.is_finite() && phi > 0.0 && phi <= 300.0) {
-            return Err(ParamError::OutOfRange { key: "phi".into(), reason: format!("{phi}: Φ must be in (0, 300]") });
+            return Err(ParamError::OutOfRange {
+                key: "phi".into(),
+                reason: format!("{phi}: Φ must be in (0, 300]"),
+            });
         }
         let window: usize = setup.params.get("window", 100)?;
         if window == 0 {
