@@ -49,7 +49,12 @@ pub struct DeadlockChecker {
     /// Edges (requester, holder) the holder let wait (prevention).
     queued: BTreeSet<(NodeId, NodeId)>,
     prevention: bool,
+    /// Deadlocks not yet broken (closed ones only count).
     deadlocks: Vec<Deadlock>,
+    /// Requests that closed a cycle.
+    real: u64,
+    /// Of those, reported at least once.
+    detected: u64,
     reports: u64,
     phantoms: u64,
     aborts: u64,
@@ -73,6 +78,8 @@ impl DeadlockChecker {
             queued: BTreeSet::new(),
             prevention: false,
             deadlocks: Vec::new(),
+            real: 0,
+            detected: 0,
             reports: 0,
             phantoms: 0,
             aborts: 0,
@@ -124,6 +131,7 @@ impl DeadlockChecker {
                 self.deadlocks[i].open = false;
             }
         }
+        self.deadlocks.retain(|d| d.open);
     }
 
     fn check_bound(&mut self, w: &World, at: Stamp, v: &mut Violations) {
@@ -169,6 +177,7 @@ impl Checker for DeadlockChecker {
                 self.requests += 1;
                 self.waits[node as usize] = holders.iter().copied().filter(|&h| h != node).collect();
                 if self.on_cycle(node) {
+                    self.real += 1;
                     self.deadlocks.push(Deadlock {
                         closer: node,
                         formed: at.time,
@@ -213,6 +222,7 @@ impl Checker for DeadlockChecker {
                             let comp = self.component(d.closer);
                             if cycle.iter().all(|&x| comp[x as usize]) {
                                 self.deadlocks[i].reported = true;
+                                self.detected += 1;
                                 self.detection.record(at.time - self.deadlocks[i].formed);
                             }
                         }
@@ -296,8 +306,7 @@ impl Checker for DeadlockChecker {
 
     fn report(&self, _w: &World) -> FamilyReport {
         let mut r = FamilyReport::default();
-        let real = self.deadlocks.len() as u64;
-        let detected = self.deadlocks.iter().filter(|d| d.reported).count() as u64;
+        let (real, detected) = (self.real, self.detected);
         if self.prevention {
             r.operations = self.requests;
             r.outcome.insert("requests".into(), self.requests.into());
