@@ -71,7 +71,8 @@ pub struct SimArgs {
     /// The delay bound algorithms may assume (Ttrans in timeouts) [default: the latency's bound].
     #[arg(long, value_name = "TIME")]
     pub max_delay: Option<Duration>,
-    /// Stop runs that never go quiet after this much virtual time [default: 1h = 3600s].
+    /// Stop runs that never go quiet after this much virtual time [default: 1h = 3600s;
+    /// 10s for failure detectors].
     #[arg(long, value_name = "TIME")]
     pub duration: Option<Duration>,
     /// Edges of the random connected graph, for graph algorithms [default: 2N].

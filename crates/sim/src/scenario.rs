@@ -297,6 +297,9 @@ pub enum ConfigError {
 /// The default `--duration`: one hour of virtual time (a million-node ring needs about 2,000 s).
 pub const DEFAULT_DURATION: Time = 3_600_000_000_000;
 
+/// The default `--duration` of failure detectors, whose heartbeats never stop: 10 s.
+pub const DETECTOR_DURATION: Time = 10_000_000_000;
+
 impl Scenario {
     /// Reads and parses a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ConfigError> {
@@ -483,7 +486,11 @@ impl Scenario {
             seed: self.seed.unwrap_or(1),
             ids: self.ids.unwrap_or_default(),
             initiators,
-            duration: self.duration.map(|d| d.0).unwrap_or(DEFAULT_DURATION),
+            duration: self.duration.map(|d| d.0).unwrap_or(match info.family {
+                // Heartbeats never go quiet: a detector run stops after 10 s unless told.
+                ringleader_algorithms::Family::Detector => DETECTOR_DURATION,
+                _ => DEFAULT_DURATION,
+            }),
             edges: self.edges,
             params,
             latency,

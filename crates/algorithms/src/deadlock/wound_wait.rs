@@ -38,7 +38,7 @@ pub struct WoundWaitRule;
 impl Rule for WoundWaitRule {
     const NAME: &'static str = "wound-wait";
     const SUMMARY: &'static str =
-        "prevention: an older requester wounds (aborts) a waiting holder, a younger one waits";
+        "prevention: an older requester wounds (aborts) a younger holder, a younger one waits";
     fn decide(requester_older: bool, holder_committing: bool) -> Decision {
         if requester_older && !holder_committing { Decision::Wound } else { Decision::Wait }
     }
