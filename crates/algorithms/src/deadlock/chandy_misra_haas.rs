@@ -23,6 +23,9 @@
 //!    with the highest id on it. The detector handles it itself if it is the victim, otherwise it
 //!    sends ABORT(cycle) to the victim; the victim accepts only if it is still blocked in the very
 //!    wait the probe went through, and then **it** reports `DeadlockDetected{cycle}` and aborts.
+//!    With `confirm = true` it first sends CONFIRM once around the cycle — each process passes it
+//!    on only if it is still in the wait the probe recorded and still waits for its successor —
+//!    and reports and aborts when CONFIRM comes back.
 //!    Two probes can come back for one cycle (a probe started before the cycle closed may cross
 //!    the closing edge after it did); letting the victim report makes that one report and one
 //!    victim, where reporting at every returning initiator would report a cycle the first
@@ -48,7 +51,8 @@
 //! **an initiation sends at most e probes, e the number of WFG edges reachable from the
 //! initiator**. A cycle of length L whose last edge closes it costs exactly L probes for the
 //! detection made by the closer (measured in `crates/sim/tests/deadlock.rs` and
-//! `docs/DEADLOCK.md`), plus one ABORT when the detector is not the victim.
+//! `docs/DEADLOCK.md`); resolving it adds one ABORT when the detector is not the victim (and L
+//! CONFIRM with `confirm = true`).
 //!
 //! ## Assumptions
 //! Reliable channels (order does not matter); no crashes; and the textbook's side condition —
@@ -62,9 +66,13 @@
 //! reason (here: `give_up = T`, a process that waited T gives up, the seed's "timeout" reflex)
 //! while a probe is in flight, the probe still comes back and reports a **phantom deadlock**: a
 //! cycle that no longer exists. `scenarios/cmh-phantom-deadlock.toml` shows it; the deadlock
-//! checker's `soundness` property catches it. With overlapping cycles, two detections can also
-//! choose two different victims where one abort would have broken both cycles (the
-//! `single_victim` property counts such needless aborts).
+//! checker's `soundness` property catches it. Resolution withdraws requests too: with
+//! overlapping cycles, the victim of one cycle also breaks another whose victim is already
+//! chosen; its report is a phantom and the second abort is needless (the `single_victim`
+//! property counts those). The optional CONFIRM round was meant to catch them (a process that
+//! aborted has a new wait number, or none); measured, it does not pay: it delays every abort
+//! by a round, more detections overlap, and the phantoms stay as frequent while messages grow
+//! by a quarter (docs/DEADLOCK.md). It is off by default.
 
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time};
 use serde::{Deserialize, Serialize};
@@ -86,22 +94,29 @@ pub enum Msg {
         /// `path[0]` is the initiator.
         path: Vec<(NodeId, u64)>,
     },
-    /// ABORT: the receiver is the victim of a detected cycle; `wait` is the wait of the victim
-    /// the probe went through.
+    /// ABORT: the receiver is the victim of the detected cycle `path` (the probe's path,
+    /// initiator first, with the wait number of each process).
     Abort {
-        /// The victim's wait number on the cycle.
-        wait: u64,
-        /// The cycle, as the probe found it (initiator first).
-        cycle: Vec<NodeId>,
+        /// The cycle as the probe found it.
+        path: Vec<(NodeId, u64)>,
+    },
+    /// CONFIRM: the victim checks, before aborting, that the cycle is still there: `path`
+    /// starts at the victim, `hop` is the receiver's index in it (`path.len()`: back home).
+    Confirm {
+        /// The cycle, victim first, with the wait number of each process.
+        path: Vec<(NodeId, u64)>,
+        /// Index of the receiver in `path`.
+        hop: u32,
     },
 }
 
 impl Message for Msg {
-    const KINDS: &'static [&'static str] = &["probe", "abort"];
+    const KINDS: &'static [&'static str] = &["probe", "abort", "confirm"];
     fn kind_index(&self) -> usize {
         match self {
             Msg::Probe { .. } => 0,
             Msg::Abort { .. } => 1,
+            Msg::Confirm { .. } => 2,
         }
     }
 }
@@ -123,6 +138,9 @@ pub struct Config {
     pub resolve: bool,
     /// Withdraw a wait after this long (`give_up`, default 0 = never): the phantom-maker.
     pub give_up: Time,
+    /// Before aborting, the victim sends CONFIRM once around the cycle (`confirm`, default
+    /// false): every process on it must still be in the same wait.
+    pub confirm: bool,
 }
 
 /// A process of the Chandy-Misra-Haas detector.
@@ -130,6 +148,7 @@ pub struct Config {
 pub struct ChandyMisraHaas {
     me: NodeId,
     config_resolve: bool,
+    confirm: bool,
     give_up: Time,
     /// The holders this process waits for (non-empty = blocked).
     waiting: Vec<NodeId>,
@@ -174,17 +193,34 @@ impl ChandyMisraHaas {
             out.emit(Event::DeadlockDetected { cycle });
             return;
         }
-        let &(victim, wait) = path.iter().max_by_key(|&&(n, _)| cx.uid_of(n)).expect("non-empty path");
+        let &(victim, _) = path.iter().max_by_key(|&&(n, _)| cx.uid_of(n)).expect("non-empty path");
         if victim == self.me {
-            self.victim(cycle, out);
+            self.chosen(path, out);
         } else {
-            out.send(victim, Msg::Abort { wait, cycle });
+            out.send(victim, Msg::Abort { path });
         }
     }
 
-    /// This process is the victim of `cycle`: report it and abort.
-    fn victim(&mut self, cycle: Vec<NodeId>, out: &mut Out) {
-        out.emit(Event::DeadlockDetected { cycle });
+    /// This process was chosen as the victim of the cycle `path`: if it is still in the wait
+    /// the probe went through, confirm the cycle (or, without confirmation, report and abort).
+    fn chosen(&mut self, mut path: Vec<(NodeId, u64)>, out: &mut Out) {
+        let Some(at) = path.iter().position(|&(n, _)| n == self.me) else { return };
+        if !self.blocked() || path[at].1 != self.wait {
+            return;
+        }
+        path.rotate_left(at);
+        if self.confirm && path.len() > 1 {
+            if self.waiting.contains(&path[1].0) {
+                out.send(path[1].0, Msg::Confirm { path, hop: 1 });
+            }
+        } else {
+            self.victim(path, out);
+        }
+    }
+
+    /// This process is the victim of the cycle `path`: report it and abort.
+    fn victim(&mut self, path: Vec<(NodeId, u64)>, out: &mut Out) {
+        out.emit(Event::DeadlockDetected { cycle: path.iter().map(|&(n, _)| n).collect() });
         self.abort(out);
     }
 }
@@ -211,9 +247,22 @@ impl Process for ChandyMisraHaas {
                     self.send_probes(initiator, &path, out);
                 }
             }
-            Msg::Abort { wait, cycle } => {
-                if self.blocked() && wait == self.wait {
-                    self.victim(cycle, out);
+            Msg::Abort { path } => self.chosen(path, out),
+            Msg::Confirm { path, hop } => {
+                let len = path.len();
+                let hop = hop as usize;
+                if hop >= len {
+                    // Back at the victim: the whole cycle was still there.
+                    if path[0].0 == self.me && self.blocked() && path[0].1 == self.wait {
+                        self.victim(path, out);
+                    }
+                } else if path[hop].0 == self.me
+                    && self.blocked()
+                    && path[hop].1 == self.wait
+                    && self.waiting.contains(&path[(hop + 1) % len].0)
+                {
+                    let next = path[(hop + 1) % len].0;
+                    out.send(next, Msg::Confirm { path, hop: hop as u32 + 1 });
                 }
             }
         }
@@ -272,6 +321,7 @@ impl Algorithm for ChandyMisraHaas {
         Ok(Config {
             resolve: setup.params.get("resolve", true)?,
             give_up: setup.params.duration("give_up", 0)?,
+            confirm: setup.params.get("confirm", false)?,
         })
     }
 
@@ -279,6 +329,7 @@ impl Algorithm for ChandyMisraHaas {
         ChandyMisraHaas {
             me,
             config_resolve: config.resolve,
+            confirm: config.confirm,
             give_up: config.give_up,
             waiting: Vec::new(),
             wait: 0,
