@@ -7,11 +7,15 @@
 //! - [`mutex`]: distributed mutual exclusion (centralized coordinator, …);
 //! - [`clocks`]: logical clocks (Lamport, vector) and clock synchronization (Cristian,
 //!   Berkeley, NTP), and seed 004's `make` story.
+//! - [`deadlock`]: deadlock detection (Chandy-Misra-Haas) and prevention (wait-die, wound-wait);
+//! - [`detectors`]: failure detectors (heartbeat timeout, φ-accrual).
 //!
 //! Each algorithm implements [`Algorithm`] on top of the [`ringleader_core::Process`] contract,
 //! and [`registry`] lists them all by the name `--algo` takes.
 
 pub mod clocks;
+pub mod deadlock;
+pub mod detectors;
 pub mod election;
 pub mod mutex;
 

@@ -4,7 +4,7 @@
 //! bridges the two: it calls [`Visitor::visit`] with the concrete type. Adding an algorithm
 //! means adding one line to the `registry!` list below.
 
-use crate::{Algorithm, Family, LeaderRule, TopologyKind, clocks, election, mutex};
+use crate::{Algorithm, Family, LeaderRule, TopologyKind, clocks, deadlock, detectors, election, mutex};
 
 /// What `ringleader list` shows about an algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +87,11 @@ registry! {
     clocks::berkeley::Berkeley,
     clocks::ntp::Ntp,
     clocks::make::Make,
+    deadlock::chandy_misra_haas::ChandyMisraHaas,
+    deadlock::wait_die::WaitDie,
+    deadlock::wound_wait::WoundWait,
+    detectors::heartbeat::Heartbeat,
+    detectors::phi_accrual::PhiAccrual,
 }
 
 /// The description of the algorithm named `name`.

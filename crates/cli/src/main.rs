@@ -7,6 +7,7 @@
 mod bench;
 mod cluster;
 mod demo;
+mod detector_curve;
 mod node;
 mod quorum_risk;
 mod sim;
@@ -44,6 +45,8 @@ enum Command {
     Cluster(Box<cluster::ClusterArgs>),
     /// Merge node traces and check the family's properties.
     Verify(verify::VerifyArgs),
+    /// Sweep a failure detector's timeout (or Φ) under heavy-tailed latency and pauses.
+    DetectorCurve(detector_curve::CurveArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::Node(args) => node::run(*args),
         Command::Cluster(args) => cluster::run(*args),
         Command::Verify(args) => verify::run(args),
+        Command::DetectorCurve(args) => detector_curve::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

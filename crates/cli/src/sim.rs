@@ -71,7 +71,8 @@ pub struct SimArgs {
     /// The delay bound algorithms may assume (Ttrans in timeouts) [default: the latency's bound].
     #[arg(long, value_name = "TIME")]
     pub max_delay: Option<Duration>,
-    /// Stop runs that never go quiet after this much virtual time [default: 1h = 3600s].
+    /// Stop runs that never go quiet after this much virtual time [default: 1h = 3600s;
+    /// 10s for failure detectors].
     #[arg(long, value_name = "TIME")]
     pub duration: Option<Duration>,
     /// Edges of the random connected graph, for graph algorithms [default: 2N].
@@ -81,10 +82,12 @@ pub struct SimArgs {
     /// events and sends) [default: sequential for mutex, messages for clock algorithms].
     #[arg(long, value_name = "KIND", value_parser = ["sequential", "saturated", "poisson", "messages"])]
     pub workload: Option<String>,
-    /// Critical-section entries to request in total; under messages, events [default: 10].
+    /// Critical-section entries (mutex), transactions (deadlock) or events (messages workload)
+    /// to request in total [default: 10].
     #[arg(long, value_name = "E")]
     pub entries: Option<u64>,
-    /// Time a holder stays in the critical section (mean, under poisson) [default: 1ms].
+    /// Time a holder stays in the critical section (mean, under poisson; the mean hold and
+    /// think time of deadlock transactions) [default: 1ms].
     #[arg(long, value_name = "TIME")]
     pub hold: Option<Duration>,
     /// Requests per second per node, under poisson [default: 10].
@@ -93,7 +96,11 @@ pub struct SimArgs {
     /// Which ids make requests, e.g. 2,3,4 [default: all; all but node 0 under sequential].
     #[arg(long, value_name = "IDS")]
     pub requesters: Option<Initiators>,
-    /// Destinations of each send event under the messages workload [default: 1].
+    /// Deadlock workload: probability that a request closes a wait-for cycle [default: 0.3].
+    #[arg(long, value_name = "P")]
+    pub cycles: Option<f64>,
+    /// Destinations of each send event (messages workload) [default: 1], or the most holders
+    /// one request waits for (deadlock workload) [default: 2].
     #[arg(long, value_name = "K")]
     pub fanout: Option<u32>,
     /// Draw each node's initial clock offset uniformly from ±TIME [default: 0].
@@ -173,6 +180,7 @@ impl SimArgs {
                 hold: self.hold,
                 rate: self.rate,
                 requesters: self.requesters.clone(),
+                cycles: self.cycles,
                 fanout: self.fanout,
             },
             clocks: ClocksSection { offset: self.clock_offset, drift_ppm: self.drift_ppm },

@@ -28,6 +28,7 @@ use crate::queue::EventQueue;
 use crate::scenario::{Initiators, RunConfig};
 use crate::trace::Tracer;
 use crate::workload::{Scheduled, Workload};
+use crate::workload_deadlock::{DeadlockWorkload, Step, Tick};
 use crate::{SimError, topologies};
 
 /// A fault of the plan.
@@ -44,10 +45,20 @@ enum Fault {
 /// Something scheduled to happen.
 #[derive(Debug)]
 enum Item<M, T> {
-    Deliver { from: NodeId, to: NodeId, msg: M },
-    Timer { node: NodeId, timer: T, generation: u64 },
+    Deliver {
+        from: NodeId,
+        to: NodeId,
+        msg: M,
+    },
+    Timer {
+        node: NodeId,
+        timer: T,
+        generation: u64,
+    },
     Request(Box<(NodeId, Request)>),
     Fault(Fault),
+    /// A timer of the deadlock workload.
+    Tick(NodeId, Tick),
 }
 
 /// The scheduled items of algorithm `A`.
@@ -119,6 +130,7 @@ pub struct Simulation<A: Algorithm> {
     net: Network,
     in_flight: u64,
     workload: Option<Workload>,
+    deadlock: Option<DeadlockWorkload>,
     checker: Box<dyn Checker + Send>,
     violations: Violations,
     counters: Counters,
@@ -201,6 +213,9 @@ impl<A: Algorithm> Simulation<A> {
                 let requesters = cfg.requesters.as_ref().map(|r| r.iter().map(|&u| pos(u)).collect());
                 Workload::new(k, n, requesters, cfg.entries, cfg.hold, cfg.rate).with_fanout(cfg.fanout)
             }),
+            deadlock: (info.family == ringleader_algorithms::Family::Deadlock).then(|| {
+                DeadlockWorkload::new(n, cfg.entries, cfg.hold, cfg.fanout, cfg.cycles, cfg.max_delay)
+            }),
             violations: Violations::default(),
             counters: Counters {
                 sent_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
@@ -257,6 +272,11 @@ impl<A: Algorithm> Simulation<A> {
             }
             sim.workload = Some(w);
         }
+        if let Some(mut w) = sim.deadlock.take() {
+            let steps = w.initial(&mut sim.rng);
+            sim.deadlock = Some(w);
+            sim.schedule_steps(steps);
+        }
         Ok(sim)
     }
 
@@ -271,6 +291,15 @@ impl<A: Algorithm> Simulation<A> {
 
     fn schedule_request(&mut self, (time, node, req): Scheduled) {
         self.schedule(time, Item::Request(Box::new((node, req))));
+    }
+
+    fn schedule_steps(&mut self, steps: Vec<(Time, Step)>) {
+        for (time, step) in steps {
+            match step {
+                Step::Ask(node, req) => self.schedule(time, Item::Request(Box::new((node, req)))),
+                Step::Tick(node, tick) => self.schedule(time, Item::Tick(node, tick)),
+            };
+        }
     }
 
     fn stamp(&self) -> Stamp {
@@ -413,6 +442,13 @@ impl<A: Algorithm> Simulation<A> {
             }
             self.workload = Some(w);
         }
+        if event == Event::Aborted
+            && let Some(mut w) = self.deadlock.take()
+        {
+            let steps = w.on_aborted(node, self.now, &mut self.rng);
+            self.deadlock = Some(w);
+            self.schedule_steps(steps);
+        }
         if self.tracer.is_some() {
             self.trace(RecordKind::Emit, Some(node), |r| r.event = Some(event));
         }
@@ -501,6 +537,13 @@ impl<A: Algorithm> Simulation<A> {
                 self.call(node, |p, cx, out| p.on_request(cx, req, out));
             }
             Item::Fault(f) => self.fault(f),
+            Item::Tick(node, tick) => {
+                if let Some(mut w) = self.deadlock.take() {
+                    let steps = w.on_tick(node, tick, self.now, &mut self.rng);
+                    self.deadlock = Some(w);
+                    self.schedule_steps(steps);
+                }
+            }
         }
     }
 

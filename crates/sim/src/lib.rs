@@ -27,6 +27,7 @@ pub mod topologies;
 pub mod trace;
 pub mod workload;
 pub mod workload_clock;
+pub mod workload_deadlock;
 
 use std::path::PathBuf;
 

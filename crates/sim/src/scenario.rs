@@ -203,7 +203,10 @@ pub struct WorkloadSection {
     pub rate: Option<f64>,
     /// Which nodes make requests (uids); default: all (all but node 0 under `sequential`).
     pub requesters: Option<Initiators>,
-    /// Destinations of each send event (`messages`).
+    /// Deadlock workload: probability that a request closes a wait-for cycle [default 0.3].
+    pub cycles: Option<f64>,
+    /// Destinations of each send event (`messages` workload) [default 1], or the most holders
+    /// one request waits for (deadlock workload) [default 2].
     pub fanout: Option<u32>,
 }
 
@@ -300,6 +303,9 @@ pub enum ConfigError {
 /// The default `--duration`: one hour of virtual time (a million-node ring needs about 2,000 s).
 pub const DEFAULT_DURATION: Time = 3_600_000_000_000;
 
+/// The default `--duration` of failure detectors, whose heartbeats never stop: 10 s.
+pub const DETECTOR_DURATION: Time = 10_000_000_000;
+
 impl Scenario {
     /// Reads and parses a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ConfigError> {
@@ -366,6 +372,7 @@ impl Scenario {
         take!(workload.hold);
         take!(workload.rate);
         take!(workload.requesters);
+        take!(workload.cycles);
         take!(workload.fanout);
         take!(clocks.offset);
         take!(clocks.drift_ppm);
@@ -450,13 +457,26 @@ impl Scenario {
             }
             Some(other) => return bad(format!("--requesters {other}: give ids like 2,3,4 (or all)")),
         };
-        let fanout = self.workload.fanout.unwrap_or(1);
-        if fanout == 0 || fanout >= nodes.max(2) {
-            return bad(format!(
-                "--fanout {fanout}: each send goes to 1..{} other nodes",
-                nodes.saturating_sub(1).max(1)
-            ));
+        let cycles = self.workload.cycles.unwrap_or(0.3);
+        if !(0.0..=1.0).contains(&cycles) {
+            return bad(format!("--cycles {cycles}: a probability must be between 0 and 1"));
         }
+        let fanout = if info.family == ringleader_algorithms::Family::Deadlock {
+            let fanout = self.workload.fanout.unwrap_or(2);
+            if fanout == 0 {
+                return bad("--fanout 0: a request waits for at least one holder".into());
+            }
+            fanout
+        } else {
+            let fanout = self.workload.fanout.unwrap_or(1);
+            if fanout == 0 || fanout >= nodes.max(2) {
+                return bad(format!(
+                    "--fanout {fanout}: each send goes to 1..{} other nodes",
+                    nodes.saturating_sub(1).max(1)
+                ));
+            }
+            fanout
+        };
         let known: BTreeSet<&str> = crate::checkers::ALL_PROPERTIES.iter().copied().collect();
         for v in &self.expect.violations {
             if !known.contains(v.as_str()) {
@@ -485,7 +505,11 @@ impl Scenario {
             seed: self.seed.unwrap_or(1),
             ids: self.ids.unwrap_or_default(),
             initiators,
-            duration: self.duration.map(|d| d.0).unwrap_or(DEFAULT_DURATION),
+            duration: self.duration.map(|d| d.0).unwrap_or(match info.family {
+                // Heartbeats never go quiet: a detector run stops after 10 s unless told.
+                ringleader_algorithms::Family::Detector => DETECTOR_DURATION,
+                _ => DEFAULT_DURATION,
+            }),
             edges: self.edges,
             params,
             latency,
@@ -503,6 +527,7 @@ impl Scenario {
             hold: self.workload.hold.map(|d| d.0).unwrap_or(1_000_000),
             rate,
             requesters,
+            cycles,
             fanout,
             clock_offset: self.clocks.offset.map(|d| d.0).unwrap_or(0),
             clock_drift_ppm: self.clocks.drift_ppm.unwrap_or(0),
@@ -565,7 +590,10 @@ pub struct RunConfig {
     pub rate: f64,
     /// Uids that make requests (`None`: the workload's default).
     pub requesters: Option<Vec<Uid>>,
-    /// Destinations of each send event (clock workloads).
+    /// Deadlock workload: probability that a request closes a cycle.
+    pub cycles: f64,
+    /// Destinations of each send event (clock workloads), or the most holders per request
+    /// (deadlock workload).
     pub fanout: u32,
     /// Maximum initial clock offset.
     pub clock_offset: Time,
@@ -645,6 +673,18 @@ impl RunConfig {
             if let Some(r) = &self.requesters {
                 s += &format!(" --requesters {}", Initiators::Ids(r.clone()));
             }
+        }
+        if self.workload.is_none()
+            && ringleader_algorithms::find(&self.algorithm)
+                .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock)
+        {
+            s += &format!(" --entries {} --hold {}", self.entries, format_duration(self.hold));
+        }
+        if self.cycles != 0.3 {
+            s += &format!(" --cycles {}", self.cycles);
+        }
+        if self.fanout != 2 {
+            s += &format!(" --fanout {}", self.fanout);
         }
         if self.clock_offset > 0 {
             s += &format!(" --clock-offset {}", format_duration(self.clock_offset));

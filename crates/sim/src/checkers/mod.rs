@@ -7,6 +7,8 @@
 //! ends (the Mermaid diagram draws that window as a red rectangle).
 
 pub mod clock;
+pub mod deadlock;
+pub mod detector;
 pub mod election;
 pub mod mutex;
 pub mod superpeer;
@@ -36,6 +38,11 @@ pub const ALL_PROPERTIES: &[&str] = &[
     "coverage",
     "fraction",
     "balanced_load",
+    "soundness",
+    "completeness",
+    "single_victim",
+    "no_deadlock",
+    "eventual_accuracy",
 ];
 
 /// Whether a node is up, crashed or paused, as the simulator knows it.
@@ -233,7 +240,8 @@ pub fn for_family(family: Family, n: usize) -> Box<dyn Checker + Send> {
         Family::Election => Box::new(election::ElectionChecker::new(n)),
         Family::Mutex => Box::new(mutex::MutexChecker::new(n)),
         Family::Clock => Box::new(clock::ClockChecker::new(n)),
-        _ => Box::new(NoChecker),
+        Family::Deadlock => Box::new(deadlock::DeadlockChecker::new(n)),
+        Family::Detector => Box::new(detector::DetectorChecker::new(n)),
     }
 }
 
@@ -244,19 +252,5 @@ pub fn for_algorithm(info: &Info, n: usize) -> Box<dyn Checker + Send> {
         Box::new(superpeer::SuperPeerChecker::new(n))
     } else {
         for_family(info.family, n)
-    }
-}
-
-/// A family with no checker yet: no properties.
-struct NoChecker;
-
-impl Checker for NoChecker {
-    fn properties(&self) -> Vec<&'static str> {
-        Vec::new()
-    }
-    fn on_event(&mut self, _: &World, _: NodeId, _: &Event, _: Stamp, _: &mut Violations) {}
-    fn finish(&mut self, _: &World, _: Stamp, _: &mut Violations) {}
-    fn report(&self, _: &World) -> FamilyReport {
-        FamilyReport::default()
     }
 }

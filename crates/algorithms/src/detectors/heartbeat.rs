@@ -1,0 +1,213 @@
+//! # Heartbeat failure detector: suspect after T + D of silence
+//!
+//! *Seed 001 (the bully algorithm's timeout T = 2·Ttrans + Tprocess) and seed 003 ("Qual deve
+//! ser um timeout razoável?").*
+//!
+//! ## The idea
+//! Every process sends HEARTBEAT to every other process every **T** (`period`). A monitor that
+//! has heard nothing from a peer for **T + D** (`margin` D, the allowance for delay and jitter)
+//! *suspects* it; a heartbeat from a suspected peer makes the monitor *trust* it again. In a
+//! synchronous system with one-way delay at most Ttrans the margin D = Ttrans is enough and the
+//! detector is perfect — seed 001's T = 2·Ttrans + Tprocess is the same reasoning for a
+//! request/reply round trip. In an asynchronous system no finite D is safe: a slow (paused)
+//! process and a crashed one look alike, and D only trades detection time for false suspicions.
+//!
+//! ## The rules
+//! 1. Every T: send HEARTBEAT to every peer.
+//! 2. On HEARTBEAT from p: remember its arrival; if p was suspected, emit `Trust{p}`; re-arm
+//!    p's silence timer to T + D.
+//! 3. When p's silence timer fires: emit `Suspect{p}`.
+//!
+//! ```text
+//!   trusted ──no HEARTBEAT for T + D──▶ suspected ──HEARTBEAT──▶ trusted
+//! ```
+//!
+//! ## Costs
+//! N − 1 HEARTBEAT messages per process per period (N(N − 1)/T in total, counted as detection
+//! traffic). Detection time after a crash: between D and T + D, plus the last heartbeat's delay.
+//!
+//! ## Assumptions and known flaws
+//! Eventually accurate only if delays and pauses are eventually shorter than D; under a
+//! heavy-tailed latency or a GC-like pause it wrongly suspects live processes. `ringleader
+//! detector-curve` measures both sides of the trade-off and picks the D that minimises the
+//! seed 003 cost (docs/DETECTORS.md). Defaults: T = 10 ms, D = 2·max_delay (the network's Ttrans
+//! bound) — seed 001's rule with Tprocess = 0.
+//!
+//! The detector logic is [`HeartbeatDetector`], a plain struct that elections can embed.
+
+use ringleader_core::time::MILLISECOND;
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time};
+use serde::{Deserialize, Serialize};
+
+use crate::{Algorithm, Family, ParamError, Setup};
+
+/// Reusable heartbeat-timeout logic for one monitor watching `n` peers.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HeartbeatDetector {
+    /// Silence allowed before suspecting: T + D.
+    timeout: Time,
+    /// Local arrival time of the last heartbeat from each peer.
+    last: Vec<Time>,
+    /// Whether each peer is suspected now.
+    suspected: Vec<bool>,
+}
+
+impl HeartbeatDetector {
+    /// A detector for `n` peers that suspects after `timeout` (T + D) of silence.
+    pub fn new(n: usize, timeout: Time) -> Self {
+        HeartbeatDetector { timeout, last: vec![0; n], suspected: vec![false; n] }
+    }
+
+    /// The silence (T + D) after which a peer is suspected.
+    pub fn timeout(&self) -> Time {
+        self.timeout
+    }
+
+    /// A heartbeat from `peer` arrived at local time `now`. Returns true when `peer` was
+    /// suspected and is trusted again. Re-arm `peer`'s silence timer to [`Self::timeout`].
+    pub fn heard(&mut self, peer: NodeId, now: Time) -> bool {
+        self.last[peer as usize] = now;
+        std::mem::replace(&mut self.suspected[peer as usize], false)
+    }
+
+    /// `peer`'s silence timer fired at local time `now`. Returns true when `peer` becomes
+    /// suspected (it was trusted and has been silent for at least the timeout).
+    pub fn silent(&mut self, peer: NodeId, now: Time) -> bool {
+        let p = peer as usize;
+        if self.suspected[p] || now.saturating_sub(self.last[p]) < self.timeout {
+            return false;
+        }
+        self.suspected[p] = true;
+        true
+    }
+
+    /// Whether `peer` is suspected now.
+    pub fn is_suspected(&self, peer: NodeId) -> bool {
+        self.suspected[peer as usize]
+    }
+
+    /// Forgets everything (a monitor that recovers starts trusting everyone, as of `now`).
+    pub fn reset(&mut self, now: Time) {
+        self.last.iter_mut().for_each(|t| *t = now);
+        self.suspected.iter_mut().for_each(|s| *s = false);
+    }
+}
+
+/// Heartbeat messages.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// HEARTBEAT: "I am alive".
+    Heartbeat,
+}
+
+impl Message for Msg {
+    const KINDS: &'static [&'static str] = &["heartbeat"];
+    fn kind_index(&self) -> usize {
+        0
+    }
+    fn is_detection(&self) -> bool {
+        true
+    }
+}
+
+/// Heartbeat timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Timer {
+    /// Time to send the next round of heartbeats.
+    Beat,
+    /// `peer` has been silent for T + D.
+    Silence(NodeId),
+}
+
+/// Validated parameters: heartbeat period T and margin D.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// T: heartbeat period.
+    pub period: Time,
+    /// D: margin beyond one period.
+    pub margin: Time,
+}
+
+/// A process that sends heartbeats and monitors everyone else's.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Heartbeat {
+    me: NodeId,
+    period: Time,
+    detector: HeartbeatDetector,
+}
+
+type Out = Outbox<Msg, Timer>;
+
+impl Heartbeat {
+    fn start(&mut self, cx: &Context, out: &mut Out) {
+        self.detector.reset(cx.now);
+        let me = self.me;
+        out.send_all((0..cx.n()).filter(|&p| p != me), &Msg::Heartbeat);
+        out.set_timer(Timer::Beat, self.period);
+        for p in (0..cx.n()).filter(|&p| p != me) {
+            out.set_timer(Timer::Silence(p), self.detector.timeout());
+        }
+    }
+}
+
+impl Process for Heartbeat {
+    type Msg = Msg;
+    type Timer = Timer;
+
+    fn on_start(&mut self, cx: &Context, out: &mut Out) {
+        self.start(cx, out);
+    }
+
+    fn on_message(&mut self, cx: &Context, from: NodeId, _msg: Msg, out: &mut Out) {
+        if self.detector.heard(from, cx.now) {
+            out.emit(Event::Trust { node: from });
+        }
+        out.set_timer(Timer::Silence(from), self.detector.timeout());
+    }
+
+    fn on_timer(&mut self, cx: &Context, timer: Timer, out: &mut Out) {
+        match timer {
+            Timer::Beat => {
+                let me = self.me;
+                out.send_all((0..cx.n()).filter(|&p| p != me), &Msg::Heartbeat);
+                out.set_timer(Timer::Beat, self.period);
+            }
+            Timer::Silence(p) => {
+                if self.detector.silent(p, cx.now) {
+                    out.emit(Event::Suspect { node: p });
+                }
+            }
+        }
+    }
+
+    fn on_request(&mut self, _cx: &Context, _req: Request, _out: &mut Out) {}
+
+    /// A recovered monitor has lost its observations: it trusts everyone and starts over.
+    fn on_recover(&mut self, cx: &Context, out: &mut Out) {
+        self.start(cx, out);
+    }
+}
+
+impl Algorithm for Heartbeat {
+    const NAME: &'static str = "heartbeat";
+    const FAMILY: Family = Family::Detector;
+    const SUMMARY: &'static str = "HEARTBEAT every T to everyone; suspect a peer silent for T + D";
+    type Config = Config;
+
+    fn configure(setup: &Setup) -> Result<Config, ParamError> {
+        let period = setup.params.duration("period", 10 * MILLISECOND)?;
+        if period == 0 {
+            return Err(ParamError::OutOfRange { key: "period".into(), reason: "must be above zero".into() });
+        }
+        let margin = setup.params.duration("margin", 2 * setup.max_delay)?;
+        Ok(Config { period, margin })
+    }
+
+    fn new(me: NodeId, config: &Config, setup: &Setup) -> Self {
+        Heartbeat {
+            me,
+            period: config.period,
+            detector: HeartbeatDetector::new(setup.uids.len(), config.period + config.margin),
+        }
+    }
+}

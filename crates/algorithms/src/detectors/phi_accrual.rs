@@ -1,0 +1,341 @@
+//! # φ-accrual failure detector (Hayashibara, Défago, Yared, Katayama 2004)
+//!
+//! *Beyond the seeds; answers seed 003's question "what is a reasonable timeout?" by letting the
+//! timeout follow the network.*
+//!
+//! ## The idea
+//! Instead of a yes/no verdict after a fixed silence, a monitor outputs a *suspicion level*
+//! φ that grows continuously with the silence, scaled by how regular the peer's heartbeats have
+//! been. With F the CDF of a normal distribution fitted (mean μ, standard deviation σ) to a
+//! sliding window of the last W inter-arrival times, and Δt the time since the last heartbeat:
+//!
+//! ```text
+//!   φ(Δt) = −log10(1 − F(Δt))
+//! ```
+//!
+//! φ = 1 means a 10 % chance that a heartbeat this late would still come, φ = 3 a 0.1 % chance.
+//! The application picks a threshold **Φ** (`phi`) and suspects when φ ≥ Φ: a jittery link
+//! widens σ and the detector waits longer by itself; a regular one lets it suspect sooner.
+//!
+//! ## The rules
+//! 1. Every T (`period`): send HEARTBEAT to every peer.
+//! 2. On HEARTBEAT from p: push the inter-arrival time into p's window (drop the oldest beyond
+//!    W, `window`); if p was suspected, emit `Trust{p}`; compute the silence Δt* at which φ
+//!    reaches Φ and arm p's timer for it (φ only grows with silence, so this is exact).
+//! 3. When p's timer fires: emit `Suspect{p}`.
+//!
+//! ```text
+//!   trusted ──φ(now − last) ≥ Φ──▶ suspected ──HEARTBEAT──▶ trusted
+//! ```
+//!
+//! ## Details
+//! State holds integers only (arrival times and intervals in ns), so it stays `Eq + Hash`; μ, σ
+//! and φ are computed in floating point inside the handler. σ is floored at `min_std` (default
+//! T/10): with perfectly regular heartbeats σ would be 0 and any jitter would be fatal. Until
+//! the first interval is measured the window holds one interval equal to T. 1 − F is computed
+//! with a complementary error function accurate in relative terms far into the tail, so Φ up to
+//! about 15 is meaningful.
+//!
+//! ## Costs and flaws
+//! Same traffic as the heartbeat detector. Its assumption — inter-arrival times are roughly
+//! normal — fails under heavy tails and long pauses, where it is as fallible as any timeout; the
+//! curves in docs/DETECTORS.md compare the two.
+//!
+//! The detector logic is [`PhiAccrualDetector`], a plain struct that elections can embed.
+
+use std::collections::VecDeque;
+
+use ringleader_core::time::MILLISECOND;
+use ringleader_core::{Context, Event, NodeId, Outbox, Process, Request, Time};
+
+use super::heartbeat::Msg;
+use crate::{Algorithm, Family, ParamError, Setup};
+
+/// 1 − Φ(z) for the standard normal, with small *relative* error in the upper tail.
+///
+/// Uses the Chebyshev fit of erfc from Numerical Recipes (`erfcc`, fractional error below
+/// 1.2e-7 everywhere): 1 − Φ(z) = erfc(z/√2)/2.
+pub fn normal_tail(z: f64) -> f64 {
+    let x = z / std::f64::consts::SQRT_2;
+    let a = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * a);
+    let poly = -a * a - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let erfc = t * poly.exp();
+    let erfc = if x >= 0.0 { erfc } else { 2.0 - erfc };
+    erfc / 2.0
+}
+
+/// Reusable φ-accrual logic for one monitor watching `n` peers.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PhiAccrualDetector {
+    /// Suspicion threshold Φ, in thousandths (integer state).
+    threshold_milli: u64,
+    /// The standard score where φ reaches Φ (1 − F(z) = 10^−Φ), in millionths.
+    z_micro: i64,
+    /// Window size W.
+    window: usize,
+    /// Floor for σ, in ns.
+    min_std: Time,
+    /// The interval assumed before any is measured (the heartbeat period).
+    expected: Time,
+    /// Per peer: last arrival (local time), if any.
+    last: Vec<Option<Time>>,
+    /// Per peer: the last W inter-arrival times.
+    intervals: Vec<VecDeque<Time>>,
+    /// Per peer: suspected now.
+    suspected: Vec<bool>,
+}
+
+impl PhiAccrualDetector {
+    /// A detector for `n` peers with threshold `phi`, window `window`, σ floor `min_std` and
+    /// heartbeat period `expected`.
+    pub fn new(n: usize, phi: f64, window: usize, min_std: Time, expected: Time) -> Self {
+        let threshold_milli = (phi * 1000.0).round().max(1.0) as u64;
+        let target = 10f64.powf(-(threshold_milli as f64) / 1000.0);
+        // normal_tail decreases in z: bisect once, here, not on every heartbeat.
+        let (mut lo, mut hi) = (-10.0f64, 40.0f64);
+        for _ in 0..100 {
+            let mid = (lo + hi) / 2.0;
+            if normal_tail(mid) > target { lo = mid } else { hi = mid }
+        }
+        PhiAccrualDetector {
+            threshold_milli,
+            z_micro: (hi * 1e6).round() as i64,
+            window: window.max(1),
+            min_std,
+            expected,
+            last: vec![None; n],
+            intervals: vec![VecDeque::new(); n],
+            suspected: vec![false; n],
+        }
+    }
+
+    /// The threshold Φ.
+    pub fn threshold(&self) -> f64 {
+        self.threshold_milli as f64 / 1000.0
+    }
+
+    /// (μ, σ) of `peer`'s window, in ns (σ floored at `min_std`).
+    pub fn fit(&self, peer: NodeId) -> (f64, f64) {
+        let w = &self.intervals[peer as usize];
+        if w.is_empty() {
+            return (self.expected as f64, self.min_std.max(1) as f64);
+        }
+        let n = w.len() as f64;
+        let mean = w.iter().map(|&x| x as f64).sum::<f64>() / n;
+        let var = w.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+        (mean, var.sqrt().max(self.min_std.max(1) as f64))
+    }
+
+    /// φ for `peer` after `silence` ns without a heartbeat.
+    pub fn phi(&self, peer: NodeId, silence: Time) -> f64 {
+        let (mean, std) = self.fit(peer);
+        let tail = normal_tail((silence as f64 - mean) / std).max(f64::MIN_POSITIVE);
+        -tail.log10()
+    }
+
+    /// The silence after which φ reaches Φ for `peer`: μ + z·σ, z the standard score where
+    /// 1 − F = 10^−Φ (φ grows with silence, so this is exact).
+    pub fn suspicion_after(&self, peer: NodeId) -> Time {
+        let (mean, std) = self.fit(peer);
+        (mean + self.z_micro as f64 / 1e6 * std).max(0.0).ceil() as Time
+    }
+
+    /// A heartbeat from `peer` arrived at local time `now`. Returns (whether `peer` was suspected
+    /// and is trusted again, the silence after which to suspect it).
+    pub fn heard(&mut self, peer: NodeId, now: Time) -> (bool, Time) {
+        let p = peer as usize;
+        if let Some(prev) = self.last[p] {
+            let w = &mut self.intervals[p];
+            w.push_back(now.saturating_sub(prev));
+            if w.len() > self.window {
+                w.pop_front();
+            }
+        }
+        self.last[p] = Some(now);
+        let trusted = std::mem::replace(&mut self.suspected[p], false);
+        (trusted, self.suspicion_after(peer))
+    }
+
+    /// `peer`'s timer fired at local time `now`: true when `peer` becomes suspected.
+    pub fn check(&mut self, peer: NodeId, now: Time) -> bool {
+        let p = peer as usize;
+        let silence = now.saturating_sub(self.last[p].unwrap_or(0));
+        if self.suspected[p] || silence < self.suspicion_after(peer) {
+            return false;
+        }
+        self.suspected[p] = true;
+        true
+    }
+
+    /// Whether `peer` is suspected now.
+    pub fn is_suspected(&self, peer: NodeId) -> bool {
+        self.suspected[peer as usize]
+    }
+
+    /// Forgets everything but the parameters; the silence clock of every peer starts at `now`.
+    pub fn reset(&mut self, now: Time) {
+        self.last.iter_mut().for_each(|t| *t = Some(now));
+        self.intervals.iter_mut().for_each(VecDeque::clear);
+        self.suspected.iter_mut().for_each(|s| *s = false);
+    }
+}
+
+/// φ-accrual timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Timer {
+    /// Time to send the next round of heartbeats.
+    Beat,
+    /// φ of `peer` reaches Φ now.
+    Suspicion(NodeId),
+}
+
+/// Validated parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Config {
+    /// T: heartbeat period.
+    pub period: Time,
+    /// Φ: suspicion threshold.
+    pub phi: f64,
+    /// W: window of inter-arrival times.
+    pub window: usize,
+    /// σ floor.
+    pub min_std: Time,
+}
+
+/// A process that sends heartbeats and runs a φ-accrual detector on every peer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PhiAccrual {
+    me: NodeId,
+    period: Time,
+    detector: PhiAccrualDetector,
+}
+
+type Out = Outbox<Msg, Timer>;
+
+impl PhiAccrual {
+    fn start(&mut self, cx: &Context, out: &mut Out) {
+        self.detector.reset(cx.now);
+        let me = self.me;
+        out.send_all((0..cx.n()).filter(|&p| p != me), &Msg::Heartbeat);
+        out.set_timer(Timer::Beat, self.period);
+        for p in (0..cx.n()).filter(|&p| p != me) {
+            out.set_timer(Timer::Suspicion(p), self.detector.suspicion_after(p));
+        }
+    }
+}
+
+impl Process for PhiAccrual {
+    type Msg = Msg;
+    type Timer = Timer;
+
+    fn on_start(&mut self, cx: &Context, out: &mut Out) {
+        self.start(cx, out);
+    }
+
+    fn on_message(&mut self, cx: &Context, from: NodeId, _msg: Msg, out: &mut Out) {
+        let (trusted, after) = self.detector.heard(from, cx.now);
+        if trusted {
+            out.emit(Event::Trust { node: from });
+        }
+        out.set_timer(Timer::Suspicion(from), after);
+    }
+
+    fn on_timer(&mut self, cx: &Context, timer: Timer, out: &mut Out) {
+        match timer {
+            Timer::Beat => {
+                let me = self.me;
+                out.send_all((0..cx.n()).filter(|&p| p != me), &Msg::Heartbeat);
+                out.set_timer(Timer::Beat, self.period);
+            }
+            Timer::Suspicion(p) => {
+                if self.detector.check(p, cx.now) {
+                    out.emit(Event::Suspect { node: p });
+                }
+            }
+        }
+    }
+
+    fn on_request(&mut self, _cx: &Context, _req: Request, _out: &mut Out) {}
+
+    /// A recovered monitor has lost its windows: it trusts everyone and starts over.
+    fn on_recover(&mut self, cx: &Context, out: &mut Out) {
+        self.start(cx, out);
+    }
+}
+
+impl Algorithm for PhiAccrual {
+    const NAME: &'static str = "phi-accrual";
+    const FAMILY: Family = Family::Detector;
+    const SUMMARY: &'static str =
+        "HEARTBEAT every T; suspect when φ = −log10(1 − F(Δt)) ≥ Φ, F a normal fitted to recent intervals";
+    type Config = Config;
+
+    fn configure(setup: &Setup) -> Result<Config, ParamError> {
+        let period = setup.params.duration("period", 10 * MILLISECOND)?;
+        if period == 0 {
+            return Err(ParamError::OutOfRange { key: "period".into(), reason: "must be above zero".into() });
+        }
+        let phi: f64 = setup.params.get("phi", 8.0)?;
+        if !(phi.is_finite() && phi > 0.0 && phi <= 300.0) {
+            return Err(ParamError::OutOfRange {
+                key: "phi".into(),
+                reason: format!("{phi}: Φ must be in (0, 300]"),
+            });
+        }
+        let window: usize = setup.params.get("window", 100)?;
+        if window == 0 {
+            return Err(ParamError::OutOfRange { key: "window".into(), reason: "must be at least 1".into() });
+        }
+        let min_std = setup.params.duration("min_std", period / 10)?;
+        Ok(Config { period, phi, window, min_std })
+    }
+
+    fn new(me: NodeId, c: &Config, setup: &Setup) -> Self {
+        PhiAccrual {
+            me,
+            period: c.period,
+            detector: PhiAccrualDetector::new(setup.uids.len(), c.phi, c.window, c.min_std, c.period),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normal_tail_matches_known_values() {
+        for (z, want) in [(0.0, 0.5), (1.0, 0.158_655_25), (3.0, 1.349_898e-3), (6.0, 9.865_876e-10)] {
+            let got = normal_tail(z);
+            assert!((got - want).abs() / want < 1e-6, "z = {z}: {got} vs {want}");
+        }
+        assert!((normal_tail(-1.0) - 0.841_344_75).abs() < 1e-7);
+    }
+
+    #[test]
+    fn phi_grows_with_silence_and_suspicion_time_is_where_it_reaches_the_threshold() {
+        let mut d = PhiAccrualDetector::new(2, 3.0, 10, MILLISECOND, 10 * MILLISECOND);
+        for k in 1..=10 {
+            d.heard(1, k * 10 * MILLISECOND);
+        }
+        let (mean, std) = d.fit(1);
+        assert_eq!((mean, std), (10e6, 1e6));
+        assert!(d.phi(1, 10 * MILLISECOND) < d.phi(1, 12 * MILLISECOND));
+        let after = d.suspicion_after(1);
+        // φ = 3 ⇔ 1 − F = 1e-3 ⇔ z = 3.0902: 10 ms + 3.0902 · 1 ms.
+        assert!((after as f64 - 13.0902e6).abs() < 2e3, "{after}");
+        assert!((d.phi(1, after) - 3.0).abs() < 1e-3);
+        assert!(!d.check(1, 100 * MILLISECOND + after - 5_000));
+        assert!(d.check(1, 100 * MILLISECOND + after));
+        assert!(d.is_suspected(1));
+        assert!(d.heard(1, 120 * MILLISECOND).0);
+    }
+}

@@ -1,0 +1,332 @@
+//! Deadlock properties, judged on the global wait-for graph (WFG) the simulator sees.
+//!
+//! The checker keeps the WFG from the workload's requests: an edge P_i → P_j from
+//! `WaitFor{holders}` (for each holder j) until `StopWaiting{j}` or P_i's `Aborted`. Every
+//! request that closes a cycle through the requester is one **real deadlock**.
+//!
+//! Detection (Chandy-Misra-Haas):
+//! - **soundness**: every `DeadlockDetected{cycle}` names a cycle whose every edge is in the WFG
+//!   at that moment (a phantom deadlock violates it);
+//! - **completeness**: every real deadlock is reported within [`DeadlockChecker::bound`] of its
+//!   formation, and none is left unreported at the end of the run;
+//! - **single_victim**: every `Aborted` comes from a process that is on a cycle at that moment
+//!   (a second victim of an already broken cycle, or a process giving up, is a needless abort).
+//!
+//! Prevention (wait-die, wound-wait; recognised by the `Queued` / `Restarted` events they emit):
+//! an edge only counts once the holder lets the requester wait (`Queued{node}`, emitted by the
+//! holder):
+//! - **no_deadlock**: the graph of such waits never has a cycle;
+//! - **no_starvation**: at the end of the run no live process is still waiting (every
+//!   transaction, however often restarted, committed).
+//!
+//! Outcome, detection: `deadlocks_real`, `deadlocks_reported` (distinct deadlocks reported,
+//! phantoms included), `reports`, `phantom_reports`, `victims`, `needless_aborts`, `requests`;
+//! latency `detection` (formation → first report). Prevention: `requests`, `aborts`,
+//! `restarts`, `deadlocks_real` (cycles of allowed waits: 0 unless `no_deadlock` fails) and
+//! `deadlocks_reported` (0: nothing detects).
+
+use std::collections::BTreeSet;
+
+use ringleader_core::time::MILLISECOND;
+use ringleader_core::{Event, NodeId, Request, Time};
+
+use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+
+/// A cycle closed by a request.
+#[derive(Clone, Debug)]
+struct Deadlock {
+    closer: NodeId,
+    formed: Time,
+    reported: bool,
+    open: bool,
+}
+
+/// Tracks the wait-for graph, the deadlocks in it, and the reports.
+#[derive(Clone, Debug)]
+pub struct DeadlockChecker {
+    /// Requested edges: node → holders it waits for.
+    waits: Vec<BTreeSet<NodeId>>,
+    /// Edges (requester, holder) the holder let wait (prevention).
+    queued: BTreeSet<(NodeId, NodeId)>,
+    prevention: bool,
+    /// Deadlocks not yet broken (closed ones only count).
+    deadlocks: Vec<Deadlock>,
+    /// Requests that closed a cycle.
+    real: u64,
+    /// Of those, reported at least once.
+    detected: u64,
+    reports: u64,
+    phantoms: u64,
+    aborts: u64,
+    needless: u64,
+    requests: u64,
+    restarts: u64,
+    detection: Latencies,
+    /// Prevention: allowed waits that closed a cycle.
+    prevented_failures: u64,
+    bound: Time,
+    /// The first needless abort, judged at the end (prevention schemes abort by design, and
+    /// the checker only knows which kind of algorithm runs once it sees `Queued`/`Restarted`).
+    first_needless: Option<(Stamp, String)>,
+}
+
+impl DeadlockChecker {
+    /// A checker for `n` processes; a deadlock must be reported within `n` × 50 ms.
+    pub fn new(n: usize) -> Self {
+        DeadlockChecker {
+            waits: vec![BTreeSet::new(); n],
+            queued: BTreeSet::new(),
+            prevention: false,
+            deadlocks: Vec::new(),
+            real: 0,
+            detected: 0,
+            reports: 0,
+            phantoms: 0,
+            aborts: 0,
+            needless: 0,
+            requests: 0,
+            restarts: 0,
+            detection: Latencies::default(),
+            prevented_failures: 0,
+            bound: n.max(1) as Time * 50 * MILLISECOND,
+            first_needless: None,
+        }
+    }
+
+    /// The completeness bound: N hops of at most 50 ms.
+    pub fn bound(&self) -> Time {
+        self.bound
+    }
+
+    /// Nodes reachable from `from` in one or more steps of `edge`.
+    fn reachable(&self, from: NodeId, edge: impl Fn(NodeId, NodeId) -> bool) -> Vec<bool> {
+        let n = self.waits.len();
+        let mut seen = vec![false; n];
+        let mut stack: Vec<NodeId> =
+            self.waits[from as usize].iter().copied().filter(|&h| edge(from, h)).collect();
+        while let Some(x) = stack.pop() {
+            if std::mem::replace(&mut seen[x as usize], true) {
+                continue;
+            }
+            stack.extend(self.waits[x as usize].iter().copied().filter(|&h| edge(x, h)));
+        }
+        seen
+    }
+
+    fn on_cycle(&self, node: NodeId) -> bool {
+        self.reachable(node, |_, _| true)[node as usize]
+    }
+
+    /// Members of `node`'s strongly connected component (itself included).
+    fn component(&self, node: NodeId) -> Vec<bool> {
+        let fwd = self.reachable(node, |_, _| true);
+        (0..self.waits.len() as NodeId)
+            .map(|x| x == node || (fwd[x as usize] && self.reachable(x, |_, _| true)[node as usize]))
+            .collect()
+    }
+
+    fn close_resolved(&mut self) {
+        for i in 0..self.deadlocks.len() {
+            if self.deadlocks[i].open && !self.on_cycle(self.deadlocks[i].closer) {
+                self.deadlocks[i].open = false;
+            }
+        }
+        self.deadlocks.retain(|d| d.open);
+    }
+
+    fn check_bound(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+        if self.prevention {
+            return;
+        }
+        if let Some(d) =
+            self.deadlocks.iter().find(|d| d.open && !d.reported && at.time > d.formed + self.bound)
+        {
+            let (closer, formed) = (d.closer, d.formed);
+            v.record("completeness", at, || {
+                format!(
+                    "the cycle closed by id {} at {:.3} ms is still unreported after {:.3} ms",
+                    w.uids[closer as usize],
+                    formed as f64 / 1e6,
+                    self.bound as f64 / 1e6
+                )
+            });
+        }
+    }
+
+    fn withdraw(&mut self, node: NodeId) {
+        self.waits[node as usize].clear();
+        self.queued.retain(|&(i, _)| i != node);
+    }
+}
+
+impl Checker for DeadlockChecker {
+    fn properties(&self) -> Vec<&'static str> {
+        if self.prevention {
+            vec!["no_deadlock", "no_starvation"]
+        } else {
+            vec!["soundness", "completeness", "single_victim"]
+        }
+    }
+
+    fn on_request(&mut self, w: &World, node: NodeId, req: &Request, at: Stamp, v: &mut Violations) {
+        match req {
+            Request::WaitFor { holders } => {
+                if !self.waits[node as usize].is_empty() || holders.is_empty() {
+                    return;
+                }
+                self.requests += 1;
+                self.waits[node as usize] = holders.iter().copied().filter(|&h| h != node).collect();
+                if self.on_cycle(node) {
+                    self.real += 1;
+                    self.deadlocks.push(Deadlock {
+                        closer: node,
+                        formed: at.time,
+                        reported: false,
+                        open: true,
+                    });
+                }
+            }
+            Request::StopWaiting { holder } => {
+                self.waits[node as usize].remove(holder);
+                self.queued.remove(&(node, *holder));
+                self.close_resolved();
+            }
+            _ => {}
+        }
+        self.check_bound(w, at, v);
+    }
+
+    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations) {
+        match event {
+            Event::DeadlockDetected { cycle } => {
+                self.reports += 1;
+                let real = !cycle.is_empty()
+                    && (0..cycle.len()).all(|k| {
+                        let (a, b) = (cycle[k], cycle[(k + 1) % cycle.len()]);
+                        self.waits[a as usize].contains(&b)
+                    });
+                if !real {
+                    self.phantoms += 1;
+                    v.record("soundness", at, || {
+                        let ids: Vec<String> = cycle.iter().map(|&n| w.uids[n as usize].to_string()).collect();
+                        format!(
+                            "id {} reported the cycle {} but it is not in the wait-for graph (phantom deadlock)",
+                            w.uids[node as usize],
+                            ids.join(" → ")
+                        )
+                    });
+                } else {
+                    for i in 0..self.deadlocks.len() {
+                        let d = &self.deadlocks[i];
+                        if d.open && !d.reported {
+                            let comp = self.component(d.closer);
+                            if cycle.iter().all(|&x| comp[x as usize]) {
+                                self.deadlocks[i].reported = true;
+                                self.detected += 1;
+                                self.detection.record(at.time - self.deadlocks[i].formed);
+                            }
+                        }
+                    }
+                }
+            }
+            Event::Aborted => {
+                self.aborts += 1;
+                if !self.on_cycle(node) {
+                    self.needless += 1;
+                    self.first_needless.get_or_insert_with(|| {
+                        (
+                            at,
+                            format!(
+                                "id {} aborted but is on no cycle of the wait-for graph",
+                                w.uids[node as usize]
+                            ),
+                        )
+                    });
+                }
+                self.withdraw(node);
+                self.close_resolved();
+            }
+            Event::Restarted => {
+                self.prevention = true;
+                self.restarts += 1;
+            }
+            Event::Queued { node: requester } => {
+                self.prevention = true;
+                let (i, j) = (*requester, node);
+                if !self.waits[i as usize].contains(&j) {
+                    return; // a stale request: the edge was granted or withdrawn already
+                }
+                self.queued.insert((i, j));
+                let queued = &self.queued;
+                if self.reachable(j, |a, b| queued.contains(&(a, b)))[i as usize] {
+                    self.prevented_failures += 1;
+                    v.record("no_deadlock", at, || {
+                        format!(
+                            "id {} waits for id {}, which already waits for it through the wait-for graph",
+                            w.uids[i as usize], w.uids[j as usize]
+                        )
+                    });
+                }
+            }
+            _ => {}
+        }
+        self.check_bound(w, at, v);
+    }
+
+    fn on_crash(&mut self, _w: &World, node: NodeId, _at: Stamp, _v: &mut Violations) {
+        self.withdraw(node);
+        self.close_resolved();
+    }
+
+    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+        if self.prevention {
+            if let Some(n) =
+                (0..self.waits.len()).find(|&n| w.alive(n as NodeId) && !self.waits[n].is_empty())
+            {
+                v.record("no_starvation", at, || {
+                    format!("id {} still waits at the end of the run", w.uids[n])
+                });
+            }
+        } else {
+            if let Some((stamp, detail)) = self.first_needless.take() {
+                v.record("single_victim", stamp, || detail);
+            }
+            if let Some(d) = self.deadlocks.iter().find(|d| d.open && !d.reported) {
+                let (closer, formed) = (d.closer, d.formed);
+                v.record("completeness", at, || {
+                    format!(
+                        "the cycle closed by id {} at {:.3} ms was never reported",
+                        w.uids[closer as usize],
+                        formed as f64 / 1e6
+                    )
+                });
+            }
+        }
+    }
+
+    fn report(&self, _w: &World) -> FamilyReport {
+        let mut r = FamilyReport::default();
+        let (real, detected) = (self.real, self.detected);
+        if self.prevention {
+            r.operations = self.requests;
+            r.outcome.insert("requests".into(), self.requests.into());
+            r.outcome.insert("aborts".into(), self.aborts.into());
+            r.outcome.insert("restarts".into(), self.restarts.into());
+            r.outcome.insert("deadlocks_real".into(), self.prevented_failures.into());
+            r.outcome.insert("deadlocks_reported".into(), 0.into());
+        } else {
+            r.operations = detected;
+            r.outcome.insert("deadlocks_real".into(), real.into());
+            r.outcome.insert("deadlocks_reported".into(), (detected + self.phantoms).into());
+            r.outcome.insert("reports".into(), self.reports.into());
+            r.outcome.insert("phantom_reports".into(), self.phantoms.into());
+            r.outcome.insert("victims".into(), self.aborts.into());
+            r.outcome.insert("needless_aborts".into(), self.needless.into());
+            r.outcome.insert("requests".into(), self.requests.into());
+        }
+        if let Some(p) = self.detection.summary() {
+            r.latencies.insert("detection".into(), p);
+        }
+        r
+    }
+}

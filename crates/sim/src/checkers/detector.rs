@@ -1,0 +1,193 @@
+//! Failure-detector properties and measurements.
+//!
+//! A monitor reports `Suspect{node}` and `Trust{node}`; the checker knows who really crashed.
+//! - **completeness** (end of run): every crashed process (crashed and not recovered) is
+//!   suspected by every live process — strong completeness;
+//! - **eventual_accuracy** (end of run): no live process is suspected by a live process — the
+//!   mistakes an asynchronous detector makes must at least be corrected (◇P). Paused processes
+//!   are alive: suspecting them is a mistake.
+//!
+//! Measurements (outcome fields):
+//! - `false_suspicions`: `Suspect{p}` while p is alive (crashed = no, paused or slow = yes);
+//! - `detections`: first suspicion of a crashed process by a live monitor, per crash (a
+//!   monitor that already suspected it when it crashed counts, with no latency sample);
+//! - `missed`: (monitor, crash) pairs where the crashed process recovered, or the run ended,
+//!   before the monitor suspected it;
+//! - `waiting_ms`: total time crashed processes went unsuspected, summed over live monitors
+//!   (suspicion, recovery or end of run, minus the crash — or the monitor's own recovery if it
+//!   was down too) — the "cost of waiting" of seed 003;
+//! - `mistake_ms`: total time live processes spent wrongly suspected, summed over monitors;
+//! - latency `detection_time`: crash (or the monitor's recovery) → first suspicion, per
+//!   (monitor, crash).
+
+use ringleader_core::{Event, NodeId, Time};
+
+use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+
+/// Who suspects whom, and since when.
+#[derive(Clone, Debug)]
+pub struct DetectorChecker {
+    /// suspected[monitor][target]: suspected since.
+    suspected: Vec<Vec<Option<Time>>>,
+    /// Whether each process is crashed now.
+    crashed: Vec<bool>,
+    /// undetected[monitor][target]: the target is crashed and this live monitor has not
+    /// suspected it yet, since this time (the crash, or the monitor's own recovery).
+    undetected: Vec<Vec<Option<Time>>>,
+    false_suspicions: u64,
+    detections: u64,
+    missed: u64,
+    waiting: Time,
+    mistakes: Time,
+    detection: Latencies,
+}
+
+impl DetectorChecker {
+    /// A checker for `n` processes.
+    pub fn new(n: usize) -> Self {
+        DetectorChecker {
+            suspected: vec![vec![None; n]; n],
+            crashed: vec![false; n],
+            undetected: vec![vec![None; n]; n],
+            false_suspicions: 0,
+            detections: 0,
+            missed: 0,
+            waiting: 0,
+            mistakes: 0,
+            detection: Latencies::default(),
+        }
+    }
+
+    /// Ends the wrong-suspicion interval of `monitor` on `target` at `now`, if any.
+    fn end_mistake(&mut self, monitor: usize, target: usize, now: Time) {
+        if !self.crashed[target]
+            && let Some(since) = self.suspected[monitor][target]
+        {
+            self.mistakes += now.saturating_sub(since);
+        }
+    }
+
+    /// Ends an undetected window without a detection (`missed` counts it when the target came
+    /// back or the run ended; a monitor that crashes simply stops watching).
+    fn end_window(&mut self, monitor: usize, target: usize, now: Time, missed: bool) {
+        if let Some(since) = self.undetected[monitor][target].take() {
+            self.waiting += now.saturating_sub(since);
+            self.missed += missed as u64;
+        }
+    }
+}
+
+impl Checker for DetectorChecker {
+    fn properties(&self) -> Vec<&'static str> {
+        vec!["completeness", "eventual_accuracy"]
+    }
+
+    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Stamp, _v: &mut Violations) {
+        let m = node as usize;
+        match *event {
+            Event::Suspect { node: target } => {
+                let t = target as usize;
+                if self.suspected[m][t].is_some() {
+                    return;
+                }
+                self.suspected[m][t] = Some(at.time);
+                if let Some(since) = self.undetected[m][t].take() {
+                    self.detections += 1;
+                    self.waiting += at.time - since;
+                    self.detection.record(at.time - since);
+                } else if !self.crashed[t] {
+                    self.false_suspicions += 1;
+                }
+            }
+            Event::Trust { node: target } => {
+                let t = target as usize;
+                self.end_mistake(m, t, at.time);
+                self.suspected[m][t] = None;
+            }
+            _ => {}
+        }
+    }
+
+    fn on_crash(&mut self, w: &World, node: NodeId, at: Stamp, _v: &mut Violations) {
+        let t = node as usize;
+        for m in 0..self.suspected.len() {
+            if m == t {
+                continue;
+            }
+            // The crashed monitor's own opinions and watches die with it.
+            self.end_mistake(t, m, at.time);
+            self.suspected[t][m] = None;
+            self.end_window(t, m, at.time, false);
+            // Suspicions of the crashed process stop being mistakes now.
+            self.end_mistake(m, t, at.time);
+            if self.suspected[m][t].is_some() {
+                // Already (wrongly) suspected: detected the moment it crashed.
+                self.suspected[m][t] = Some(at.time);
+                self.detections += 1;
+            } else if w.alive(m as NodeId) {
+                self.undetected[m][t] = Some(at.time);
+            }
+        }
+        self.crashed[t] = true;
+    }
+
+    fn on_recover(&mut self, _w: &World, node: NodeId, at: Stamp, _v: &mut Violations) {
+        let t = node as usize;
+        self.crashed[t] = false;
+        for m in 0..self.suspected.len() {
+            if m == t {
+                continue;
+            }
+            self.end_window(m, t, at.time, true);
+            if self.suspected[m][t].is_some() {
+                self.suspected[m][t] = Some(at.time);
+            }
+            // The recovered monitor starts watching the processes that are down.
+            if self.crashed[m] {
+                self.undetected[t][m] = Some(at.time);
+            }
+        }
+    }
+
+    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+        let n = self.suspected.len();
+        for m in 0..n {
+            for t in 0..n {
+                self.end_window(m, t, at.time, true);
+                if w.alive(m as NodeId) && m != t {
+                    self.end_mistake(m, t, at.time);
+                }
+            }
+        }
+        for t in 0..n {
+            for m in 0..n {
+                if m == t || !w.alive(m as NodeId) {
+                    continue;
+                }
+                if !w.alive(t as NodeId) && self.suspected[m][t].is_none() {
+                    v.record("completeness", at, || {
+                        format!("id {} crashed and id {} never suspected it", w.uids[t], w.uids[m])
+                    });
+                }
+                if w.alive(t as NodeId) && self.suspected[m][t].is_some() {
+                    v.record("eventual_accuracy", at, || {
+                        format!("id {} still suspects id {}, which is alive", w.uids[m], w.uids[t])
+                    });
+                }
+            }
+        }
+    }
+
+    fn report(&self, _w: &World) -> FamilyReport {
+        let mut r = FamilyReport { operations: self.detections, ..FamilyReport::default() };
+        r.outcome.insert("false_suspicions".into(), self.false_suspicions.into());
+        r.outcome.insert("detections".into(), self.detections.into());
+        r.outcome.insert("missed".into(), self.missed.into());
+        r.outcome.insert("waiting_ms".into(), (self.waiting as f64 / 1e6).into());
+        r.outcome.insert("mistake_ms".into(), (self.mistakes as f64 / 1e6).into());
+        if let Some(p) = self.detection.summary() {
+            r.latencies.insert("detection_time".into(), p);
+        }
+        r
+    }
+}

@@ -1,0 +1,72 @@
+//! Failure detectors under the detector checker: exact detection bounds in a synchronous
+//! system, counted mistakes for paused processes, and strong completeness over seeds.
+
+use ringleader_core::time::MILLISECOND;
+use ringleader_sim::notation::Latency;
+use ringleader_sim::{RunConfig, RunOptions, run};
+
+fn config(algo: &str, n: u32, seed: u64) -> RunConfig {
+    let mut cfg = RunConfig::new(algo, n).unwrap();
+    cfg.seed = seed;
+    cfg.duration = 2_000 * MILLISECOND;
+    cfg.latency = Latency::Uniform(MILLISECOND, 3 * MILLISECOND);
+    cfg.max_delay = 3 * MILLISECOND;
+    cfg
+}
+
+fn num(r: &ringleader_sim::Report, key: &str) -> f64 {
+    r.outcome[key].as_f64().unwrap()
+}
+
+#[test]
+fn synchronous_heartbeats_detect_every_crash_within_t_plus_d_and_never_lie() {
+    for seed in 0..20 {
+        for n in [2u32, 5, 8] {
+            let mut cfg = config("heartbeat", n, seed);
+            cfg.crash = vec![format!("{n}@700ms").parse().unwrap()];
+            let r = run(&cfg, RunOptions::default()).unwrap().report;
+            assert!(r.violations.is_empty(), "n {n} seed {seed}: {:?}", r.violations);
+            assert_eq!(num(&r, "false_suspicions"), 0.0);
+            assert_eq!(num(&r, "detections"), (n - 1) as f64);
+            // T + D = 10 ms + 2·3 ms; the last heartbeat left at most one period before.
+            assert!(r.latency["detection_time"].max <= 16.0, "{:?}", r.latency["detection_time"]);
+        }
+    }
+}
+
+#[test]
+fn a_paused_process_is_wrongly_suspected_by_every_monitor_then_trusted_again() {
+    for algo in ["heartbeat", "phi-accrual"] {
+        let mut cfg = config(algo, 5, 3);
+        cfg.pause = vec!["2@500ms..800ms".parse().unwrap()];
+        let r = run(&cfg, RunOptions::default()).unwrap().report;
+        assert!(r.violations.is_empty(), "{algo}: {:?}", r.violations);
+        if algo == "heartbeat" {
+            assert_eq!(num(&r, "false_suspicions"), 4.0, "{algo}");
+            // Each of the four monitors was wrong for most of the 300 ms pause.
+            let mistake = num(&r, "mistake_ms");
+            assert!((4.0 * 250.0..4.0 * 300.0).contains(&mistake), "{algo}: {mistake}");
+        } else {
+            // φ-accrual also misleads the paused process itself: the heartbeats it receives in
+            // one burst when it resumes enter its windows as zero-length intervals.
+            assert!(num(&r, "false_suspicions") >= 4.0, "{algo}");
+        }
+        assert_eq!(num(&r, "detections"), 0.0);
+    }
+}
+
+#[test]
+fn every_crash_is_eventually_suspected_by_every_live_process() {
+    for algo in ["heartbeat", "phi-accrual"] {
+        for seed in 0..15 {
+            let mut cfg = config(algo, 6, seed);
+            cfg.latency = Latency::LogNormal(2 * MILLISECOND, 1.0);
+            cfg.crash = vec!["1@300ms".parse().unwrap(), "4@900ms".parse().unwrap()];
+            let r = run(&cfg, RunOptions::default()).unwrap().report;
+            assert!(r.properties.iter().any(|p| p.name == "completeness" && p.holds), "{algo} seed {seed}");
+            // Two crashes, four live monitors after both: 5 + 4 detections.
+            assert_eq!(num(&r, "detections"), 9.0, "{algo} seed {seed}");
+            assert_eq!(num(&r, "missed"), 0.0);
+        }
+    }
+}
