@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fault test of a five-node Docker cluster (deploy/docker-compose.yml), bounded in time.
 #
-#   deploy/fault-test.sh            # ALGO=central by default; ALGO=bully etc. after the merge
+#   deploy/fault-test.sh            # ALGO=central by default; ALGO=ricart-agrawala, bully …
+#   IMAGE_LIBC=glibc deploy/fault-test.sh   # image of the glibc binary + its libraries, no musl
 #
 # 1. builds the static (musl) binary and a FROM-scratch image of it;
 # 2. starts five nodes on a Docker-internal bridge network (APIs on 127.0.0.1:18101..18105);
@@ -57,13 +58,27 @@ wait_for() {
 }
 
 log "building the static binary (x86_64-unknown-linux-musl)"
-rustup target list --installed 2>/dev/null | grep -q x86_64-unknown-linux-musl ||
-  rustup target add x86_64-unknown-linux-musl
-(cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR timeout 1800 cargo build -q --release --target x86_64-unknown-linux-musl -p ringleader)
 mkdir -p "$WORK/ctx" "$TRACE_DIR"
-cp "$BIN" "$WORK/ctx/ringleader"
+if [[ ${IMAGE_LIBC:-auto} != glibc ]] && { rustup target list --installed 2>/dev/null | grep -q x86_64-unknown-linux-musl ||
+  timeout 300 rustup target add x86_64-unknown-linux-musl >/dev/null 2>&1; }; then
+  (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR timeout 1800 cargo build -q --release --target x86_64-unknown-linux-musl -p ringleader)
+  cp "$BIN" "$WORK/ctx/ringleader"
+  DOCKERFILE=$ROOT/deploy/Dockerfile
+else
+  # No musl target on this machine (it cannot always be downloaded): ship the glibc binary with
+  # exactly the shared libraries it links, laid out as a root file system.
+  log "musl target unavailable: building a root file system of the glibc binary and its libraries"
+  (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR timeout 1800 cargo build -q --release -p ringleader)
+  BIN=$TARGET_DIR/release/ringleader
+  cp "$BIN" "$WORK/ctx/ringleader"
+  for lib in $(ldd "$BIN" | grep -o '/[^ ]*'); do
+    mkdir -p "$WORK/ctx$(dirname "$lib")"
+    cp -L "$lib" "$WORK/ctx$lib"
+  done
+  DOCKERFILE=$ROOT/deploy/Dockerfile.rootfs
+fi
 log "building image $IMAGE (FROM scratch)"
-timeout 300 docker build -q -t "$IMAGE" -f "$ROOT/deploy/Dockerfile" "$WORK/ctx" >/dev/null
+timeout 300 docker build -q -t "$IMAGE" -f "$DOCKERFILE" "$WORK/ctx" >/dev/null
 
 FAMILY=$("$BIN" list | awk -v a="$ALGO" '$1 == a { print $2 }')
 [[ -n $FAMILY ]] || { log "unknown algorithm $ALGO"; exit 1; }

@@ -121,6 +121,8 @@ pub struct Simulation<A: Algorithm> {
     status: Vec<Status>,
     timers: Vec<Vec<(A::Timer, u64)>>,
     deferred: BTreeMap<NodeId, Vec<(u64, ItemOf<A>)>>,
+    /// Items a paused node deferred, rescheduled on resume: new sequence number → message id.
+    renumbered: BTreeMap<u64, u64>,
     clocks: Option<Vec<Clock>>,
     queue: EventQueue<ItemOf<A>>,
     seq: u64,
@@ -201,6 +203,7 @@ impl<A: Algorithm> Simulation<A> {
             status: vec![Status::Up; n as usize],
             timers: vec![Vec::new(); n as usize],
             deferred: BTreeMap::new(),
+            renumbered: BTreeMap::new(),
             clocks,
             queue: EventQueue::new(cfg.latency.bound()),
             seq: 0,
@@ -460,7 +463,8 @@ impl<A: Algorithm> Simulation<A> {
         self.deferred.entry(node).or_default().push((seq, item));
     }
 
-    fn process(&mut self, id: u64, item: ItemOf<A>) {
+    fn process(&mut self, seq: u64, item: ItemOf<A>) {
+        let id = if self.renumbered.is_empty() { seq } else { self.renumbered.remove(&seq).unwrap_or(seq) };
         match item {
             Item::Deliver { from, to, msg } => {
                 if self.status[to as usize] == Status::Crashed || self.net.is_cut(from, to) {
@@ -588,10 +592,11 @@ impl<A: Algorithm> Simulation<A> {
                 if self.status[node as usize] == Status::Paused {
                     self.status[node as usize] = Status::Up;
                     self.trace(RecordKind::Resume, Some(node), |_| {});
-                    // Back in the queue at the resume time, in their original order and with their
-                    // original sequence numbers (so message ids stay the same).
-                    for (seq, item) in self.deferred.remove(&node).unwrap_or_default() {
-                        self.queue.push(self.now, seq, item);
+                    // Back in the queue at the resume time, in the order they arrived (fresh
+                    // sequence numbers); a message keeps its id through `renumbered`.
+                    for (id, item) in self.deferred.remove(&node).unwrap_or_default() {
+                        let seq = self.schedule(self.now, item);
+                        self.renumbered.insert(seq, id);
                     }
                 }
             }
