@@ -3,6 +3,7 @@
 #
 #   deploy/fault-test.sh            # ALGO=central by default; ALGO=ricart-agrawala, bully …
 #   IMAGE_LIBC=glibc deploy/fault-test.sh   # image of the glibc binary + its libraries, no musl
+#   IMAGE_LIBC=glibc RINGLEADER_BIN=target/debug/ringleader deploy/fault-test.sh   # no build (CI)
 #
 # 1. builds the static (musl) binary and a FROM-scratch image of it;
 # 2. starts five nodes on a Docker-internal bridge network (APIs on 127.0.0.1:18101..18105);
@@ -59,7 +60,7 @@ wait_for() {
 
 log "building the static binary (x86_64-unknown-linux-musl)"
 mkdir -p "$WORK/ctx" "$TRACE_DIR"
-if [[ ${IMAGE_LIBC:-auto} != glibc ]] && { rustup target list --installed 2>/dev/null | grep -q x86_64-unknown-linux-musl ||
+if [[ -z ${RINGLEADER_BIN:-} && ${IMAGE_LIBC:-auto} != glibc ]] && { rustup target list --installed 2>/dev/null | grep -q x86_64-unknown-linux-musl ||
   timeout 300 rustup target add x86_64-unknown-linux-musl >/dev/null 2>&1; }; then
   (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR timeout 1800 cargo build -q --release --target x86_64-unknown-linux-musl -p ringleader)
   cp "$BIN" "$WORK/ctx/ringleader"
@@ -67,9 +68,13 @@ if [[ ${IMAGE_LIBC:-auto} != glibc ]] && { rustup target list --installed 2>/dev
 else
   # No musl target on this machine (it cannot always be downloaded): ship the glibc binary with
   # exactly the shared libraries it links, laid out as a root file system.
-  log "musl target unavailable: building a root file system of the glibc binary and its libraries"
-  (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR timeout 1800 cargo build -q --release -p ringleader)
-  BIN=$TARGET_DIR/release/ringleader
+  log "image of the glibc binary and its libraries, laid out as a root file system"
+  if [[ -n ${RINGLEADER_BIN:-} ]]; then
+    BIN=$RINGLEADER_BIN # an already built binary (CI passes the one the test suite built)
+  else
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR timeout 1800 cargo build -q --release -p ringleader)
+    BIN=$TARGET_DIR/release/ringleader
+  fi
   cp "$BIN" "$WORK/ctx/ringleader"
   for lib in $(ldd "$BIN" | grep -o '/[^ ]*'); do
     mkdir -p "$WORK/ctx$(dirname "$lib")"
