@@ -14,9 +14,37 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use ringleader_core::{Event, NodeId, Request, Time};
+use ringleader_core::{Event, NodeId, Request, Time, Uid};
 
 use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+
+/// Safety, over the set of live holders: a process other than `node` holds the critical section
+/// too. The simulator asks it at every entry, the model checker in every state.
+pub fn other_holder(holders: &BTreeSet<NodeId>, node: NodeId) -> Option<NodeId> {
+    holders.iter().copied().find(|&h| h != node)
+}
+
+/// What a safety violation says: `node` is in the critical section while `other` holds it.
+pub fn safety_detail(uids: &[Uid], node: NodeId, other: NodeId) -> String {
+    format!(
+        "id {} entered the critical section while id {} holds it",
+        uids[node as usize], uids[other as usize]
+    )
+}
+
+/// Fencing: an entry with token `fencing` after an entry with `previous` breaks the order when
+/// it is not above it; returns the previous token then.
+pub fn fencing_regression(previous: Option<u64>, fencing: u64) -> Option<u64> {
+    previous.filter(|&prev| fencing <= prev)
+}
+
+/// What a fencing violation says.
+pub fn fencing_detail(uids: &[Uid], node: NodeId, fencing: u64, previous: u64) -> String {
+    format!(
+        "id {} entered with fencing token {fencing}, not above the previous {previous}",
+        uids[node as usize]
+    )
+}
 
 /// Tracks the holders and the waiting requests.
 #[derive(Clone, Debug, Default)]
@@ -62,26 +90,14 @@ impl Checker for MutexChecker {
     fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations) {
         match *event {
             Event::Entered { fencing } => {
-                if let Some(prev) = self.last_fencing
-                    && fencing <= prev
-                {
-                    v.record("fencing", at, || {
-                        format!(
-                            "id {} entered with fencing token {fencing}, not above the previous {prev}",
-                            w.uids[node as usize]
-                        )
-                    });
+                if let Some(prev) = fencing_regression(self.last_fencing, fencing) {
+                    v.record("fencing", at, || fencing_detail(w.uids, node, fencing, prev));
                 }
                 self.last_fencing = Some(fencing);
-                if let Some(&other) = self.holders.iter().next() {
-                    v.record("safety", at, || {
-                        format!(
-                            "id {} entered the critical section while id {} holds it",
-                            w.uids[node as usize], w.uids[other as usize]
-                        )
-                    });
-                }
                 self.holders.insert(node);
+                if let Some(other) = other_holder(&self.holders, node) {
+                    v.record("safety", at, || safety_detail(w.uids, node, other));
+                }
                 self.max_holders = self.max_holders.max(self.holders.len());
                 self.entries += 1;
                 self.last_entry = at.time;
