@@ -116,6 +116,8 @@ pub struct PropertyOutcome {
     /// What the counterexample's last state violates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// True when the caller declared the violation as expected (`--expect`).
+    pub expected_violation: bool,
     /// The counterexample or example, as the simulator's trace records.
     #[serde(skip)]
     pub trace: Vec<TraceRecord>,
@@ -221,6 +223,7 @@ pub fn check_algorithm<A: Algorithm>(bounds: Bounds, opts: &Options) -> Result<O
             holds: path.is_none() == always,
             length: None,
             detail: None,
+            expected_violation: false,
             trace: Vec::new(),
             steps: Vec::new(),
         };

@@ -5,6 +5,7 @@
 //! was violated unexpectedly.
 
 mod bench;
+mod check;
 mod demo;
 mod sim;
 
@@ -32,6 +33,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run the built-in demonstrations and print what happened.
     Demo,
+    /// Model-check an algorithm: every execution on a few nodes, shortest counterexamples.
+    Check(Box<check::CheckArgs>),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(*args),
         Command::Bench(args) => bench::run(args),
         Command::Demo => demo::run(),
+        Command::Check(args) => check::run(*args),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),
