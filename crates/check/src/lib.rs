@@ -152,7 +152,7 @@ pub struct Outcome {
     pub states: usize,
     /// Distinct states.
     pub unique_states: usize,
-    /// Greatest depth explored (steps from the initial state).
+    /// Greatest depth explored: the most steps from the initial state to a state judged.
     pub depth: usize,
     /// Wall-clock seconds.
     pub seconds: f64,
@@ -208,10 +208,13 @@ pub fn check_algorithm<A: Algorithm>(bounds: Bounds, opts: &Options) -> Result<O
     let start = Instant::now();
     let mut builder = model.checker().threads(opts.threads.max(1));
     if let Some(d) = opts.depth {
-        builder = builder.target_max_depth(d.max(1));
+        // Stateright counts the initial state as depth 1 and skips states at the target depth:
+        // paths of up to `d` steps are judged.
+        builder = builder.target_max_depth(d + 2);
     }
     let checker = builder.spawn_bfs().join();
     let seconds = start.elapsed().as_secs_f64();
+    let steps_deep = checker.max_depth().saturating_sub(1);
     let model = checker.model();
     let mut properties = Vec::new();
     for p in &props {
@@ -255,9 +258,9 @@ pub fn check_algorithm<A: Algorithm>(bounds: Bounds, opts: &Options) -> Result<O
         recover: bounds.recover,
         states: checker.state_count(),
         unique_states: checker.unique_state_count(),
-        depth: checker.max_depth(),
+        depth: opts.depth.map_or(steps_deep, |d| steps_deep.min(d)),
         seconds,
-        complete: opts.depth.is_none_or(|d| checker.max_depth() < d),
+        complete: opts.depth.is_none_or(|d| steps_deep <= d),
         properties,
         uids,
     })
