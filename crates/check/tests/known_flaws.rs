@@ -202,13 +202,14 @@ fn central_is_safe_and_live_on_four_nodes() {
 }
 
 #[test]
-fn central_is_safe_with_two_entries_each_and_fifo_or_duplicating_links() {
+fn central_is_safe_with_two_entries_each_and_fifo_unordered_or_duplicating_links() {
     for k in [NetworkKind::Ordered, NetworkKind::Unordered] {
         assert_proved(&Case::new("central", 3).acquires(2).network(k));
     }
-    // Duplicated GRANTs never reach an idle participant twice; duplicated RELEASEs are ignored.
-    let out = Case::new("central", 3).network(NetworkKind::Duplicating).run(None);
-    assert!(out.complete);
+    // A duplicated REQUEST is queued again, so the coordinator's queue grows without bound and
+    // so does the state space: the search is bounded. Safety holds up to 12 steps.
+    let out = Case::new("central", 3).network(NetworkKind::Duplicating).run(Some(12));
+    assert!(!out.complete);
     assert!(out.property("safety").unwrap().holds && out.property("fencing").unwrap().holds);
 }
 

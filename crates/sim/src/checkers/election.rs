@@ -197,3 +197,37 @@ impl Checker for ElectionChecker {
         r
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkers::Status;
+
+    #[test]
+    fn uniqueness_needs_two_claimants() {
+        assert!(!rival_claimants(&[0].into()));
+        assert!(rival_claimants(&[0, 2].into()));
+        assert_eq!(
+            uniqueness_detail(&[1, 2, 3], &[0, 2].into(), 4),
+            "id 1 and id 3 all believe they are coordinator (term 4)"
+        );
+    }
+
+    #[test]
+    fn end_of_run_judges_termination_agreement_validity() {
+        let uids = [1, 2, 3];
+        let up = [Status::Up; 3];
+        let w = World { uids: &uids, status: &up, rule: LeaderRule::Max };
+        assert!(end_of_run(&w, &[None; 3], false).is_empty());
+        assert!(end_of_run(&w, &[Some((3, 0)); 3], true).is_empty());
+        let names = |b: &[Option<(Uid, u64)>]| -> Vec<&str> {
+            end_of_run(&w, b, true).into_iter().map(|(p, _)| p).collect()
+        };
+        assert_eq!(names(&[None, Some((3, 0)), Some((3, 0))]), vec!["termination"]);
+        assert_eq!(names(&[Some((2, 0)), Some((3, 0)), Some((3, 0))]), vec!["agreement", "validity"]);
+        let third_down = [Status::Up, Status::Up, Status::Crashed];
+        let w = World { uids: &uids, status: &third_down, rule: LeaderRule::Max };
+        let found = end_of_run(&w, &[Some((3, 0)), Some((3, 0)), None], true);
+        assert_eq!(found, vec![("validity", "id 1 names 3, which is not alive".to_string())]);
+    }
+}

@@ -190,3 +190,22 @@ impl Checker for MutexChecker {
         r
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safety_and_fencing_predicates() {
+        let one: BTreeSet<NodeId> = [2].into();
+        let two: BTreeSet<NodeId> = [1, 2].into();
+        assert_eq!(other_holder(&one, 2), None);
+        assert_eq!(other_holder(&two, 2), Some(1));
+        assert_eq!(other_holder(&two, 1), Some(2));
+        assert_eq!(safety_detail(&[1, 2, 3], 2, 1), "id 3 entered the critical section while id 2 holds it");
+        assert_eq!(fencing_regression(None, 1), None);
+        assert_eq!(fencing_regression(Some(1), 2), None);
+        assert_eq!(fencing_regression(Some(2), 2), Some(2));
+        assert_eq!(fencing_regression(Some(3), 1), Some(3));
+    }
+}
