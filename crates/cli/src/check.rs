@@ -70,6 +70,10 @@ pub struct CheckArgs {
     /// Write the counterexample (or, if none, the first example) as a Mermaid diagram.
     #[arg(long, value_name = "FILE.mmd")]
     pub mermaid: Option<PathBuf>,
+    /// Which property's counterexample (or example) --trace and --mermaid write [default: the
+    /// first violated property, else the first property reached].
+    #[arg(long, value_name = "PROPERTY")]
+    pub show: Option<String>,
     /// Open stateright's web explorer on the model at ADDR (e.g. localhost:3000) instead.
     #[arg(long, value_name = "ADDR")]
     pub explore: Option<String>,
@@ -180,19 +184,22 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
     let opts = Options { depth: args.depth, threads: args.threads };
     let mut out = ringleader_check::check(&args.algo, bounds, &opts).map_err(anyhow::Error::msg)?;
     let known: Vec<&str> = out.properties.iter().map(|p| p.name).collect();
-    for e in &args.expect {
+    for (flag, e) in args.expect.iter().map(|e| ("expect", e)).chain(args.show.iter().map(|e| ("show", e))) {
         if !known.contains(&e.as_str()) {
-            bail!("--expect {e}: {} has no such property; it checks: {}", out.algorithm, known.join(", "));
+            bail!("--{flag} {e}: {} has no such property; it checks: {}", out.algorithm, known.join(", "));
         }
     }
     for p in &mut out.properties {
         p.expected_violation = args.expect.iter().any(|e| e == p.name);
     }
-    let chosen = out
-        .properties
-        .iter()
-        .find(|p| p.violated())
-        .or_else(|| out.properties.iter().find(|p| p.holds && p.length.is_some()));
+    let chosen = match &args.show {
+        Some(name) => out.properties.iter().find(|p| p.name == name && p.length.is_some()),
+        None => out
+            .properties
+            .iter()
+            .find(|p| p.violated())
+            .or_else(|| out.properties.iter().find(|p| p.holds && p.length.is_some())),
+    };
     if let Some(p) = chosen {
         if let Some(path) = &args.trace {
             let mut f = std::io::BufWriter::new(

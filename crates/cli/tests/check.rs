@@ -87,6 +87,7 @@ fn bad_input_is_one_line_and_exit_one() {
         &["check", "--algo", "central", "--param", "x=1"],
         &["check", "--algo", "central", "--nodes", "0"],
         &["check", "--algo", "central", "--requesters", "9"],
+        &["check", "--algo", "central", "--show", "bogus"],
     ] {
         let out = ringleader(args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
