@@ -177,6 +177,8 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
     }
     let bounds = args.bounds()?;
     if let Some(addr) = &args.explore {
+        std::net::TcpListener::bind(addr.as_str())
+            .map_err(|e| anyhow::anyhow!("--explore {addr}: cannot listen there: {e}"))?;
         eprintln!("explorer   http://{addr}/ (Ctrl-C to stop)");
         ringleader_check::explore(&args.algo, bounds, addr, args.threads).map_err(anyhow::Error::msg)?;
         return Ok(0);
