@@ -37,6 +37,8 @@ impl Case {
             recover: false,
             params: &[],
             acquires: 1,
+            everyone_requests: false,
+            depth: None,
         }
     }
     fn network(mut self, k: NetworkKind) -> Case {
