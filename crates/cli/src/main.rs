@@ -5,6 +5,7 @@
 //! was violated unexpectedly.
 
 mod bench;
+mod check;
 mod cluster;
 mod demo;
 mod detector_curve;
@@ -47,6 +48,8 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Sweep a failure detector's timeout (or Φ) under heavy-tailed latency and pauses.
     DetectorCurve(detector_curve::CurveArgs),
+    /// Model-check an algorithm: every execution on a few nodes, shortest counterexamples.
+    Check(Box<check::CheckArgs>),
 }
 
 fn main() -> ExitCode {
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
         Command::Cluster(args) => cluster::run(*args),
         Command::Verify(args) => verify::run(args),
         Command::DetectorCurve(args) => detector_curve::run(args),
+        Command::Check(args) => check::run(*args),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

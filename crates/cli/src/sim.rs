@@ -126,7 +126,8 @@ pub struct SimArgs {
     pub mermaid: Option<PathBuf>,
 }
 
-pub(crate) fn parse_param(s: &str) -> Result<(String, String), String> {
+/// Reads one `--param KEY=VALUE`.
+pub fn parse_param(s: &str) -> Result<(String, String), String> {
     let (k, v) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected KEY=VALUE"))?;
     if k.trim().is_empty() {
         return Err(format!("{s:?}: the key is empty"));

@@ -12,7 +12,7 @@ use crate::{Event, NodeId, Request, Time, Topology, Uid};
 
 /// A message type of one algorithm. Variants are named as in the literature (`Election`,
 /// `Answer`, `Coordinator`, `Request`, `Reply`, `Token`, `Probe` …); metrics count sends by kind.
-pub trait Message: Clone + Eq + Hash + Debug + Serialize + DeserializeOwned + Send + 'static {
+pub trait Message: Clone + Eq + Hash + Debug + Serialize + DeserializeOwned + Send + Sync + 'static {
     /// The kinds of this message type in lower snake_case, indexed by [`Message::kind_index`].
     const KINDS: &'static [&'static str];
 
@@ -176,18 +176,19 @@ impl<M: Clone, T> Outbox<M, T> {
 /// A distributed algorithm's node, written as a deterministic sans-IO state machine.
 ///
 /// The whole value is the node's state; it is `Clone + Eq + Hash` so that the model checker can
-/// store and compare states. Handlers must not read clocks, spawn threads, do I/O, use a global
+/// store and compare states, and `Send + Sync` (plain data) so that it can share them between
+/// its threads. Handlers must not read clocks, spawn threads, do I/O, use a global
 /// RNG or iterate a `HashMap`: everything they need is in the [`Context`].
 ///
 /// Crash semantics: a crashed node receives nothing. When it recovers the driver calls
 /// [`Process::on_recover`] on the state it had when it crashed; the implementation must first
 /// forget everything that is volatile (what a real process would lose with its memory) and keep
 /// only what the algorithm puts on stable storage, then act as the algorithm prescribes.
-pub trait Process: Clone + Eq + Hash + Debug + Send + 'static {
+pub trait Process: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     /// The algorithm's messages.
     type Msg: Message;
     /// The algorithm's timers: a closed enum named after each timer's purpose.
-    type Timer: Clone + Eq + Ord + Hash + Debug + Send + 'static;
+    type Timer: Clone + Eq + Ord + Hash + Debug + Send + Sync + 'static;
 
     /// The node starts.
     fn on_start(&mut self, cx: &Context, out: &mut Outbox<Self::Msg, Self::Timer>);

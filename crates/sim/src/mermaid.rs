@@ -1,8 +1,9 @@
 //! Mermaid sequence diagrams from traces, in the style the seeds draw them.
 //!
-//! One participant per node; an arrow per delivered message (`-x` for a dropped one); notes
-//! for what a node reports (elected, enters or leaves the critical section, suspects) and for
-//! faults; and a red `rect rgb(200, 0, 0)` around the steps of the first violation.
+//! One participant per node; an arrow per delivered message (`-x` for a dropped one), a
+//! self-arrow per timer that fires; notes for what the application asks (acquire, release,
+//! start an election), for what a node reports (elected, enters or leaves the critical section,
+//! suspects) and for faults; and a red `rect rgb(200, 0, 0)` around the steps of the first violation.
 
 use std::fmt::Write as _;
 
@@ -98,6 +99,16 @@ pub fn render(records: &[TraceRecord], uids: &[Uid], violation_window: Option<(u
             (RecordKind::Emit, Some(n)) => r.event.as_ref().and_then(|e| match e {
                 Event::Stamped { .. } | Event::StampedMessage { .. } | Event::Note { .. } => None,
                 e => Some(format!("note over {n}: {}", label(&event_label(e, r.uid)))),
+            }),
+            (RecordKind::Timer, Some(n)) => {
+                Some(format!("{n}->>{n}: timeout {}", label(r.timer.as_deref().unwrap_or(""))))
+            }
+            (RecordKind::Request, Some(n)) => r.request.as_ref().map(|q| {
+                let text = serde_json::to_value(q)
+                    .ok()
+                    .and_then(|v| v.get("request").and_then(|x| x.as_str()).map(str::to_string))
+                    .unwrap_or_default();
+                format!("note over {n}: application asks {}", label(&text.replace('_', " ")))
             }),
             (RecordKind::Crash, Some(n)) => Some(format!("note over {n}: CRASH")),
             (RecordKind::Recover, Some(n)) => Some(format!("note over {n}: recovers")),

@@ -14,6 +14,67 @@ use ringleader_core::{Event, NodeId, Time, Uid};
 
 use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
 
+/// Uniqueness, over the live processes that claim to be coordinator for one term: two or more
+/// is a violation. The simulator asks it at every claim, the model checker in every state.
+pub fn rival_claimants(claimants: &BTreeSet<NodeId>) -> bool {
+    claimants.len() >= 2
+}
+
+/// What a uniqueness violation says.
+pub fn uniqueness_detail(uids: &[Uid], claimants: &BTreeSet<NodeId>, term: u64) -> String {
+    let ids: Vec<String> = claimants.iter().map(|&n| format!("id {}", uids[n as usize])).collect();
+    format!("{} all believe they are coordinator (term {term})", ids.join(" and "))
+}
+
+/// The end-of-run properties — termination, agreement, validity — judged over what each node
+/// believes (`belief[n]`: the coordinator and term node `n` names; a crashed node names none),
+/// in that order, with what went wrong. Nothing is judged when no election started and nobody
+/// names a coordinator. The simulator asks it when a run is over, the model checker in every
+/// quiescent state.
+pub fn end_of_run(w: &World, belief: &[Option<(Uid, u64)>], started: bool) -> Vec<(&'static str, String)> {
+    let mut found = Vec::new();
+    if !started && belief.iter().all(Option::is_none) {
+        return found;
+    }
+    let live: Vec<NodeId> = (0..w.uids.len() as NodeId).filter(|&n| w.alive(n)).collect();
+    if let Some(&n) = live.iter().find(|&&n| belief[n as usize].is_none()) {
+        found.push(("termination", format!("id {} never learned a coordinator", w.uids[n as usize])));
+    }
+    let mut named = live.iter().filter_map(|&n| belief[n as usize].map(|(l, _)| (n, l)));
+    if let Some((first, leader)) = named.next()
+        && let Some((other, l2)) = named.find(|&(_, l)| l != leader)
+    {
+        found.push((
+            "agreement",
+            format!("id {} names {leader}, id {} names {l2}", w.uids[first as usize], w.uids[other as usize]),
+        ));
+    }
+    let expected = ElectionChecker::expected_leader(w);
+    let alive_uids: BTreeSet<Uid> = live.iter().map(|&n| w.uids[n as usize]).collect();
+    for &n in &live {
+        if let Some((l, _)) = belief[n as usize] {
+            if !alive_uids.contains(&l) {
+                found.push(("validity", format!("id {} names {l}, which is not alive", w.uids[n as usize])));
+                break;
+            }
+            if let Some(e) = expected
+                && l != e
+            {
+                found.push((
+                    "validity",
+                    format!(
+                        "id {} names {l}, but the {} live id is {e}",
+                        w.uids[n as usize],
+                        if w.rule == LeaderRule::Max { "highest" } else { "lowest" }
+                    ),
+                ));
+                break;
+            }
+        }
+    }
+    found
+}
+
 /// Tracks who believes what about the coordinator.
 #[derive(Clone, Debug)]
 pub struct ElectionChecker {
@@ -87,12 +148,8 @@ impl Checker for ElectionChecker {
                     }
                     let set = self.claimants.entry(term).or_default();
                     set.insert(node);
-                    if set.len() >= 2 {
-                        let ids: Vec<String> =
-                            set.iter().map(|&n| format!("id {}", w.uids[n as usize])).collect();
-                        v.record("uniqueness", at, || {
-                            format!("{} all believe they are coordinator (term {term})", ids.join(" and "))
-                        });
+                    if rival_claimants(set) {
+                        v.record("uniqueness", at, || uniqueness_detail(w.uids, set, term));
                     }
                 }
             }
@@ -114,47 +171,8 @@ impl Checker for ElectionChecker {
     }
 
     fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
-        if !self.started && self.belief.iter().all(Option::is_none) {
-            return;
-        }
-        let live: Vec<NodeId> = (0..w.uids.len() as NodeId).filter(|&n| w.alive(n)).collect();
-        if let Some(&n) = live.iter().find(|&&n| self.belief[n as usize].is_none()) {
-            v.record("termination", at, || format!("id {} never learned a coordinator", w.uids[n as usize]));
-        }
-        let mut named = live.iter().filter_map(|&n| self.belief[n as usize].map(|(l, _)| (n, l)));
-        if let Some((first, leader)) = named.next()
-            && let Some((other, l2)) = named.find(|&(_, l)| l != leader)
-        {
-            v.record("agreement", at, || {
-                format!(
-                    "id {} names {leader}, id {} names {l2}",
-                    w.uids[first as usize], w.uids[other as usize]
-                )
-            });
-        }
-        let expected = Self::expected_leader(w);
-        let alive_uids: BTreeSet<Uid> = live.iter().map(|&n| w.uids[n as usize]).collect();
-        for &n in &live {
-            if let Some((l, _)) = self.belief[n as usize] {
-                if !alive_uids.contains(&l) {
-                    v.record("validity", at, || {
-                        format!("id {} names {l}, which is not alive", w.uids[n as usize])
-                    });
-                    break;
-                }
-                if let Some(e) = expected
-                    && l != e
-                {
-                    v.record("validity", at, || {
-                        format!(
-                            "id {} names {l}, but the {} live id is {e}",
-                            w.uids[n as usize],
-                            if w.rule == LeaderRule::Max { "highest" } else { "lowest" }
-                        )
-                    });
-                    break;
-                }
-            }
+        for (property, detail) in end_of_run(w, &self.belief, self.started) {
+            v.record(property, at, || detail);
         }
     }
 
@@ -177,5 +195,39 @@ impl Checker for ElectionChecker {
             r.latencies.insert("time_to_leader".into(), p);
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkers::Status;
+
+    #[test]
+    fn uniqueness_needs_two_claimants() {
+        assert!(!rival_claimants(&[0].into()));
+        assert!(rival_claimants(&[0, 2].into()));
+        assert_eq!(
+            uniqueness_detail(&[1, 2, 3], &[0, 2].into(), 4),
+            "id 1 and id 3 all believe they are coordinator (term 4)"
+        );
+    }
+
+    #[test]
+    fn end_of_run_judges_termination_agreement_validity() {
+        let uids = [1, 2, 3];
+        let up = [Status::Up; 3];
+        let w = World { uids: &uids, status: &up, rule: LeaderRule::Max };
+        assert!(end_of_run(&w, &[None; 3], false).is_empty());
+        assert!(end_of_run(&w, &[Some((3, 0)); 3], true).is_empty());
+        let names = |b: &[Option<(Uid, u64)>]| -> Vec<&str> {
+            end_of_run(&w, b, true).into_iter().map(|(p, _)| p).collect()
+        };
+        assert_eq!(names(&[None, Some((3, 0)), Some((3, 0))]), vec!["termination"]);
+        assert_eq!(names(&[Some((2, 0)), Some((3, 0)), Some((3, 0))]), vec!["agreement", "validity"]);
+        let third_down = [Status::Up, Status::Up, Status::Crashed];
+        let w = World { uids: &uids, status: &third_down, rule: LeaderRule::Max };
+        let found = end_of_run(&w, &[Some((3, 0)), Some((3, 0)), None], true);
+        assert_eq!(found, vec![("validity", "id 1 names 3, which is not alive".to_string())]);
     }
 }

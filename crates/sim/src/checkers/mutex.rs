@@ -18,9 +18,37 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use ringleader_core::{Event, NodeId, Request, Time};
+use ringleader_core::{Event, NodeId, Request, Time, Uid};
 
 use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+
+/// Safety, over the set of live holders: a process other than `node` holds the critical section
+/// too. The simulator asks it at every entry, the model checker in every state.
+pub fn other_holder(holders: &BTreeSet<NodeId>, node: NodeId) -> Option<NodeId> {
+    holders.iter().copied().find(|&h| h != node)
+}
+
+/// What a safety violation says: `node` is in the critical section while `other` holds it.
+pub fn safety_detail(uids: &[Uid], node: NodeId, other: NodeId) -> String {
+    format!(
+        "id {} entered the critical section while id {} holds it",
+        uids[node as usize], uids[other as usize]
+    )
+}
+
+/// Fencing: an entry with token `fencing` after an entry with `previous` breaks the order when
+/// it is not above it; returns the previous token then.
+pub fn fencing_regression(previous: Option<u64>, fencing: u64) -> Option<u64> {
+    previous.filter(|&prev| fencing <= prev)
+}
+
+/// What a fencing violation says.
+pub fn fencing_detail(uids: &[Uid], node: NodeId, fencing: u64, previous: u64) -> String {
+    format!(
+        "id {} entered with fencing token {fencing}, not above the previous {previous}",
+        uids[node as usize]
+    )
+}
 
 /// Tracks the holders and the waiting requests.
 #[derive(Clone, Debug, Default)]
@@ -76,25 +104,10 @@ impl Checker for MutexChecker {
     fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations) {
         match *event {
             Event::Entered { fencing } => {
-                if let Some(prev) = self.last_fencing
-                    && fencing <= prev
-                {
-                    v.record("fencing", at, || {
-                        format!(
-                            "id {} entered with fencing token {fencing}, not above the previous {prev}",
-                            w.uids[node as usize]
-                        )
-                    });
+                if let Some(prev) = fencing_regression(self.last_fencing, fencing) {
+                    v.record("fencing", at, || fencing_detail(w.uids, node, fencing, prev));
                 }
                 self.last_fencing = Some(fencing);
-                if let Some(&other) = self.holders.iter().next() {
-                    v.record("safety", at, || {
-                        format!(
-                            "id {} entered the critical section while id {} holds it",
-                            w.uids[node as usize], w.uids[other as usize]
-                        )
-                    });
-                }
                 if let Some(mine) = self.stamps.remove(&node)
                     && let Some((_, &(ts, uid))) =
                         self.stamps.iter().filter(|&(_, s)| *s < mine).min_by_key(|&(_, s)| *s)
@@ -107,6 +120,9 @@ impl Checker for MutexChecker {
                     });
                 }
                 self.holders.insert(node);
+                if let Some(other) = other_holder(&self.holders, node) {
+                    v.record("safety", at, || safety_detail(w.uids, node, other));
+                }
                 self.max_holders = self.max_holders.max(self.holders.len());
                 self.entries += 1;
                 self.last_entry = at.time;
@@ -214,5 +230,24 @@ impl Checker for MutexChecker {
             r.latencies.insert("sync_delay".into(), p);
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safety_and_fencing_predicates() {
+        let one: BTreeSet<NodeId> = [2].into();
+        let two: BTreeSet<NodeId> = [1, 2].into();
+        assert_eq!(other_holder(&one, 2), None);
+        assert_eq!(other_holder(&two, 2), Some(1));
+        assert_eq!(other_holder(&two, 1), Some(2));
+        assert_eq!(safety_detail(&[1, 2, 3], 2, 1), "id 3 entered the critical section while id 2 holds it");
+        assert_eq!(fencing_regression(None, 1), None);
+        assert_eq!(fencing_regression(Some(1), 2), None);
+        assert_eq!(fencing_regression(Some(2), 2), Some(2));
+        assert_eq!(fencing_regression(Some(3), 1), Some(3));
     }
 }

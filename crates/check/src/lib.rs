@@ -1,0 +1,321 @@
+//! # ringleader-check: every execution, for small N
+//!
+//! The simulator samples executions, one per seed; this crate explores *all* of them, up to a
+//! bound, with the [`stateright`] model checker, and returns for every violated property its
+//! *shortest* counterexample (breadth-first search finds a violating state at the least depth).
+//! It runs the very same `Process` code the simulator and the real nodes run: no algorithm is
+//! written twice.
+//!
+//! ## Why a `Model`, not stateright's actor framework
+//! Stateright offers two interfaces: `actor::Actor` (its own process contract, run by an
+//! `ActorModel`) and the bare [`stateright::Model`] (initial states, actions, next state,
+//! properties). The adapter implements `Model` directly for every [`Algorithm`]
+//! ([`CheckModel`]), because four of our semantics do not fit the actor framework:
+//!
+//! 1. **Recovery.** Our `Process::on_recover` runs on the state the node had when it crashed
+//!    and lets the algorithm decide what it forgot. Stateright's actors recover through
+//!    `on_start(storage)` from a separate `Storage` value, and its `max_crashes` bounds the
+//!    nodes crashed *at the same time*, with recovery always enabled — we want a bound on the
+//!    number of crashes in an execution, with recovery a choice.
+//! 2. **Application requests are not messages.** `Request::Acquire`, `Release` and
+//!    `StartElection` come from the application, not from a peer. In the actor framework they
+//!    would need a client actor and a message type wrapping ours; here they are actions of
+//!    their own, bounded per node.
+//! 3. **Observable events.** Our processes report [`ringleader_core::Event`]s through the
+//!    outbox; the simulator's checkers judge those events. Stateright's `Out` has no such
+//!    command, so the events would be lost; here each is folded into the state (who believes
+//!    whom is the leader, who holds the critical section, who waits) where the properties read
+//!    it.
+//! 4. **The trace.** A counterexample must read like a simulated run (the same JSON lines, the
+//!    same Mermaid diagram). Replaying the path through our own handler loop records exactly
+//!    the simulator's records.
+//!
+//! Timers and networks fit stateright's semantics, and are reproduced as it has them: an armed
+//! timer may fire at any moment (durations are ignored — the asynchronous model, in which seed
+//! 003 says a slow process and a dead one cannot be told apart), and the network is ordered
+//! (FIFO per link), unordered, lossy or duplicating ([`network`]).
+//!
+//! ## The model
+//! A state ([`model::State`]) holds every process's state, the messages in flight, each node's
+//! armed timers and fault status, what the application may still ask, and what each node has
+//! reported. The steps ([`model::Step`]) possible in a state are:
+//!
+//! - **requests** — election family: each *initiator* may be asked `StartElection` once, at any
+//!   moment; mutex family: each *requester* may be asked `Acquire` up to `acquires` times, when
+//!   it neither waits nor holds; a node that reported `Entered` may be asked `Release` at any
+//!   moment (never forced: an execution in which it keeps the section is explored too). By
+//!   default every node is an initiator, and every node but position 0 (the coordinator of the
+//!   centralized algorithms, as in the simulator's default workload) is a requester, once;
+//! - **deliveries** of any message the network lets through to a live node;
+//! - **timers**: any armed timer of a live node fires;
+//! - **losses** of any message (lossy network), or of a message whose receiver is down;
+//! - **crashes** of any live node, while fewer than `crashes` crashes happened: it loses its
+//!   timers, and what the checkers know of it (belief, holding, waiting), as in the simulator;
+//! - **recoveries** (when enabled) of any crashed node: `Process::on_recover` runs.
+//!
+//! The clock a handler reads is 0 and its randomness is fixed per node: time is measured only
+//! by timers, and random choices are not explored.
+//!
+//! ## Properties
+//! See [`properties`]: the simulator's predicates (`rival_claimants`, `end_of_run`,
+//! `other_holder`, `fencing_regression`) applied to every state, plus `sometimes` properties
+//! proving that the interesting states (a leader elected, a critical section entered) are
+//! reached at all.
+//!
+//! ```
+//! use ringleader_check::{Bounds, Options, check};
+//! let out = check("central-timeout", Bounds::new(3), &Options::default()).unwrap();
+//! let safety = out.property("safety").unwrap();
+//! assert!(!safety.holds);
+//! assert_eq!(safety.length, Some(7)); // the seed 003 story, step by step
+//! ```
+
+pub mod model;
+pub mod network;
+pub mod properties;
+
+use std::time::Instant;
+
+use ringleader_algorithms::{Algorithm, Visitor};
+use ringleader_core::Uid;
+use ringleader_core::trace::TraceRecord;
+use serde::Serialize;
+use stateright::{Checker, Expectation, Model};
+
+pub use model::{Bounds, CheckModel, State, Step};
+pub use network::NetworkKind;
+
+/// How to run the checker.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Explore no deeper than this many steps (`None`: the whole reachable state space).
+    pub depth: Option<usize>,
+    /// Checker threads. With more than one the search is no longer strictly breadth-first, and
+    /// counterexamples may not be the shortest.
+    pub threads: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { depth: None, threads: 1 }
+    }
+}
+
+/// What the checker found about one property.
+#[derive(Clone, Debug, Serialize)]
+pub struct PropertyOutcome {
+    /// The property.
+    pub name: &'static str,
+    /// `always` (a counterexample violates it) or `sometimes` (an example proves it reachable).
+    pub kind: &'static str,
+    /// `always`: no reachable state violates it; `sometimes`: some reachable state has it.
+    pub holds: bool,
+    /// Steps of the counterexample (violated `always`) or of the example (`sometimes` reached).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub length: Option<usize>,
+    /// What the counterexample's last state violates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// True when the caller declared the violation as expected (`--expect`).
+    pub expected_violation: bool,
+    /// The counterexample or example, as the simulator's trace records.
+    #[serde(skip)]
+    pub trace: Vec<TraceRecord>,
+    /// The steps, as the explorer names them.
+    #[serde(skip)]
+    pub steps: Vec<String>,
+}
+
+impl PropertyOutcome {
+    /// True for a violated `always` property (it has a counterexample).
+    pub fn violated(&self) -> bool {
+        self.kind == "always" && !self.holds
+    }
+}
+
+/// What a model-checking run found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    /// Algorithm name.
+    pub algorithm: String,
+    /// Family.
+    pub family: String,
+    /// Node count.
+    pub nodes: u32,
+    /// Network kind.
+    pub network: String,
+    /// Crash bound.
+    pub crashes: u32,
+    /// Whether crashed nodes may recover.
+    pub recover: bool,
+    /// States generated, repeats included.
+    pub states: usize,
+    /// Distinct states.
+    pub unique_states: usize,
+    /// Greatest depth explored: the most steps from the initial state to a state judged.
+    pub depth: usize,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// True when every reachable state within the depth bound was explored.
+    pub complete: bool,
+    /// Every property, in report order.
+    pub properties: Vec<PropertyOutcome>,
+    /// Uids by position.
+    #[serde(skip)]
+    pub uids: Vec<Uid>,
+}
+
+impl Outcome {
+    /// The outcome of property `name`.
+    pub fn property(&self, name: &str) -> Option<&PropertyOutcome> {
+        self.properties.iter().find(|p| p.name == name)
+    }
+
+    /// The Mermaid sequence diagram of `p`'s trace, the violating step in a red rectangle.
+    pub fn mermaid(&self, p: &PropertyOutcome) -> String {
+        let last = p.trace.iter().map(|r| r.step).max().unwrap_or(0);
+        let window = p.violated().then_some((last, None));
+        ringleader_sim::mermaid::render(&p.trace, &self.uids, window)
+    }
+}
+
+struct CheckVisitor<'a> {
+    bounds: Bounds,
+    opts: &'a Options,
+}
+
+impl Visitor for CheckVisitor<'_> {
+    type Output = Result<Outcome, String>;
+    fn visit<A: Algorithm>(self) -> Self::Output {
+        check_algorithm::<A>(self.bounds, self.opts)
+    }
+}
+
+/// Model-checks the algorithm named `algorithm` under `bounds`.
+pub fn check(algorithm: &str, bounds: Bounds, opts: &Options) -> Result<Outcome, String> {
+    ringleader_algorithms::dispatch(algorithm, CheckVisitor { bounds, opts }).unwrap_or_else(|| {
+        let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
+        Err(format!("unknown algorithm {algorithm:?}; known: {}", names.join(", ")))
+    })
+}
+
+/// Model-checks algorithm `A` under `bounds`.
+pub fn check_algorithm<A: Algorithm>(bounds: Bounds, opts: &Options) -> Result<Outcome, String> {
+    let model = CheckModel::<A>::new(bounds)?;
+    let bounds = model.bounds.clone();
+    let (uids, family) = (model.uids.clone(), model.info.family);
+    let props = model.properties();
+    let start = Instant::now();
+    let mut builder = model.checker().threads(opts.threads.max(1));
+    if let Some(d) = opts.depth {
+        // Stateright counts the initial state as depth 1 and skips states at the target depth:
+        // paths of up to `d` steps are judged.
+        builder = builder.target_max_depth(d + 2);
+    }
+    let checker = builder.spawn_bfs().join();
+    let seconds = start.elapsed().as_secs_f64();
+    let steps_deep = checker.max_depth().saturating_sub(1);
+    let model = checker.model();
+    let mut properties = Vec::new();
+    for p in &props {
+        let path = checker.discovery(p.name);
+        let always = p.expectation == Expectation::Always;
+        let mut out = PropertyOutcome {
+            name: p.name,
+            kind: if always { "always" } else { "sometimes" },
+            holds: path.is_none() == always,
+            length: None,
+            detail: None,
+            expected_violation: false,
+            trace: Vec::new(),
+            steps: Vec::new(),
+        };
+        if let Some(path) = path {
+            let steps = path.into_actions();
+            out.length = Some(steps.len());
+            out.steps = steps.iter().map(|s| model.format_action(s)).collect();
+            let (mut rec, last) = model
+                .replay(&steps)
+                .ok_or("a discovered path does not replay (nondeterministic handler?)")?;
+            if always {
+                let mut detail = properties::violation(model, &last, p.name).unwrap_or_default();
+                if p.name == "safety" {
+                    detail = safety_story(model, &rec_entrant(&steps), &last).unwrap_or(detail);
+                }
+                rec.violation(p.name, detail.clone());
+                out.detail = Some(detail);
+            }
+            out.trace = rec.finish();
+        }
+        properties.push(out);
+    }
+    Ok(Outcome {
+        algorithm: A::NAME.into(),
+        family: family.name().into(),
+        nodes: bounds.nodes,
+        network: bounds.network.name().into(),
+        crashes: bounds.crashes,
+        recover: bounds.recover,
+        states: checker.state_count(),
+        unique_states: checker.unique_state_count(),
+        depth: opts.depth.map_or(steps_deep, |d| steps_deep.min(d)),
+        seconds,
+        complete: opts.depth.is_none_or(|d| steps_deep <= d),
+        properties,
+        uids,
+    })
+}
+
+/// The node that acted last in a path (for a safety violation: the one that just entered).
+fn rec_entrant<M, T>(steps: &[Step<M, T>]) -> Option<ringleader_core::NodeId> {
+    steps.last().map(|s| match s {
+        Step::Request { node, .. } | Step::Timer { node, .. } | Step::Crash(node) | Step::Recover(node) => {
+            *node
+        }
+        Step::Deliver(e) | Step::Drop(e) => e.to,
+    })
+}
+
+/// The safety detail naming the node that entered last as the entrant.
+fn safety_story<A: Algorithm>(
+    m: &CheckModel<A>,
+    entrant: &Option<ringleader_core::NodeId>,
+    s: &State<A>,
+) -> Option<String> {
+    let e = (*entrant)?;
+    let holders: std::collections::BTreeSet<_> = s
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.holding && !v.crashed)
+        .map(|(p, _)| p as ringleader_core::NodeId)
+        .collect();
+    if !holders.contains(&e) {
+        return None;
+    }
+    ringleader_sim::checkers::mutex::other_holder(&holders, e)
+        .map(|o| ringleader_sim::checkers::mutex::safety_detail(&m.uids, e, o))
+}
+
+struct ExploreVisitor<'a> {
+    bounds: Bounds,
+    address: &'a str,
+    threads: usize,
+}
+
+impl Visitor for ExploreVisitor<'_> {
+    type Output = Result<(), String>;
+    fn visit<A: Algorithm>(self) -> Self::Output {
+        let model = CheckModel::<A>::new(self.bounds)?.unlatched();
+        std::net::TcpListener::bind(self.address)
+            .map_err(|e| format!("--explore {}: cannot listen there: {e}", self.address))?;
+        model.checker().threads(self.threads.max(1)).serve(self.address);
+        Ok(())
+    }
+}
+
+/// Opens stateright's web explorer on the model of `algorithm` at `address` (blocks).
+pub fn explore(algorithm: &str, bounds: Bounds, address: &str, threads: usize) -> Result<(), String> {
+    ringleader_algorithms::dispatch(algorithm, ExploreVisitor { bounds, address, threads })
+        .unwrap_or_else(|| Err(format!("unknown algorithm {algorithm:?}")))
+}

@@ -1,0 +1,238 @@
+//! `ringleader check`: exhaustive model checking for small N, with shortest counterexamples.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use ringleader_check::{Bounds, NetworkKind, Options, Outcome, PropertyOutcome};
+use ringleader_core::NodeId;
+use ringleader_sim::scenario::Initiators;
+
+/// Explores every execution of an algorithm on N nodes (breadth-first, so a violated
+/// property's counterexample is a shortest one) and checks the simulator's properties in every
+/// state. Timers may fire at any moment: durations are ignored.
+///
+/// Examples:
+///   ringleader check --algo central-timeout --nodes 3 --mermaid ce.mmd
+///   ringleader check --algo central --nodes 4 --json
+///   ringleader check --algo chang-roberts --nodes 3 --network lossy --expect termination
+///   ringleader check --algo central --nodes 3 --crashes 1 --trace ce.jsonl --expect liveness
+#[derive(Args, Debug, Default)]
+#[command(verbatim_doc_comment)]
+pub struct CheckArgs {
+    /// Algorithm to check (see `ringleader list`).
+    #[arg(long, value_name = "NAME")]
+    pub algo: String,
+    /// Number of nodes (ids 1..N by position) [default: 3].
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub nodes: u32,
+    /// How many crashes may happen in one execution, any node, any moment [default: 0].
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub crashes: u32,
+    /// Crashed nodes may recover (Process::on_recover), at any moment.
+    #[arg(long)]
+    pub recover: bool,
+    /// What the network may do: ordered (FIFO per link), unordered, lossy (unordered, may lose
+    /// any message), duplicating (unordered, may deliver a message again) [default: unordered].
+    #[arg(long, value_name = "KIND", default_value = "unordered")]
+    pub network: String,
+    /// Elections: ids that may be asked to start an election, once each, at any moment: all,
+    /// lowest, highest, none, or ids like 1,3 [default: all].
+    #[arg(long, value_name = "WHO")]
+    pub initiators: Option<Initiators>,
+    /// Mutual exclusion: ids that may ask for the critical section [default: every id but 1,
+    /// which is the coordinator of the centralized algorithms].
+    #[arg(long, value_name = "WHO")]
+    pub requesters: Option<Initiators>,
+    /// Mutual exclusion: how many times each requester may ask (Acquire) [default: 1].
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub acquires: u32,
+    /// Explore at most D steps deep (properties then hold up to that depth only).
+    #[arg(long, value_name = "D")]
+    pub depth: Option<usize>,
+    /// Checker threads; with more than one, counterexamples may not be the shortest [default: 1].
+    #[arg(long, value_name = "T", default_value_t = 1)]
+    pub threads: usize,
+    /// Algorithm parameter (repeatable), e.g. --param timeout=20ms.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::sim::parse_param)]
+    pub param: Vec<(String, String)>,
+    /// A property expected to be violated (or, for `sometimes` properties, unreachable).
+    #[arg(long, value_name = "PROPERTY")]
+    pub expect: Vec<String>,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the counterexample (or, if none, the first example) as a JSON-lines trace.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub trace: Option<PathBuf>,
+    /// Write the counterexample (or, if none, the first example) as a Mermaid diagram.
+    #[arg(long, value_name = "FILE.mmd")]
+    pub mermaid: Option<PathBuf>,
+    /// Which property's counterexample (or example) --trace and --mermaid write [default: the
+    /// first violated property, else the first property reached].
+    #[arg(long, value_name = "PROPERTY")]
+    pub show: Option<String>,
+    /// Open stateright's web explorer on the model at ADDR (e.g. localhost:3000) instead.
+    #[arg(long, value_name = "ADDR")]
+    pub explore: Option<String>,
+}
+
+/// Positions named by `who` among `n` nodes (position i holds id i + 1).
+fn positions(who: &Initiators, n: u32, flag: &str) -> anyhow::Result<Vec<NodeId>> {
+    Ok(match who {
+        Initiators::All => (0..n).collect(),
+        Initiators::Lowest => vec![0],
+        Initiators::Highest => vec![n - 1],
+        Initiators::None => Vec::new(),
+        Initiators::Ids(ids) => {
+            let mut v = Vec::new();
+            for &id in ids {
+                if id == 0 || id > n as u64 {
+                    bail!("--{flag} {id}: ids are 1..{n}");
+                }
+                v.push(id as NodeId - 1);
+            }
+            v
+        }
+    })
+}
+
+impl CheckArgs {
+    fn bounds(&self) -> anyhow::Result<Bounds> {
+        let network: NetworkKind = self.network.parse().map_err(|e: String| anyhow::anyhow!("--{e}"))?;
+        if self.nodes == 0 || self.nodes > 16 {
+            bail!("--nodes {}: the model checker explores 1 to 16 nodes", self.nodes);
+        }
+        let mut b = Bounds::new(self.nodes);
+        b.network = network;
+        b.crashes = self.crashes;
+        b.recover = self.recover;
+        b.acquires = self.acquires;
+        if let Some(w) = &self.initiators {
+            b.initiators = positions(w, self.nodes, "initiators")?;
+        }
+        if let Some(w) = &self.requesters {
+            b.requesters = positions(w, self.nodes, "requesters")?;
+        }
+        b.params = self.param.iter().cloned().collect::<BTreeMap<_, _>>();
+        Ok(b)
+    }
+}
+
+fn human(out: &Outcome, chosen: Option<&PropertyOutcome>, args: &CheckArgs) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "model      {} ({}), {} nodes, {} network, up to {} crash{}{}",
+        out.algorithm,
+        out.family,
+        out.nodes,
+        out.network,
+        out.crashes,
+        if out.crashes == 1 { "" } else { "es" },
+        if out.recover { " with recovery" } else { "" }
+    );
+    let _ = writeln!(
+        s,
+        "explored   {} states, {} unique, depth {}, {:.3} s{}",
+        out.states,
+        out.unique_states,
+        out.depth,
+        out.seconds,
+        if out.complete { " (every reachable state)" } else { " (bounded by --depth)" }
+    );
+    for (i, p) in out.properties.iter().enumerate() {
+        let head = if i == 0 { "property  " } else { "          " };
+        let verdict = match (p.kind, p.holds) {
+            ("always", true) => "holds".to_string(),
+            ("always", false) => format!(
+                "VIOLATED: counterexample of {} steps: {}",
+                p.length.unwrap_or(0),
+                p.detail.as_deref().unwrap_or("")
+            ),
+            (_, true) => format!("reached in {} steps", p.length.unwrap_or(0)),
+            (_, false) => "NEVER reached".to_string(),
+        };
+        let expected = if args.expect.iter().any(|e| e == p.name) { " (expected)" } else { "" };
+        let _ = writeln!(s, "{head} {:<12} {:<9} {verdict}{expected}", p.name, p.kind);
+    }
+    if let Some(p) = chosen {
+        let what = if p.violated() { "counterexample" } else { "example" };
+        let _ = writeln!(s, "{what} ({}), {} steps:", p.name, p.steps.len());
+        for (i, step) in p.steps.iter().enumerate() {
+            let _ = writeln!(s, "  {:>3}. {step}", i + 1);
+        }
+    }
+    s
+}
+
+/// Runs `ringleader check`; returns the exit status.
+pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
+    if ringleader_algorithms::find(&args.algo).is_none() {
+        let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
+        bail!("unknown algorithm {:?}; known: {}", args.algo, names.join(", "));
+    }
+    let bounds = args.bounds()?;
+    if let Some(addr) = &args.explore {
+        std::net::TcpListener::bind(addr.as_str())
+            .map_err(|e| anyhow::anyhow!("--explore {addr}: cannot listen there: {e}"))?;
+        eprintln!("explorer   http://{addr}/ (Ctrl-C to stop)");
+        ringleader_check::explore(&args.algo, bounds, addr, args.threads).map_err(anyhow::Error::msg)?;
+        return Ok(0);
+    }
+    let opts = Options { depth: args.depth, threads: args.threads };
+    let mut out = ringleader_check::check(&args.algo, bounds, &opts).map_err(anyhow::Error::msg)?;
+    let known: Vec<&str> = out.properties.iter().map(|p| p.name).collect();
+    for (flag, e) in args.expect.iter().map(|e| ("expect", e)).chain(args.show.iter().map(|e| ("show", e))) {
+        if !known.contains(&e.as_str()) {
+            bail!("--{flag} {e}: {} has no such property; it checks: {}", out.algorithm, known.join(", "));
+        }
+    }
+    for p in &mut out.properties {
+        p.expected_violation = args.expect.iter().any(|e| e == p.name);
+    }
+    let chosen = match &args.show {
+        Some(name) => out.properties.iter().find(|p| p.name == name && p.length.is_some()),
+        None => out
+            .properties
+            .iter()
+            .find(|p| p.violated())
+            .or_else(|| out.properties.iter().find(|p| p.holds && p.length.is_some())),
+    };
+    if let Some(p) = chosen {
+        if let Some(path) = &args.trace {
+            let mut f = std::io::BufWriter::new(
+                std::fs::File::create(path).with_context(|| format!("{}", path.display()))?,
+            );
+            for r in &p.trace {
+                serde_json::to_writer(&mut f, r)?;
+                f.write_all(b"\n")?;
+            }
+            f.flush().with_context(|| format!("{}", path.display()))?;
+        }
+        if let Some(path) = &args.mermaid {
+            std::fs::write(path, out.mermaid(p)).with_context(|| format!("{}", path.display()))?;
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print!("{}", human(&out, chosen, &args));
+        if chosen.is_some() {
+            if let Some(p) = &args.trace {
+                println!("trace      {}", p.display());
+            }
+            if let Some(p) = &args.mermaid {
+                println!("diagram    {}", p.display());
+            }
+        } else if args.trace.is_some() || args.mermaid.is_some() {
+            println!("nothing to draw: no counterexample and no example");
+        }
+    }
+    let found: BTreeSet<&str> = out.properties.iter().filter(|p| !p.holds).map(|p| p.name).collect();
+    let want: BTreeSet<&str> = args.expect.iter().map(String::as_str).collect();
+    Ok(if found == want { 0 } else { 2 })
+}

@@ -1,0 +1,104 @@
+//! `ringleader check` through the binary: the contract of its output and exit status.
+
+use std::process::{Command, Output};
+
+fn ringleader(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ringleader")).args(args).output().expect("ringleader runs")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
+}
+
+#[test]
+fn central_timeout_counterexample_is_a_trace_and_a_diagram() {
+    let dir = std::env::temp_dir().join(format!("ringleader-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (trace, mmd) = (dir.join("ce.jsonl"), dir.join("ce.mmd"));
+    let out = ringleader(&[
+        "check",
+        "--algo",
+        "central-timeout",
+        "--nodes",
+        "3",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--mermaid",
+        mmd.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("safety       always    VIOLATED: counterexample of 7 steps"), "{text}");
+    let records: Vec<ringleader_core::trace::TraceRecord> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is a trace record"))
+        .collect();
+    assert_eq!(records.last().unwrap().property.as_deref(), Some("safety"));
+    let diagram = std::fs::read_to_string(&mmd).unwrap();
+    assert!(diagram.starts_with("sequenceDiagram"));
+    assert!(diagram.contains("rect rgb(200, 0, 0)"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn json_has_the_sim_shape_and_expected_violations_exit_zero() {
+    let out = ringleader(&[
+        "check",
+        "--algo",
+        "central-timeout",
+        "--json",
+        "--expect",
+        "safety",
+        "--expect",
+        "fencing",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    for key in ["states", "unique_states", "depth", "seconds", "properties"] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    let props = v["properties"].as_array().unwrap();
+    let safety = props.iter().find(|p| p["name"] == "safety").unwrap();
+    assert_eq!(safety["holds"], false);
+    assert_eq!(safety["length"], 7);
+    assert_eq!(safety["expected_violation"], true);
+}
+
+#[test]
+fn a_proof_exits_zero_and_a_bounded_search_says_so() {
+    let out = ringleader(&["check", "--algo", "chang-roberts", "--nodes", "3", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    assert_eq!(v["unique_states"], 432);
+    assert_eq!(v["complete"], true);
+    let out = ringleader(&["check", "--algo", "chang-roberts", "--depth", "3", "--json"]);
+    let v = json(&out);
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["depth"], 3);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_one() {
+    for args in [
+        &["check", "--algo", "nope"][..],
+        &["check", "--algo", "central", "--network", "fifo"],
+        &["check", "--algo", "central", "--expect", "bogus"],
+        &["check", "--algo", "central", "--param", "x=1"],
+        &["check", "--algo", "central", "--nodes", "0"],
+        &["check", "--algo", "central", "--requesters", "9"],
+        &["check", "--algo", "central", "--show", "bogus"],
+    ] {
+        let out = ringleader(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn an_unexpected_violation_exits_two() {
+    let out = ringleader(&["check", "--algo", "central", "--crashes", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("liveness"));
+}
