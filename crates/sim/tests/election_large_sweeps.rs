@@ -60,3 +60,19 @@ fn one_crash_stalls_the_failure_free_elections() {
         }
     }
 }
+
+#[test]
+fn super_peer_elections_10000_seeded_runs() {
+    for algo in ["superpeer-dht", "superpeer-geometric"] {
+        for seed in 0..10_000u64 {
+            let n = 16 + (seed % 49) as u32;
+            let mut cfg = RunConfig::new(algo, n).unwrap();
+            cfg.seed = seed;
+            cfg.latency = latency(seed);
+            cfg.max_delay = cfg.latency.bound();
+            cfg.params.insert("salt".into(), seed.to_string());
+            let r = run(&cfg, RunOptions::default()).unwrap().report;
+            assert!(r.properties.iter().all(|p| p.holds), "{algo}: {:?}\nrepro: {}", r.violations, r.repro);
+        }
+    }
+}
