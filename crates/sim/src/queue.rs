@@ -115,6 +115,7 @@ impl<T> EventQueue<T> {
         self.len == 0
     }
 
+    #[inline]
     fn place(&mut self, k: Keyed<T>) {
         let slot = ((k.time >> self.shift) as usize) & (BUCKETS - 1);
         let b = &mut self.buckets[slot];
@@ -135,6 +136,7 @@ impl<T> EventQueue<T> {
     }
 
     /// Adds `item` at (`time`, `seq`). `time` must not be before the last popped time.
+    #[inline]
     pub fn push(&mut self, time: Time, seq: u64, item: T) {
         self.len += 1;
         let abs = time >> self.shift;
@@ -183,6 +185,7 @@ impl<T> EventQueue<T> {
     }
 
     /// Removes and returns the earliest (time, seq, item).
+    #[inline]
     pub fn pop(&mut self) -> Option<(Time, u64, T)> {
         if self.len == 0 {
             return None;
