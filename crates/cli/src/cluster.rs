@@ -177,14 +177,36 @@ impl Launcher {
         true
     }
 
-    fn signal(&self, id: u64, signal: i32, paused: bool) -> bool {
+    /// Sends `signal` to node `id`; returns its pid, or `None` when it is not running.
+    fn signal(&self, id: u64, signal: i32, paused: bool) -> Option<i32> {
         let mut slots = self.slots.lock().expect("slots");
         let s = &mut slots[id as usize];
-        let Some(pid) = s.pid else { return false };
+        let pid = s.pid?;
         // SAFETY: signalling our own child by pid.
         unsafe { libc::kill(pid, signal) };
         s.paused = paused;
-        true
+        Some(pid)
+    }
+
+    /// Pauses node `id` and returns once every thread of it is stopped.
+    ///
+    /// SIGSTOP is asynchronous inside a multi-threaded process: the kernel wakes one thread to
+    /// take the signal, and only when that thread runs does it stop the others. Until then a
+    /// worker woken by the network still runs the algorithm (seen: a GRANT sent 0.9 ms after
+    /// `kill` returned, on a loaded machine). So "ok paused" waits until `/proc` shows every
+    /// thread stopped (`T`), for at most two seconds.
+    async fn pause(&self, id: u64) -> Result<(), String> {
+        let Some(pid) = self.signal(id, libc::SIGSTOP, true) else {
+            return Err(format!("node {id} is not running"));
+        };
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+        while !all_threads_stopped(pid) {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!("node {id} (pid {pid}) did not stop within 2 s"));
+            }
+            tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+        }
+        Ok(())
     }
 
     async fn control(self: &Arc<Self>, line: &str) -> String {
@@ -224,15 +246,12 @@ impl Launcher {
                     Err(e) => format!("error: {e:#}"),
                 }
             }
-            (Some("pause"), Some(id)) => {
-                if self.signal(id, libc::SIGSTOP, true) {
-                    format!("ok paused {id}")
-                } else {
-                    format!("error: node {id} is not running")
-                }
-            }
+            (Some("pause"), Some(id)) => match self.pause(id).await {
+                Ok(()) => format!("ok paused {id}"),
+                Err(e) => format!("error: {e}"),
+            },
             (Some("resume"), Some(id)) => {
-                if self.signal(id, libc::SIGCONT, false) {
+                if self.signal(id, libc::SIGCONT, false).is_some() {
                     format!("ok resumed {id}")
                 } else {
                     format!("error: node {id} is not running")
@@ -244,6 +263,20 @@ impl Launcher {
             _ => "error: commands are kill ID, restart ID, pause ID, resume ID, status".into(),
         }
     }
+}
+
+/// Whether every thread of `pid` is stopped (state `T` or `t` in `/proc/PID/task/*/stat`).
+/// A process that is gone counts as stopped: there is nothing left to run.
+fn all_threads_stopped(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return true };
+    tasks.filter_map(|t| t.ok()).all(|t| {
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        match stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next()) {
+            Some(state) => matches!(state, 'T' | 't' | 'Z' | 'X'),
+            None => true,
+        }
+    })
 }
 
 /// Runs `ringleader cluster`.

@@ -7,28 +7,68 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// One HTTP/1.1 exchange; returns (status, JSON body).
+/// Held while this test process holds probe sockets ([`free_base`]) or forks a child.
+///
+/// Tests run on several threads, and a child forked by one thread inherits every socket the
+/// process has open until it execs, close-on-exec or not. A probe listener inherited that way
+/// keeps a port "listening" for a moment after `free_base` dropped it, so another test's first
+/// poll connects to it and is then reset. Forking and probing under one lock removes the window.
+static FORK: Mutex<()> = Mutex::new(());
+
+/// Starts `cmd` with no probe socket open anywhere in this process.
+fn spawn(cmd: &mut Command) -> Child {
+    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+    cmd.spawn().expect("the ringleader binary starts")
+}
+
+/// Runs `cmd` to completion (started as [`spawn`] does).
+fn run(cmd: &mut Command) -> Output {
+    spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()))
+        .wait_with_output()
+        .expect("waiting for ringleader")
+}
+
+thread_local! {
+    /// Each client thread keeps its connections alive, as a real client would: a new TCP
+    /// connection per request churns through ports and, on a loaded machine, meets SYN
+    /// retransmissions of a second or more that look like a lost grant.
+    static AGENT: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into();
+}
+
+/// One HTTP/1.1 exchange; returns (status, JSON body), or `None` when the node cannot be
+/// reached (not listening yet, killed, reset).
+fn try_http(port: u16, method: &str, path: &str) -> Option<(u16, serde_json::Value)> {
+    let url = format!("http://127.0.0.1:{port}{path}");
+    let response = AGENT.with(|a| match method {
+        "GET" => a.get(&url).call(),
+        "POST" => a.post(&url).send_empty(),
+        "DELETE" => a.delete(&url).call(),
+        other => panic!("the tests speak GET, POST and DELETE, not {other}"),
+    });
+    let mut response = response.ok()?;
+    let status = response.status().as_u16();
+    let body = response.body_mut().read_to_string().ok()?;
+    Some((status, serde_json::from_str(&body).unwrap_or(serde_json::Value::Null)))
+}
+
+/// [`try_http`] to a node that must answer.
 fn http(port: u16, method: &str, path: &str) -> (u16, serde_json::Value) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("node API reachable");
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let status: u16 = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).expect("HTTP status line");
-    let body = text.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
-    (status, serde_json::from_str(body).unwrap_or(serde_json::Value::Null))
+    try_http(port, method, path)
+        .unwrap_or_else(|| panic!("node API on port {port} unreachable: {method} {path}"))
 }
 
 /// A port base with `n + 1` free consecutive ports (checked by binding them).
 /// Ranges handed out in this process never overlap (tests run in parallel).
 fn free_base(n: u16) -> u16 {
+    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
     static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
     let seed = (std::process::id() % 300) as u16;
     loop {
@@ -66,7 +106,7 @@ impl Cluster {
         for p in params {
             cmd.args(["--param", p]);
         }
-        let c = Cluster { child: cmd.spawn().expect("launcher starts"), api, n, dir };
+        let c = Cluster { child: spawn(&mut cmd), api, n, dir };
         // Every node answers and is connected to every peer.
         c.wait_until("all nodes connected", Duration::from_secs(20), || {
             (1..=n).all(|i| {
@@ -82,8 +122,7 @@ impl Cluster {
     }
 
     fn status(&self, id: u16) -> Option<serde_json::Value> {
-        TcpStream::connect(("127.0.0.1", self.port(id))).ok()?;
-        let (code, body) = http(self.port(id), "GET", "/status");
+        let (code, body) = try_http(self.port(id), "GET", "/status")?;
         (code == 200).then_some(body)
     }
 
@@ -97,10 +136,14 @@ impl Cluster {
     }
 
     fn ctl(&self, action: &str, id: u16) {
-        let out = Command::new(env!("CARGO_BIN_EXE_ringleader"))
-            .args(["cluster", "ctl", action, &id.to_string(), "--ctl", &format!("127.0.0.1:{}", self.api)])
-            .output()
-            .unwrap();
+        let out = run(Command::new(env!("CARGO_BIN_EXE_ringleader")).args([
+            "cluster",
+            "ctl",
+            action,
+            &id.to_string(),
+            "--ctl",
+            &format!("127.0.0.1:{}", self.api),
+        ]));
         assert!(out.status.success(), "ctl {action} {id}: {}", String::from_utf8_lossy(&out.stdout));
     }
 
@@ -115,7 +158,7 @@ impl Cluster {
         for d in down {
             cmd.args(["--down", &d.to_string()]);
         }
-        let out = cmd.args(&traces).output().unwrap();
+        let out = run(cmd.args(&traces));
         let report: serde_json::Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|_| panic!("verify: {}", String::from_utf8_lossy(&out.stderr)));
         assert_eq!(
@@ -250,10 +293,16 @@ fn chang_roberts_elects_the_highest_id_over_tcp() {
     assert_eq!(report["leader_changes"], 5);
     // The same algorithm, the same textbook count as in the simulator: initiator id 2 on a
     // ring of 5 ascending ids sends 3 ELECTIONs up to id 5, 5 around the ring, 5 ELECTED.
-    let sim = Command::new(env!("CARGO_BIN_EXE_ringleader"))
-        .args(["sim", "--algo", "chang-roberts", "--nodes", "5", "--initiators", "2", "--json"])
-        .output()
-        .unwrap();
+    let sim = run(Command::new(env!("CARGO_BIN_EXE_ringleader")).args([
+        "sim",
+        "--algo",
+        "chang-roberts",
+        "--nodes",
+        "5",
+        "--initiators",
+        "2",
+        "--json",
+    ]));
     let sim: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
     assert_eq!(sim["messages"]["sent"], 13);
     assert_eq!(report["messages"]["sent"], sim["messages"]["sent"]);
@@ -339,7 +388,7 @@ fn api_errors_are_json_4xx() {
 
 #[test]
 fn node_flags_are_checked() {
-    let run = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_ringleader")).args(args).output().unwrap();
+    let run = |args: &[&str]| run(Command::new(env!("CARGO_BIN_EXE_ringleader")).args(args));
     let out = run(&["node", "--id", "1", "--listen", "127.0.0.1:0", "--algo", "nope"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown algorithm \"nope\""));
