@@ -1,6 +1,18 @@
 #!/usr/bin/env bash
 # The whole test suite: every crate's unit, property and integration tests.
 # This is the README's test command; .ci/run calls it after formatting and lint checks.
+#
+# One test drives a real browser (crates/cli/tests/explorer.rs: headless Chromium renders the
+# model checker's explorer). On a machine without one, Debian's chromium is installed first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ -z "${RINGLEADER_BROWSER:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  echo "== installing chromium for the browser test (Debian package)"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
 cargo test --workspace --locked
