@@ -709,6 +709,11 @@ impl<A: Algorithm> Simulation<A> {
         &self.uids
     }
 
+    /// The communication graph the run was built on.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
     /// Steps processed.
     pub fn steps(&self) -> u64 {
         self.step
