@@ -316,7 +316,7 @@ pub fn check(
     let m = shape.edge_count(n, edges);
     if kind == TopologyKind::Tree && m != n64.saturating_sub(1) {
         let has = match shape {
-            Shape::Grid => format!("the {} grid has {m} edges", grid_label(n)),
+            Shape::Grid => format!("the {} has {m} edges", grid_label(n)),
             Shape::Random if edges.is_none() => {
                 format!("the random graph has {m} edges (2N by default; --edges {} makes a random tree)", n.saturating_sub(1))
             }
@@ -339,12 +339,12 @@ pub fn grid_dims(n: u32) -> (u32, u32) {
     (r, n.div_ceil(r).max(1))
 }
 
-/// `3×3`, or `3×4 (last row 2 of 4)` when the last row is partial.
+/// `3×3 grid`, or `3×4 grid (last row 2 of 4)` when the last row is partial.
 pub fn grid_label(n: u32) -> String {
     let (r, c) = grid_dims(n);
     match n % c {
-        0 => format!("{r}×{c}"),
-        k => format!("{r}×{c} (last row {k} of {c})"),
+        0 => format!("{r}×{c} grid"),
+        k => format!("{r}×{c} grid (last row {k} of {c})"),
     }
 }
 
@@ -532,7 +532,8 @@ mod tests {
         assert_eq!(grid_dims(9), (3, 3));
         assert_eq!(grid_dims(10), (3, 4));
         assert_eq!(grid_dims(2), (1, 2));
-        assert_eq!(grid_label(10), "3×4 (last row 2 of 4)");
+        assert_eq!(grid_label(10), "3×4 grid (last row 2 of 4)");
+        assert_eq!(grid_label(9), "3×3 grid");
         let g = Topology::from_edges(9, &grid_edges(9));
         // 0 1 2 / 3 4 5 / 6 7 8
         assert_eq!(g.neighbors(4).collect::<Vec<_>>(), vec![1, 3, 5, 7]);
