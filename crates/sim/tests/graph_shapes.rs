@@ -199,6 +199,20 @@ fn yoyo_on_the_3x3_grid_costs_exactly() {
 }
 
 #[test]
+fn the_grid_scenario_measures_what_it_says() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/yoyo-grid.toml");
+    let cfg = ringleader_sim::Scenario::load(&path).unwrap().resolve(None).unwrap();
+    assert_eq!((cfg.nodes, cfg.graph.clone()), (400, Some(Shape::Grid)));
+    let (m, proper, _) = yoyo(cfg.nodes, &Shape::Grid, cfg.seed, cfg.ids, false, Latency::Constant(1_000_000));
+    assert_eq!(m, 760);
+    assert_eq!(proper, 4966);
+    let r = ringleader_sim::run(&cfg, Default::default()).unwrap().report;
+    assert_eq!(r.messages.by_kind["setup"], 1520);
+    assert_eq!(r.messages.by_kind["coordinator"], 1121);
+    assert_eq!(r.outcome["leader"], 1);
+}
+
+#[test]
 fn yoyo_on_every_shape_for_every_small_n() {
     for n in 1..=40 {
         for shape in [Shape::Grid, Shape::Line, Shape::Star, Shape::RandomTree, Shape::Tree] {
@@ -285,6 +299,28 @@ proptest! {
         prop_assert_eq!(&r.outcome["max_concurrent_holders"], 1, "{}", r.repro);
         for p in ["safety", "liveness", "no_starvation", "fencing"] {
             prop_assert!(r.properties.iter().any(|q| q.name == p && q.holds), "{p}: {}", r.repro);
+        }
+    }
+}
+
+/// The table of `docs/ELECTIONS-LARGE.md` (random ids, seed 1, one initiator, constant 1 ms):
+/// `cargo test -p ringleader-sim --test graph_shapes -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn table_yoyo_shapes() {
+    println!("| graph | n | m | YoYo proper | per edge | 2m+2m(⌈log2 n⌉+1) | iterations | ⌈log2 n⌉+1 |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    for shape in [Shape::Random, Shape::Grid, Shape::Line, Shape::RandomTree, Shape::Star] {
+        for n in [100u32, 1000, 10_000] {
+            let (m, proper, iterations) =
+                yoyo(n, &shape, 1, IdArrangement::Random, false, Latency::Constant(1_000_000));
+            let log = log2_ceil(n as u64);
+            println!(
+                "| {shape} | {n} | {m} | {proper} | {:.2} | {} | {iterations} | {} |",
+                proper as f64 / m as f64,
+                2 * m + 2 * m * (log + 1),
+                log + 1
+            );
         }
     }
 }
