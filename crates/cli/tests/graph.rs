@@ -5,7 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn ringleader_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ringleader")).current_dir(dir).args(args).output().expect("ringleader runs")
+    Command::new(env!("CARGO_BIN_EXE_ringleader"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("ringleader runs")
 }
 
 fn fixture(name: &str) -> PathBuf {
@@ -154,8 +158,30 @@ fn the_report_and_repro_carry_a_chosen_graph_and_replay_it() {
     for args in [
         vec!["--algo", "yoyo", "--nodes", "30", "--graph", "grid", "--ids", "random", "--seed", "4"],
         vec!["--algo", "yoyo", "--nodes", "30", "--graph", "random-tree", "--ids", "random", "--seed", "4"],
-        vec!["--algo", "raymond", "--nodes", "12", "--graph", "star", "--workload", "poisson", "--entries", "20"],
-        vec!["--algo", "raymond", "--nodes", "12", "--graph", "random", "--edges", "11", "--workload", "saturated"],
+        vec![
+            "--algo",
+            "raymond",
+            "--nodes",
+            "12",
+            "--graph",
+            "star",
+            "--workload",
+            "poisson",
+            "--entries",
+            "20",
+        ],
+        vec![
+            "--algo",
+            "raymond",
+            "--nodes",
+            "12",
+            "--graph",
+            "random",
+            "--edges",
+            "11",
+            "--workload",
+            "saturated",
+        ],
     ] {
         let mut first = sim_json(&dir, &args);
         let shape = args[args.iter().position(|a| *a == "--graph").unwrap() + 1];
@@ -183,13 +209,19 @@ fn the_report_and_repro_carry_a_chosen_graph_and_replay_it() {
 
 #[test]
 fn yoyo_elects_the_minimum_on_the_petersen_fixture_and_raymond_runs_on_a_tree_file() {
-    let dir = scratch("files", &[("spider.txt", "# a spider: legs 1-2-3, 1-4-5, 1-6-7\n2 1\n3 2\n1 4\n5 4\n6 1\n7 6\n")]);
+    let dir = scratch(
+        "files",
+        &[("spider.txt", "# a spider: legs 1-2-3, 1-4-5, 1-6-7\n2 1\n3 2\n1 4\n5 4\n6 1\n7 6\n")],
+    );
     let petersen = format!("file:{}", fixture("petersen.txt").display());
     // m = 15: setup 2m = 30, the announcement 2m − n + 1 = 21, YoYo proper within
     // 2m + 2m(⌈log2 10⌉ + 1) = 180.
     for seed in 1..=20 {
         let seed = seed.to_string();
-        let r = sim_json(&dir, &["--algo", "yoyo", "--nodes", "10", "--graph", &petersen, "--ids", "random", "--seed", &seed]);
+        let r = sim_json(
+            &dir,
+            &["--algo", "yoyo", "--nodes", "10", "--graph", &petersen, "--ids", "random", "--seed", &seed],
+        );
         assert_eq!(r["graph"], petersen);
         assert_eq!(r["outcome"]["leader"], 1, "seed {seed}");
         assert!(r["properties"].as_array().unwrap().iter().all(|p| p["holds"] == true), "seed {seed}");
@@ -203,7 +235,18 @@ fn yoyo_elects_the_minimum_on_the_petersen_fixture_and_raymond_runs_on_a_tree_fi
     // 2 (1→2), 2 (2→3), 6 (3→4), 2 (4→5), 6 (5→6), 2 (6→7): 20 messages.
     let r = sim_json(
         &dir,
-        &["--algo", "raymond", "--nodes", "7", "--graph", "file:spider.txt", "--workload", "sequential", "--entries", "6"],
+        &[
+            "--algo",
+            "raymond",
+            "--nodes",
+            "7",
+            "--graph",
+            "file:spider.txt",
+            "--workload",
+            "sequential",
+            "--entries",
+            "6",
+        ],
     );
     assert_eq!(r["messages"]["sent"], 20);
     assert_eq!(r["outcome"]["entries"], 6);

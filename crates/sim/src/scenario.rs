@@ -785,8 +785,12 @@ mod tests {
 
     #[test]
     fn graph_choices_are_checked_named_and_written_back() {
-        let err = Scenario::parse("algorithm = \"yoyo\"\ngraph = \"hexagon\"\n", "g.toml").unwrap_err().to_string();
-        assert!(err.starts_with("g.toml:2:9: field `graph`: unknown shape \"hexagon\"; allowed: random, grid"), "{err}");
+        let err =
+            Scenario::parse("algorithm = \"yoyo\"\ngraph = \"hexagon\"\n", "g.toml").unwrap_err().to_string();
+        assert!(
+            err.starts_with("g.toml:2:9: field `graph`: unknown shape \"hexagon\"; allowed: random, grid"),
+            "{err}"
+        );
         let cfg = |text: &str| Scenario::parse(text, "s").unwrap().resolve(None);
         let grid = cfg("algorithm = \"yoyo\"\nnodes = 9\ngraph = \"grid\"\n").unwrap();
         assert_eq!(grid.graph, Some(Shape::Grid));
@@ -809,8 +813,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ringleader-scenario-graph-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("graphs")).unwrap();
         std::fs::write(dir.join("graphs/path.txt"), "# a path\n1 2\n2 3\n\n3 4  # last\n").unwrap();
-        std::fs::write(dir.join("s.toml"), "algorithm = \"raymond\"\nnodes = 4\ngraph = \"file:graphs/path.txt\"\n")
-            .unwrap();
+        std::fs::write(
+            dir.join("s.toml"),
+            "algorithm = \"raymond\"\nnodes = 4\ngraph = \"file:graphs/path.txt\"\n",
+        )
+        .unwrap();
         let cfg = Scenario::load(&dir.join("s.toml")).unwrap().resolve(None).unwrap();
         let Some(Shape::File(list)) = &cfg.graph else { panic!("{:?}", cfg.graph) };
         assert_eq!(list.path, dir.join("graphs/path.txt"));
@@ -818,7 +825,8 @@ mod tests {
         assert!(cfg.repro().contains(&format!(" --graph file:{}", dir.join("graphs/path.txt").display())));
         // Five nodes: position 5 is on no line of the file.
         let flags = Scenario { nodes: Some(5), ..Scenario::default() };
-        let err = Scenario::load(&dir.join("s.toml")).unwrap().merge(flags).resolve(None).unwrap_err().to_string();
+        let err =
+            Scenario::load(&dir.join("s.toml")).unwrap().merge(flags).resolve(None).unwrap_err().to_string();
         assert!(err.ends_with("path.txt: the graph is not connected (position 5 cannot reach 1)"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

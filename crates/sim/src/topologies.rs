@@ -72,7 +72,11 @@ impl FromStr for ShapeSpec {
             "random-tree" => ShapeSpec::RandomTree,
             _ => match s.strip_prefix("file:") {
                 Some(path) if !path.trim().is_empty() => ShapeSpec::File(PathBuf::from(path.trim())),
-                Some(_) => return Err("\"file:\" names no file; give the edge list's path, e.g. file:edges.txt".into()),
+                Some(_) => {
+                    return Err(
+                        "\"file:\" names no file; give the edge list's path, e.g. file:edges.txt".into()
+                    );
+                }
                 None => return Err(format!("unknown shape {s:?}; allowed: {SHAPE_NAMES}")),
             },
         })
@@ -207,7 +211,12 @@ impl Shape {
     }
 
     /// Builds the graph on `n` nodes; `edges` sizes a random graph (default [`default_edges`]).
-    pub fn build(&self, n: u32, edges: Option<u64>, rng: &mut Xoshiro256PlusPlus) -> Result<Topology, String> {
+    pub fn build(
+        &self,
+        n: u32,
+        edges: Option<u64>,
+        rng: &mut Xoshiro256PlusPlus,
+    ) -> Result<Topology, String> {
         Ok(match self {
             Shape::Random => random_connected(n, edges.unwrap_or(default_edges(n)), rng)?,
             Shape::Grid => Topology::from_edges(n, &grid_edges(n)),
@@ -299,7 +308,9 @@ pub fn check(
             let m = edges.unwrap_or(default_edges(n));
             let (min, max) = (n64.saturating_sub(1), n64 * n64.saturating_sub(1) / 2);
             if m < min || m > max {
-                return Err(format!("--edges {m}: a connected graph on {n} nodes has between {min} and {max} edges"));
+                return Err(format!(
+                    "--edges {m}: a connected graph on {n} nodes has between {min} and {max} edges"
+                ));
             }
         }
         Shape::File(list) => {
@@ -308,7 +319,10 @@ pub fn check(
             }
             let unreached = unreached(&Topology::from_edges(n, &list.edges));
             if !unreached.is_empty() {
-                return Err(format!("--graph {shape}: the graph is not connected ({})", describe_unreached(&unreached)));
+                return Err(format!(
+                    "--graph {shape}: the graph is not connected ({})",
+                    describe_unreached(&unreached)
+                ));
             }
         }
         _ => {}
@@ -318,7 +332,10 @@ pub fn check(
         let has = match shape {
             Shape::Grid => format!("the {} has {m} edges", grid_label(n)),
             Shape::Random if edges.is_none() => {
-                format!("the random graph has {m} edges (2N by default; --edges {} makes a random tree)", n.saturating_sub(1))
+                format!(
+                    "the random graph has {m} edges (2N by default; --edges {} makes a random tree)",
+                    n.saturating_sub(1)
+                )
             }
             Shape::Random => format!("the random graph has {m} edges"),
             _ => format!("the file holds {m} edges"),
@@ -613,7 +630,10 @@ mod tests {
     fn each_kind_accepts_its_shapes_and_says_why_not() {
         use TopologyKind::*;
         let file = |edges: &[(u32, u32)]| {
-            Shape::File(EdgeList { path: "g.txt".into(), edges: edges.iter().map(|&(a, b)| (a - 1, b - 1)).collect() })
+            Shape::File(EdgeList {
+                path: "g.txt".into(),
+                edges: edges.iter().map(|&(a, b)| (a - 1, b - 1)).collect(),
+            })
         };
         for s in [Shape::Random, Shape::Grid, Shape::Tree, Shape::Line, Shape::Star, Shape::RandomTree] {
             assert_eq!(check(Graph, "yoyo", 9, Some(&s), None), Ok(()), "{s}");
@@ -642,7 +662,9 @@ mod tests {
             check(BiRing, "hirschberg-sinclair", 9, None, Some(12)).unwrap_err(),
             "--edges 12: hirschberg-sinclair runs on a bidirectional ring and takes no --edges"
         );
-        assert!(check(Complete, "bully", 9, Some(&Shape::Random), None).unwrap_err().contains("a complete graph"));
+        assert!(
+            check(Complete, "bully", 9, Some(&Shape::Random), None).unwrap_err().contains("a complete graph")
+        );
         assert_eq!(check(Complete, "bully", 9, None, None), Ok(()));
         assert_eq!(
             check(Graph, "yoyo", 9, Some(&Shape::Grid), Some(12)).unwrap_err(),
@@ -668,8 +690,15 @@ mod tests {
             "--graph file:g.txt: the graph is not connected (positions 7, 8 cannot reach 1)"
         );
         let far = check(Graph, "yoyo", 30, Some(&file(&[(1, 2)])), None).unwrap_err();
-        assert!(far.ends_with("(positions 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 and 18 more cannot reach 1)"), "{far}");
-        assert!(check(Graph, "yoyo", 3, Some(&file(&[(1, 4)])), None).unwrap_err().contains("position 4 is outside 1..3"));
+        assert!(
+            far.ends_with("(positions 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 and 18 more cannot reach 1)"),
+            "{far}"
+        );
+        assert!(
+            check(Graph, "yoyo", 3, Some(&file(&[(1, 4)])), None)
+                .unwrap_err()
+                .contains("position 4 is outside 1..3")
+        );
     }
 
     #[test]

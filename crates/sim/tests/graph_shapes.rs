@@ -55,7 +55,8 @@ fn edge_list_file(n: u32, extra: u32, seed: u64) -> Shape {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let mut order: Vec<u32> = (1..=n).collect();
     order.shuffle(&mut rng);
-    let mut pairs: Vec<(u32, u32)> = (1..n as usize).map(|i| (order[rng.random_range(0..i)], order[i])).collect();
+    let mut pairs: Vec<(u32, u32)> =
+        (1..n as usize).map(|i| (order[rng.random_range(0..i)], order[i])).collect();
     let max = n as u64 * (n as u64 - 1) / 2;
     let mut tries = 0;
     while (pairs.len() as u64) < (n as u64 - 1 + extra as u64).min(max) && tries < 10_000 {
@@ -77,7 +78,14 @@ fn edge_list_file(n: u32, extra: u32, seed: u64) -> Shape {
 
 /// Runs YoYo on `shape`; asserts the properties, the leader, the exact setup and announcement
 /// counts and the essay's bounds; returns (m, messages of YoYo proper, iterations).
-fn yoyo(n: u32, shape: &Shape, seed: u64, ids: IdArrangement, all: bool, latency: Latency) -> (u64, u64, u64) {
+fn yoyo(
+    n: u32,
+    shape: &Shape,
+    seed: u64,
+    ids: IdArrangement,
+    all: bool,
+    latency: Latency,
+) -> (u64, u64, u64) {
     let mut cfg = RunConfig::new("yoyo", n).unwrap();
     cfg.graph = Some(shape.clone());
     cfg.seed = seed;
@@ -155,7 +163,13 @@ fn entries(records: &[ringleader_core::trace::TraceRecord]) -> Vec<(NodeId, Node
 /// Raymond under `sequential` with `requesters` (uids, in turn): every property holds, and
 /// every entry costs exactly twice the tree distance from the previous holder to the requester.
 /// Returns the topology and the per-entry costs.
-fn raymond_sequential(n: u32, shape: &Shape, seed: u64, requesters: Option<Vec<u64>>, k: u64) -> (Topology, Vec<u64>) {
+fn raymond_sequential(
+    n: u32,
+    shape: &Shape,
+    seed: u64,
+    requesters: Option<Vec<u64>>,
+    k: u64,
+) -> (Topology, Vec<u64>) {
     let mut cfg = RunConfig::new("raymond", n).unwrap();
     cfg.graph = Some(shape.clone());
     cfg.seed = seed;
@@ -163,7 +177,8 @@ fn raymond_sequential(n: u32, shape: &Shape, seed: u64, requesters: Option<Vec<u
     cfg.entries = k;
     cfg.requesters = requesters;
     let what = format!("{shape} n={n} seed={seed} requesters={:?}", cfg.requesters);
-    let mut sim = Simulation::<Raymond>::new(&cfg, Some(Tracer::new(n as usize, None, true).unwrap())).unwrap();
+    let mut sim =
+        Simulation::<Raymond>::new(&cfg, Some(Tracer::new(n as usize, None, true).unwrap())).unwrap();
     sim.run(&mut |_| {});
     assert!(sim.violations().is_empty(), "{what}: {:?}", sim.violations().list());
     let records = sim.take_tracer().unwrap().finish().unwrap();
@@ -203,7 +218,8 @@ fn the_grid_scenario_measures_what_it_says() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/yoyo-grid.toml");
     let cfg = ringleader_sim::Scenario::load(&path).unwrap().resolve(None).unwrap();
     assert_eq!((cfg.nodes, cfg.graph.clone()), (400, Some(Shape::Grid)));
-    let (m, proper, _) = yoyo(cfg.nodes, &Shape::Grid, cfg.seed, cfg.ids, false, Latency::Constant(1_000_000));
+    let (m, proper, _) =
+        yoyo(cfg.nodes, &Shape::Grid, cfg.seed, cfg.ids, false, Latency::Constant(1_000_000));
     assert_eq!(m, 760);
     assert_eq!(proper, 4966);
     let r = ringleader_sim::run(&cfg, Default::default()).unwrap().report;
