@@ -57,7 +57,8 @@ impl Family {
     }
 }
 
-/// The shape of communication graph an algorithm is written for; the driver builds it.
+/// The shape of communication graph an algorithm is written for; the driver builds it (for
+/// `Graph` and `Tree`, in the shape the run chooses among those the kind accepts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TopologyKind {
     /// Everyone talks to everyone.
@@ -66,9 +67,11 @@ pub enum TopologyKind {
     Ring,
     /// Bidirectional ring.
     BiRing,
-    /// A random connected graph (the driver chooses the edge count).
+    /// Any connected graph; the run chooses it (`--graph`: a random connected graph by
+    /// default, or a grid, a tree, a line, a star, a random tree, an edge-list file).
     Graph,
-    /// A balanced binary tree rooted at position 0 (stored as a graph).
+    /// Any tree, stored as a graph; a balanced binary tree rooted at position 0 unless the run
+    /// chooses another acyclic shape (`--graph line`, `star`, `random-tree`, `file:PATH`).
     Tree,
 }
 

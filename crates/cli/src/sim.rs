@@ -11,6 +11,7 @@ use ringleader_sim::scenario::{
     ClocksSection, Duration, ExpectSection, FaultsSection, IdArrangement, Initiators, NetworkSection,
     WorkloadKind, WorkloadSection,
 };
+use ringleader_sim::topologies::ShapeSpec;
 use ringleader_sim::{Progress, RunOptions, Scenario};
 
 /// Flags override the scenario file field by field.
@@ -21,6 +22,7 @@ use ringleader_sim::{Progress, RunOptions, Scenario};
 /// Examples:
 ///   ringleader sim --algo chang-roberts --nodes 8 --ids descending --initiators all
 ///   ringleader sim --algo central --nodes 5 --workload sequential --entries 10 --json
+///   ringleader sim --algo yoyo --nodes 100 --graph grid --ids random
 ///   ringleader sim scenarios/central-timeout-paused-holder.toml --mermaid run.mmd
 #[derive(Args, Debug, Default)]
 #[command(verbatim_doc_comment)]
@@ -75,7 +77,18 @@ pub struct SimArgs {
     /// 10s for failure detectors].
     #[arg(long, value_name = "TIME")]
     pub duration: Option<Duration>,
-    /// Edges of the random connected graph, for graph algorithms [default: 2N].
+    /// The communication graph, for algorithms that run on arbitrary graphs (yoyo: any shape)
+    /// or trees (raymond: tree, line, star, random-tree, or a file holding a tree); ring and
+    /// complete-graph algorithms take none. SHAPE: random (a random connected graph with
+    /// --edges edges), grid (⌊√N⌋ rows filled row by row, 4-neighbour), tree (balanced binary,
+    /// rooted at position 1), line, star (position 1 in the middle), random-tree (each position
+    /// joins a uniformly chosen earlier one), or file:PATH (one `A B` pair of 1-based positions
+    /// per line, # comments; N is --nodes) [default: random for graph algorithms, tree for tree
+    /// algorithms].
+    #[arg(long, value_name = "SHAPE")]
+    pub graph: Option<ShapeSpec>,
+    /// Edges of the random connected graph (--graph random only), between N − 1 and N(N − 1)/2
+    /// [default: 2N, or N(N − 1)/2 when smaller].
     #[arg(long, value_name = "M")]
     pub edges: Option<u64>,
     /// Workload: sequential, saturated, poisson (mutual exclusion); messages (clocks: local
@@ -157,6 +170,7 @@ impl SimArgs {
             initiators: self.initiators.clone(),
             duration: self.duration,
             edges: self.edges,
+            graph: self.graph.clone(),
             params: self
                 .param
                 .iter()

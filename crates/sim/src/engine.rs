@@ -150,7 +150,9 @@ impl<A: Algorithm> Simulation<A> {
         let n = cfg.nodes;
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
         let uids = topologies::uids(n, cfg.ids, &mut rng);
-        let topology = topologies::build(A::TOPOLOGY, n, cfg.edges, &mut rng).map_err(SimError::Config)?;
+        let topology =
+            topologies::build_shape(A::TOPOLOGY, A::NAME, n, cfg.graph.as_ref(), cfg.edges, &mut rng)
+                .map_err(SimError::Config)?;
         let params = Params::new(cfg.params.clone());
         let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: cfg.max_delay };
         let config = A::configure(&setup).map_err(|e| SimError::Config(format!("{}: {e}", A::NAME)))?;
@@ -706,6 +708,11 @@ impl<A: Algorithm> Simulation<A> {
     /// The uids by position.
     pub fn uids(&self) -> &[Uid] {
         &self.uids
+    }
+
+    /// The communication graph the run was built on.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
     }
 
     /// Steps processed.

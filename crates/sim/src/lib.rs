@@ -150,6 +150,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
         family: sim.info.family.name().into(),
         nodes: cfg.nodes,
         seed: cfg.seed,
+        graph: cfg.graph.as_ref().map(|g| g.to_string()),
         events: sim.steps(),
         sim_time: sim.now() as f64 / 1e6,
         stopped: match sim.stopped() {

@@ -56,6 +56,10 @@ pub struct Report {
     pub nodes: u32,
     /// Seed.
     pub seed: u64,
+    /// The communication graph (`--graph`), when the run chose one other than the algorithm's
+    /// default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph: Option<String>,
     /// Events processed (steps).
     pub events: u64,
     /// Virtual time at the end, in ms.
@@ -111,8 +115,12 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "algorithm  {} ({}), {} nodes, seed {}",
-            self.algorithm, self.family, self.nodes, self.seed
+            "algorithm  {} ({}), {} nodes{}, seed {}",
+            self.algorithm,
+            self.family,
+            self.nodes,
+            self.graph.as_ref().map(|g| format!(", graph {g}")).unwrap_or_default(),
+            self.seed
         );
         let _ = writeln!(
             s,

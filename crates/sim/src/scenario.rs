@@ -14,6 +14,7 @@ use ringleader_core::{Time, Uid};
 use serde::{Deserialize, Serialize};
 
 use crate::notation::{At, Latency, Partition, Pause, format_duration, parse_duration};
+use crate::topologies::{self, Shape, ShapeSpec};
 
 /// How uids are laid out over positions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -250,8 +251,12 @@ pub struct Scenario {
     pub initiators: Option<Initiators>,
     /// `--duration`: stop runs that never go quiet.
     pub duration: Option<Duration>,
-    /// `--edges`: edge count of a random connected graph (graph algorithms).
+    /// `--edges`: edge count of a random connected graph (`--graph random`).
     pub edges: Option<u64>,
+    /// `--graph`: the communication graph, for algorithms that run on arbitrary graphs or trees
+    /// (`random`, `grid`, `tree`, `line`, `star`, `random-tree`, `file:PATH`). A relative
+    /// `file:` path in a scenario file is read from the scenario's directory.
+    pub graph: Option<ShapeSpec>,
     /// `--param key=value`.
     #[serde(default)]
     pub params: BTreeMap<String, toml::Value>,
@@ -311,7 +316,14 @@ impl Scenario {
     pub fn load(path: &Path) -> Result<Scenario, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
-        Scenario::parse(&text, &path.display().to_string())
+        let mut scenario = Scenario::parse(&text, &path.display().to_string())?;
+        if let Some(ShapeSpec::File(file)) = &mut scenario.graph
+            && file.is_relative()
+            && let Some(dir) = path.parent()
+        {
+            *file = dir.join(&*file);
+        }
+        Ok(scenario)
     }
 
     /// Parses scenario text; errors name `origin`, the line, the column and the field.
@@ -357,6 +369,7 @@ impl Scenario {
         take!(initiators);
         take!(duration);
         take!(edges);
+        take!(graph);
         self.params.extend(flags.params);
         take!(network.latency);
         take!(network.loss);
@@ -486,6 +499,14 @@ impl Scenario {
                 ));
             }
         }
+        let graph = match self.graph {
+            None => None,
+            Some(spec) => Some(spec.load(nodes).map_err(ConfigError::Invalid)?),
+        };
+        topologies::check(info.topology, &algorithm, nodes, graph.as_ref(), self.edges)
+            .map_err(ConfigError::Invalid)?;
+        // The algorithm's own default shape is no choice: the report and repro line omit it.
+        let graph = graph.filter(|g| Shape::default_for(info.topology).as_ref() != Some(g));
         let params = self
             .params
             .into_iter()
@@ -511,6 +532,7 @@ impl Scenario {
                 _ => DEFAULT_DURATION,
             }),
             edges: self.edges,
+            graph,
             params,
             latency,
             loss,
@@ -556,8 +578,11 @@ pub struct RunConfig {
     pub initiators: Initiators,
     /// Virtual-time limit.
     pub duration: Time,
-    /// Random graph edge count (graph algorithms).
+    /// Random graph edge count (`--graph random`).
     pub edges: Option<u64>,
+    /// The communication graph the run chose; `None`: the algorithm's default (a random
+    /// connected graph for graph algorithms, a balanced binary tree for tree algorithms).
+    pub graph: Option<Shape>,
     /// Algorithm parameters.
     pub params: BTreeMap<String, String>,
     /// Latency distribution.
@@ -654,6 +679,9 @@ impl RunConfig {
         if self.duration != DEFAULT_DURATION {
             s += &format!(" --duration {}", format_duration(self.duration));
         }
+        if let Some(g) = &self.graph {
+            s += &format!(" --graph {}", shell_word(&g.to_string()));
+        }
         if let Some(e) = self.edges {
             s += &format!(" --edges {e}");
         }
@@ -702,6 +730,15 @@ impl RunConfig {
     }
 }
 
+/// `word`, single-quoted when a shell would split or expand it.
+fn shell_word(word: &str) -> String {
+    if word.chars().all(|c| c.is_ascii_alphanumeric() || "-_.,:/=+@%".contains(c)) {
+        word.into()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -744,5 +781,53 @@ mod tests {
             ..Default::default()
         };
         assert!(s.resolve(None).unwrap_err().to_string().contains("does not exist"));
+    }
+
+    #[test]
+    fn graph_choices_are_checked_named_and_written_back() {
+        let err =
+            Scenario::parse("algorithm = \"yoyo\"\ngraph = \"hexagon\"\n", "g.toml").unwrap_err().to_string();
+        assert!(
+            err.starts_with("g.toml:2:9: field `graph`: unknown shape \"hexagon\"; allowed: random, grid"),
+            "{err}"
+        );
+        let cfg = |text: &str| Scenario::parse(text, "s").unwrap().resolve(None);
+        let grid = cfg("algorithm = \"yoyo\"\nnodes = 9\ngraph = \"grid\"\n").unwrap();
+        assert_eq!(grid.graph, Some(Shape::Grid));
+        assert!(grid.repro().contains(" --graph grid"), "{}", grid.repro());
+        // The algorithm's own default is no choice: nothing to report or write back.
+        let random = cfg("algorithm = \"yoyo\"\nnodes = 9\ngraph = \"random\"\nedges = 12\n").unwrap();
+        assert_eq!(random.graph, None);
+        assert!(!random.repro().contains("--graph") && random.repro().contains("--edges 12"));
+        assert_eq!(cfg("algorithm = \"raymond\"\ngraph = \"tree\"\n").unwrap().graph, None);
+        let err = cfg("algorithm = \"ring\"\ngraph = \"line\"\n").unwrap_err().to_string();
+        assert_eq!(err, "--graph line: ring runs on a ring and takes no --graph");
+        // Flags override the file's shape.
+        let file = Scenario::parse("algorithm = \"yoyo\"\nnodes = 9\ngraph = \"grid\"\n", "s").unwrap();
+        let flags = Scenario { graph: Some(ShapeSpec::Star), ..Scenario::default() };
+        assert_eq!(file.merge(flags).resolve(None).unwrap().graph, Some(Shape::Star));
+    }
+
+    #[test]
+    fn a_relative_edge_list_is_read_beside_the_scenario() {
+        let dir = std::env::temp_dir().join(format!("ringleader-scenario-graph-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("graphs")).unwrap();
+        std::fs::write(dir.join("graphs/path.txt"), "# a path\n1 2\n2 3\n\n3 4  # last\n").unwrap();
+        std::fs::write(
+            dir.join("s.toml"),
+            "algorithm = \"raymond\"\nnodes = 4\ngraph = \"file:graphs/path.txt\"\n",
+        )
+        .unwrap();
+        let cfg = Scenario::load(&dir.join("s.toml")).unwrap().resolve(None).unwrap();
+        let Some(Shape::File(list)) = &cfg.graph else { panic!("{:?}", cfg.graph) };
+        assert_eq!(list.path, dir.join("graphs/path.txt"));
+        assert_eq!(list.edges, vec![(0, 1), (1, 2), (2, 3)]);
+        assert!(cfg.repro().contains(&format!(" --graph file:{}", dir.join("graphs/path.txt").display())));
+        // Five nodes: position 5 is on no line of the file.
+        let flags = Scenario { nodes: Some(5), ..Scenario::default() };
+        let err =
+            Scenario::load(&dir.join("s.toml")).unwrap().merge(flags).resolve(None).unwrap_err().to_string();
+        assert!(err.ends_with("path.txt: the graph is not connected (position 5 cannot reach 1)"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

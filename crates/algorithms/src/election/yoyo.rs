@@ -59,7 +59,9 @@
 //! `docs/ELECTIONS-LARGE.md` has the measured table.
 //!
 //! ## Assumptions
-//! A connected undirected graph, reliable channels (no order needed), unique ids, no failures.
+//! A connected undirected graph (a random one by default; the run may choose a grid, a line, a
+//! star, a tree or an edge-list file with `--graph`), reliable channels (no order needed), unique
+//! ids, no failures.
 //! Nodes know their neighbours but not their ids (that is what setup is for).
 //!
 //! ## Known flaws

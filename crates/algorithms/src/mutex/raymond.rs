@@ -20,9 +20,11 @@
 //! - Acquire: enqueue self. On REQUEST from a neighbour: enqueue it. On PRIVILEGE: HOLDER :=
 //!   self. Release: USING := false. After each of these: ASSIGN_PRIVILEGE, then MAKE_REQUEST.
 //!
-//! The tree is the driver's `Tree` topology: a balanced binary tree rooted at position 0
-//! (position i's parent is (i − 1)/2); the token starts at the root, so every HOLDER initially
-//! points to the parent.
+//! The tree is the driver's `Tree` topology: by default a balanced binary tree rooted at
+//! position 0 (position i's parent is (i − 1)/2); a run may choose another with `--graph line`,
+//! `star`, `random-tree` or `file:PATH` (the drivers refuse graphs with cycles). The token starts
+//! at position 0, so every HOLDER initially points to the neighbour on the tree path to it
+//! (computed once, by breadth-first search from position 0).
 //!
 //! ```text
 //!   not holder ──REQUEST_Q non-empty, ¬ASKED / REQUEST to HOLDER──▶ asked ──PRIVILEGE──▶ holder
@@ -32,7 +34,9 @@
 //! ## Costs
 //! An entry costs 2·d messages, d the tree distance from the requester to the token (d REQUESTs
 //! up, d PRIVILEGE hops back); d ≤ the diameter, 2·depth on a balanced tree of depth
-//! ⌊log2 N⌋, so at most 4·⌊log2 N⌋ per entry under light load, O(log N) on average. Under
+//! ⌊log2 N⌋, so at most 4·⌊log2 N⌋ per entry under light load, O(log N) on average. The shape
+//! decides it: a star (diameter 2) costs at most 4 per entry, a line (diameter N − 1) up to
+//! 2(N − 1). Under
 //! saturation a REQUEST serves a whole subtree, and the average drops to about 4 per entry.
 //! Synchronization delay up to d messages (the token walks the path); response time 2·d delays
 //! under light load.
@@ -183,15 +187,42 @@ impl Algorithm for Raymond {
     const SUMMARY: &'static str =
         "token on a static spanning tree; HOLDER points to it, REQUESTs climb, PRIVILEGE descends; O(log N)";
     const TOPOLOGY: TopologyKind = TopologyKind::Tree;
-    type Config = ();
+    /// Each position's initial HOLDER: its neighbour on the path to position 0 (0 for itself).
+    type Config = Vec<NodeId>;
 
-    fn configure(_setup: &Setup) -> Result<(), ParamError> {
-        Ok(())
+    fn configure(setup: &Setup) -> Result<Vec<NodeId>, ParamError> {
+        let n = setup.topology.len() as usize;
+        let mut parent = vec![NodeId::MAX; n];
+        let mut queue = VecDeque::new();
+        if n > 0 {
+            parent[0] = 0;
+            queue.push_back(0);
+        }
+        while let Some(x) = queue.pop_front() {
+            for y in setup.topology.neighbors(x) {
+                if parent[y as usize] == NodeId::MAX {
+                    parent[y as usize] = x;
+                    queue.push_back(y);
+                }
+            }
+        }
+        match parent.iter().position(|&p| p == NodeId::MAX) {
+            Some(p) => Err(ParamError::OutOfRange {
+                key: "graph".into(),
+                reason: format!("position {} cannot reach position 1; the tree must be connected", p + 1),
+            }),
+            None => Ok(parent),
+        }
     }
 
-    fn new(me: NodeId, _config: &(), setup: &Setup) -> Self {
-        // In the balanced tree a node's parent is its smallest neighbour; the root holds the token.
-        let parent = if me == 0 { 0 } else { setup.topology.neighbors(me).next().unwrap_or(0) };
-        Raymond { me, holder: parent, request_q: VecDeque::new(), using: false, asked: false, entries: 0 }
+    fn new(me: NodeId, parent: &Vec<NodeId>, _setup: &Setup) -> Self {
+        Raymond {
+            me,
+            holder: parent[me as usize],
+            request_q: VecDeque::new(),
+            using: false,
+            asked: false,
+            entries: 0,
+        }
     }
 }
