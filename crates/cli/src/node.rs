@@ -29,6 +29,8 @@ use serde::Deserialize;
 ///   max_delay = "50ms"
 ///   [params]
 ///   coordinator = 0
+// The doc comment above is also `--help` text: its TOML `[params]` is not a link.
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Args, Debug, Default, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct NodeArgs {

@@ -1,6 +1,6 @@
 //! TCP transport: one outbound writer per peer, one listener, one reader per inbound connection.
 //!
-//! - **Writers** dial their peer, send the [`Hello`](crate::wire::Hello), then write the frames
+//! - **Writers** dial their peer, send the [`Hello`], then write the frames
 //!   of the peer's bounded queue. When the connection fails they redial with exponential backoff
 //!   (50 ms doubling to 2 s); messages queued meanwhile wait in the queue, and the driver drops
 //!   (and counts) what does not fit. The frame being written when a connection breaks is lost

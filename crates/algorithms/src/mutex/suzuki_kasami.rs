@@ -10,12 +10,12 @@
 //! ## The rules
 //! Every process keeps RN[1..N], the highest request number heard from each process. The token
 //! carries LN[1..N] (the request number each process last had served) and a queue Q.
-//! - Request: if we hold the idle token, enter (no message). Otherwise RN[i] += 1 and send
-//!   REQUEST(i, RN[i]) to all others.
-//! - On REQUEST(j, sn): RN[j] := max(RN[j], sn); if we hold the token, are not in the critical
-//!   section, and RN[j] = LN[j] + 1 (an outstanding request), send TOKEN to j.
+//! - Request: if we hold the idle token, enter (no message). Otherwise RN\[i\] += 1 and send
+//!   REQUEST(i, RN\[i\]) to all others.
+//! - On REQUEST(j, sn): RN\[j\] := max(RN\[j\], sn); if we hold the token, are not in the critical
+//!   section, and RN\[j\] = LN\[j\] + 1 (an outstanding request), send TOKEN to j.
 //! - On TOKEN: enter.
-//! - Exit: LN[i] := RN[i]; append to Q every j with RN[j] = LN[j] + 1 not already in it
+//! - Exit: LN\[i\] := RN\[i\]; append to Q every j with RN\[j\] = LN\[j\] + 1 not already in it
 //!   (scanning i+1, i+2, …, i−1 so that nobody is favoured); if Q is not empty, send the token
 //!   to its head.
 //!
@@ -51,7 +51,7 @@ use crate::{Algorithm, Family, ParamError, Setup};
 /// entry counter.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Token {
-    /// LN[j]: the request number of j's last served request.
+    /// LN\[j\]: the request number of j's last served request.
     pub ln: Vec<u64>,
     /// Processes waiting for the token, in order.
     pub q: VecDeque<NodeId>,
@@ -89,7 +89,7 @@ pub enum Timer {}
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SuzukiKasami {
     me: NodeId,
-    /// RN[j]: the highest request number heard from j.
+    /// RN\[j\]: the highest request number heard from j.
     rn: Vec<u64>,
     token: Option<Token>,
     requesting: bool,
