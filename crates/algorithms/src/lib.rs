@@ -13,6 +13,7 @@
 //! Each algorithm implements [`Algorithm`] on top of the [`ringleader_core::Process`] contract,
 //! and [`registry`] lists them all by the name `--algo` takes.
 
+#![warn(missing_docs)]
 pub mod clocks;
 pub mod deadlock;
 pub mod detectors;

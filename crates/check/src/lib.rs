@@ -70,6 +70,7 @@
 //! assert_eq!(safety.length, Some(7)); // the seed 003 story, step by step
 //! ```
 
+#![warn(missing_docs)]
 pub mod model;
 pub mod network;
 pub mod properties;

@@ -17,6 +17,7 @@
 //! [`Outbox`] it writes, and the shared vocabulary of application [`Request`]s and observable
 //! [`Event`]s that checkers, traces and the HTTP API all speak.
 
+#![warn(missing_docs)]
 mod event;
 mod process;
 pub mod time;

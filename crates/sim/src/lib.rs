@@ -14,6 +14,7 @@
 //! assert_eq!(result.report.outcome["leader"], 8);
 //! ```
 
+#![warn(missing_docs)]
 pub mod checkers;
 pub mod clock;
 pub mod engine;
