@@ -12,6 +12,7 @@ mod detector_curve;
 mod node;
 mod quorum_risk;
 mod sim;
+mod table;
 mod verify;
 
 use std::process::ExitCode;
@@ -50,6 +51,9 @@ enum Command {
     DetectorCurve(detector_curve::CurveArgs),
     /// Model-check an algorithm: every execution on a few nodes, shortest counterexamples.
     Check(Box<check::CheckArgs>),
+    /// Measured messages per operation beside the textbook formula, for every algorithm.
+    #[command(long_about = table::LONG_ABOUT)]
+    Table(table::TableArgs),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(args),
         Command::DetectorCurve(args) => detector_curve::run(args),
         Command::Check(args) => check::run(*args),
+        Command::Table(args) => table::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),
