@@ -10,6 +10,8 @@ use ringleader_check::{Bounds, NetworkKind, Options, Outcome, PropertyOutcome};
 use ringleader_core::NodeId;
 use ringleader_sim::scenario::Initiators;
 
+/// Model-check an algorithm: every execution on a few nodes, shortest counterexamples
+///
 /// Explores every execution of an algorithm on N nodes (breadth-first, so a violated
 /// property's counterexample is a shortest one) and checks the simulator's properties in every
 /// state. Timers may fire at any moment: durations are ignored.

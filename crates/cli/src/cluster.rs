@@ -20,6 +20,8 @@ use tokio::net::TcpListener;
 use tokio::process::Command;
 use tokio::sync::oneshot;
 
+/// Launch N local nodes, or control a running launcher (`cluster ctl kill 3`)
+///
 /// Examples:
 ///   ringleader cluster --nodes 5 --algo central --api-base-port 8000
 ///   ringleader cluster ctl kill 3            (another terminal)

@@ -37,7 +37,9 @@ use ringleader_sim::scenario::Duration;
 use ringleader_sim::{RunConfig, RunOptions};
 use serde::Serialize;
 
-/// Sweep a failure detector's parameter and print detection time against false suspicions.
+/// Sweep a failure detector's timeout (or Φ) under heavy-tailed latency and pauses
+///
+/// Prints detection time against false suspicions for each value.
 ///
 /// Examples:
 ///   ringleader detector-curve

@@ -33,7 +33,6 @@ struct Cli {
 enum Command {
     /// List every algorithm: name, family, one-line summary.
     List,
-    /// Simulate one run and check its properties.
     Sim(Box<sim::SimArgs>),
     /// Measure the simulator: delivered messages per second and peak memory.
     Bench(bench::BenchArgs),
@@ -41,15 +40,10 @@ enum Command {
     Demo,
     /// Probability that quorum voting with forgetful coordinators violates mutual exclusion.
     QuorumRisk(quorum_risk::QuorumRiskArgs),
-    /// Run one real node over TCP with an HTTP API.
     Node(Box<node::NodeArgs>),
-    /// Launch N local nodes, or control a running launcher (`cluster ctl kill 3`).
     Cluster(Box<cluster::ClusterArgs>),
-    /// Merge node traces and check the family's properties.
     Verify(verify::VerifyArgs),
-    /// Sweep a failure detector's timeout (or Φ) under heavy-tailed latency and pauses.
     DetectorCurve(detector_curve::CurveArgs),
-    /// Model-check an algorithm: every execution on a few nodes, shortest counterexamples.
     Check(Box<check::CheckArgs>),
     /// Measured messages per operation beside the textbook formula, for every algorithm.
     #[command(long_about = table::LONG_ABOUT)]

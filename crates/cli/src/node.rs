@@ -10,6 +10,8 @@ use ringleader_core::Uid;
 use ringleader_net::NodeConfig;
 use serde::Deserialize;
 
+/// Run one real node over TCP with an HTTP API
+///
 /// Flags override the configuration file field by field.
 ///
 /// Ids are the algorithm's uids; a node's position is the rank of its id among all members.

@@ -14,6 +14,8 @@ use ringleader_sim::scenario::{
 use ringleader_sim::topologies::ShapeSpec;
 use ringleader_sim::{Progress, RunOptions, Scenario};
 
+/// Simulate one run and check its properties
+///
 /// Flags override the scenario file field by field.
 ///
 /// Times take a unit (ns, us, ms, s: 250us, 1.5ms, 2s); a bare number means milliseconds.

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 use ringleader_core::Uid;
 
+/// Merge node traces and check the family's properties
+///
 /// Merges node traces (JSON lines) and checks the algorithm family's properties: agreement,
 /// validity, uniqueness and termination for elections; safety (mutual exclusion), fencing-token
 /// order, FIFO, liveness and no starvation for mutual exclusion.
