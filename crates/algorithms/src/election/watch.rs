@@ -39,7 +39,11 @@
 //!   the period, so its first deadline is `period + z·min_std` (1.56·period at Φ = 8). The
 //!   window is kept when the coordinator changes — every coordinator beats with the same
 //!   period over the same network — and the time from a restart to the next heartbeat is not
-//!   recorded as an interval.
+//!   recorded as an interval. μ is floored at the period
+//!   ([`PhiAccrualDetector::with_min_mean`]): a coordinator cannot beat faster than that on
+//!   average, and without the floor the burst of deferred heartbeats a follower receives when
+//!   it resumes from a pause drags its deadline below the period, where it suspects its live
+//!   coordinator on every deadline (the election sweep found this livelock).
 //!
 //! `suspect_after` / `election_timeout` belong to the heartbeat detector and `phi`, `window`,
 //! `min_std` to φ-accrual: giving one to the other detector is an error naming the detector it
