@@ -33,7 +33,9 @@
 //! seed 003 cost (docs/DETECTORS.md). Defaults: T = 10 ms, D = 2·max_delay (the network's Ttrans
 //! bound) — seed 001's rule with Tprocess = 0.
 //!
-//! The detector logic is [`HeartbeatDetector`], a plain struct that elections can embed.
+//! The detector logic is [`HeartbeatDetector`], a plain struct. The elections embed it to watch
+//! their coordinator (the default `detector = heartbeat`, `crate::election::watch`), with T + D
+//! = their `suspect_after` or `election_timeout`.
 
 use ringleader_core::time::MILLISECOND;
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time};

@@ -3,8 +3,8 @@
 //! In an asynchronous system a slow process and a crashed one look the same from outside; a
 //! failure detector turns silence into *suspicion*, and every detector trades detection time
 //! against false suspicions. The detector logic lives in reusable structs
-//! ([`heartbeat::HeartbeatDetector`], [`phi_accrual::PhiAccrualDetector`]) that other
-//! algorithms (elections) can embed; the [`heartbeat::Heartbeat`] and
+//! ([`heartbeat::HeartbeatDetector`], [`phi_accrual::PhiAccrualDetector`]) that the elections
+//! embed to watch their coordinator ([`crate::election::watch`]); the [`heartbeat::Heartbeat`] and
 //! [`phi_accrual::PhiAccrual`] processes run them on every pair of nodes and report
 //! [`ringleader_core::Event::Suspect`] / [`ringleader_core::Event::Trust`].
 

@@ -41,7 +41,10 @@
 //! normal — fails under heavy tails and long pauses, where it is as fallible as any timeout; the
 //! curves in docs/DETECTORS.md compare the two.
 //!
-//! The detector logic is [`PhiAccrualDetector`], a plain struct that elections can embed.
+//! The detector logic is [`PhiAccrualDetector`], a plain struct. The elections embed it to watch
+//! their coordinator (`detector = phi-accrual`, `crate::election::watch`), with two additions
+//! this algorithm does not use: [`PhiAccrualDetector::restart`] (start the silence clock without
+//! a sample) and [`PhiAccrualDetector::with_min_mean`] (μ floored at the heartbeat period).
 
 use std::collections::VecDeque;
 
@@ -85,12 +88,17 @@ pub struct PhiAccrualDetector {
     min_std: Time,
     /// The interval assumed before any is measured (the heartbeat period).
     expected: Time,
+    /// Floor for μ, in ns (0: none; see [`Self::with_min_mean`]).
+    min_mean: Time,
     /// Per peer: last arrival (local time), if any.
     last: Vec<Option<Time>>,
     /// Per peer: the last W inter-arrival times.
     intervals: Vec<VecDeque<Time>>,
     /// Per peer: suspected now.
     suspected: Vec<bool>,
+    /// Per peer: the silence clock was restarted without a heartbeat ([`Self::restart`]), so
+    /// the next arrival ends no interval.
+    restarted: Vec<bool>,
 }
 
 impl PhiAccrualDetector {
@@ -111,10 +119,22 @@ impl PhiAccrualDetector {
             window: window.max(1),
             min_std,
             expected,
+            min_mean: 0,
             last: vec![None; n],
             intervals: vec![VecDeque::new(); n],
             suspected: vec![false; n],
+            restarted: vec![false; n],
         }
+    }
+
+    /// The same detector with μ floored at `floor`: for a sender known to beat no faster than
+    /// every `floor` (the long-run mean of its inter-arrival times is then at least `floor`).
+    /// Intervals shorter than that — a burst of heartbeats deferred while the monitor itself
+    /// was paused, duplicates — then widen σ instead of dragging the deadline below the period,
+    /// where every heartbeat would come too late.
+    pub fn with_min_mean(mut self, floor: Time) -> Self {
+        self.min_mean = floor;
+        self
     }
 
     /// The threshold Φ.
@@ -122,7 +142,8 @@ impl PhiAccrualDetector {
         self.threshold_milli as f64 / 1000.0
     }
 
-    /// (μ, σ) of `peer`'s window, in ns (σ floored at `min_std`).
+    /// (μ, σ) of `peer`'s window, in ns (σ floored at `min_std`, μ at the floor given to
+    /// [`Self::with_min_mean`], if any).
     pub fn fit(&self, peer: NodeId) -> (f64, f64) {
         let w = &self.intervals[peer as usize];
         if w.is_empty() {
@@ -131,7 +152,7 @@ impl PhiAccrualDetector {
         let n = w.len() as f64;
         let mean = w.iter().map(|&x| x as f64).sum::<f64>() / n;
         let var = w.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
-        (mean, var.sqrt().max(self.min_std.max(1) as f64))
+        (mean.max(self.min_mean as f64), var.sqrt().max(self.min_std.max(1) as f64))
     }
 
     /// φ for `peer` after `silence` ns without a heartbeat.
@@ -152,7 +173,9 @@ impl PhiAccrualDetector {
     /// and is trusted again, the silence after which to suspect it).
     pub fn heard(&mut self, peer: NodeId, now: Time) -> (bool, Time) {
         let p = peer as usize;
-        if let Some(prev) = self.last[p] {
+        if let Some(prev) = self.last[p]
+            && !std::mem::replace(&mut self.restarted[p], false)
+        {
             let w = &mut self.intervals[p];
             w.push_back(now.saturating_sub(prev));
             if w.len() > self.window {
@@ -180,11 +203,61 @@ impl PhiAccrualDetector {
         self.suspected[peer as usize]
     }
 
+    /// Restarts `peer`'s silence clock at `now` without a heartbeat (a new coordinator was
+    /// announced, an election began): `peer` is trusted, its window is kept, and the next
+    /// heartbeat starts a new interval without ending one — the time since the restart is not
+    /// an inter-arrival time. Returns the silence after which to suspect `peer`.
+    pub fn restart(&mut self, peer: NodeId, now: Time) -> Time {
+        let p = peer as usize;
+        self.last[p] = Some(now);
+        self.suspected[p] = false;
+        self.restarted[p] = true;
+        self.suspicion_after(peer)
+    }
+
     /// Forgets everything but the parameters; the silence clock of every peer starts at `now`.
     pub fn reset(&mut self, now: Time) {
         self.last.iter_mut().for_each(|t| *t = Some(now));
         self.intervals.iter_mut().for_each(VecDeque::clear);
         self.suspected.iter_mut().for_each(|s| *s = false);
+        self.restarted.iter_mut().for_each(|r| *r = false);
+    }
+}
+
+/// The φ knobs — threshold Φ (`phi`, default 8), window W (`window`, default 100) and σ floor
+/// (`min_std`, default period/10) — read and checked once for every user: the `phi-accrual`
+/// algorithm and the elections watching their coordinator with `detector=phi-accrual`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Knobs {
+    /// Φ: suspicion threshold.
+    pub phi: f64,
+    /// W: window of inter-arrival times.
+    pub window: usize,
+    /// σ floor, in ns.
+    pub min_std: Time,
+}
+
+impl Knobs {
+    /// Reads `phi`, `window` and `min_std` for heartbeats every `period`.
+    pub fn configure(setup: &Setup, period: Time) -> Result<Knobs, ParamError> {
+        let phi: f64 = setup.params.get("phi", 8.0)?;
+        if !(phi.is_finite() && phi > 0.0 && phi <= 300.0) {
+            return Err(ParamError::OutOfRange {
+                key: "phi".into(),
+                reason: format!("{phi}: Φ must be in (0, 300]"),
+            });
+        }
+        let window: usize = setup.params.get("window", 100)?;
+        if window == 0 {
+            return Err(ParamError::OutOfRange { key: "window".into(), reason: "must be at least 1".into() });
+        }
+        let min_std = setup.params.duration("min_std", period / 10)?;
+        Ok(Knobs { phi, window, min_std })
+    }
+
+    /// A detector with these knobs for `n` peers heartbeating every `period`.
+    pub fn detector(&self, n: usize, period: Time) -> PhiAccrualDetector {
+        PhiAccrualDetector::new(n, self.phi, self.window, self.min_std, period)
     }
 }
 
@@ -283,18 +356,7 @@ impl Algorithm for PhiAccrual {
         if period == 0 {
             return Err(ParamError::OutOfRange { key: "period".into(), reason: "must be above zero".into() });
         }
-        let phi: f64 = setup.params.get("phi", 8.0)?;
-        if !(phi.is_finite() && phi > 0.0 && phi <= 300.0) {
-            return Err(ParamError::OutOfRange {
-                key: "phi".into(),
-                reason: format!("{phi}: Φ must be in (0, 300]"),
-            });
-        }
-        let window: usize = setup.params.get("window", 100)?;
-        if window == 0 {
-            return Err(ParamError::OutOfRange { key: "window".into(), reason: "must be at least 1".into() });
-        }
-        let min_std = setup.params.duration("min_std", period / 10)?;
+        let Knobs { phi, window, min_std } = Knobs::configure(setup, period)?;
         Ok(Config { period, phi, window, min_std })
     }
 
@@ -337,5 +399,28 @@ mod tests {
         assert!(d.check(1, 100 * MILLISECOND + after));
         assert!(d.is_suspected(1));
         assert!(d.heard(1, 120 * MILLISECOND).0);
+    }
+
+    #[test]
+    fn a_restart_measures_no_interval_and_a_mean_floor_resists_bursts() {
+        let ms = MILLISECOND;
+        let mut d = PhiAccrualDetector::new(1, 3.0, 10, ms, 10 * ms);
+        d.heard(0, 0);
+        d.heard(0, 10 * ms);
+        assert_eq!(d.fit(0), (10e6, 1e6));
+        // Restarted at 12 ms, heard at 13 ms: the 1 ms (and the 3 ms since 10 ms) are no sample.
+        d.restart(0, 12 * ms);
+        d.heard(0, 13 * ms);
+        assert_eq!(d.fit(0), (10e6, 1e6));
+        d.heard(0, 23 * ms);
+        assert_eq!(d.fit(0), (10e6, 1e6));
+        // A burst: two more arrivals at 23 ms. Unfloored, μ falls to 5 ms; floored, it stays.
+        let mut floored = d.clone().with_min_mean(10 * ms);
+        for x in [&mut d, &mut floored] {
+            x.heard(0, 23 * ms);
+            x.heard(0, 23 * ms);
+        }
+        assert_eq!(d.fit(0), (5e6, 5e6));
+        assert_eq!(floored.fit(0), (10e6, 5e6));
     }
 }

@@ -44,7 +44,11 @@
 //! ## Failure detection
 //! With `heartbeat = PERIOD` (default 0: off) the coordinator sends HEARTBEAT to every lower id
 //! each period and a process that hears nothing for `suspect_after` (default PERIOD + T) starts an
-//! election (see [`super::watch`]). Heartbeats are detection messages, counted apart. A heartbeat
+//! election (see [`super::watch`]). That is the default failure detector, `detector =
+//! heartbeat`; with `detector = phi-accrual` a process starts an election when φ-accrual's
+//! suspicion level over its coordinator's heartbeats reaches `phi` (knobs `phi`, `window`,
+//! `min_std`, as for the `phi-accrual` algorithm; `suspect_after` then does not apply).
+//! Heartbeats are detection messages, counted apart. A heartbeat
 //! from a higher coordinator than the one a process follows is taken as its COORDINATOR message
 //! (this is how two coordinators merge after a partition heals).
 //!
@@ -134,13 +138,13 @@ pub enum Phase {
 }
 
 /// The validated timers of a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Config {
     /// T = 2·Ttrans + Tprocess (or the `timeout` parameter).
     pub t: Time,
     /// T', the wait for a COORDINATOR after an ANSWER.
     pub t_prime: Time,
-    /// The heartbeat detector.
+    /// The coordinator's watch, as every process starts with it.
     pub watch: Watch,
 }
 
@@ -150,7 +154,12 @@ pub struct Bully {
     uid: Uid,
     leader: Option<Uid>,
     phase: Phase,
-    cfg: Config,
+    /// T.
+    t: Time,
+    /// T'.
+    t_prime: Time,
+    /// This process's failure detector on its coordinator.
+    watch: Watch,
 }
 
 type Out = Outbox<Msg, Timer>;
@@ -182,7 +191,7 @@ impl Bully {
         } else {
             out.send_all(self.higher(cx), &Msg::Election(self.uid));
             self.phase = Phase::Electing;
-            out.set_timer(Timer::Answer, self.cfg.t);
+            out.set_timer(Timer::Answer, self.t);
         }
     }
 
@@ -194,7 +203,7 @@ impl Bully {
         self.leader = Some(self.uid);
         out.emit(Event::Leader { leader: self.uid, term: 0 });
         out.send_all(self.lower(cx), &Msg::Coordinator(self.uid));
-        self.cfg.watch.lead(out);
+        self.watch.lead(out);
     }
 
     /// Rule 6: coordinator := j.
@@ -206,7 +215,7 @@ impl Bully {
             self.leader = Some(j);
             out.emit(Event::Leader { leader: j, term: 0 });
         }
-        self.cfg.watch.follow(cx, out);
+        self.watch.follow(cx, out);
     }
 }
 
@@ -217,7 +226,7 @@ impl Process for Bully {
     /// With detection on, a process that learns of no coordinator within the deadline plus
     /// T + T' (one election's length) starts an election itself.
     fn on_start(&mut self, cx: &Context, out: &mut Out) {
-        self.cfg.watch.follow_after(cx, self.cfg.t + self.cfg.t_prime, out);
+        self.watch.follow_after(cx, self.t + self.t_prime, out);
     }
 
     fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
@@ -232,7 +241,7 @@ impl Process for Bully {
                 if self.phase == Phase::Electing {
                     self.phase = Phase::Awaiting;
                     out.cancel_timer(Timer::Answer);
-                    out.set_timer(Timer::Coordinator, self.cfg.t_prime);
+                    out.set_timer(Timer::Coordinator, self.t_prime);
                 }
             }
             Msg::Coordinator(j) => {
@@ -244,7 +253,7 @@ impl Process for Bully {
             }
             Msg::Heartbeat(j) => {
                 if self.leader == Some(j) {
-                    self.cfg.watch.follow(cx, out);
+                    self.watch.heard(cx, out);
                 } else if j < self.uid {
                     self.start_election(cx, out);
                 } else if self.phase == Phase::Idle && self.leader.is_none_or(|l| j > l) {
@@ -269,11 +278,11 @@ impl Process for Bully {
             }
             Timer::Watch(WatchTimer::Beat) => {
                 if self.leader == Some(self.uid) {
-                    self.cfg.watch.beat(self.lower(cx), &Msg::Heartbeat(self.uid), out);
+                    self.watch.beat(self.lower(cx), &Msg::Heartbeat(self.uid), out);
                 }
             }
             Timer::Watch(WatchTimer::Silence) => {
-                if self.phase == Phase::Idle && self.leader != Some(self.uid) {
+                if self.watch.suspects(cx) && self.phase == Phase::Idle && self.leader != Some(self.uid) {
                     if self.leader.take().is_some() {
                         out.emit(Event::LeaderLost);
                     }
@@ -293,7 +302,7 @@ impl Process for Bully {
     fn on_recover(&mut self, cx: &Context, out: &mut Out) {
         self.leader = None;
         self.phase = Phase::Idle;
-        self.cfg.watch.follow(cx, out);
+        self.watch.follow(cx, out);
         self.start_election(cx, out);
     }
 
@@ -325,6 +334,13 @@ impl Algorithm for Bully {
     }
 
     fn new(me: NodeId, config: &Config, setup: &Setup) -> Self {
-        Bully { uid: setup.uids[me as usize], leader: None, phase: Phase::Idle, cfg: *config }
+        Bully {
+            uid: setup.uids[me as usize],
+            leader: None,
+            phase: Phase::Idle,
+            t: config.t,
+            t_prime: config.t_prime,
+            watch: config.watch.clone(),
+        }
     }
 }

@@ -36,7 +36,10 @@
 //! ## Parameters
 //! `heartbeat` (default 5·Ttrans, at least 500 µs; it cannot be 0 here: the leader's heartbeats
 //! are what keeps followers from starting elections) and `election_timeout` E (default
-//! 3·heartbeat; the timeout is drawn in [E, 2E) with `cx.random`).
+//! 3·heartbeat; the timeout is drawn in [E, 2E) with `cx.random`). The election timeout is the
+//! deadline of the follower's failure detector on its leader ([`super::watch`]): with
+//! `detector = phi-accrual` E is instead φ-accrual's own deadline μ + z·σ over the leader's
+//! heartbeat arrivals (knobs `phi`, `window`, `min_std`), still drawn in [E, 2E).
 //!
 //! ## Costs
 //! One uncontested election among N: N − 1 REQUEST_VOTE and N − 1 VOTE; split votes repeat it
@@ -244,8 +247,10 @@ impl Process for Majority {
                 if self.leader != Some(leader) {
                     self.leader = Some(leader);
                     out.emit(Event::Leader { leader, term });
+                    self.watch.follow(cx, out);
+                } else {
+                    self.watch.heard(cx, out);
                 }
-                self.watch.follow(cx, out);
             }
         }
     }
@@ -257,7 +262,11 @@ impl Process for Majority {
                     self.watch.beat(Self::others(cx), &Msg::Heartbeat { term: self.term }, out);
                 }
             }
-            Timer::Watch(WatchTimer::Silence) => self.stand(cx, out),
+            Timer::Watch(WatchTimer::Silence) => {
+                if self.watch.suspects(cx) {
+                    self.stand(cx, out);
+                }
+            }
         }
     }
 
@@ -309,7 +318,7 @@ impl Algorithm for Majority {
             role: Role::Follower,
             leader: None,
             votes: BTreeSet::new(),
-            watch: *config,
+            watch: config.clone(),
         }
     }
 }

@@ -49,8 +49,10 @@
 //! ## Failure detection
 //! With `heartbeat = PERIOD` (default 0: off) the coordinator sends HEARTBEAT to every other
 //! position of the ring (it knows the configuration; dead ones included, so that a process back
-//! from a crash or a partition hears it) every period and a process that hears nothing for `suspect_after` (default
-//! PERIOD + T) starts an election (see [`super::watch`]). A heartbeat from a better coordinator
+//! from a crash or a partition hears it) every period and a process that hears nothing for
+//! `suspect_after` (default PERIOD + T) starts an election (see [`super::watch`]); with
+//! `detector = phi-accrual` it starts one when φ-accrual's suspicion level over the
+//! coordinator's heartbeats reaches `phi` instead. A heartbeat from a better coordinator
 //! (higher id; lower for `ring-min`) than one's own is adopted, which merges two coordinators
 //! after a partition heals — unless this process itself is better than that coordinator: it was
 //! left out of that election, so it ignores the heartbeat and its silence deadline starts an
@@ -151,11 +153,11 @@ struct Pending {
 }
 
 /// The validated configuration of a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Config {
     /// T: how long a hop waits for its ACK.
     pub t: Time,
-    /// The heartbeat detector.
+    /// The coordinator's watch, as every process starts with it.
     pub watch: Watch,
 }
 
@@ -168,7 +170,10 @@ pub struct RingElection<const MIN: bool> {
     members: Vec<Member>,
     pending: BTreeMap<u64, Pending>,
     next_seq: u64,
-    cfg: Config,
+    /// T: how long a hop waits for its ACK.
+    t: Time,
+    /// This process's failure detector on its coordinator.
+    watch: Watch,
 }
 
 /// The ring election that elects the highest id.
@@ -217,18 +222,18 @@ impl<const MIN: bool> RingElection<MIN> {
         };
         out.send(to, msg.clone());
         self.pending.insert(seq, Pending { msg, rest: targets });
-        out.set_timer(Timer::Ack(seq), self.cfg.t);
+        out.set_timer(Timer::Ack(seq), self.t);
     }
 
     /// How long two rounds may take: every position is tried at most once per round, and an
     /// attempt ends within T (ACK or timeout).
     fn round_bound(&self, cx: &Context) -> Time {
-        2 * cx.n() as Time * self.cfg.t
+        2 * cx.n() as Time * self.t
     }
 
     fn start_election(&mut self, cx: &Context, out: &mut Out) {
         out.emit(Event::ElectionStarted);
-        self.cfg.watch.follow_after(cx, self.round_bound(cx), out);
+        self.watch.follow_after(cx, self.round_bound(cx), out);
         let msg = Msg::Election { seq: 0, list: vec![(cx.me, self.uid)] };
         self.hop(cx, msg, Self::ring_after(cx), out);
     }
@@ -267,9 +272,9 @@ impl<const MIN: bool> RingElection<MIN> {
             out.emit(Event::Leader { leader: winner, term: 0 });
         }
         if winner == self.uid {
-            self.cfg.watch.lead(out);
+            self.watch.lead(out);
         } else {
-            self.cfg.watch.follow_after(cx, grace, out);
+            self.watch.follow_after(cx, grace, out);
         }
     }
 }
@@ -279,7 +284,7 @@ impl<const MIN: bool> Process for RingElection<MIN> {
     type Timer = Timer;
 
     fn on_start(&mut self, cx: &Context, out: &mut Out) {
-        self.cfg.watch.follow_after(cx, self.round_bound(cx), out);
+        self.watch.follow_after(cx, self.round_bound(cx), out);
     }
 
     fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
@@ -308,7 +313,7 @@ impl<const MIN: bool> Process for RingElection<MIN> {
             }
             Msg::Heartbeat(j) => {
                 if self.leader == Some(j) {
-                    self.cfg.watch.follow(cx, out);
+                    self.watch.heard(cx, out);
                 } else if !Self::better(self.uid, j) && self.leader.is_none_or(|l| Self::better(j, l)) {
                     // A coordinator worse than this process was elected without it; instead of
                     // following, let the silence deadline start an election that includes it.
@@ -327,11 +332,11 @@ impl<const MIN: bool> Process for RingElection<MIN> {
             }
             Timer::Watch(WatchTimer::Beat) => {
                 if self.leader == Some(self.uid) {
-                    self.cfg.watch.beat(Self::ring_after(cx), &Msg::Heartbeat(self.uid), out);
+                    self.watch.beat(Self::ring_after(cx), &Msg::Heartbeat(self.uid), out);
                 }
             }
             Timer::Watch(WatchTimer::Silence) => {
-                if self.leader != Some(self.uid) {
+                if self.watch.suspects(cx) && self.leader != Some(self.uid) {
                     if self.leader.take().is_some() {
                         out.emit(Event::LeaderLost);
                     }
@@ -405,7 +410,8 @@ impl<const MIN: bool> Algorithm for RingElection<MIN> {
             members: Vec::new(),
             pending: BTreeMap::new(),
             next_seq: 1,
-            cfg: *config,
+            t: config.t,
+            watch: config.watch.clone(),
         }
     }
 }

@@ -1,20 +1,77 @@
-//! Watching the coordinator: the heartbeat failure detector every election here shares.
+//! Watching the coordinator: where the elections meet the failure detectors.
 //!
 //! The textbook elections start "when a process notices that the coordinator is not
-//! responding". This module is that noticing, written once for `bully`, `ring` and `majority`:
+//! responding". This module is that noticing, written once for `bully`, `ring` and `majority`,
+//! and it is the only place where an election touches a failure detector: the algorithms call
+//! [`Watch::lead`], [`Watch::beat`], [`Watch::follow`] / [`Watch::follow_after`],
+//! [`Watch::heard`] and [`Watch::suspects`], and never see which detector is behind them.
 //!
-//! - the coordinator sends a HEARTBEAT to the processes it leads every `period` (the
-//!   [`WatchTimer::Beat`] timer);
-//! - every other process keeps a [`WatchTimer::Silence`] deadline, pushed back whenever it
-//!   hears its coordinator; when the deadline passes, the process suspects the coordinator and
-//!   starts an election. A process that knows no coordinator at all keeps the same deadline, so
-//!   an election also starts when nobody was told to initiate one.
+//! - The coordinator sends a HEARTBEAT to the processes it leads every `period` (parameter
+//!   `heartbeat`; the [`WatchTimer::Beat`] timer).
+//! - Every other process holds a failure detector whose one peer is *its coordinator* — the
+//!   one it follows, or the one it is waiting for while no coordinator is known or an election
+//!   is under way. A HEARTBEAT from that coordinator feeds the detector ([`Watch::heard`]);
+//!   anything else that means "start watching afresh" — start-up, a COORDINATOR announcing a
+//!   new coordinator, an election begun, a vote granted — restarts the detector's silence clock
+//!   without feeding it a sample ([`Watch::follow_after`]).
+//! - After each of these the [`WatchTimer::Silence`] timer is armed for the silence after
+//!   which *the detector* would suspect the coordinator, plus the caller's `grace` (the time an
+//!   election under way may take before silence means it was lost) and, for `majority`, a
+//!   random draw in `[0, that silence)` (Raft's randomized election timeout: the deadline is
+//!   drawn in `[S, 2S)`).
+//! - When the timer fires the detector is asked ([`Watch::suspects`]); only if it suspects the
+//!   coordinator does the algorithm start an election. A process that knows no coordinator at
+//!   all keeps the same deadline, so an election also starts when nobody was told to initiate
+//!   one.
 //!
-//! In a synchronous system (one-way delay at most `Ttrans`) two heartbeats arrive at most
-//! `period + Ttrans` apart, so a deadline of `period + T` (T = 2·Ttrans + Tprocess, the bully's
-//! timer) never suspects a live coordinator: the detector is *perfect*. A paused coordinator or a
-//! partition breaks that promise — the detector then suspects a process that is only slow or
-//! unreachable, which is where split brain comes from.
+//! ## The two detectors (parameter `detector`)
+//! - `heartbeat` (default): [`HeartbeatDetector`], which suspects after a fixed silence T + D
+//!   — here `suspect_after` (bully, ring; default `heartbeat` + the election's own T) or
+//!   `election_timeout` (majority; default 3·`heartbeat`). In a synchronous system (one-way
+//!   delay at most Ttrans) two heartbeats arrive at most `period + Ttrans` apart, so a deadline
+//!   of `period + T` (T = 2·Ttrans + Tprocess, the bully's timer) never suspects a live
+//!   coordinator: the detector is *perfect*.
+//! - `phi-accrual`: [`PhiAccrualDetector`], which fits a normal distribution to the last W
+//!   inter-arrival times of the coordinator's heartbeats and suspects when
+//!   φ = −log10(1 − F(silence)) reaches Φ, i.e. after μ + z·σ of silence. It reads the knobs of
+//!   the `phi-accrual` algorithm with the same names and defaults (`phi` 8, `window` 100,
+//!   `min_std` period/10, [`Knobs`]). Before any interval is measured it assumes one equal to
+//!   the period, so its first deadline is `period + z·min_std` (1.56·period at Φ = 8). The
+//!   window is kept when the coordinator changes — every coordinator beats with the same
+//!   period over the same network — and the time from a restart to the next heartbeat is not
+//!   recorded as an interval. μ is floored at the period
+//!   ([`PhiAccrualDetector::with_min_mean`]): a coordinator cannot beat faster than that on
+//!   average, and without the floor the burst of deferred heartbeats a follower receives when
+//!   it resumes from a pause drags its deadline below the period, where it suspects its live
+//!   coordinator on every deadline (the election sweep found this livelock).
+//!
+//! `suspect_after` / `election_timeout` belong to the heartbeat detector and `phi`, `window`,
+//! `min_std` to φ-accrual: giving one to the other detector is an error naming the detector it
+//! belongs to, rather than a setting silently ignored.
+//!
+//! ## Why an enum and not a trait
+//! [`Detector`] is an enum over the two detector structs. Process state must be
+//! `Clone + Eq + Hash` (the model checker stores and compares states) and the detector is a
+//! run-time parameter: with a trait, either every election would become generic over its
+//! detector (`Bully<D>`, one registry entry per pair) or it would hold a trait object, which is
+//! neither `Eq` nor `Hash`. Two variants and a `match` in four small methods keep the wiring
+//! here and the detectors' logic in `crates/algorithms/src/detectors/`.
+//!
+//! ## The timer is the evidence
+//! Both detectors only change their verdict when fed, and every feeding re-arms the timer at
+//! the detector's deadline, so when the timer fires the detector's answer is "suspect" — unless
+//! the clock disagrees with the timer: the model checker's clock always reads 0 (any armed timer
+//! may fire at any moment) and a drifting simulated clock may convert a duration a nanosecond
+//! short. The detector is therefore asked about `max(now, due)`, `due` being when the timer was
+//! set to fire: a timer that fired is proof that its duration passed.
+//!
+//! ## What no detector fixes
+//! A paused coordinator or a partition breaks every detector's promise: the followers suspect a
+//! process that is only slow or unreachable, which is where split brain comes from. φ-accrual
+//! adapts to jitter it has seen, not to a pause it has not; a small Φ suspects sooner and
+//! mistakes more (docs/ELECTIONS.md measures both). The `central` mutex's coordinator failover is
+//! a separate stand-in that probes (request/reply) instead of listening for heartbeats, and does
+//! not use this module.
 //!
 //! Heartbeats are messages of each algorithm's own type whose [`Message::is_detection`] is
 //! true, so reports count them apart and the textbook counts stay checkable. `heartbeat = 0`
@@ -24,35 +81,115 @@
 
 use ringleader_core::{Context, NodeId, Outbox, Time};
 
+use crate::detectors::heartbeat::HeartbeatDetector;
+use crate::detectors::phi_accrual::{Knobs, PhiAccrualDetector};
 use crate::{ParamError, Setup};
+
+/// The detectors' one peer: the coordinator, whoever it is.
+const COORDINATOR: NodeId = 0;
 
 /// The detector's two timers; an algorithm's timer type wraps them (`T: From<WatchTimer>`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum WatchTimer {
     /// The coordinator's next heartbeat is due.
     Beat,
-    /// The coordinator has been silent too long.
+    /// The detector's deadline: the coordinator may have been silent too long.
     Silence,
 }
 
-/// The heartbeat detector's configuration (the same for every node of a run).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// The failure detector a follower runs on its coordinator (parameter `detector`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Detector {
+    /// `heartbeat`: suspect after a fixed silence (`suspect_after` / `election_timeout`).
+    Heartbeat(HeartbeatDetector),
+    /// `phi-accrual`: suspect when φ reaches Φ (`phi`, `window`, `min_std`).
+    PhiAccrual(PhiAccrualDetector),
+}
+
+impl Detector {
+    /// The values parameter `detector` takes.
+    pub const NAMES: [&'static str; 2] = ["heartbeat", "phi-accrual"];
+
+    /// The name parameter `detector` gives this detector.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Detector::Heartbeat(_) => Self::NAMES[0],
+            Detector::PhiAccrual(_) => Self::NAMES[1],
+        }
+    }
+
+    /// The silence after which the coordinator would be suspected, as the detector stands now.
+    pub fn deadline(&self) -> Time {
+        match self {
+            Detector::Heartbeat(d) => d.timeout(),
+            Detector::PhiAccrual(d) => d.suspicion_after(COORDINATOR),
+        }
+    }
+
+    /// A HEARTBEAT from the coordinator arrived at local time `now`.
+    fn heard(&mut self, now: Time) {
+        match self {
+            Detector::Heartbeat(d) => {
+                d.heard(COORDINATOR, now);
+            }
+            Detector::PhiAccrual(d) => {
+                d.heard(COORDINATOR, now);
+            }
+        }
+    }
+
+    /// The silence clock starts over at `now`, without a sample.
+    fn restart(&mut self, now: Time) {
+        match self {
+            // A fixed timeout keeps no samples: arrival and restart are the same.
+            Detector::Heartbeat(d) => {
+                d.heard(COORDINATOR, now);
+            }
+            Detector::PhiAccrual(d) => {
+                d.restart(COORDINATOR, now);
+            }
+        }
+    }
+
+    /// The verdict at local time `now`: true when the coordinator becomes suspected.
+    fn suspects(&mut self, now: Time) -> bool {
+        match self {
+            Detector::Heartbeat(d) => d.silent(COORDINATOR, now),
+            Detector::PhiAccrual(d) => d.check(COORDINATOR, now),
+        }
+    }
+}
+
+/// One process's watch over its coordinator: the heartbeat period (the same for every node of
+/// a run) and this follower's own detector. Built once by [`Watch::configure`] and cloned into
+/// every process.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Watch {
     /// Heartbeat period; 0 switches detection off.
-    pub period: Time,
-    /// How long a follower waits without hearing its coordinator before suspecting it.
-    pub silence: Time,
-    /// The deadline is `silence` plus a uniform draw in `[0, jitter)` (randomized election
-    /// timeouts; 0 for a fixed deadline).
-    pub jitter: Time,
+    period: Time,
+    /// Whether the deadline S is drawn in `[S, 2S)` (randomized election timeouts).
+    jitter: bool,
+    /// The detector watching the coordinator.
+    detector: Detector,
+    /// Local time at which the armed Silence timer is due.
+    due: Time,
 }
 
 impl Watch {
     /// Detection switched off.
-    pub const OFF: Watch = Watch { period: 0, silence: 0, jitter: 0 };
+    fn off() -> Watch {
+        Watch {
+            period: 0,
+            jitter: false,
+            detector: Detector::Heartbeat(HeartbeatDetector::new(1, 0)),
+            due: 0,
+        }
+    }
 
-    /// Reads `heartbeat` (the period, 0 = off) and the silence deadline `silence_key` from the
-    /// parameters. `default_silence` computes the deadline's default from the period.
+    /// Reads `heartbeat` (the period, 0 = off) and `detector` from the parameters; then, for the
+    /// heartbeat detector, its silence deadline `silence_key` (default computed from the
+    /// period by `default_silence`), or, for φ-accrual, `phi`, `window` and `min_std`.
+    /// `jitter` draws every deadline S in `[S, 2S)`.
     pub fn configure(
         setup: &Setup,
         default_period: Time,
@@ -61,25 +198,77 @@ impl Watch {
         jitter: bool,
     ) -> Result<Watch, ParamError> {
         let period = setup.params.duration("heartbeat", default_period)?;
-        let silence = setup.params.duration(silence_key, default_silence(period))?;
-        if period == 0 {
-            return Ok(Watch::OFF);
-        }
-        if silence <= period {
-            return Err(ParamError::OutOfRange {
-                key: silence_key.into(),
-                reason: format!(
-                    "must be longer than the heartbeat period ({period} ns), or every live \
-                     coordinator is suspected"
-                ),
-            });
-        }
-        Ok(Watch { period, silence, jitter: if jitter { silence } else { 0 } })
+        let kind: String = setup.params.get("detector", Detector::NAMES[0].to_string())?;
+        let given = |key: &str| setup.params.values().contains_key(key);
+        let detector = match kind.trim() {
+            "heartbeat" => {
+                if let Some(key) = ["phi", "window", "min_std"].into_iter().find(|k| given(k)) {
+                    return Err(ParamError::OutOfRange {
+                        key: key.into(),
+                        reason: format!(
+                            "belongs to detector=phi-accrual; the heartbeat detector suspects after \
+                             {silence_key}"
+                        ),
+                    });
+                }
+                let silence = setup.params.duration(silence_key, default_silence(period))?;
+                if period == 0 {
+                    return Ok(Watch::off());
+                }
+                if silence <= period {
+                    return Err(ParamError::OutOfRange {
+                        key: silence_key.into(),
+                        reason: format!(
+                            "must be longer than the heartbeat period ({period} ns), or every live \
+                             coordinator is suspected"
+                        ),
+                    });
+                }
+                Detector::Heartbeat(HeartbeatDetector::new(1, silence))
+            }
+            "phi-accrual" => {
+                if given(silence_key) {
+                    return Err(ParamError::OutOfRange {
+                        key: silence_key.into(),
+                        reason: "belongs to detector=heartbeat; φ-accrual suspects when φ reaches \
+                                 `phi` (with `window`, `min_std`)"
+                            .into(),
+                    });
+                }
+                if period == 0 {
+                    return Err(ParamError::OutOfRange {
+                        key: "detector".into(),
+                        reason: "phi-accrual listens to heartbeats: give heartbeat a positive period \
+                                 (0 switches detection off)"
+                            .into(),
+                    });
+                }
+                let detector = Knobs::configure(setup, period)?.detector(1, period);
+                Detector::PhiAccrual(detector.with_min_mean(period))
+            }
+            other => {
+                return Err(ParamError::OutOfRange {
+                    key: "detector".into(),
+                    reason: format!("expected heartbeat or phi-accrual, got {other:?}"),
+                });
+            }
+        };
+        Ok(Watch { period, jitter, detector, due: 0 })
     }
 
     /// True when heartbeats are on.
     pub fn enabled(&self) -> bool {
         self.period > 0
+    }
+
+    /// The heartbeat period (0: detection off).
+    pub fn period(&self) -> Time {
+        self.period
+    }
+
+    /// The detector watching the coordinator.
+    pub fn detector(&self) -> &Detector {
+        &self.detector
     }
 
     /// This node became the coordinator: start beating, stop watching.
@@ -90,21 +279,49 @@ impl Watch {
         }
     }
 
-    /// This node follows a coordinator (or waits for one): stop beating, (re)arm the deadline.
-    /// Call it whenever the coordinator is heard from.
-    pub fn follow<M, T: From<WatchTimer>>(&self, cx: &Context, out: &mut Outbox<M, T>) {
+    /// This node follows a coordinator it has just learned of (or waits for one): stop
+    /// beating, restart the detector's silence clock, (re)arm the deadline.
+    pub fn follow<M, T: From<WatchTimer>>(&mut self, cx: &Context, out: &mut Outbox<M, T>) {
         self.follow_after(cx, 0, out);
     }
 
     /// As [`Watch::follow`], with `grace` added to this one deadline: the time an election
     /// under way may take before silence means it was lost (also used at start-up, when no
     /// coordinator is known yet).
-    pub fn follow_after<M, T: From<WatchTimer>>(&self, cx: &Context, grace: Time, out: &mut Outbox<M, T>) {
+    pub fn follow_after<M, T: From<WatchTimer>>(
+        &mut self,
+        cx: &Context,
+        grace: Time,
+        out: &mut Outbox<M, T>,
+    ) {
         if self.enabled() {
-            out.cancel_timer(WatchTimer::Beat.into());
-            let extra = if self.jitter > 0 { cx.random % self.jitter } else { 0 };
-            out.set_timer(WatchTimer::Silence.into(), self.silence + extra + grace);
+            self.detector.restart(cx.now);
+            self.arm(cx, grace, out);
         }
+    }
+
+    /// A HEARTBEAT from the coordinator this node follows arrived: feed the detector and re-arm
+    /// the deadline it computes.
+    pub fn heard<M, T: From<WatchTimer>>(&mut self, cx: &Context, out: &mut Outbox<M, T>) {
+        if self.enabled() {
+            self.detector.heard(cx.now);
+            self.arm(cx, 0, out);
+        }
+    }
+
+    fn arm<M, T: From<WatchTimer>>(&mut self, cx: &Context, grace: Time, out: &mut Outbox<M, T>) {
+        out.cancel_timer(WatchTimer::Beat.into());
+        let deadline = self.detector.deadline();
+        let extra = if self.jitter && deadline > 0 { cx.random % deadline } else { 0 };
+        let wait = deadline + extra + grace;
+        self.due = cx.now.saturating_add(wait);
+        out.set_timer(WatchTimer::Silence.into(), wait);
+    }
+
+    /// The Silence timer fired: does the detector suspect the coordinator? Start an election
+    /// only if it does.
+    pub fn suspects(&mut self, cx: &Context) -> bool {
+        self.enabled() && self.detector.suspects(cx.now.max(self.due))
     }
 
     /// The Beat timer fired: send `heartbeat` to each of `followers` and re-arm.
@@ -118,5 +335,120 @@ impl Watch {
             out.send_all(followers, heartbeat);
             out.set_timer(WatchTimer::Beat.into(), self.period);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ringleader_core::time::MILLISECOND;
+    use ringleader_core::{Action, Topology};
+
+    use super::*;
+    use crate::Params;
+
+    const MS: Time = MILLISECOND;
+
+    fn watch(params: &[(&str, &str)], jitter: bool) -> Result<Watch, ParamError> {
+        let uids = [1, 2];
+        let topology = Topology::Complete { n: 2 };
+        let params = Params::new(params.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect());
+        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: MS };
+        Watch::configure(&setup, 0, "suspect_after", |p| p + 2 * MS, jitter)
+    }
+
+    /// Feeds `w` at local time `now` (`beat`: a heartbeat, else a restart) and returns how long
+    /// the Silence timer was armed for.
+    fn feed(w: &mut Watch, now: Time, random: u64, beat: bool) -> Time {
+        let uids = [1, 2];
+        let topology = Topology::Complete { n: 2 };
+        let cx = Context { me: 0, uids: &uids, topology: &topology, now, random };
+        let mut out: Outbox<(), WatchTimer> = Outbox::new();
+        if beat {
+            w.heard(&cx, &mut out)
+        } else {
+            w.follow(&cx, &mut out)
+        }
+        out.drain()
+            .find_map(|a| match a {
+                Action::SetTimer { timer: WatchTimer::Silence, after } => Some(after),
+                _ => None,
+            })
+            .expect("a Silence timer")
+    }
+
+    fn fire(w: &mut Watch, now: Time) -> bool {
+        let uids = [1, 2];
+        let topology = Topology::Complete { n: 2 };
+        w.suspects(&Context { me: 0, uids: &uids, topology: &topology, now, random: 0 })
+    }
+
+    #[test]
+    fn the_heartbeat_detector_waits_suspect_after_and_jitter_draws_in_s_to_2s() {
+        let mut w = watch(&[("heartbeat", "5ms")], false).unwrap();
+        assert_eq!(w.detector().name(), "heartbeat");
+        assert_eq!(feed(&mut w, 0, 3 * MS, true), 7 * MS);
+        assert!(fire(&mut w, 7 * MS));
+        let mut w = watch(&[("heartbeat", "5ms")], true).unwrap();
+        assert_eq!(feed(&mut w, 0, 7 * MS + 3, false), 7 * MS + 3);
+        assert_eq!(feed(&mut w, 0, 3 * MS, false), 10 * MS);
+    }
+
+    #[test]
+    fn phi_accrual_deadline_follows_the_heartbeats_and_restarts_measure_no_interval() {
+        let mut w =
+            watch(&[("heartbeat", "10ms"), ("detector", "phi-accrual"), ("phi", "3")], false).unwrap();
+        assert_eq!(w.detector().name(), "phi-accrual");
+        // No interval yet: μ = the period, σ = min_std = 1 ms; z(3) = 3.0902.
+        let prior = feed(&mut w, 0, 0, false);
+        assert!(prior.abs_diff(13_090_200) < 2_000, "{prior}");
+        // Heartbeats 8 and 12 ms apart: μ = 10 ms, σ = 2 ms.
+        feed(&mut w, MS, 0, true);
+        feed(&mut w, 9 * MS, 0, true);
+        let after = feed(&mut w, 21 * MS, 0, true);
+        assert!(after.abs_diff(16_180_400) < 4_000, "{after}");
+        // A restart 1 ms later keeps the window; the next heartbeat ends no interval.
+        assert_eq!(feed(&mut w, 22 * MS, 0, false), after);
+        assert_eq!(feed(&mut w, 23 * MS, 0, true), after, "1 ms since the restart is no sample");
+        // The timer is the evidence: the model checker's clock reads 0 when it fires.
+        assert!(fire(&mut w, 0));
+        assert!(!fire(&mut w, 0), "suspected once until heard again");
+    }
+
+    #[test]
+    fn a_burst_of_heartbeats_does_not_pull_the_deadline_below_the_period() {
+        // A follower back from a pause receives the deferred heartbeats at the same instant:
+        // zero intervals. The mean stays floored at the period.
+        let mut w = watch(&[("heartbeat", "5ms"), ("detector", "phi-accrual")], false).unwrap();
+        let prior = feed(&mut w, 0, 0, false);
+        feed(&mut w, 30 * MS, 0, true);
+        feed(&mut w, 30 * MS, 0, true);
+        assert_eq!(feed(&mut w, 30 * MS, 0, true), prior);
+        assert!(prior > 5 * MS);
+    }
+
+    #[test]
+    fn bad_values_name_the_key_and_what_is_allowed() {
+        let err = |p: &[(&str, &str)]| watch(p, false).unwrap_err().to_string();
+        assert_eq!(
+            err(&[("heartbeat", "5ms"), ("detector", "swim")]),
+            "parameter `detector`: expected heartbeat or phi-accrual, got \"swim\""
+        );
+        assert!(
+            err(&[("heartbeat", "5ms"), ("window", "9")])
+                .starts_with("parameter `window`: belongs to detector=phi-accrual")
+        );
+        assert!(
+            err(&[("heartbeat", "5ms"), ("detector", "phi-accrual"), ("suspect_after", "9ms")])
+                .starts_with("parameter `suspect_after`: belongs to detector=heartbeat")
+        );
+        assert!(err(&[("detector", "phi-accrual")]).contains("give heartbeat a positive period"));
+        assert!(
+            err(&[("heartbeat", "5ms"), ("detector", "phi-accrual"), ("phi", "-1")]).contains("(0, 300]")
+        );
+        assert!(
+            err(&[("heartbeat", "5ms"), ("suspect_after", "5ms")])
+                .contains("longer than the heartbeat period")
+        );
+        assert!(!watch(&[], false).unwrap().enabled());
     }
 }
