@@ -34,6 +34,25 @@ fn synchronous_heartbeats_detect_every_crash_within_t_plus_d_and_never_lie() {
     }
 }
 
+/// No fault, no jitter: nobody may be suspected, not even during the first period. (φ-accrual
+/// once counted the network delay before the first heartbeat as an inter-arrival time and had
+/// every pair suspect each other at start-up: n(n − 1) false suspicions per run.)
+#[test]
+fn a_quiet_system_is_never_suspected() {
+    for algo in ["heartbeat", "phi-accrual"] {
+        for n in [2u32, 5, 16] {
+            for seed in 0..5 {
+                let mut cfg = config(algo, n, seed);
+                cfg.latency = Latency::Constant(MILLISECOND);
+                cfg.max_delay = MILLISECOND;
+                let r = run(&cfg, RunOptions::default()).unwrap().report;
+                assert!(r.violations.is_empty(), "{algo} n {n} seed {seed}: {:?}", r.violations);
+                assert_eq!(num(&r, "false_suspicions"), 0.0, "{algo} n {n} seed {seed}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_paused_process_is_wrongly_suspected_by_every_monitor_then_trusted_again() {
     for algo in ["heartbeat", "phi-accrual"] {

@@ -216,11 +216,16 @@ impl PhiAccrualDetector {
     }
 
     /// Forgets everything but the parameters; the silence clock of every peer starts at `now`.
+    ///
+    /// As after [`Self::restart`], the first heartbeat after a reset ends no interval: the time
+    /// from the reset to it is one network delay, not an inter-arrival time. (Counting it made
+    /// every monitor's first window a single ~1 ms sample, and every pair suspected each other
+    /// once in the first period of every run.)
     pub fn reset(&mut self, now: Time) {
         self.last.iter_mut().for_each(|t| *t = Some(now));
         self.intervals.iter_mut().for_each(VecDeque::clear);
         self.suspected.iter_mut().for_each(|s| *s = false);
-        self.restarted.iter_mut().for_each(|r| *r = false);
+        self.restarted.iter_mut().for_each(|r| *r = true);
     }
 }
 
