@@ -127,4 +127,14 @@ pub trait Algorithm: Process {
 
     /// The initial state of the node at position `me`.
     fn new(me: NodeId, config: &Self::Config, setup: &Setup) -> Self;
+
+    /// Outcome fields that need the driver's global view of the final states rather than the
+    /// events a checker sees — e.g. the minimum spacing between super-peers, which needs every
+    /// super-peer's position. `live[i]` is false for a crashed position. Default: none.
+    fn final_outcome(_states: &[Self], _live: &[bool]) -> Vec<(&'static str, f64)>
+    where
+        Self: Sized,
+    {
+        Vec::new()
+    }
 }

@@ -742,7 +742,13 @@ impl<A: Algorithm> Simulation<A> {
 
     /// The checker's properties, outcome and latencies.
     pub fn checker_report(&self) -> (Vec<&'static str>, checkers::FamilyReport) {
-        (self.checker.properties(), self.checker.report(&self.world()))
+        let world = self.world();
+        let mut report = self.checker.report(&world);
+        let live: Vec<bool> = (0..self.states.len() as NodeId).map(|i| world.alive(i)).collect();
+        for (key, value) in A::final_outcome(&self.states, &live) {
+            report.outcome.insert(key.into(), value.into());
+        }
+        (self.checker.properties(), report)
     }
 
     /// The process states, by position (for tests and inspection).

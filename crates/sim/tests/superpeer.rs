@@ -46,6 +46,10 @@ fn dht_report_carries_the_outcome() {
     let r = run(&config("superpeer-dht", 2000, 4), RunOptions::default()).unwrap().report;
     assert!(r.violations.is_empty());
     assert_eq!(r.outcome["target"], 32);
+    // 32 super-peers on the ring average exactly one block apart, so the closest two are at
+    // most one block apart, and never on the same id.
+    let spacing = r.outcome["min_spacing"].as_f64().expect("min_spacing in the outcome");
+    assert!(spacing > 0.0 && spacing <= 1.0, "{spacing}");
     let sps = r.outcome["super_peers"].as_u64().unwrap();
     assert!((16..=32).contains(&sps));
     assert!(r.outcome["load_max"].as_u64().unwrap() <= 4 * (2000 - sps).div_ceil(sps));
@@ -83,6 +87,13 @@ fn geometric_tokens_settle_apart_and_everyone_is_served() {
             if target > 1 {
                 let spacing = min_spacing(&sim, target);
                 assert!(spacing >= 0.45, "{what}: super-peers {spacing:.3} spacings apart");
+                // The report carries the same figure, computed by the driver from the states.
+                let (_, report) = sim.checker_report();
+                let reported = report.outcome["min_spacing"].as_f64().expect("min_spacing in the outcome");
+                assert!(
+                    (reported - spacing).abs() < 1e-12,
+                    "{what}: reported {reported}, measured {spacing}"
+                );
             }
         }
     }

@@ -336,4 +336,22 @@ impl Algorithm for SuperPeerDht {
             clients: 0,
         }
     }
+
+    /// `min_spacing`: the smallest gap on the id ring between two live super-peers, in units of
+    /// the ideal gap 2^(m − k) (one block); absent with fewer than two super-peers.
+    fn final_outcome(states: &[Self], live: &[bool]) -> Vec<(&'static str, f64)> {
+        let sps: Vec<&Self> =
+            states.iter().zip(live).filter(|(s, up)| **up && s.is_super_peer).map(|x| x.0).collect();
+        let Some(first) = sps.first() else { return Vec::new() };
+        if sps.len() < 2 {
+            return Vec::new();
+        }
+        let mut ids: Vec<u64> = sps.iter().map(|s| s.id).collect();
+        ids.sort_unstable();
+        let ring = first.space() as u128 + 1;
+        let gaps = ids.windows(2).map(|w| (w[1] - w[0]) as u128);
+        let wrap = ring - (ids[ids.len() - 1] - ids[0]) as u128;
+        let min = gaps.chain(std::iter::once(wrap)).min().unwrap_or(0);
+        vec![("min_spacing", min as f64 / first.block() as f64)]
+    }
 }

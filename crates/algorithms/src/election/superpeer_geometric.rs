@@ -614,6 +614,21 @@ impl Algorithm for SuperPeerGeometric {
             clients: Vec::new(),
         }
     }
+
+    /// `min_spacing`: the smallest torus distance between two live super-peers, in units of
+    /// the ideal spacing 1/√T (T the target number of super-peers); absent with fewer than two.
+    fn final_outcome(states: &[Self], live: &[bool]) -> Vec<(&'static str, f64)> {
+        let sps: Vec<&Self> =
+            states.iter().zip(live).filter(|(s, up)| **up && s.settled).map(|x| x.0).collect();
+        let Some(first) = sps.first() else { return Vec::new() };
+        let mut min = f64::INFINITY;
+        for (i, a) in sps.iter().enumerate() {
+            for b in &sps[i + 1..] {
+                min = min.min(distance(a.at, b.at));
+            }
+        }
+        if min.is_finite() { vec![("min_spacing", min / spacing(first.target))] } else { Vec::new() }
+    }
 }
 
 /// The `k` nearest nodes of every node on the torus, found through a grid of about two nodes
