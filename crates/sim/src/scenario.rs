@@ -711,7 +711,11 @@ impl RunConfig {
         if self.cycles != 0.3 {
             s += &format!(" --cycles {}", self.cycles);
         }
-        if self.fanout != 2 {
+        // The deadlock workload's fanout (default 2); the messages workload's is written above,
+        // and no other run reads it.
+        let deadlock = ringleader_algorithms::find(&self.algorithm)
+            .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock);
+        if deadlock && self.fanout != 2 {
             s += &format!(" --fanout {}", self.fanout);
         }
         if self.clock_offset > 0 {
