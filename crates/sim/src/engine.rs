@@ -74,6 +74,13 @@ pub struct Counters {
     pub sent_by_kind: Vec<u64>,
     /// Sends of detection messages (heartbeats …), included in `sent_by_kind`.
     pub detection: u64,
+    /// Detection sends per kind index.
+    pub detection_by_kind: Vec<u64>,
+    /// Bursts per kind index: runs of sends of one kind by one node at one instant (a
+    /// broadcast is one burst), e.g. Berkeley's rounds are its POLL bursts.
+    pub bursts_by_kind: Vec<u64>,
+    /// The (sender, time) of the last burst of each kind.
+    last_burst: Vec<Option<(NodeId, Time)>>,
     /// Messages delivered.
     pub delivered: u64,
     /// Messages dropped (lost, cut, or addressed to a crashed node).
@@ -105,9 +112,19 @@ pub struct Progress {
 pub enum Stop {
     /// Nothing left to happen.
     Quiescent,
+    /// Steady state: nothing but detection traffic (heartbeats, ACKs and the timers that send
+    /// them) for [`Simulation::steady_window`], with no fault, request or algorithm message
+    /// still to come. Judged like quiescence: the run's story is over.
+    Steady,
     /// The time limit was reached with events still pending.
     Duration,
 }
+
+/// The shortest steady state that ends a run (see [`Stop::Steady`]).
+pub const STEADY_MIN: Time = 100_000_000;
+
+/// How many times the longest timer the run ever set a steady state must last.
+pub const STEADY_TIMER_FACTOR: Time = 4;
 
 /// A run of algorithm `A`.
 pub struct Simulation<A: Algorithm> {
@@ -131,6 +148,14 @@ pub struct Simulation<A: Algorithm> {
     rng: Xoshiro256PlusPlus,
     net: Network,
     in_flight: u64,
+    /// Messages in flight that are not detection traffic.
+    algo_in_flight: u64,
+    /// Requests, faults and workload timers in the queue (the story still to come).
+    scripted: u64,
+    /// Virtual time of the last step that was not detection traffic.
+    last_progress: Time,
+    /// The longest timer delay set so far (virtual).
+    longest_timer: Time,
     workload: Option<Workload>,
     deadlock: Option<DeadlockWorkload>,
     checker: Box<dyn Checker + Send>,
@@ -214,6 +239,10 @@ impl<A: Algorithm> Simulation<A> {
             rng,
             net,
             in_flight: 0,
+            algo_in_flight: 0,
+            scripted: 0,
+            last_progress: 0,
+            longest_timer: 0,
             workload: cfg.workload.map(|k| {
                 let requesters = cfg.requesters.as_ref().map(|r| r.iter().map(|&u| pos(u)).collect());
                 Workload::new(k, n, requesters, cfg.entries, cfg.hold, cfg.rate).with_fanout(cfg.fanout)
@@ -224,6 +253,9 @@ impl<A: Algorithm> Simulation<A> {
             violations: Violations::default(),
             counters: Counters {
                 sent_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
+                detection_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
+                bursts_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
+                last_burst: vec![None; <A::Msg as Message>::KINDS.len()],
                 ..Counters::default()
             },
             out: Outbox::new(),
@@ -288,6 +320,9 @@ impl<A: Algorithm> Simulation<A> {
     /// Schedules `item` at `time`; its sequence number (which is also a message's id) orders
     /// it after everything scheduled before at the same time.
     fn schedule(&mut self, time: Time, item: ItemOf<A>) -> u64 {
+        if matches!(item, Item::Request(_) | Item::Fault(_) | Item::Tick(..)) {
+            self.scripted += 1;
+        }
         let seq = self.seq;
         self.seq += 1;
         self.queue.push(time, seq, item);
@@ -356,6 +391,7 @@ impl<A: Algorithm> Simulation<A> {
                 Action::Send { to, msg } => self.send(node, to, msg),
                 Action::SetTimer { timer, after } => {
                     let after = self.clocks.as_ref().map_or(after, |c| c[node as usize].to_virtual(after));
+                    self.longest_timer = self.longest_timer.max(after);
                     let generation = self.seq;
                     let list = &mut self.timers[node as usize];
                     match list.iter_mut().find(|(t, _)| *t == timer) {
@@ -378,9 +414,18 @@ impl<A: Algorithm> Simulation<A> {
     }
 
     fn send(&mut self, from: NodeId, to: NodeId, msg: A::Msg) {
-        self.counters.sent_by_kind[msg.kind_index()] += 1;
-        if msg.is_detection() {
+        let k = msg.kind_index();
+        self.counters.sent_by_kind[k] += 1;
+        if self.counters.last_burst[k] != Some((from, self.now)) {
+            self.counters.last_burst[k] = Some((from, self.now));
+            self.counters.bursts_by_kind[k] += 1;
+        }
+        let detection = msg.is_detection();
+        if detection {
             self.counters.detection += 1;
+            self.counters.detection_by_kind[k] += 1;
+        } else {
+            self.last_progress = self.now;
         }
         let id = self.seq;
         if self.tracer.is_some() {
@@ -407,6 +452,7 @@ impl<A: Algorithm> Simulation<A> {
             Some(at) => {
                 let dup = self.net.duplicate(&mut self.rng).then(|| msg.clone());
                 self.in_flight += 1;
+                self.algo_in_flight += u64::from(!detection);
                 self.schedule(at, Item::Deliver { from, to, msg });
                 if let Some(copy) = dup {
                     let at2 = self.net.schedule(&mut self.rng, self.now, from, to).unwrap_or(at);
@@ -422,6 +468,7 @@ impl<A: Algorithm> Simulation<A> {
                         });
                     }
                     self.in_flight += 1;
+                    self.algo_in_flight += u64::from(!detection);
                     self.schedule(at2, Item::Deliver { from, to, msg: copy });
                 }
             }
@@ -429,6 +476,7 @@ impl<A: Algorithm> Simulation<A> {
     }
 
     fn emit(&mut self, node: NodeId, event: Event) {
+        self.last_progress = self.now;
         let at = self.stamp();
         let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
         self.checker.on_event(&world, node, &event, at, &mut self.violations);
@@ -471,6 +519,7 @@ impl<A: Algorithm> Simulation<A> {
             Item::Deliver { from, to, msg } => {
                 if self.status[to as usize] == Status::Crashed || self.net.is_cut(from, to) {
                     self.in_flight -= 1;
+                    self.algo_in_flight -= u64::from(!msg.is_detection());
                     self.counters.dropped += 1;
                     let reason = if self.status[to as usize] == Status::Crashed {
                         "receiver crashed"
@@ -491,6 +540,7 @@ impl<A: Algorithm> Simulation<A> {
                     return;
                 }
                 self.in_flight -= 1;
+                self.algo_in_flight -= u64::from(!msg.is_detection());
                 self.counters.delivered += 1;
                 if self.tracer.is_some() {
                     let (kind, value) = (msg.kind(), serde_json::to_value(&msg).ok());
@@ -525,7 +575,15 @@ impl<A: Algorithm> Simulation<A> {
             }
             Item::Request(b) => {
                 let node = b.0;
+                self.last_progress = self.now;
                 if self.status[node as usize] == Status::Crashed {
+                    // A workload request to a crashed node is lost: the workload hears of it,
+                    // so that a sequential pattern asks the next live requester instead.
+                    if b.1 == Request::Acquire
+                        && let Some(w) = self.workload.as_mut()
+                    {
+                        w.on_lost(node);
+                    }
                     return;
                 }
                 if self.status[node as usize] == Status::Paused {
@@ -542,7 +600,10 @@ impl<A: Algorithm> Simulation<A> {
                 }
                 self.call(node, |p, cx, out| p.on_request(cx, req, out));
             }
-            Item::Fault(f) => self.fault(f),
+            Item::Fault(f) => {
+                self.last_progress = self.now;
+                self.fault(f)
+            }
             Item::Tick(node, tick) => {
                 if let Some(mut w) = self.deadlock.take() {
                     let steps = w.on_tick(node, tick, self.now, &mut self.rng);
@@ -564,11 +625,15 @@ impl<A: Algorithm> Simulation<A> {
                 self.timers[node as usize].clear();
                 if let Some(items) = self.deferred.remove(&node) {
                     for (_, item) in items {
-                        if let Item::Deliver { .. } = item {
+                        if let Item::Deliver { msg, .. } = item {
                             self.in_flight -= 1;
+                            self.algo_in_flight -= u64::from(!msg.is_detection());
                             self.counters.dropped += 1;
                         }
                     }
+                }
+                if let Some(w) = self.workload.as_mut() {
+                    w.on_crash(node);
                 }
                 self.trace(RecordKind::Crash, Some(node), |_| {});
                 let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
@@ -656,6 +721,41 @@ impl<A: Algorithm> Simulation<A> {
         }
     }
 
+    /// How long a steady state (only detection traffic) must last to end the run: the longer
+    /// of [`STEADY_MIN`] and [`STEADY_TIMER_FACTOR`] times the longest timer set so far, so that
+    /// every timeout armed before the last progress has fired (and found nothing to do).
+    pub fn steady_window(&self) -> Time {
+        STEADY_MIN.max(STEADY_TIMER_FACTOR.saturating_mul(self.longest_timer))
+    }
+
+    /// True when the run's story is over at `time` with only detection traffic left: no
+    /// request, fault or workload timer to come, no algorithm message in flight, the workload
+    /// has nothing more to ask, and nothing but heartbeats for a whole steady window. Clock
+    /// and failure-detector runs never stop this way: their story is the periodic traffic.
+    fn steady_at(&self, time: Time) -> bool {
+        use ringleader_algorithms::Family;
+        self.scripted == 0
+            && self.algo_in_flight == 0
+            && matches!(self.info.family, Family::Election | Family::Mutex | Family::Deadlock)
+            && time.saturating_sub(self.last_progress) >= self.steady_window()
+            && self.workload.as_ref().is_none_or(|w| !w.is_waiting())
+    }
+
+    /// Every node's status now (up, crashed, paused), by position.
+    pub fn status(&self) -> &[Status] {
+        &self.status
+    }
+
+    /// Messages sent and not yet delivered or dropped (a paused receiver's inbox included).
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight
+    }
+
+    /// The workload's summary (mutual-exclusion request patterns only).
+    pub fn workload(&self) -> Option<&Workload> {
+        self.workload.as_ref()
+    }
+
     /// Runs to quiescence or to the time limit, reporting progress every 65,536 steps.
     pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) {
         for node in 0..self.uids.len() as NodeId {
@@ -670,9 +770,17 @@ impl<A: Algorithm> Simulation<A> {
                 self.sample_clocks(time.min(self.cfg.duration), period, &mut next_sample);
                 self.trace_new_violations(before);
             }
+            if matches!(item, Item::Request(_) | Item::Fault(_) | Item::Tick(..)) {
+                self.scripted -= 1;
+            }
             if time > self.cfg.duration {
                 self.now = self.cfg.duration;
                 self.stop = Stop::Duration;
+                break;
+            }
+            if self.steady_at(time) {
+                self.now = time;
+                self.stop = Stop::Steady;
                 break;
             }
             self.now = time;
@@ -681,7 +789,7 @@ impl<A: Algorithm> Simulation<A> {
             let before = self.violations.len();
             self.process(seq, item);
             if let Some(w) = self.workload.as_mut()
-                && let Some(s) = w.after_step(self.in_flight, self.now, &self.status)
+                && let Some(s) = w.after_step(self.algo_in_flight, self.now, &self.status)
             {
                 self.schedule_request(s);
             }
@@ -700,6 +808,7 @@ impl<A: Algorithm> Simulation<A> {
         }
         let before = self.violations.len();
         let at = self.stamp();
+        self.violations.set_cut_off(self.stop == Stop::Duration);
         let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
         self.checker.finish(&world, at, &mut self.violations);
         self.trace_new_violations(before);

@@ -137,14 +137,80 @@ pub fn run_algorithm<A: Algorithm>(cfg: &RunConfig, mut opts: RunOptions) -> Res
     Ok(RunResult { report, records, uids: sim.uids().to_vec(), violation_window })
 }
 
+/// What one operation of `per_operation` is, for algorithm `name` of family `family`, and
+/// how it is counted: the unit of the textbook formula `ringleader table` prints.
+enum OpCount {
+    /// The checker's count (elections, entries, detections, rounds, stamped events).
+    Checker,
+    /// Sends of one kind (one REQUEST = one synchronisation or poll).
+    Sends(&'static str),
+    /// Bursts of one kind (one POLL broadcast = one round).
+    Bursts(&'static str),
+}
+
+fn operation_unit(
+    name: &str,
+    info: &ringleader_algorithms::Info,
+    prevention: bool,
+) -> (&'static str, OpCount) {
+    use ringleader_algorithms::{Family, LeaderRule};
+    match (info.family, name) {
+        (Family::Election, _) if info.leader_rule == LeaderRule::Set => ("round", OpCount::Checker),
+        (Family::Election, _) => ("election", OpCount::Checker),
+        (Family::Mutex, _) => ("entry", OpCount::Checker),
+        (Family::Clock, "cristian") => ("sync", OpCount::Sends("request")),
+        (Family::Clock, "ntp") => ("poll", OpCount::Sends("request")),
+        (Family::Clock, "berkeley") => ("round", OpCount::Bursts("poll")),
+        (Family::Clock, "make") => ("adjustment", OpCount::Checker),
+        (Family::Clock, _) => ("stamped event", OpCount::Checker),
+        (Family::Deadlock, _) if prevention => ("request", OpCount::Checker),
+        (Family::Deadlock, _) => ("detection", OpCount::Checker),
+        (Family::Detector, _) => ("detection", OpCount::Checker),
+    }
+}
+
 fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report {
     let cfg = &sim.cfg;
     let c = sim.counters();
-    let by_kind =
-        <A::Msg as Message>::KINDS.iter().zip(&c.sent_by_kind).map(|(k, &v)| (k.to_string(), v)).collect();
+    let kinds = <A::Msg as Message>::KINDS;
+    let by_kind = kinds.iter().zip(&c.sent_by_kind).map(|(k, &v)| (k.to_string(), v)).collect();
+    let detection_kinds: Vec<String> =
+        kinds.iter().zip(&c.detection_by_kind).filter(|&(_, &v)| v > 0).map(|(k, _)| k.to_string()).collect();
     let (properties, fam) = sim.checker_report();
     let violations = sim.violations().list().to_vec();
-    let algorithm_messages = c.sent() - c.detection;
+    // A failure detector's heartbeats are the algorithm itself: they count.
+    let algorithm_messages = if sim.info.family == ringleader_algorithms::Family::Detector {
+        c.sent()
+    } else {
+        c.sent() - c.detection
+    };
+    let prevention = fam.outcome.contains_key("restarts");
+    let (unit, count) = operation_unit(A::NAME, &sim.info, prevention);
+    let kind_index = |k: &str| kinds.iter().position(|&x| x == k);
+    let operations = match count {
+        OpCount::Checker => fam.operations,
+        OpCount::Sends(k) => kind_index(k).map_or(0, |i| c.sent_by_kind[i]),
+        OpCount::Bursts(k) => kind_index(k).map_or(0, |i| c.bursts_by_kind[i]),
+    };
+    let undecided = sim.violations().undecided().to_vec();
+    let workload = sim.workload().filter(|w| w.kind() != scenario::WorkloadKind::Messages).map(|w| {
+        let shortfall = (w.issued() < w.asked()).then(|| {
+            if sim.stopped() == Stop::Duration {
+                format!("the run was cut off at {:.3} ms", sim.now() as f64 / 1e6)
+            } else if !w.requesters().iter().any(|&r| sim.status()[r as usize] != checkers::Status::Crashed) {
+                "every requester crashed".to_string()
+            } else {
+                "the run ended with a request unserved, so the workload could not go on".to_string()
+            }
+        });
+        report::WorkloadSummary {
+            kind: w.kind().name().into(),
+            asked: w.asked(),
+            issued: w.issued(),
+            lost: w.lost(),
+            shortfall,
+        }
+    });
     Report {
         scenario: cfg.name.clone(),
         algorithm: cfg.algorithm.clone(),
@@ -156,6 +222,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
         sim_time: sim.now() as f64 / 1e6,
         stopped: match sim.stopped() {
             Stop::Quiescent => "quiescent".into(),
+            Stop::Steady => "steady".into(),
             Stop::Duration => "duration".into(),
         },
         wall_seconds,
@@ -163,28 +230,46 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
             sent: c.sent(),
             delivered: c.delivered,
             dropped: c.dropped,
+            in_flight: sim.in_flight(),
             by_kind,
             detection: c.detection,
+            detection_kinds: detection_kinds.clone(),
         },
         outcome: fam.outcome,
         per_operation: report::PerOperation {
-            operations: fam.operations,
-            messages_mean: if fam.operations == 0 {
-                0.0
+            unit: unit.into(),
+            operations,
+            messages_mean: if operations == 0 { 0.0 } else { algorithm_messages as f64 / operations as f64 },
+            excluded: if sim.info.family == ringleader_algorithms::Family::Detector {
+                Vec::new()
             } else {
-                algorithm_messages as f64 / fam.operations as f64
+                detection_kinds.clone()
             },
         },
         latency: fam.latencies,
+        workload,
         properties: properties
             .iter()
-            .map(|&p| report::PropertyResult {
-                name: p.into(),
-                holds: !sim.violations().has(p),
-                expected_violation: cfg.expect.contains(p),
+            .map(|&p| {
+                let violated = sim.violations().has(p);
+                let pending = sim.violations().undecided_of(p);
+                report::PropertyResult {
+                    name: p.into(),
+                    holds: !violated,
+                    status: if violated {
+                        report::PropertyStatus::Violated
+                    } else if pending.is_some() {
+                        report::PropertyStatus::Undecided
+                    } else {
+                        report::PropertyStatus::Holds
+                    },
+                    undecided: pending.map(|u| u.detail.clone()),
+                    expected_violation: cfg.expect.contains(p),
+                }
             })
             .collect(),
         violations,
+        undecided,
         expected_violations: cfg.expect.iter().cloned().collect(),
         repro: cfg.repro(),
     }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::checkers::{Percentiles, Violation};
+use crate::checkers::{Percentiles, Undecided, Violation};
 
 /// Message totals.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -16,19 +16,45 @@ pub struct Messages {
     pub delivered: u64,
     /// Drops: lost, cut by a partition, or addressed to a crashed node.
     pub dropped: u64,
+    /// Still in flight when the run ended (a paused receiver's inbox included):
+    /// `sent = delivered + dropped + in_flight`.
+    pub in_flight: u64,
     /// Sends by message kind.
     pub by_kind: BTreeMap<String, u64>,
     /// Sends that belong to failure detection (heartbeats …), counted in `by_kind` too.
     pub detection: u64,
+    /// The kinds counted as detection (excluded from `per_operation`).
+    pub detection_kinds: Vec<String>,
 }
 
-/// Per-operation costs (per election won, per critical-section entry).
+/// Per-operation costs, in the unit of the textbook formula that `ringleader table` prints:
+/// per election, per critical-section entry, per synchronisation (Cristian), per round
+/// (Berkeley), per poll (NTP), per detection (deadlock), per request (prevention schemes), per
+/// round (super-peers), per stamped event (logical clocks), per detection (failure detectors).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PerOperation {
+    /// What one operation is (`election`, `entry`, `sync`, `round`, `poll`, `detection` …).
+    pub unit: String,
     /// Operations completed.
     pub operations: u64,
     /// Messages (excluding detection) per operation.
     pub messages_mean: f64,
+    /// The message kinds this run sent that the count leaves out as detection traffic
+    /// (heartbeats, ACKs …; a failure detector's heartbeats are its algorithm and count).
+    pub excluded: Vec<String>,
+}
+
+/// How a property came out: `holds`, `violated`, or `undecided` — an eventual property whose
+/// promise was still pending when the run was cut off at `--duration`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PropertyStatus {
+    /// Never violated (and decided).
+    Holds,
+    /// Violated: the run proves it.
+    Violated,
+    /// Neither: the run ended too early to decide.
+    Undecided,
 }
 
 /// Whether a property held.
@@ -36,10 +62,32 @@ pub struct PerOperation {
 pub struct PropertyResult {
     /// The property.
     pub name: String,
-    /// True when it was never violated.
+    /// True when it was not violated (`holds` or `undecided`): `holds` keeps its old meaning,
+    /// "no violation found"; read `status` to tell a decided property from an undecided one.
     pub holds: bool,
+    /// `holds`, `violated` or `undecided`.
+    pub status: PropertyStatus,
+    /// Why it is undecided: what was pending, since when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undecided: Option<String>,
     /// True when the scenario declares its violation as expected.
     pub expected_violation: bool,
+}
+
+/// What the mutual-exclusion workload did with what it was asked.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkloadSummary {
+    /// The pattern (`sequential`, `saturated`, `poisson`).
+    pub kind: String,
+    /// Requests asked for (`--entries`).
+    pub asked: u64,
+    /// Requests issued to a live node.
+    pub issued: u64,
+    /// Requests that reached a crashed node and were lost.
+    pub lost: u64,
+    /// Why fewer were issued than asked, when they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shortfall: Option<String>,
 }
 
 /// Everything a run reports. Serialized, it is the `--json` object of `CLI.md`.
@@ -76,10 +124,15 @@ pub struct Report {
     pub per_operation: PerOperation,
     /// Latency percentiles (virtual ms).
     pub latency: BTreeMap<String, Percentiles>,
+    /// What the mutual-exclusion workload issued, when the run has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadSummary>,
     /// Every checked property.
     pub properties: Vec<PropertyResult>,
     /// First violation of each violated property.
     pub violations: Vec<Violation>,
+    /// The eventual properties the run ended too early to decide.
+    pub undecided: Vec<Undecided>,
     /// The violations the scenario declares as expected.
     pub expected_violations: Vec<String>,
     /// A command line that reproduces this run.
@@ -131,51 +184,116 @@ impl Report {
             self.messages.by_kind.iter().filter(|&(_, &v)| v > 0).map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(
             s,
-            "messages   {} sent, {} delivered, {} dropped{}",
+            "messages   {} sent, {} delivered, {} dropped, {} in flight{}",
             self.messages.sent,
             self.messages.delivered,
             self.messages.dropped,
+            self.messages.in_flight,
             if kinds.is_empty() { String::new() } else { format!("  ({})", kinds.join(", ")) }
         );
         let outcome: Vec<String> = self.outcome.iter().map(|(k, v)| format!("{k} = {v}")).collect();
         let _ = writeln!(s, "outcome    {}", outcome.join(", "));
+        let po = &self.per_operation;
         let _ = writeln!(
             s,
-            "per op     {} operation(s), {:.2} messages each",
-            self.per_operation.operations, self.per_operation.messages_mean
+            "per op     {} {}, {:.2} messages each{}",
+            po.operations,
+            plural(&po.unit, po.operations),
+            po.messages_mean,
+            if po.excluded.is_empty() {
+                String::new()
+            } else {
+                format!(" (detection excluded: {})", po.excluded.join(", "))
+            }
         );
+        if let Some(w) = &self.workload {
+            let _ = writeln!(
+                s,
+                "workload   {}: {} of {} requests issued{}{}",
+                w.kind,
+                w.issued,
+                w.asked,
+                if w.lost > 0 { format!(", {} lost to crashed nodes", w.lost) } else { String::new() },
+                w.shortfall.as_ref().map(|r| format!(" ({r})")).unwrap_or_default()
+            );
+        }
         for (name, p) in &self.latency {
             let _ = writeln!(
                 s,
-                "latency    {name}: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} samples)",
-                p.p50, p.p99, p.max, p.count
+                "latency    {name}: min {:.3} ms, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms, mean {:.3} ms ({} sample{})",
+                p.min,
+                p.p50,
+                p.p99,
+                p.max,
+                p.mean,
+                p.count,
+                if p.count == 1 { "" } else { "s" }
             );
         }
         let _ = writeln!(s, "properties");
         for p in &self.properties {
-            let mark = match (p.holds, p.expected_violation) {
-                (true, false) => "holds",
-                (false, true) => "VIOLATED (expected by the scenario)",
-                (false, false) => "VIOLATED",
-                (true, true) => "holds, but the scenario expected a violation",
+            let mark = match (p.status, p.expected_violation) {
+                (PropertyStatus::Holds, false) => "holds",
+                (PropertyStatus::Violated, true) => "VIOLATED (expected by the scenario)",
+                (PropertyStatus::Violated, false) => "VIOLATED",
+                (PropertyStatus::Holds, true) => "holds, but the scenario expected a violation",
+                (PropertyStatus::Undecided, false) => "undecided (the run was cut off first)",
+                (PropertyStatus::Undecided, true) => "undecided, but the scenario expected a violation",
             };
             let _ = writeln!(s, "  {:<15} {mark}", p.name);
         }
         for v in &self.violations {
             let _ = writeln!(s, "  ! {} at {:.3} ms (step {}): {}", v.property, v.time, v.step, v.detail);
         }
+        for u in &self.undecided {
+            let _ = writeln!(s, "  ? {} at {:.3} ms: {}", u.property, self.sim_time, u.detail);
+        }
         let verdict = if self.as_expected() {
-            if self.expected_violations.is_empty() {
-                "OK: every property holds"
+            if !self.undecided.is_empty() {
+                format!(
+                    "UNDECIDED: no violation, but {} cut off at {:.3} ms before {} could be decided; \
+                     try a longer --duration (e.g. --duration {})",
+                    "the run was",
+                    self.sim_time,
+                    self.undecided.iter().map(|u| u.property).collect::<Vec<_>>().join(", "),
+                    longer_duration(self.sim_time)
+                )
+            } else if let Some(reason) = self.workload.as_ref().and_then(|w| {
+                w.shortfall.as_ref().map(|r| format!("{} of {} requests issued: {r}", w.issued, w.asked))
+            }) {
+                format!("INCOMPLETE: no violation, but the workload did not do what was asked ({reason})")
+            } else if self.expected_violations.is_empty() {
+                "OK: every property holds".into()
             } else {
-                "OK: the expected violations were found"
+                "OK: the expected violations were found".into()
             }
         } else {
-            "FAILED: the violations differ from what was expected"
+            "FAILED: the violations differ from what was expected".into()
         };
         let _ = writeln!(s, "verdict    {verdict}");
         let _ = writeln!(s, "repro      {}", self.repro);
         s
+    }
+}
+
+/// `unit`, in the plural unless `count` is 1.
+fn plural(unit: &str, count: u64) -> String {
+    if count == 1 {
+        unit.to_string()
+    } else if let Some(stem) = unit.strip_suffix('y') {
+        format!("{stem}ies")
+    } else {
+        format!("{unit}s")
+    }
+}
+
+/// A `--duration` ten times `ms` (rounded up to a readable value).
+fn longer_duration(ms: f64) -> String {
+    let target = (ms * 10.0).max(1.0);
+    if target >= 1000.0 {
+        format!("{}s", (target / 1000.0).ceil() as u64)
+    } else {
+        format!("{}ms", target.ceil() as u64)
     }
 }
 

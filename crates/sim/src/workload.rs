@@ -10,6 +10,12 @@
 //!
 //! Every pattern stops asking once `entries` requests were made, so runs end.
 //!
+//! A request that reaches a crashed node is lost, and the workload hears of it: the sequential
+//! pattern then asks the next live requester (crashed requesters are skipped), and if the
+//! current requester crashes while it waits, the next request goes to the next live one. The
+//! run reports how many of the `entries` requests were issued to a live node
+//! ([`Workload::issued`]), so a run that could not do what was asked says so.
+//!
 //! `messages`, the clock workload, is a fixed seeded schedule drawn in [`crate::workload_clock`].
 
 use rand_distr::{Distribution, Exp};
@@ -35,6 +41,10 @@ pub struct Workload {
     awaiting_quiet: bool,
     fanout: u32,
     n: u32,
+    /// The sequential pattern's outstanding requester.
+    outstanding: Option<NodeId>,
+    /// Requests that reached a crashed node.
+    lost: u64,
 }
 
 impl Workload {
@@ -63,6 +73,8 @@ impl Workload {
             awaiting_quiet: false,
             fanout: 1,
             n,
+            outstanding: None,
+            lost: 0,
         }
     }
 
@@ -88,6 +100,7 @@ impl Workload {
             self.next_requester = (self.next_requester + 1) % self.requesters.len();
             if status[node as usize] != Status::Crashed {
                 self.issued += 1;
+                self.outstanding = Some(node);
                 return Some((now, node, Request::Acquire));
             }
         }
@@ -140,6 +153,7 @@ impl Workload {
         match self.kind {
             WorkloadKind::Sequential => {
                 self.awaiting_quiet = true;
+                self.outstanding = None;
                 None
             }
             WorkloadKind::Saturated if self.issued < self.entries => {
@@ -161,6 +175,51 @@ impl Workload {
             return self.next_sequential(now, status);
         }
         None
+    }
+
+    /// A request to `node` reached it crashed and was lost: it does not count as issued, and
+    /// the sequential pattern moves on to the next live requester.
+    pub fn on_lost(&mut self, node: NodeId) {
+        self.issued = self.issued.saturating_sub(1);
+        self.lost += 1;
+        if self.kind == WorkloadKind::Sequential && self.outstanding == Some(node) {
+            self.outstanding = None;
+            self.awaiting_quiet = true;
+        }
+    }
+
+    /// `node` crashed: if the sequential pattern's request was its, nobody will serve it (the
+    /// checker forgets a crashed process's request), so the pattern moves on.
+    pub fn on_crash(&mut self, node: NodeId) {
+        if self.kind == WorkloadKind::Sequential && self.outstanding == Some(node) {
+            self.outstanding = None;
+            self.awaiting_quiet = true;
+        }
+    }
+
+    /// The requesters (positions).
+    pub fn requesters(&self) -> &[NodeId] {
+        &self.requesters
+    }
+
+    /// Requests the run was asked for (`--entries`).
+    pub fn asked(&self) -> u64 {
+        self.entries
+    }
+
+    /// Requests issued to a live node so far.
+    pub fn issued(&self) -> u64 {
+        self.issued
+    }
+
+    /// Requests that reached a crashed node and were lost.
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+
+    /// The pattern, as `--workload` names it.
+    pub fn kind(&self) -> WorkloadKind {
+        self.kind
     }
 
     /// True while the sequential pattern waits for the network to go quiet.

@@ -7,6 +7,10 @@
 //!   mistakes an asynchronous detector makes must at least be corrected (◇P). Paused processes
 //!   are alive: suspecting them is a mistake.
 //!
+//! Both are eventual. A detector's heartbeats never stop, so its run ends at `--duration`: a
+//! crash not suspected yet, or a live process still suspected, at that cut-off leaves the
+//! property *undecided* (with what was pending and since when), not violated.
+//!
 //! Measurements (outcome fields):
 //! - `false_suspicions`: `Suspect{p}` while p is alive (crashed = no, paused or slow = yes);
 //! - `detections`: first suspicion of a crashed process by a live monitor, per crash (a
@@ -31,6 +35,8 @@ pub struct DetectorChecker {
     suspected: Vec<Vec<Option<Time>>>,
     /// Whether each process is crashed now.
     crashed: Vec<bool>,
+    /// When each process last crashed.
+    crashed_at: Vec<Time>,
     /// undetected[monitor][target]: the target is crashed and this live monitor has not
     /// suspected it yet, since this time (the crash, or the monitor's own recovery).
     undetected: Vec<Vec<Option<Time>>>,
@@ -48,6 +54,7 @@ impl DetectorChecker {
         DetectorChecker {
             suspected: vec![vec![None; n]; n],
             crashed: vec![false; n],
+            crashed_at: vec![0; n],
             undetected: vec![vec![None; n]; n],
             false_suspicions: 0,
             detections: 0,
@@ -129,6 +136,7 @@ impl Checker for DetectorChecker {
             }
         }
         self.crashed[t] = true;
+        self.crashed_at[t] = at.time;
     }
 
     fn on_recover(&mut self, _w: &World, node: NodeId, at: Stamp, _v: &mut Violations) {
@@ -165,13 +173,26 @@ impl Checker for DetectorChecker {
                     continue;
                 }
                 if !w.alive(t as NodeId) && self.suspected[m][t].is_none() {
-                    v.record("completeness", at, || {
-                        format!("id {} crashed and id {} never suspected it", w.uids[t], w.uids[m])
+                    let since = self.crashed_at[t];
+                    v.pending("completeness", at, since, || {
+                        format!(
+                            "id {} crashed at {:.3} ms and id {} has not suspected it",
+                            w.uids[t],
+                            since as f64 / 1e6,
+                            w.uids[m]
+                        )
                     });
                 }
-                if w.alive(t as NodeId) && self.suspected[m][t].is_some() {
-                    v.record("eventual_accuracy", at, || {
-                        format!("id {} still suspects id {}, which is alive", w.uids[m], w.uids[t])
+                if w.alive(t as NodeId)
+                    && let Some(since) = self.suspected[m][t]
+                {
+                    v.pending("eventual_accuracy", at, since, || {
+                        format!(
+                            "id {} still suspects id {}, which is alive, since {:.3} ms",
+                            w.uids[m],
+                            w.uids[t],
+                            since as f64 / 1e6
+                        )
                     });
                 }
             }

@@ -102,10 +102,24 @@ pub struct Violation {
     pub time_ns: Time,
 }
 
-/// The first violation of each property.
+/// An eventual property the run ended too early to decide: something it promises was still
+/// pending when the run was cut off at `--duration`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Undecided {
+    /// The property.
+    pub property: &'static str,
+    /// What was still pending, and since when.
+    pub detail: String,
+    /// When the pending condition began, in ms (the run was cut off at its end).
+    pub since: f64,
+}
+
+/// The first violation of each property, and the eventual properties left undecided.
 #[derive(Clone, Debug, Default)]
 pub struct Violations {
     list: Vec<Violation>,
+    undecided: Vec<Undecided>,
+    cut_off: bool,
 }
 
 impl Violations {
@@ -149,51 +163,117 @@ impl Violations {
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
+
+    /// Says whether the run was cut off (at `--duration`) rather than over: set by the driver
+    /// before [`Checker::finish`]. After a cut-off, an eventual property whose promise is still
+    /// pending is *undecided*, not violated: a longer run might have kept it.
+    pub fn set_cut_off(&mut self, cut_off: bool) {
+        self.cut_off = cut_off;
+    }
+
+    /// True when the run was cut off before it was over.
+    pub fn cut_off(&self) -> bool {
+        self.cut_off
+    }
+
+    /// An eventual property's promise is still pending at the end of the run (since `since`):
+    /// a violation when the run is over (quiescent: nothing left could keep the promise), an
+    /// undecided property when it was cut off.
+    pub fn pending(
+        &mut self,
+        property: &'static str,
+        at: Stamp,
+        since: Time,
+        detail: impl FnOnce() -> String,
+    ) {
+        if self.cut_off {
+            if !self.has(property) && !self.undecided.iter().any(|u| u.property == property) {
+                self.undecided.push(Undecided { property, detail: detail(), since: since as f64 / 1e6 });
+            }
+        } else {
+            self.record(property, at, detail);
+        }
+    }
+
+    /// The eventual properties left undecided (none is also violated).
+    pub fn undecided(&self) -> &[Undecided] {
+        &self.undecided
+    }
+
+    /// The undecided entry of `property`, if any.
+    pub fn undecided_of(&self, property: &str) -> Option<&Undecided> {
+        self.undecided.iter().find(|u| u.property == property)
+    }
 }
 
-/// Latency percentiles, in ms.
+/// Latency summary, in ms: exact count, min, max and mean; quantiles from a histogram of 3
+/// significant digits, clamped to [min, max].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Percentiles {
     /// Samples.
     pub count: u64,
+    /// Minimum (exact).
+    pub min: f64,
     /// Median.
     pub p50: f64,
     /// 90th percentile.
     pub p90: f64,
     /// 99th percentile.
     pub p99: f64,
-    /// Maximum.
+    /// Maximum (exact).
     pub max: f64,
-    /// Mean.
+    /// Mean (exact).
     pub mean: f64,
 }
 
-/// A latency recorder (ns, 3 significant digits, up to 10,000 s; longer samples saturate).
+/// A latency recorder: exact count, min, max and sum, and a histogram for the quantiles (ns,
+/// 3 significant digits, up to 10,000 s; longer samples saturate the histogram only).
 #[derive(Clone, Debug)]
-pub struct Latencies(hdrhistogram::Histogram<u64>);
+pub struct Latencies {
+    histogram: hdrhistogram::Histogram<u64>,
+    count: u64,
+    min: Time,
+    max: Time,
+    sum: u128,
+}
 
 impl Default for Latencies {
     fn default() -> Self {
-        Latencies(hdrhistogram::Histogram::new_with_bounds(1, 10_000_000_000_000, 3).expect("valid bounds"))
+        Latencies {
+            histogram: hdrhistogram::Histogram::new_with_bounds(1, 10_000_000_000_000, 3)
+                .expect("valid bounds"),
+            count: 0,
+            min: Time::MAX,
+            max: 0,
+            sum: 0,
+        }
     }
 }
 
 impl Latencies {
     /// Records one sample in ns.
     pub fn record(&mut self, ns: Time) {
-        self.0.saturating_record(ns);
+        self.histogram.saturating_record(ns);
+        self.count += 1;
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+        self.sum += u128::from(ns);
     }
 
-    /// The summary, or `None` without samples.
+    /// The summary, or `None` without samples. Quantiles come from the histogram (within 0.1 %)
+    /// but never leave the exact [min, max].
     pub fn summary(&self) -> Option<Percentiles> {
-        let h = &self.0;
-        (!h.is_empty()).then(|| Percentiles {
-            count: h.len(),
-            p50: h.value_at_quantile(0.5) as f64 / 1e6,
-            p90: h.value_at_quantile(0.9) as f64 / 1e6,
-            p99: h.value_at_quantile(0.99) as f64 / 1e6,
-            max: h.max() as f64 / 1e6,
-            mean: h.mean() / 1e6,
+        (self.count > 0).then(|| {
+            let q = |x: f64| self.histogram.value_at_quantile(x).clamp(self.min, self.max) as f64 / 1e6;
+            Percentiles {
+                count: self.count,
+                min: self.min as f64 / 1e6,
+                p50: q(0.5),
+                p90: q(0.9),
+                p99: q(0.99),
+                max: self.max as f64 / 1e6,
+                mean: (self.sum as f64 / self.count as f64) / 1e6,
+            }
         })
     }
 }

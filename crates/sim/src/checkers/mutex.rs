@@ -11,6 +11,9 @@
 //!   was made — otherwise the system is deadlocked;
 //! - **no_starvation** (end of run): every request of a live process was served.
 //!
+//! Both are eventual: they are violated only when the run is over (nothing left to happen) with
+//! the request still waiting, and *undecided* when the run was cut off at `--duration` first.
+//!
 //! The checker also measures response time (request → entry), synchronization delay (exit of
 //! one holder → entry of the next, when someone was waiting) and bounded waiting (entries by
 //! others between a request and its grant), and counts the fault handling it sees: tokens
@@ -189,21 +192,24 @@ impl Checker for MutexChecker {
         let waiting: Vec<(NodeId, Time)> =
             self.pending.iter().filter(|&(&n, _)| w.alive(n)).map(|(&n, &(t, _))| (n, t)).collect();
         if let Some(&(oldest_node, oldest)) = waiting.iter().min_by_key(|&&(_, t)| t) {
+            let cut_off = v.cut_off();
             if self.entries == 0 || self.last_entry < oldest {
-                v.record("liveness", at, || {
+                v.pending("liveness", at, oldest, || {
                     format!(
-                        "{} request(s) wait and nobody entered since id {} asked at {:.3} ms (deadlock)",
+                        "{} request(s) wait and nobody entered since id {} asked at {:.3} ms{}",
                         waiting.len(),
                         w.uids[oldest_node as usize],
-                        oldest as f64 / 1e6
+                        oldest as f64 / 1e6,
+                        if cut_off { "" } else { ", with nothing left to happen (deadlock)" }
                     )
                 });
             }
-            v.record("no_starvation", at, || {
+            v.pending("no_starvation", at, oldest, || {
                 format!(
-                    "id {} asked at {:.3} ms and never entered",
+                    "id {} asked at {:.3} ms and {}",
                     w.uids[oldest_node as usize],
-                    oldest as f64 / 1e6
+                    oldest as f64 / 1e6,
+                    if cut_off { "had not entered yet" } else { "never entered" }
                 )
             });
         }

@@ -131,7 +131,7 @@ impl Checker for SuperPeerChecker {
                     .is_some_and(|(sp, _)| self.super_peer[sp as usize] && w.alive(sp))
         });
         if let Some(x) = uncovered {
-            v.record("coverage", at, || match self.served_by[x as usize] {
+            v.pending("coverage", at, self.last_change, || match self.served_by[x as usize] {
                 None => format!("id {} never learned a super-peer", w.uids[x as usize]),
                 Some((sp, _)) => format!(
                     "id {} is served by id {}, which is not a live super-peer",
@@ -141,7 +141,7 @@ impl Checker for SuperPeerChecker {
         }
         let count = t.super_peers.len() as u32;
         if count < self.target.div_ceil(2) || count > self.target || count == 0 {
-            v.record("fraction", at, || {
+            v.pending("fraction", at, self.last_change, || {
                 format!("{count} super-peers, outside [{}, {}]", self.target.div_ceil(2), self.target)
             });
         }
@@ -149,7 +149,7 @@ impl Checker for SuperPeerChecker {
         if let Some(&sp) = t.super_peers.iter().max_by_key(|&&sp| t.load[sp as usize])
             && t.load[sp as usize] > bound
         {
-            v.record("balanced_load", at, || {
+            v.pending("balanced_load", at, self.last_change, || {
                 format!(
                     "super-peer id {} serves {} nodes, more than {LOAD_FACTOR}× the mean ({bound})",
                     w.uids[sp as usize], t.load[sp as usize]
