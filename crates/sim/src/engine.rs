@@ -770,7 +770,8 @@ impl<A: Algorithm> Simulation<A> {
                 self.sample_clocks(time.min(self.cfg.duration), period, &mut next_sample);
                 self.trace_new_violations(before);
             }
-            if matches!(item, Item::Request(_) | Item::Fault(_) | Item::Tick(..)) {
+            let story = matches!(item, Item::Request(_) | Item::Fault(_) | Item::Tick(..));
+            if story {
                 self.scripted -= 1;
             }
             if time > self.cfg.duration {
@@ -778,7 +779,7 @@ impl<A: Algorithm> Simulation<A> {
                 self.stop = Stop::Duration;
                 break;
             }
-            if self.steady_at(time) {
+            if !story && self.steady_at(time) {
                 self.now = time;
                 self.stop = Stop::Steady;
                 break;

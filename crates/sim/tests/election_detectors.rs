@@ -75,8 +75,10 @@ fn phi_accrual_elects_a_new_coordinator_after_a_crash() {
         assert_eq!(rep.outcome["agreed"], true, "{algo}");
         assert_eq!(rep.outcome["leader"], 4, "{algo}");
         // Heartbeats are detection traffic, counted apart (the ring's ACKs too).
+        // The run stops after a steady state of heartbeats once 4 is elected (not at 300 ms).
+        assert_eq!(rep.stopped, "steady", "{algo}");
         let beats = rep.messages.by_kind["heartbeat"];
-        assert!(beats > 100, "{algo}: {beats}");
+        assert!(beats > 50, "{algo}: {beats}");
         let acks = rep.messages.by_kind.get("ack").copied().unwrap_or(0);
         assert_eq!(rep.messages.detection, beats + acks, "{algo}");
         // Every live follower suspects exactly one φ deadline after the last heartbeat.
