@@ -146,6 +146,11 @@ enum OpCount {
     Sends(&'static str),
     /// Bursts of one kind (one POLL broadcast = one round).
     Bursts(&'static str),
+    /// Bursts of one kind by every node (a failure detector's period: each node sends one
+    /// burst of heartbeats per period), rounded up.
+    BurstsPerNode(&'static str),
+    /// Nodes that are not super-peers (the DHT election's cost is per joining node).
+    NormalNodes,
 }
 
 fn operation_unit(
@@ -155,6 +160,7 @@ fn operation_unit(
 ) -> (&'static str, OpCount) {
     use ringleader_algorithms::{Family, LeaderRule};
     match (info.family, name) {
+        (Family::Election, "superpeer-dht") => ("normal node", OpCount::NormalNodes),
         (Family::Election, _) if info.leader_rule == LeaderRule::Set => ("round", OpCount::Checker),
         (Family::Election, _) => ("election", OpCount::Checker),
         (Family::Mutex, _) => ("entry", OpCount::Checker),
@@ -165,7 +171,7 @@ fn operation_unit(
         (Family::Clock, _) => ("stamped event", OpCount::Checker),
         (Family::Deadlock, _) if prevention => ("request", OpCount::Checker),
         (Family::Deadlock, _) => ("detection", OpCount::Checker),
-        (Family::Detector, _) => ("detection", OpCount::Checker),
+        (Family::Detector, _) => ("period", OpCount::BurstsPerNode("heartbeat")),
     }
 }
 
@@ -191,6 +197,13 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
         OpCount::Checker => fam.operations,
         OpCount::Sends(k) => kind_index(k).map_or(0, |i| c.sent_by_kind[i]),
         OpCount::Bursts(k) => kind_index(k).map_or(0, |i| c.bursts_by_kind[i]),
+        OpCount::BurstsPerNode(k) => {
+            kind_index(k).map_or(0, |i| c.bursts_by_kind[i].div_ceil(u64::from(cfg.nodes)))
+        }
+        OpCount::NormalNodes => {
+            let super_peers = fam.outcome.get("super_peers").and_then(|v| v.as_u64()).unwrap_or(0);
+            u64::from(cfg.nodes).saturating_sub(super_peers)
+        }
     };
     let undecided = sim.violations().undecided().to_vec();
     let workload = sim.workload().filter(|w| w.kind() != scenario::WorkloadKind::Messages).map(|w| {

@@ -30,7 +30,8 @@ pub struct Messages {
 /// Per-operation costs, in the unit of the textbook formula that `ringleader table` prints:
 /// per election, per critical-section entry, per synchronisation (Cristian), per round
 /// (Berkeley), per poll (NTP), per detection (deadlock), per request (prevention schemes), per
-/// round (super-peers), per stamped event (logical clocks), per detection (failure detectors).
+/// normal node (DHT super-peers), per round (gossip super-peers), per stamped event (logical
+/// clocks), per heartbeat period (failure detectors).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PerOperation {
     /// What one operation is (`election`, `entry`, `sync`, `round`, `poll`, `detection` …).

@@ -343,3 +343,40 @@ impl Checker for DeadlockChecker {
         r
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkers::Status;
+    use ringleader_algorithms::LeaderRule;
+
+    /// A two-process cycle closed at 1 ms and never reported, judged at `end` after a cut-off
+    /// (or after the run was over).
+    fn judge(end: Time, cut_off: bool) -> Violations {
+        let uids = [1, 2];
+        let status = [Status::Up; 2];
+        let w = World { uids: &uids, status: &status, rule: LeaderRule::Any };
+        let mut c = DeadlockChecker::new(2);
+        let mut v = Violations::default();
+        let at = Stamp { time: MILLISECOND, step: 1 };
+        c.on_request(&w, 0, &Request::WaitFor { holders: vec![1] }, at, &mut v);
+        c.on_request(&w, 1, &Request::WaitFor { holders: vec![0] }, at, &mut v);
+        v.set_cut_off(cut_off);
+        c.finish(&w, Stamp { time: end, step: 2 }, &mut v);
+        v
+    }
+
+    #[test]
+    fn an_unreported_cycle_is_undecided_only_before_its_bound_in_a_cut_off_run() {
+        // Bound: 2 × 50 ms.
+        let v = judge(50 * MILLISECOND, true);
+        assert!(v.is_empty());
+        assert_eq!(v.undecided()[0].property, "completeness");
+        assert_eq!(v.undecided()[0].since, 1.0);
+        let v = judge(102 * MILLISECOND, true);
+        assert!(v.has("completeness"), "the bound passed");
+        assert!(v.undecided().is_empty());
+        let v = judge(50 * MILLISECOND, false);
+        assert!(v.has("completeness"), "the run is over: nothing will report it");
+    }
+}
