@@ -328,7 +328,8 @@ impl Checker for DeadlockChecker {
             r.outcome.insert("deadlocks_real".into(), self.prevented_failures.into());
             r.outcome.insert("deadlocks_reported".into(), 0.into());
         } else {
-            r.operations = detected;
+            // One operation per detection: every report (each costs its probe computation).
+            r.operations = self.reports;
             r.outcome.insert("deadlocks_real".into(), real.into());
             r.outcome.insert("deadlocks_reported".into(), (detected + self.phantoms).into());
             r.outcome.insert("reports".into(), self.reports.into());
