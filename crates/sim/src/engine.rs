@@ -154,7 +154,13 @@ impl<A: Algorithm> Simulation<A> {
             topologies::build_shape(A::TOPOLOGY, A::NAME, n, cfg.graph.as_ref(), cfg.edges, &mut rng)
                 .map_err(SimError::Config)?;
         let params = Params::new(cfg.params.clone());
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: cfg.max_delay };
+        let setup = Setup {
+            uids: &uids,
+            topology: &topology,
+            params: &params,
+            max_delay: cfg.max_delay,
+            seed: cfg.seed,
+        };
         let config = A::configure(&setup).map_err(|e| SimError::Config(format!("{}: {e}", A::NAME)))?;
         if let Some(key) = params.unknown().into_iter().next() {
             let allowed = params.asked();

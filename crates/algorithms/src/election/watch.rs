@@ -352,7 +352,7 @@ mod tests {
         let uids = [1, 2];
         let topology = Topology::Complete { n: 2 };
         let params = Params::new(params.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect());
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: MS };
+        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: MS, seed: 1 };
         Watch::configure(&setup, 0, "suspect_after", |p| p + 2 * MS, jitter)
     }
 
