@@ -122,6 +122,9 @@ pub trait Algorithm: Process {
     const TOPOLOGY: TopologyKind = TopologyKind::Complete;
     /// For elections: which uid validity demands.
     const LEADER_RULE: LeaderRule = LeaderRule::Max;
+    /// For deadlock algorithms: a prevention scheme (judged by `no_deadlock` and
+    /// `no_starvation`, even when no process ever waits) rather than a detector.
+    const PREVENTION: bool = false;
 
     /// Validated, shared configuration.
     type Config: Clone + std::fmt::Debug + Send + Sync + 'static;

@@ -57,7 +57,7 @@ fn event_label(e: &Event, own: Option<Uid>) -> String {
         Event::Entered { fencing } => format!("enters critical section (fencing {fencing})"),
         Event::Exited => "leaves critical section".into(),
         // A request is queued whether or not the resource is free; only a grant makes it busy.
-        Event::Queued { node } => format!("queue += P{node}"),
+        Event::Queued { node, .. } => format!("queue += P{node}"),
         Event::Granted { node } => format!("granted to P{node}, resource busy"),
         Event::Suspect { node } => format!("suspects P{node}"),
         Event::Trust { node } => format!("trusts P{node} again"),
@@ -151,7 +151,7 @@ mod tests {
     #[test]
     fn a_queued_request_does_not_call_the_resource_busy() {
         // The first request reaches a free resource: it is queued, then granted at once.
-        let queued = event_label(&Event::Queued { node: 1 }, Some(1));
+        let queued = event_label(&Event::Queued { node: 1, transaction: None }, Some(1));
         assert_eq!(queued, "queue += P1");
         assert!(!queued.contains("busy"));
         assert_eq!(event_label(&Event::Granted { node: 1 }, Some(1)), "granted to P1, resource busy");
