@@ -399,7 +399,7 @@ impl<const MIN: bool> Algorithm for RingElection<MIN> {
                 reason: "the ACK timeout must be positive (default 2·max_delay + process_time)".into(),
             });
         }
-        let watch = Watch::configure(setup, 0, "suspect_after", |period| period + t, false)?;
+        let watch = Watch::configure(setup, "none", "suspect_after", |period| period + t, false)?;
         Ok(Config { t, watch })
     }
 
