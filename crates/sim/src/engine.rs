@@ -702,6 +702,11 @@ impl<A: Algorithm> Simulation<A> {
             }
         }
         if let Some(period) = sampling {
+            // Physical clocks keep drifting when nothing is left to happen (a crashed Berkeley
+            // master, say): the observation runs to the end of the run, not to the last event.
+            if self.stop == Stop::Quiescent && self.clocks.is_some() && self.now < self.cfg.duration {
+                self.now = self.cfg.duration;
+            }
             self.sample_clocks(self.now, period, &mut next_sample);
         }
         let before = self.violations.len();
