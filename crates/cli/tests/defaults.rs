@@ -23,7 +23,9 @@ fn algorithms() -> Vec<(String, String)> {
 }
 
 fn num(r: &Value, key: &str) -> f64 {
-    r["outcome"][key].as_f64().unwrap_or_else(|| panic!("{}: outcome {key} in {}", r["algorithm"], r["outcome"]))
+    r["outcome"][key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{}: outcome {key} in {}", r["algorithm"], r["outcome"]))
 }
 
 fn kind(r: &Value, k: &str) -> u64 {

@@ -81,13 +81,34 @@ pub fn story(algorithm: &str, nodes: Option<u32>) -> Result<Option<Scenario>, Co
     }
 }
 
-/// `user` with its algorithm's story filling the settings it left unset.
+/// `user` with its algorithm's story filling the settings it left unset. The story's expected
+/// violations come with the story as a whole: once the user changes any setting the story sets,
+/// the flaw is no longer promised, and none is declared.
 pub fn apply(user: Scenario) -> Result<Scenario, ConfigError> {
     let Some(algorithm) = user.algorithm.clone() else { return Ok(user) };
     let Some(mut base) = story(&algorithm, user.nodes)? else { return Ok(user) };
     let f = &user.faults;
-    if !(f.crash.is_empty() && f.recover.is_empty() && f.pause.is_empty() && f.partition.is_empty()) {
+    let user_faults =
+        !(f.crash.is_empty() && f.recover.is_empty() && f.pause.is_empty() && f.partition.is_empty());
+    if user_faults {
         base.faults = Default::default();
+    }
+    let (b, u) = (&base, &user);
+    let story_faults = !(b.faults.crash.is_empty() && b.faults.pause.is_empty());
+    let changed = (b.nodes.is_some() && u.nodes.is_some())
+        || (b.seed.is_some() && u.seed.is_some())
+        || (b.duration.is_some() && u.duration.is_some())
+        || (b.network.latency.is_some() && u.network.latency.is_some())
+        || (b.clocks.offset.is_some() && u.clocks.offset.is_some())
+        || (b.clocks.drift_ppm.is_some() && u.clocks.drift_ppm.is_some())
+        || b.params.keys().any(|k| u.params.contains_key(k))
+        || (b.workload.kind.is_some() && u.workload.kind.is_some())
+        || (b.workload.entries.is_some() && u.workload.entries.is_some())
+        || (b.workload.hold.is_some() && u.workload.hold.is_some())
+        || (b.workload.requesters.is_some() && u.workload.requesters.is_some())
+        || (user_faults && (story_faults || !b.expect.violations.is_empty()));
+    if changed {
+        base.expect = Default::default();
     }
     Ok(base.merge(user))
 }
@@ -99,7 +120,8 @@ pub fn needs_plain(cfg: &RunConfig, spelled: &str) -> bool {
     let Ok(Some(s)) = story(&cfg.algorithm, Some(cfg.nodes)) else { return false };
     let has = |flag: &str| spelled.contains(&format!(" --{flag} "));
     let f = &s.faults;
-    let story_faults = !(f.crash.is_empty() && f.recover.is_empty() && f.pause.is_empty() && f.partition.is_empty());
+    let story_faults =
+        !(f.crash.is_empty() && f.recover.is_empty() && f.pause.is_empty() && f.partition.is_empty());
     let run_faults = ["crash", "recover", "pause", "partition"].iter().any(|k| has(k));
     (story_faults && !run_faults)
         || (s.duration.is_some() && !has("duration"))
@@ -148,7 +170,12 @@ mod tests {
                     },
                     ..s.clone()
                 };
-                assert_eq!(cleared, Scenario::default(), "{}: a story setting needs_plain ignores", info.name);
+                assert_eq!(
+                    cleared,
+                    Scenario::default(),
+                    "{}: a story setting needs_plain ignores",
+                    info.name
+                );
             }
         }
     }
@@ -167,6 +194,18 @@ mod tests {
         assert!(s.faults.pause.is_empty(), "the user's fault plan replaces the story's");
         assert!(s.duration.is_some() && s.network.latency.is_some(), "other settings stay");
         assert_eq!(apply(flags("chang-roberts")).unwrap(), flags("chang-roberts"));
+    }
+
+    #[test]
+    fn a_story_declares_its_flaw_only_while_the_user_keeps_the_story() {
+        let told = apply(flags("central-timeout")).unwrap();
+        assert_eq!(told.expect.violations, vec!["safety".to_string()]);
+        let mut user = flags("central-timeout");
+        user.faults.pause = vec!["2@2.5ms..100ms".parse().unwrap()];
+        assert!(apply(user).unwrap().expect.violations.is_empty());
+        let mut user = flags("make");
+        user.seed = Some(1);
+        assert!(apply(user).unwrap().expect.violations.is_empty());
     }
 
     #[test]
