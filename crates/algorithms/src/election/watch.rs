@@ -202,7 +202,7 @@ impl Watch {
     }
 
     /// Reads `detector` (`heartbeat`, `phi-accrual` or `none`; default `default_detector`) and
-    /// `heartbeat` (the period, default [`default_period`]); then, for the heartbeat detector,
+    /// `heartbeat` (the period, default 5·Ttrans, at least 0.5 ms); then, for the heartbeat detector,
     /// its silence deadline `silence_key` (default computed from the period by
     /// `default_silence`), or, for φ-accrual, `phi`, `window` and `min_std`. A period given
     /// without `detector` means `detector=heartbeat` (or `none` for a period of 0). Settings
