@@ -103,6 +103,10 @@ pub struct Setup<'a> {
     pub params: &'a Params,
     /// Upper bound on one-way message delay the algorithm may assume (Ttrans).
     pub max_delay: Time,
+    /// The run's seed (`--seed` in the simulator; 1, the default seed, where a deployment has
+    /// none). Configuration that draws a random layout (identifiers, positions) keys it with
+    /// this, so that another seed gives another layout.
+    pub seed: u64,
 }
 
 /// An algorithm as the drivers see it: a [`Process`] with a name, a family, a configuration
@@ -118,6 +122,9 @@ pub trait Algorithm: Process {
     const TOPOLOGY: TopologyKind = TopologyKind::Complete;
     /// For elections: which uid validity demands.
     const LEADER_RULE: LeaderRule = LeaderRule::Max;
+    /// For deadlock algorithms: a prevention scheme (judged by `no_deadlock` and
+    /// `no_starvation`, even when no process ever waits) rather than a detector.
+    const PREVENTION: bool = false;
 
     /// Validated, shared configuration.
     type Config: Clone + std::fmt::Debug + Send + Sync + 'static;

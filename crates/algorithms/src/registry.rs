@@ -19,6 +19,8 @@ pub struct Info {
     pub topology: TopologyKind,
     /// Which uid a correct election elects.
     pub leader_rule: LeaderRule,
+    /// A deadlock-prevention scheme (rather than a detector).
+    pub prevention: bool,
 }
 
 impl Info {
@@ -30,6 +32,7 @@ impl Info {
             summary: A::SUMMARY,
             topology: A::TOPOLOGY,
             leader_rule: A::LEADER_RULE,
+            prevention: A::PREVENTION,
         }
     }
 }

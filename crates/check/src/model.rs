@@ -168,7 +168,8 @@ impl<A: Algorithm> CheckModel<A> {
         let mut rng = <rand_xoshiro::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(1);
         let topology = ringleader_sim::topologies::build(A::TOPOLOGY, n, None, &mut rng)?;
         let params = Params::new(bounds.params.clone());
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: bounds.max_delay };
+        let setup =
+            Setup { uids: &uids, topology: &topology, params: &params, max_delay: bounds.max_delay, seed: 1 };
         let config = A::configure(&setup).map_err(|e| format!("{}: {e}", A::NAME))?;
         if let Some(key) = params.unknown().into_iter().next() {
             let allowed = params.asked();
@@ -243,6 +244,7 @@ impl<A: Algorithm> CheckModel<A> {
             topology: &self.topology,
             params: &params,
             max_delay: self.bounds.max_delay,
+            seed: 1,
         };
         let n = self.bounds.nodes;
         let left = |p: NodeId| match self.info.family {

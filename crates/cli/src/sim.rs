@@ -130,6 +130,11 @@ pub struct SimArgs {
     /// A property whose violation the run is expected to find (repeatable).
     #[arg(long, value_name = "PROPERTY")]
     pub expect: Vec<String>,
+    /// Use the generic defaults (no fault, perfect clocks, …) for every setting left unset,
+    /// instead of the algorithm's default story (docs/ lists each story; scenario files never
+    /// get one).
+    #[arg(long)]
+    pub plain: bool,
     /// Print exactly one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -213,7 +218,11 @@ pub fn run(args: SimArgs) -> anyhow::Result<i32> {
         Some(path) => Scenario::load(path)?,
         None => Scenario::default(),
     };
-    let cfg = base.merge(args.overlay()).resolve(args.scenario.clone())?;
+    let merged = base.merge(args.overlay());
+    // Settings left unset take the algorithm's default story (command-line runs only).
+    let merged =
+        if args.scenario.is_none() && !args.plain { ringleader_sim::stories::apply(merged)? } else { merged };
+    let cfg = merged.resolve(args.scenario.clone())?;
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let bar = show_progress.then(|| {
         let b = indicatif::ProgressBar::new(cfg.duration.max(1));

@@ -67,10 +67,17 @@ pub enum Event {
     },
     /// This node left the critical section.
     Exited,
-    /// A coordinator or arbiter queued a request from `node`.
+    /// A coordinator or arbiter queued a request from `node`; under a deadlock-prevention
+    /// scheme, a holder let `node`'s transaction wait for it.
     Queued {
         /// Requester position.
         node: NodeId,
+        /// Prevention schemes: the identity (start timestamp) of the requester's transaction
+        /// that may wait, as its REQUEST carried it. A checker takes the wait as an edge only
+        /// while that transaction is the requester's current one: a REQUEST delayed past the
+        /// end of its transaction is stale. `None` elsewhere.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        transaction: Option<Time>,
     },
     /// A coordinator or arbiter granted permission to `node`.
     Granted {

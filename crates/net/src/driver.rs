@@ -229,7 +229,8 @@ fn prepare<A: Algorithm>(cfg: &NodeConfig) -> Result<(A, Topology, Vec<Uid>), Ne
     let topology =
         ringleader_sim::topologies::build(A::TOPOLOGY, n, None, &mut rng).map_err(NetError::Config)?;
     let params = Params::new(cfg.params.clone());
-    let setup = Setup { uids: &members, topology: &topology, params: &params, max_delay: cfg.max_delay };
+    let setup =
+        Setup { uids: &members, topology: &topology, params: &params, max_delay: cfg.max_delay, seed: 1 };
     let config = A::configure(&setup).map_err(|e| NetError::Config(e.to_string()))?;
     if let Some(key) = params.unknown().into_iter().next() {
         return Err(NetError::Config(

@@ -179,7 +179,13 @@ impl<A: Algorithm> Simulation<A> {
             topologies::build_shape(A::TOPOLOGY, A::NAME, n, cfg.graph.as_ref(), cfg.edges, &mut rng)
                 .map_err(SimError::Config)?;
         let params = Params::new(cfg.params.clone());
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: cfg.max_delay };
+        let setup = Setup {
+            uids: &uids,
+            topology: &topology,
+            params: &params,
+            max_delay: cfg.max_delay,
+            seed: cfg.seed,
+        };
         let config = A::configure(&setup).map_err(|e| SimError::Config(format!("{}: {e}", A::NAME)))?;
         if let Some(key) = params.unknown().into_iter().next() {
             let allowed = params.asked();
@@ -805,6 +811,11 @@ impl<A: Algorithm> Simulation<A> {
             }
         }
         if let Some(period) = sampling {
+            // Physical clocks keep drifting when nothing is left to happen (a crashed Berkeley
+            // master, say): the observation runs to the end of the run, not to the last event.
+            if self.stop == Stop::Quiescent && self.clocks.is_some() && self.now < self.cfg.duration {
+                self.now = self.cfg.duration;
+            }
             self.sample_clocks(self.now, period, &mut next_sample);
         }
         let before = self.violations.len();

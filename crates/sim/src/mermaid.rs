@@ -56,8 +56,9 @@ fn event_label(e: &Event, own: Option<Uid>) -> String {
         Event::LeaderLost => "coordinator unknown".into(),
         Event::Entered { fencing } => format!("enters critical section (fencing {fencing})"),
         Event::Exited => "leaves critical section".into(),
-        Event::Queued { node } => format!("resource busy/queue += P{node}"),
-        Event::Granted { node } => format!("resource busy, granted to P{node}"),
+        // A request is queued whether or not the resource is free; only a grant makes it busy.
+        Event::Queued { node, .. } => format!("queue += P{node}"),
+        Event::Granted { node } => format!("granted to P{node}, resource busy"),
         Event::Suspect { node } => format!("suspects P{node}"),
         Event::Trust { node } => format!("trusts P{node} again"),
         other => label(&serde_json::to_string(other).unwrap_or_default()),
@@ -145,5 +146,14 @@ mod tests {
     #[test]
     fn labels_are_safe_for_mermaid() {
         assert_eq!(label("a;b#c: {x}"), "a b c (x)");
+    }
+
+    #[test]
+    fn a_queued_request_does_not_call_the_resource_busy() {
+        // The first request reaches a free resource: it is queued, then granted at once.
+        let queued = event_label(&Event::Queued { node: 1, transaction: None }, Some(1));
+        assert_eq!(queued, "queue += P1");
+        assert!(!queued.contains("busy"));
+        assert_eq!(event_label(&Event::Granted { node: 1 }, Some(1)), "granted to P1, resource busy");
     }
 }

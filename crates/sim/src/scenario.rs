@@ -730,6 +730,11 @@ impl RunConfig {
         for v in &self.expect {
             s += &format!(" --expect {v}");
         }
+        // A run without its algorithm's default story (a scenario file, or flags that set a
+        // story's setting back to the generic value) must not get it back on replay.
+        if crate::stories::needs_plain(self, &s) {
+            s += " --plain";
+        }
         s
     }
 }

@@ -47,7 +47,11 @@ fn chang_roberts_mean_election_messages_is_n_h_n() {
 
 #[test]
 fn chang_roberts_best_and_worst_arrangements_for_many_n() {
-    for n in 1..=40u32 {
+    // Alone on the ring, the initiator decides locally: no message at all.
+    let alone = run(&chang_roberts(1, IdArrangement::Ascending, 1), RunOptions::default()).unwrap().report;
+    assert_eq!(alone.messages.sent, 0);
+    assert!(alone.properties.iter().all(|p| p.holds));
+    for n in 2..=40u32 {
         let asc = run(&chang_roberts(n, IdArrangement::Ascending, 1), RunOptions::default()).unwrap().report;
         let desc =
             run(&chang_roberts(n, IdArrangement::Descending, 1), RunOptions::default()).unwrap().report;

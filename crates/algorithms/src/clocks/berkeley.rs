@@ -262,7 +262,8 @@ mod tests {
         let uids = [1, 2, 3, 4, 5];
         let topology = Topology::Complete { n: 5 };
         let params = Params::default();
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: MILLISECOND };
+        let setup =
+            Setup { uids: &uids, topology: &topology, params: &params, max_delay: MILLISECOND, seed: 1 };
         let config = Berkeley::configure(&setup).unwrap();
         let mut master = Berkeley::new(0, &config, &setup);
         let cx = |now| Context { me: 0, uids: &uids, topology: &topology, now, random: 0 };

@@ -217,7 +217,8 @@ mod tests {
         let uids = [1, 2];
         let topology = Topology::Complete { n: 2 };
         let params = Params::default();
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: MILLISECOND };
+        let setup =
+            Setup { uids: &uids, topology: &topology, params: &params, max_delay: MILLISECOND, seed: 1 };
         let config = Cristian::configure(&setup).unwrap();
         let mut client = Cristian::new(1, &config, &setup);
         let cx = |now| Context { me: 1, uids: &uids, topology: &topology, now, random: 0 };

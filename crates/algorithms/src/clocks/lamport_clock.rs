@@ -160,7 +160,7 @@ mod tests {
         let uids = [1, 2];
         let topology = Topology::Complete { n: 2 };
         let params = Params::default();
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 0 };
+        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 0, seed: 1 };
         let mut p: Vec<LamportClock> = (0..2).map(|i| LamportClock::new(i, &(), &setup)).collect();
         let cx = |me| Context { me, uids: &uids, topology: &topology, now: 0, random: 0 };
         let mut out = Outbox::new();

@@ -161,7 +161,7 @@ mod tests {
         let uids = [1, 2, 3];
         let topology = Topology::Complete { n: 3 };
         let params = Params::default();
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 0 };
+        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 0, seed: 1 };
         let mut p: Vec<VectorClock> = (0..3).map(|i| VectorClock::new(i, &(), &setup)).collect();
         let cx = |me| Context { me, uids: &uids, topology: &topology, now: 0, random: 0 };
         let mut out = Outbox::new();

@@ -15,6 +15,14 @@
 //! every wait that is allowed goes the same way in timestamp order, the wait-for graph can never
 //! close a cycle: deadlock is *prevented* by breaking circular wait.
 //!
+//! Every REQUEST carries the requester's transaction timestamp, and the holder's `Queued`
+//! names it: a REQUEST can arrive long after its transaction ended (a paused holder reads its
+//! inbox late), and the holder cannot know. Judged against the requester's transaction of the
+//! moment, that REQUEST's older timestamp would allow a wait the current, younger transaction
+//! would not get — an edge against the timestamp order, and an apparent cycle. The requester
+//! announces each wait with `Requested{ts}`, so observers take `Queued` as an edge only when it
+//! names the transaction that waits now.
+//!
 //! The process is generic over the rule; `wait_die.rs` and `wound_wait.rs` hold the two rules
 //! and their essays.
 
@@ -128,13 +136,13 @@ impl<R: Rule> Process for Transactions<R> {
     fn on_message(&mut self, _cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Request { ts } => match R::decide(ts < self.ts, self.stage == Stage::Committing) {
-                Decision::Wait => out.emit(Event::Queued { node: from }),
+                Decision::Wait => out.emit(Event::Queued { node: from, transaction: Some(ts.0) }),
                 Decision::Die => out.send(from, Msg::Die { ts }),
                 Decision::Wound => {
                     if matches!(self.stage, Stage::Holding | Stage::Blocked) {
                         self.abort(out);
                     }
-                    out.emit(Event::Queued { node: from });
+                    out.emit(Event::Queued { node: from, transaction: Some(ts.0) });
                 }
             },
             Msg::Die { ts } => {
@@ -169,6 +177,10 @@ impl<R: Rule> Process for Transactions<R> {
                 }
                 self.waiting = holders;
                 self.stage = Stage::Blocked;
+                // Names the transaction that now waits: a holder's `Queued` carries the same
+                // timestamp, so an observer can tell a wait of this transaction from a stale
+                // REQUEST of an earlier one.
+                out.emit(Event::Requested { ts: self.ts.0 });
                 for &h in &self.waiting {
                     out.send(h, Msg::Request { ts: self.ts });
                 }
@@ -198,6 +210,7 @@ impl<R: Rule + Default> Algorithm for Transactions<R> {
     const NAME: &'static str = R::NAME;
     const FAMILY: Family = Family::Deadlock;
     const SUMMARY: &'static str = R::SUMMARY;
+    const PREVENTION: bool = true;
     type Config = ();
 
     fn configure(_setup: &Setup) -> Result<(), ParamError> {

@@ -329,7 +329,7 @@ impl Algorithm for Bully {
             });
         }
         let t_prime = setup.params.duration("coordinator_timeout", t + 2 * ttrans)?;
-        let watch = Watch::configure(setup, 0, "suspect_after", |period| period + t, false)?;
+        let watch = Watch::configure(setup, "none", "suspect_after", |period| period + t, false)?;
         Ok(Config { t, t_prime, watch })
     }
 

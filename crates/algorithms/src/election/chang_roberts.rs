@@ -83,8 +83,15 @@ type Out = Outbox<Msg, Timer>;
 impl ChangRoberts {
     fn initiate(&mut self, cx: &Context, out: &mut Out) {
         if !self.participant {
-            self.participant = true;
             out.emit(Event::ElectionStarted);
+            if cx.n() == 1 {
+                // Alone on the ring: its own id has already "come back". Deciding is a local
+                // step, not two messages to itself.
+                self.leader = Some(self.uid);
+                out.emit(Event::Leader { leader: self.uid, term: 0 });
+                return;
+            }
+            self.participant = true;
             out.send(cx.successor(), Msg::Election(self.uid));
         }
     }
@@ -163,5 +170,25 @@ impl Algorithm for ChangRoberts {
 
     fn new(me: NodeId, _config: &(), setup: &Setup) -> Self {
         ChangRoberts { uid: setup.uids[me as usize], participant: false, leader: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringleader_core::{Action, Topology};
+
+    #[test]
+    fn alone_on_the_ring_it_elects_itself_without_sending() {
+        let uids = [7];
+        let topology = Topology::Ring { n: 1 };
+        let cx = Context { me: 0, uids: &uids, topology: &topology, now: 0, random: 0 };
+        let mut p = ChangRoberts { uid: 7, participant: false, leader: None };
+        let mut out = Out::new();
+        p.on_request(&cx, Request::StartElection, &mut out);
+        assert!(out.actions().iter().all(|a| !matches!(a, Action::Send { .. })), "{:?}", out.actions());
+        assert!(out.actions().contains(&Action::Emit(Event::Leader { leader: 7, term: 0 })));
+        assert_eq!(p.leader(), Some(7));
+        assert!(!p.participant);
     }
 }

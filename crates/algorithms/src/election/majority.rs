@@ -62,7 +62,6 @@
 
 use std::collections::BTreeSet;
 
-use ringleader_core::time::MILLISECOND;
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Uid};
 use serde::{Deserialize, Serialize};
 
@@ -299,12 +298,14 @@ impl Algorithm for Majority {
     type Config = Watch;
 
     fn configure(setup: &Setup) -> Result<Watch, ParamError> {
-        let default_period = (5 * setup.max_delay).max(MILLISECOND / 2);
-        let watch = Watch::configure(setup, default_period, "election_timeout", |p| 3 * p, true)?;
+        let watch = Watch::configure(setup, "heartbeat", "election_timeout", |p| 3 * p, true)?;
         if !watch.enabled() {
             return Err(ParamError::OutOfRange {
-                key: "heartbeat".into(),
-                reason: "majority needs heartbeats: give a positive period (default 5·max_delay)".into(),
+                key: if setup.params.values().contains_key("detector") { "detector" } else { "heartbeat" }
+                    .into(),
+                reason: "majority needs heartbeats and a detector: give a positive period (default \
+                         5·max_delay) and detector=heartbeat or phi-accrual"
+                    .into(),
             });
         }
         Ok(watch)

@@ -20,7 +20,8 @@
 //!    each receiver records the winner and the membership and forwards it to the next member;
 //!    the message is removed when it is back where it started.
 //! 4. Concurrent initiators each complete their two rounds; every list holds every live process,
-//!    so every COORDINATOR names the same winner: concurrency only costs messages.
+//!    so every COORDINATOR names the same winner: concurrency only costs messages — *provided
+//!    no process fails during the election* (see the known flaws).
 //!
 //! ```text
 //!   initiator:  ── ELECTION[(p)] ──▶ … each appends itself … ──▶ back at p
@@ -70,6 +71,14 @@
 //! termination hold.
 //!
 //! ## Known flaws
+//! - *A crash between two concurrent elections*: a process that one ELECTION collected and
+//!   then crashes before the other ELECTION reaches it is in one list and not in the other, so
+//!   the two COORDINATOR rounds name different winners — the dead process and the best live one
+//!   — and each process keeps whichever reached it last. Without a failure detector nothing ever
+//!   starts another election, and the disagreement (and a dead coordinator) is final —
+//!   `scenarios/ring-crash-mid-election.toml` (ids 1 and 4 initiate on six nodes, id 6 crashes
+//!   at 3 ms: id 1 names 6, id 4 names 5). With `detector=heartbeat` the followers of the dead
+//!   coordinator suspect it and a new election repairs the split.
 //! - *Split brain*: under a partition each side's ring closes around its own members and elects
 //!   its own coordinator — `scenarios/ring-partition-split-brain.toml`.
 //! - A process that is only slow is skipped and left out of the membership.
@@ -399,7 +408,7 @@ impl<const MIN: bool> Algorithm for RingElection<MIN> {
                 reason: "the ACK timeout must be positive (default 2·max_delay + process_time)".into(),
             });
         }
-        let watch = Watch::configure(setup, 0, "suspect_after", |period| period + t, false)?;
+        let watch = Watch::configure(setup, "none", "suspect_after", |period| period + t, false)?;
         Ok(Config { t, watch })
     }
 

@@ -30,7 +30,8 @@
 //! ## Parameters
 //! - `fraction` (default 0.01): the share of super-peers aimed for; the target is 2^k;
 //! - `bits` (default 32, 8..=63): m; colliding hashes are bumped to the next free id;
-//! - `salt` (default 0): another hash, hence another DHT, for the same uids.
+//! - `salt` (default 0): another hash, hence another DHT, for the same uids. The hash is keyed
+//!   by `salt + seed − 1`, so the run's `--seed` also draws another DHT (seed 1, salt 0: key 0).
 //!
 //! ## Costs and outcome (measured in `docs/ELECTIONS-LARGE.md`)
 //! A Chord lookup takes at most m hops and ½·log2 N on average for a random key; here the key
@@ -282,6 +283,8 @@ impl Algorithm for SuperPeerDht {
             });
         }
         let salt: u64 = setup.params.get("salt", 0)?;
+        // Another seed, another DHT: the identifiers are the run's random layout.
+        let key = salt.wrapping_add(setup.seed.wrapping_sub(1));
         let n = setup.uids.len();
         if (n as u64) > 1u64 << (bits - 1) {
             return Err(ParamError::OutOfRange {
@@ -296,7 +299,7 @@ impl Algorithm for SuperPeerDht {
             .uids
             .iter()
             .enumerate()
-            .map(|(i, &u)| (mix64(u ^ mix64(salt)) >> (64 - bits), i as NodeId))
+            .map(|(i, &u)| (mix64(u ^ mix64(key)) >> (64 - bits), i as NodeId))
             .collect();
         ring.sort_unstable();
         for i in 1..ring.len() {
@@ -353,5 +356,28 @@ impl Algorithm for SuperPeerDht {
         let wrap = ring - (ids[ids.len() - 1] - ids[0]) as u128;
         let min = gaps.chain(std::iter::once(wrap)).min().unwrap_or(0);
         vec![("min_spacing", min as f64 / first.block() as f64)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Params;
+    use ringleader_core::Topology;
+
+    fn ids(seed: u64, salt: Option<u64>) -> Vec<u64> {
+        let uids: Vec<u64> = (1..=16).collect();
+        let topology = Topology::Complete { n: 16 };
+        let params = Params::new(salt.map(|s| ("salt".to_string(), s.to_string())).into_iter().collect());
+        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 1, seed };
+        SuperPeerDht::configure(&setup).unwrap().ids
+    }
+
+    #[test]
+    fn the_seed_draws_another_dht() {
+        assert_eq!(ids(1, None), ids(1, None));
+        assert_ne!(ids(1, None), ids(2, None), "--seed must change the identifiers");
+        // Seed 1 with salt 0 is the key 0; the salt still chooses another hash.
+        assert_ne!(ids(1, None), ids(1, Some(5)));
     }
 }

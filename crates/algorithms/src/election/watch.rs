@@ -24,8 +24,22 @@
 //!   all keeps the same deadline, so an election also starts when nobody was told to initiate
 //!   one.
 //!
-//! ## The two detectors (parameter `detector`)
-//! - `heartbeat` (default): [`HeartbeatDetector`], which suspects after a fixed silence T + D
+//! ## Parameters: one switch, `detector`
+//! - `detector` = `heartbeat` | `phi-accrual` | `none` turns detection on or off. Default:
+//!   `none` for `bully` and `ring` (the textbook runs, whose elections start from
+//!   `--initiators`), `heartbeat` for `majority` (Raft cannot work without it).
+//! - `heartbeat`: the coordinator's heartbeat period; default 5·Ttrans, at least 0.5 ms
+//!   (5 ms under the default 1 ms delay bound). Giving a period without `detector` means
+//!   `detector=heartbeat` (and `heartbeat=0` means `detector=none`).
+//! - `suspect_after` (bully, ring) / `election_timeout` (majority): the heartbeat detector's
+//!   fixed silence; `phi`, `window`, `min_std`: φ-accrual's knobs.
+//! - Contradictions are errors naming the parameter: a detector's setting with
+//!   `detector=none`, `heartbeat=0` with a detector, one detector's setting with the other.
+//!
+//! These names are stable: real nodes (`ringleader node`, `cluster`) and scenario files use them.
+//!
+//! ## The two detectors
+//! - `heartbeat`: [`HeartbeatDetector`], which suspects after a fixed silence T + D
 //!   — here `suspect_after` (bully, ring; default `heartbeat` + the election's own T) or
 //!   `election_timeout` (majority; default 3·`heartbeat`). In a synchronous system (one-way
 //!   delay at most Ttrans) two heartbeats arrive at most `period + Ttrans` apart, so a deadline
@@ -74,11 +88,12 @@
 //! not use this module.
 //!
 //! Heartbeats are messages of each algorithm's own type whose [`Message::is_detection`] is
-//! true, so reports count them apart and the textbook counts stay checkable. `heartbeat = 0`
-//! switches detection off: elections then start only from `--initiators` and recoveries.
+//! true, so reports count them apart and the textbook counts stay checkable. With
+//! `detector=none` elections start only from `--initiators` and recoveries.
 //!
 //! [`Message::is_detection`]: ringleader_core::Message::is_detection
 
+use ringleader_core::time::MILLISECOND;
 use ringleader_core::{Context, NodeId, Outbox, Time};
 
 use crate::detectors::heartbeat::HeartbeatDetector;
@@ -186,20 +201,56 @@ impl Watch {
         }
     }
 
-    /// Reads `heartbeat` (the period, 0 = off) and `detector` from the parameters; then, for the
-    /// heartbeat detector, its silence deadline `silence_key` (default computed from the
-    /// period by `default_silence`), or, for φ-accrual, `phi`, `window` and `min_std`.
+    /// Reads `detector` (`heartbeat`, `phi-accrual` or `none`; default `default_detector`) and
+    /// `heartbeat` (the period, default 5·Ttrans, at least 0.5 ms); then, for the heartbeat detector,
+    /// its silence deadline `silence_key` (default computed from the period by
+    /// `default_silence`), or, for φ-accrual, `phi`, `window` and `min_std`. A period given
+    /// without `detector` means `detector=heartbeat` (or `none` for a period of 0). Settings
+    /// that contradict each other — a detector's setting with `detector=none`, a zero period
+    /// with a detector, one detector's setting with the other detector — are an error.
     /// `jitter` draws every deadline S in `[S, 2S)`.
     pub fn configure(
         setup: &Setup,
-        default_period: Time,
+        default_detector: &str,
         silence_key: &str,
         default_silence: impl Fn(Time) -> Time,
         jitter: bool,
     ) -> Result<Watch, ParamError> {
-        let period = setup.params.duration("heartbeat", default_period)?;
-        let kind: String = setup.params.get("detector", Detector::NAMES[0].to_string())?;
         let given = |key: &str| setup.params.values().contains_key(key);
+        let period = setup.params.duration("heartbeat", default_period(setup))?;
+        let implied = match (given("heartbeat"), period) {
+            (false, _) => default_detector,
+            (true, 0) => "none",
+            (true, _) => "heartbeat",
+        };
+        let kind: String = setup.params.get("detector", implied.to_string())?;
+        let contradiction = |key: &str, reason: String| ParamError::OutOfRange { key: key.into(), reason };
+        match kind.trim() {
+            "none" => {
+                let settings = ["heartbeat", silence_key, "phi", "window", "min_std"];
+                let on = |k: &&&str| given(k) && !(**k == "heartbeat" && period == 0);
+                if given("detector")
+                    && let Some(key) = settings.iter().find(on)
+                {
+                    return Err(contradiction(
+                        key,
+                        "contradicts detector=none (no failure detector runs); drop one of them".into(),
+                    ));
+                }
+                return Ok(Watch::off());
+            }
+            "heartbeat" | "phi-accrual" if given("heartbeat") && period == 0 => {
+                return Err(contradiction(
+                    "heartbeat",
+                    format!(
+                        "0 switches detection off, which contradicts detector={}; give a positive \
+                         period or detector=none",
+                        kind.trim()
+                    ),
+                ));
+            }
+            _ => {}
+        }
         let detector = match kind.trim() {
             "heartbeat" => {
                 if let Some(key) = ["phi", "window", "min_std"].into_iter().find(|k| given(k)) {
@@ -212,9 +263,6 @@ impl Watch {
                     });
                 }
                 let silence = setup.params.duration(silence_key, default_silence(period))?;
-                if period == 0 {
-                    return Ok(Watch::off());
-                }
                 if silence <= period {
                     return Err(ParamError::OutOfRange {
                         key: silence_key.into(),
@@ -235,21 +283,13 @@ impl Watch {
                             .into(),
                     });
                 }
-                if period == 0 {
-                    return Err(ParamError::OutOfRange {
-                        key: "detector".into(),
-                        reason: "phi-accrual listens to heartbeats: give heartbeat a positive period \
-                                 (0 switches detection off)"
-                            .into(),
-                    });
-                }
                 let detector = Knobs::configure(setup, period)?.detector(1, period);
                 Detector::PhiAccrual(detector.with_min_mean(period))
             }
             other => {
                 return Err(ParamError::OutOfRange {
                     key: "detector".into(),
-                    reason: format!("expected heartbeat or phi-accrual, got {other:?}"),
+                    reason: format!("expected heartbeat, phi-accrual or none, got {other:?}"),
                 });
             }
         };
@@ -338,9 +378,13 @@ impl Watch {
     }
 }
 
+/// The heartbeat period when none is given: five delay bounds, at least 0.5 ms.
+fn default_period(setup: &Setup) -> Time {
+    (5 * setup.max_delay).max(MILLISECOND / 2)
+}
+
 #[cfg(test)]
 mod tests {
-    use ringleader_core::time::MILLISECOND;
     use ringleader_core::{Action, Topology};
 
     use super::*;
@@ -352,8 +396,8 @@ mod tests {
         let uids = [1, 2];
         let topology = Topology::Complete { n: 2 };
         let params = Params::new(params.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect());
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: MS };
-        Watch::configure(&setup, 0, "suspect_after", |p| p + 2 * MS, jitter)
+        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: MS, seed: 1 };
+        Watch::configure(&setup, "none", "suspect_after", |p| p + 2 * MS, jitter)
     }
 
     /// Feeds `w` at local time `now` (`beat`: a heartbeat, else a restart) and returns how long
@@ -431,7 +475,7 @@ mod tests {
         let err = |p: &[(&str, &str)]| watch(p, false).unwrap_err().to_string();
         assert_eq!(
             err(&[("heartbeat", "5ms"), ("detector", "swim")]),
-            "parameter `detector`: expected heartbeat or phi-accrual, got \"swim\""
+            "parameter `detector`: expected heartbeat, phi-accrual or none, got \"swim\""
         );
         assert!(
             err(&[("heartbeat", "5ms"), ("window", "9")])
@@ -441,7 +485,10 @@ mod tests {
             err(&[("heartbeat", "5ms"), ("detector", "phi-accrual"), ("suspect_after", "9ms")])
                 .starts_with("parameter `suspect_after`: belongs to detector=heartbeat")
         );
-        assert!(err(&[("detector", "phi-accrual")]).contains("give heartbeat a positive period"));
+        assert!(
+            err(&[("detector", "phi-accrual"), ("heartbeat", "0")])
+                .contains("contradicts detector=phi-accrual")
+        );
         assert!(
             err(&[("heartbeat", "5ms"), ("detector", "phi-accrual"), ("phi", "-1")]).contains("(0, 300]")
         );
@@ -450,5 +497,31 @@ mod tests {
                 .contains("longer than the heartbeat period")
         );
         assert!(!watch(&[], false).unwrap().enabled());
+    }
+
+    /// One switch turns detection on: `detector=heartbeat` alone runs the heartbeat detector
+    /// at the default period (it used to be accepted and do nothing); contradictions are errors.
+    #[test]
+    fn detector_alone_turns_detection_on_and_contradictions_are_errors() {
+        let w = watch(&[("detector", "heartbeat")], false).unwrap();
+        assert!(w.enabled());
+        assert_eq!((w.period(), w.detector().name()), (5 * MS, "heartbeat"));
+        let w = watch(&[("detector", "phi-accrual")], false).unwrap();
+        assert_eq!((w.period(), w.detector().name()), (5 * MS, "phi-accrual"));
+        assert!(!watch(&[], false).unwrap().enabled(), "bully and ring: none by default");
+        assert!(!watch(&[("detector", "none")], false).unwrap().enabled());
+        assert!(!watch(&[("heartbeat", "0")], false).unwrap().enabled());
+        assert!(watch(&[("heartbeat", "7ms")], false).unwrap().enabled(), "a period means heartbeat");
+        let err = |p: &[(&str, &str)]| watch(p, false).unwrap_err().to_string();
+        assert_eq!(
+            err(&[("detector", "none"), ("heartbeat", "5ms")]),
+            "parameter `heartbeat`: contradicts detector=none (no failure detector runs); drop one of them"
+        );
+        assert!(
+            err(&[("detector", "none"), ("suspect_after", "9ms")]).starts_with("parameter `suspect_after`")
+        );
+        assert!(err(&[("detector", "heartbeat"), ("heartbeat", "0")]).starts_with(
+            "parameter `heartbeat`: 0 switches detection off, which contradicts detector=heartbeat"
+        ));
     }
 }

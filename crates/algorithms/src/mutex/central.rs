@@ -208,7 +208,7 @@ impl<const TIMEOUT: bool> CentralCoordinator<TIMEOUT> {
         match msg {
             Msg::Request => {
                 coord.queue.push_back(from);
-                out.emit(Event::Queued { node: from });
+                out.emit(Event::Queued { node: from, transaction: None });
             }
             Msg::Release => {
                 if coord.holder == Some(from) {
@@ -303,7 +303,7 @@ impl<const TIMEOUT: bool> CentralCoordinator<TIMEOUT> {
             Participant::Holding => coord.holder = Some(self.me),
             Participant::AwaitingGrant => {
                 coord.queue.push_back(self.me);
-                out.emit(Event::Queued { node: self.me });
+                out.emit(Event::Queued { node: self.me, transaction: None });
             }
             Participant::Idle => {}
         }

@@ -12,7 +12,10 @@
 //!   REQUEST(ts, id) to the N−1 others.
 //! - On REQUEST(ts_j, j): defer it if HELD, or if WANTED and (ts_i, i) < (ts_j, j); otherwise
 //!   send REPLY at once.
-//! - Enter after N−1 REPLYs (state := HELD).
+//! - Enter after a REPLY from each of the N−1 others (state := HELD). The requester records
+//!   *who* replied, not how many replies came: a duplicated REPLY (the network may deliver one
+//!   twice) must not count as another process's permission. A REPLY names the request it
+//!   answers (its timestamp), so a late duplicate of an earlier round's REPLY is ignored too.
 //! - Exit: state := RELEASED; REPLY to every deferred request.
 //!
 //! ```text
@@ -32,10 +35,13 @@
 //! increasing because entries follow stamp order.
 //!
 //! ## Assumptions and known flaws
-//! Reliable channels; FIFO is *not* needed (a REPLY answers exactly one request). Safe,
+//! Reliable channels; FIFO is *not* needed (a REPLY names the one request it answers); duplicated
+//! messages are harmless (permissions are a set of repliers). Safe,
 //! deadlock- and starvation-free while nobody fails. It tolerates no crash at all: a crashed
 //! process never replies, so every later requester waits forever — N points of failure instead
 //! of the centralized algorithm's one. A recovered process has forgotten whom it deferred.
+
+use std::collections::BTreeSet;
 
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
 use serde::{Deserialize, Serialize};
@@ -51,8 +57,11 @@ pub enum Msg {
         /// The request's timestamp.
         ts: u64,
     },
-    /// Grant permission.
-    Reply,
+    /// Grant permission to the request stamped `ts`.
+    Reply {
+        /// The timestamp of the request this answers.
+        ts: u64,
+    },
 }
 
 impl Message for Msg {
@@ -60,7 +69,7 @@ impl Message for Msg {
     fn kind_index(&self) -> usize {
         match self {
             Msg::Request { .. } => 0,
-            Msg::Reply => 1,
+            Msg::Reply { .. } => 1,
         }
     }
 }
@@ -83,10 +92,10 @@ pub struct RicartAgrawala {
     me: NodeId,
     clock: LamportClock,
     state: State,
-    /// REPLYs still missing for the current request.
-    awaiting: usize,
-    /// Requests deferred until we leave.
-    deferred: Vec<NodeId>,
+    /// The processes whose REPLY the current request still lacks.
+    awaiting: BTreeSet<NodeId>,
+    /// Requests deferred until we leave: who asked, and the stamp its REPLY must name.
+    deferred: Vec<(NodeId, u64)>,
 }
 
 type Out = Outbox<Msg, Timer>;
@@ -94,7 +103,7 @@ type Out = Outbox<Msg, Timer>;
 impl RicartAgrawala {
     fn enter_if_ready(&mut self, cx: &Context, out: &mut Out) {
         if let State::Wanted(s) = self.state
-            && self.awaiting == 0
+            && self.awaiting.is_empty()
         {
             self.state = State::Held(s);
             out.emit(Event::Entered { fencing: s.fencing(cx.uids) });
@@ -119,14 +128,18 @@ impl Process for RicartAgrawala {
                     State::Released => false,
                 };
                 if defer {
-                    self.deferred.push(from);
+                    if !self.deferred.contains(&(from, ts)) {
+                        self.deferred.push((from, ts));
+                    }
                 } else {
-                    out.send(from, Msg::Reply);
+                    out.send(from, Msg::Reply { ts });
                 }
             }
-            Msg::Reply => {
-                if matches!(self.state, State::Wanted(_)) {
-                    self.awaiting = self.awaiting.saturating_sub(1);
+            Msg::Reply { ts } => {
+                if let State::Wanted(mine) = self.state
+                    && mine.ts == ts
+                    && self.awaiting.remove(&from)
+                {
                     self.enter_if_ready(cx, out);
                 }
             }
@@ -142,7 +155,7 @@ impl Process for RicartAgrawala {
             Request::Acquire if self.state == State::Released => {
                 let s = Stamp { ts: self.clock.tick(), uid: cx.uid(), node: self.me };
                 self.state = State::Wanted(s);
-                self.awaiting = cx.uids.len() - 1;
+                self.awaiting = (0..cx.n()).filter(|&j| j != self.me).collect();
                 out.emit(Event::Requested { ts: s.ts });
                 out.send_all((0..cx.n()).filter(|&j| j != self.me), &Msg::Request { ts: s.ts });
                 self.enter_if_ready(cx, out);
@@ -150,8 +163,8 @@ impl Process for RicartAgrawala {
             Request::Release if matches!(self.state, State::Held(_)) => {
                 self.state = State::Released;
                 out.emit(Event::Exited);
-                for j in std::mem::take(&mut self.deferred) {
-                    out.send(j, Msg::Reply);
+                for (j, ts) in std::mem::take(&mut self.deferred) {
+                    out.send(j, Msg::Reply { ts });
                 }
             }
             _ => {}
@@ -162,7 +175,7 @@ impl Process for RicartAgrawala {
     /// will wait forever (the algorithm does not tolerate crashes).
     fn on_recover(&mut self, _cx: &Context, _out: &mut Out) {
         self.state = State::Released;
-        self.awaiting = 0;
+        self.awaiting.clear();
         self.deferred.clear();
     }
 
@@ -187,8 +200,42 @@ impl Algorithm for RicartAgrawala {
             me,
             clock: LamportClock::default(),
             state: State::Released,
-            awaiting: 0,
+            awaiting: BTreeSet::new(),
             deferred: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Params;
+    use ringleader_core::{Action, Topology};
+
+    fn entered(out: &Out) -> bool {
+        out.actions().iter().any(|a| matches!(a, Action::Emit(Event::Entered { .. })))
+    }
+
+    /// Three processes: P0 asks; P1's REPLY arrives twice. The duplicate is not P2's
+    /// permission, and neither is a stale REPLY naming an earlier request.
+    #[test]
+    fn a_duplicated_reply_does_not_let_a_process_in_early() {
+        let uids = [1, 2, 3];
+        let topology = Topology::Complete { n: 3 };
+        let params = Params::default();
+        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 1, seed: 1 };
+        let cx = Context { me: 0, uids: &uids, topology: &topology, now: 0, random: 0 };
+        let mut p = RicartAgrawala::new(0, &(), &setup);
+        let mut out = Out::new();
+        p.on_request(&cx, Request::Acquire, &mut out);
+        let State::Wanted(mine) = p.state else { panic!("{:?}", p.state) };
+        out.drain().for_each(drop);
+        p.on_message(&cx, 1, Msg::Reply { ts: mine.ts }, &mut out);
+        p.on_message(&cx, 1, Msg::Reply { ts: mine.ts }, &mut out);
+        assert!(!entered(&out) && !p.in_critical_section(), "two REPLYs from P1 are one permission");
+        p.on_message(&cx, 2, Msg::Reply { ts: mine.ts - 1 }, &mut out);
+        assert!(!entered(&out), "a REPLY to an earlier request is no permission");
+        p.on_message(&cx, 2, Msg::Reply { ts: mine.ts }, &mut out);
+        assert!(entered(&out) && p.in_critical_section());
     }
 }

@@ -49,6 +49,9 @@ pub struct DeadlockChecker {
     waits: Vec<BTreeSet<NodeId>>,
     /// Edges (requester, holder) the holder let wait (prevention).
     queued: BTreeSet<(NodeId, NodeId)>,
+    /// Prevention: the transaction (start timestamp) each process waits with, from its
+    /// `Requested{ts}`; a `Queued` naming another transaction is a stale REQUEST.
+    transaction: Vec<Option<Time>>,
     prevention: bool,
     /// Deadlocks not yet broken (closed ones only count).
     deadlocks: Vec<Deadlock>,
@@ -77,6 +80,7 @@ impl DeadlockChecker {
         DeadlockChecker {
             waits: vec![BTreeSet::new(); n],
             queued: BTreeSet::new(),
+            transaction: vec![None; n],
             prevention: false,
             deadlocks: Vec::new(),
             real: 0,
@@ -92,6 +96,12 @@ impl DeadlockChecker {
             bound: n.max(1) as Time * 50 * MILLISECOND,
             first_needless: None,
         }
+    }
+
+    /// A checker for a prevention scheme: judged by `no_deadlock` and `no_starvation` from the
+    /// start, even if no process ever waits (a single node, say).
+    pub fn for_prevention(n: usize) -> Self {
+        DeadlockChecker { prevention: true, ..DeadlockChecker::new(n) }
     }
 
     /// The completeness bound: N hops of at most 50 ms.
@@ -251,11 +261,15 @@ impl Checker for DeadlockChecker {
                 self.prevention = true;
                 self.restarts += 1;
             }
-            Event::Queued { node: requester } => {
+            Event::Requested { ts } => self.transaction[node as usize] = Some(*ts),
+            Event::Queued { node: requester, transaction } => {
                 self.prevention = true;
                 let (i, j) = (*requester, node);
                 if !self.waits[i as usize].contains(&j) {
                     return; // a stale request: the edge was granted or withdrawn already
+                }
+                if transaction.is_some_and(|t| self.transaction[i as usize] != Some(t)) {
+                    return; // a stale request of an earlier transaction that waited here too
                 }
                 self.queued.insert((i, j));
                 let queued = &self.queued;

@@ -149,7 +149,7 @@ impl Checker for MutexChecker {
                 self.saw_stamp = true;
                 self.stamps.insert(node, (ts, w.uids[node as usize]));
             }
-            Event::Queued { node: who } => {
+            Event::Queued { node: who, .. } => {
                 self.saw_queue = true;
                 self.queues.entry(node).or_default().push_back(who);
             }

@@ -1,0 +1,224 @@
+//! Default stories: what `ringleader sim --algo X` runs when no flag says otherwise.
+//!
+//! The generic defaults (5 nodes, no fault, perfect clocks, one hour) show some algorithms
+//! doing nothing worth watching: clock synchronisation with clocks that already agree, a
+//! failure detector with nobody failing, a coordinator timeout that never fires. So each
+//! algorithm that needs one has a *story* here — the settings, written as a scenario file would
+//! write them, that make its default run show what the algorithm is for. This table is the one
+//! place where they are chosen; `docs/` lists them per family.
+//!
+//! Rules:
+//! - A story fills only the settings the user left unset (flags, or a scenario file's fields),
+//!   setting by setting; the fault plan is one setting (any `--crash`, `--recover`, `--pause`
+//!   or `--partition` replaces the story's whole plan) and so is the list of expected
+//!   violations.
+//! - Stories apply to command-line runs only: a scenario file tells its own story, and
+//!   `--plain` asks for the generic defaults. Library users ([`crate::RunConfig::new`]), the
+//!   model checker, `table` and `bench` never see them.
+//! - The repro line writes every value the run used that differs from the generic default,
+//!   and adds `--plain` when a story value was overridden back to a generic one, so that
+//!   replaying it never reapplies a story the run did not have.
+
+use crate::scenario::{ConfigError, RunConfig, Scenario};
+
+/// The story of `algorithm` on `n` nodes as scenario-file text, or `None` when the generic
+/// defaults already show the algorithm. `n` is the node count the run will have (the user's,
+/// else the story's own, else 5): a story that crashes "the highest id" names it.
+pub fn text(algorithm: &str, n: u32) -> Option<String> {
+    let clocks = "duration = \"60s\"\n\
+                  [network]\nlatency = \"uniform:0.8ms..1.2ms\"\n\
+                  [clocks]\noffset = \"10ms\"\ndrift_ppm = 20\n\
+                  [workload]\nentries = 0\n";
+    let detector = format!(
+        "duration = \"3s\"\n\
+         [network]\nlatency = \"uniform:1ms..3ms\"\n\
+         [faults]\npause = [\"{p}@1s..1.2s\"]\ncrash = [\"{n}@2s\"]\n",
+        p = (n / 2 + 1).min(n.saturating_sub(1)).max(1)
+    );
+    let story = match algorithm {
+        // The textbook run: the coordinator is elected, crashes, the others notice (heartbeats)
+        // and elect the next highest id.
+        "bully" => format!(
+            "duration = \"300ms\"\nparams = {{ detector = \"heartbeat\" }}\n\
+             [faults]\ncrash = [\"{n}@50ms\"]\n"
+        ),
+        // Raft-style terms never go quiet: a short steady state after the election.
+        "majority" => "duration = \"300ms\"\n".into(),
+        // On five nodes the random graph has 2N = 10 edges: the complete graph. Twelve nodes
+        // give 24 of 66 possible edges.
+        "yoyo" => "nodes = 12\n".into(),
+        // Enough nodes for several super-peers (1 % and 2 % of 500).
+        "superpeer-dht" | "superpeer-geometric" => "nodes = 500\n".into(),
+        // The coordinator's holder timeout fires on a holder that is slow, not dead: two
+        // holders at once, the flaw declared expected.
+        "central-timeout" => "nodes = 3\nparams = { timeout = \"10ms\" }\n\
+             [workload]\nkind = \"saturated\"\nentries = 2\nrequesters = \"2,3\"\nhold = \"5ms\"\n\
+             [faults]\npause = [\"2@2.5ms..100ms\"]\n\
+             [expect]\nviolations = [\"safety\"]\n"
+            .into(),
+        "cristian" | "berkeley" | "ntp" => clocks.into(),
+        // The editor's clock behind the builder's (seed 3 draws it so): make skips a rebuild.
+        "make" => "nodes = 2\nseed = 3\nduration = \"2s\"\n[clocks]\noffset = \"10ms\"\n\
+             [expect]\nviolations = [\"make_rebuilds\"]\n"
+            .into(),
+        // A pause (a false suspicion, then trust again) and a crash (a true one).
+        "heartbeat" | "phi-accrual" if n >= 2 => detector,
+        _ => return None,
+    };
+    Some(story)
+}
+
+/// The story of `algorithm` for a run whose node count the user set to `nodes` (if at all).
+pub fn story(algorithm: &str, nodes: Option<u32>) -> Result<Option<Scenario>, ConfigError> {
+    let own_nodes = match text(algorithm, nodes.unwrap_or(5)) {
+        None => return Ok(None),
+        Some(t) => Scenario::parse(&t, &format!("<default story of {algorithm}>"))?.nodes,
+    };
+    let n = nodes.or(own_nodes).unwrap_or(5);
+    match text(algorithm, n) {
+        None => Ok(None),
+        Some(t) => Scenario::parse(&t, &format!("<default story of {algorithm}>")).map(Some),
+    }
+}
+
+/// `user` with its algorithm's story filling the settings it left unset. The story's expected
+/// violations come with the story as a whole: once the user changes any setting the story sets,
+/// the flaw is no longer promised, and none is declared.
+pub fn apply(user: Scenario) -> Result<Scenario, ConfigError> {
+    let Some(algorithm) = user.algorithm.clone() else { return Ok(user) };
+    let Some(mut base) = story(&algorithm, user.nodes)? else { return Ok(user) };
+    let f = &user.faults;
+    let user_faults =
+        !(f.crash.is_empty() && f.recover.is_empty() && f.pause.is_empty() && f.partition.is_empty());
+    if user_faults {
+        base.faults = Default::default();
+    }
+    let (b, u) = (&base, &user);
+    let story_faults = !(b.faults.crash.is_empty() && b.faults.pause.is_empty());
+    let changed = (b.nodes.is_some() && u.nodes.is_some())
+        || (b.seed.is_some() && u.seed.is_some())
+        || (b.duration.is_some() && u.duration.is_some())
+        || (b.network.latency.is_some() && u.network.latency.is_some())
+        || (b.clocks.offset.is_some() && u.clocks.offset.is_some())
+        || (b.clocks.drift_ppm.is_some() && u.clocks.drift_ppm.is_some())
+        || b.params.keys().any(|k| u.params.contains_key(k))
+        || (b.workload.kind.is_some() && u.workload.kind.is_some())
+        || (b.workload.entries.is_some() && u.workload.entries.is_some())
+        || (b.workload.hold.is_some() && u.workload.hold.is_some())
+        || (b.workload.requesters.is_some() && u.workload.requesters.is_some())
+        || (user_faults && (story_faults || !b.expect.violations.is_empty()));
+    if changed {
+        base.expect = Default::default();
+    }
+    Ok(base.merge(user))
+}
+
+/// Whether replaying `spelled` (the repro line of `cfg`, without `--plain`) would reapply a
+/// story setting the run did not use: a setting the story sets that the line leaves out
+/// because the run has the generic default there.
+pub fn needs_plain(cfg: &RunConfig, spelled: &str) -> bool {
+    let Ok(Some(s)) = story(&cfg.algorithm, Some(cfg.nodes)) else { return false };
+    let has = |flag: &str| spelled.contains(&format!(" --{flag} "));
+    let f = &s.faults;
+    let story_faults =
+        !(f.crash.is_empty() && f.recover.is_empty() && f.pause.is_empty() && f.partition.is_empty());
+    let run_faults = ["crash", "recover", "pause", "partition"].iter().any(|k| has(k));
+    (story_faults && !run_faults)
+        || (s.duration.is_some() && !has("duration"))
+        || (s.network.latency.is_some() && !has("latency"))
+        || (s.clocks.offset.is_some() && !has("clock-offset"))
+        || (s.clocks.drift_ppm.is_some() && !has("drift-ppm"))
+        || s.params.keys().any(|k| !spelled.contains(&format!(" --param {k}=")))
+        || (!s.expect.violations.is_empty() && !has("expect"))
+        || (s.graph.is_some() && !has("graph"))
+        || (s.edges.is_some() && !has("edges"))
+        || (s.workload.kind.is_some() && !has("workload"))
+        || (s.workload.requesters.is_some() && !has("requesters"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::FaultsSection;
+
+    fn flags(algo: &str) -> Scenario {
+        Scenario { algorithm: Some(algo.into()), ..Scenario::default() }
+    }
+
+    #[test]
+    fn every_story_parses_and_uses_only_settings_the_repro_check_knows() {
+        for info in ringleader_algorithms::all() {
+            for n in [1, 2, 5, 9] {
+                let Some(s) = story(info.name, Some(n)).unwrap() else { continue };
+                let cleared = Scenario {
+                    nodes: None,
+                    seed: None,
+                    duration: None,
+                    graph: None,
+                    edges: None,
+                    params: Default::default(),
+                    faults: FaultsSection::default(),
+                    clocks: Default::default(),
+                    expect: Default::default(),
+                    network: crate::scenario::NetworkSection { latency: None, ..s.network.clone() },
+                    workload: crate::scenario::WorkloadSection {
+                        kind: None,
+                        requesters: None,
+                        entries: None,
+                        hold: None,
+                        ..s.workload.clone()
+                    },
+                    ..s.clone()
+                };
+                assert_eq!(
+                    cleared,
+                    Scenario::default(),
+                    "{}: a story setting needs_plain ignores",
+                    info.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn flags_win_setting_by_setting_and_a_fault_replaces_the_whole_plan() {
+        let mut user = flags("heartbeat");
+        user.nodes = Some(7);
+        let s = apply(user).unwrap();
+        assert_eq!(s.faults.crash, vec!["7@2s".parse().unwrap()], "the highest id of 7 crashes");
+        assert_eq!(s.faults.pause.len(), 1);
+        let mut user = flags("heartbeat");
+        user.faults.crash = vec!["2@1s".parse().unwrap()];
+        let s = apply(user).unwrap();
+        assert_eq!(s.faults.crash, vec!["2@1s".parse().unwrap()]);
+        assert!(s.faults.pause.is_empty(), "the user's fault plan replaces the story's");
+        assert!(s.duration.is_some() && s.network.latency.is_some(), "other settings stay");
+        assert_eq!(apply(flags("chang-roberts")).unwrap(), flags("chang-roberts"));
+    }
+
+    #[test]
+    fn a_story_declares_its_flaw_only_while_the_user_keeps_the_story() {
+        let told = apply(flags("central-timeout")).unwrap();
+        assert_eq!(told.expect.violations, vec!["safety".to_string()]);
+        let mut user = flags("central-timeout");
+        user.faults.pause = vec!["2@2.5ms..100ms".parse().unwrap()];
+        assert!(apply(user).unwrap().expect.violations.is_empty());
+        let mut user = flags("make");
+        user.seed = Some(1);
+        assert!(apply(user).unwrap().expect.violations.is_empty());
+    }
+
+    #[test]
+    fn the_repro_line_replays_a_run_that_overrode_a_story() {
+        // A scenario without faults for heartbeat: replaying without --plain would add the
+        // story's crash and pause.
+        let plain = Scenario { nodes: Some(5), ..flags("heartbeat") }.resolve(None).unwrap();
+        assert!(plain.repro().ends_with(" --plain"), "{}", plain.repro());
+        // The story's own run spells everything out: no --plain needed.
+        let told = apply(flags("heartbeat")).unwrap().resolve(None).unwrap();
+        assert!(!told.repro().contains("--plain"), "{}", told.repro());
+        assert!(told.repro().contains(" --crash 5@2s"), "{}", told.repro());
+        let chang = flags("chang-roberts").resolve(None).unwrap();
+        assert!(!chang.repro().contains("--plain"));
+    }
+}
