@@ -147,8 +147,12 @@ impl Report {
         for (name, p) in &self.latency {
             let _ = writeln!(
                 s,
-                "latency    {name}: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} samples)",
-                p.p50, p.p99, p.max, p.count
+                "latency    {name}: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} sample{})",
+                p.p50,
+                p.p99,
+                p.max,
+                p.count,
+                if p.count == 1 { "" } else { "s" }
             );
         }
         let _ = writeln!(s, "properties");
