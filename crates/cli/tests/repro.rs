@@ -50,9 +50,10 @@ fn combinations(algo: &str, family: &str) -> Vec<Vec<&'static str>> {
     let mut c: Vec<Vec<&str>> = vec![
         vec!["--seed", "3", "--ids", "random"],
         vec!["--latency", "uniform:500us..2ms", "--fifo", "--max-delay", "3ms"],
-        vec!["--loss", "0.05", "--dup", "0.1", "--latency", "lognormal:1ms,0.5"],
-        vec!["--pause", "2@1ms..4ms", "--crash", "3@2ms", "--recover", "3@8ms"],
-        vec!["--partition", "1,2|3,4@1ms..6ms", "--clock-offset", "2ms", "--drift-ppm", "40"],
+        // Faults and loss can keep retrying algorithms busy: a short explicit duration.
+        vec!["--loss", "0.05", "--dup", "0.1", "--latency", "lognormal:1ms,0.5", "--duration", "2s"],
+        vec!["--pause", "2@1ms..4ms", "--crash", "3@2ms", "--recover", "3@8ms", "--duration", "2s"],
+        vec!["--partition", "1,2|3,4@1ms..6ms", "--clock-offset", "2ms", "--drift-ppm", "40", "--duration", "2s"],
     ];
     match family {
         "election" => {
