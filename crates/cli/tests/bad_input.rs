@@ -90,7 +90,10 @@ fn quadratic_algorithms_on_a_hundred_thousand_nodes_are_refused_up_front() {
     for algo in
         ["bully", "lamport", "suzuki-kasami", "vector-clock", "chandy-misra-haas", "heartbeat", "phi-accrual"]
     {
-        let err = refused(&["sim", "--algo", algo, "--nodes", "100000"], &["--nodes 100000", "GiB", "the limit is 4.0 GiB"]);
+        let err = refused(
+            &["sim", "--algo", algo, "--nodes", "100000"],
+            &["--nodes 100000", "GiB", "the limit is 4.0 GiB"],
+        );
         assert!(err.contains(&format!("{algo} needs about")), "{err}");
     }
 }
@@ -110,7 +113,10 @@ fn impossible_runs_are_refused() {
         (&["--algo", "bully", "--expect", "safety"], &["--expect safety", "agreement"]),
         (&["--algo", "central", "--expect", "agreement"], &["--expect agreement", "safety"]),
         (&["--algo", "central", "--recover", "2@5ms"], &["--recover 2@5ms", "never crashes"]),
-        (&["--algo", "central", "--crash", "2@5ms", "--recover", "2@1ms"], &["--recover 2@1ms", "comes later"]),
+        (
+            &["--algo", "central", "--crash", "2@5ms", "--recover", "2@1ms"],
+            &["--recover 2@1ms", "comes later"],
+        ),
         (&["--algo", "central", "--crash", "2@5ms", "--crash", "2@7ms"], &["--crash 2@7ms", "already down"]),
         (&["--algo", "central", "--pause", "2@5ms..5ms"], &["--pause 2@5ms..5ms", "empty"]),
         (&["--algo", "central", "--pause", "2@1ms..9ms", "--pause", "2@5ms..20ms"], &["overlaps"]),
@@ -143,7 +149,10 @@ fn scenario_values_are_reported_at_their_line_and_field() {
     let file = dir.join("lossy.toml");
     std::fs::write(&file, "algorithm = \"central\"\n\n[network]\nloss = 1.5\n").unwrap();
     let path = file.display().to_string();
-    refused(&["sim", &path], &[&format!("{path}:4:8: field `loss` = 1.5: a probability must be between 0 and 1")]);
+    refused(
+        &["sim", &path],
+        &[&format!("{path}:4:8: field `loss` = 1.5: a probability must be between 0 and 1")],
+    );
     // A flag overriding the file is reported as the flag.
     refused(&["sim", &path, "--loss", "2"], &["--loss 2: a probability"]);
     let mut f = std::fs::File::create(dir.join("faults.toml")).unwrap();

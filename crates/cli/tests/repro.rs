@@ -53,7 +53,16 @@ fn combinations(algo: &str, family: &str) -> Vec<Vec<&'static str>> {
         // Faults and loss can keep retrying algorithms busy: a short explicit duration.
         vec!["--loss", "0.05", "--dup", "0.1", "--latency", "lognormal:1ms,0.5", "--duration", "2s"],
         vec!["--pause", "2@1ms..4ms", "--crash", "3@2ms", "--recover", "3@8ms", "--duration", "2s"],
-        vec!["--partition", "1,2|3,4@1ms..6ms", "--clock-offset", "2ms", "--drift-ppm", "40", "--duration", "2s"],
+        vec![
+            "--partition",
+            "1,2|3,4@1ms..6ms",
+            "--clock-offset",
+            "2ms",
+            "--drift-ppm",
+            "40",
+            "--duration",
+            "2s",
+        ],
     ];
     match family {
         "election" => {
@@ -77,7 +86,7 @@ fn combinations(algo: &str, family: &str) -> Vec<Vec<&'static str>> {
     }
     if algo == "chang-roberts" {
         // The default duration, written back as nothing.
-        c.push(vec!["--initiators", "none", "--duration", "1h"]);
+        c.push(vec!["--initiators", "none", "--duration", "3600s"]);
     }
     c
 }
