@@ -192,7 +192,7 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
             "nodes",
             &nodes.to_string(),
             false,
-            &format!("nodes must be 1..{MAX_NODES}"),
+            &format!("a run has at least 1 and at most {MAX_NODES} nodes"),
         ));
     }
     let need = memory_estimate(name, nodes);
