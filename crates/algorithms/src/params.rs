@@ -72,15 +72,27 @@ impl Params {
     }
 
     /// Reads `key` as a duration (`250us`, `1.5ms`, `2s`; a bare number is milliseconds).
+    ///
+    /// A given value other than the default must lie in [`PARAM_DURATION_RANGE`]: timers are
+    /// periods and timeouts, and one of a few nanoseconds would flood the run with events.
     pub fn duration(&self, key: &str, default: Time) -> Result<Time, ParamError> {
         self.asked.borrow_mut().insert(key.to_string());
         match self.values.get(key) {
             None => Ok(default),
-            Some(v) => parse_duration(v).ok_or_else(|| ParamError::Invalid {
-                key: key.into(),
-                value: v.clone(),
-                expected: "a duration such as 250us, 1.5ms, 2s (bare numbers are ms)".into(),
-            }),
+            Some(v) => {
+                let t = parse_duration(v).ok_or_else(|| ParamError::Invalid {
+                    key: key.into(),
+                    value: v.clone(),
+                    expected: "a duration such as 250us, 1.5ms, 2s (bare numbers are ms)".into(),
+                })?;
+                if t != default && !PARAM_DURATION_RANGE.contains(&t) {
+                    return Err(ParamError::OutOfRange {
+                        key: key.into(),
+                        reason: format!("{} is outside the allowed 100us..1h", v.trim()),
+                    });
+                }
+                Ok(t)
+            }
         }
     }
 
@@ -95,6 +107,10 @@ impl Params {
         self.asked.borrow().iter().cloned().collect()
     }
 }
+
+/// The range of a time-valued parameter given by the user: 100 µs to one hour (the default
+/// value is always accepted, so `0` stays possible where it is the default and means "off").
+pub const PARAM_DURATION_RANGE: std::ops::RangeInclusive<Time> = 100_000..=3_600_000_000_000;
 
 /// Parses a duration with a unit (`ns`, `us`, `ms`, `s`); a bare number means milliseconds.
 pub fn parse_duration(text: &str) -> Option<Time> {

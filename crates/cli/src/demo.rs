@@ -23,6 +23,9 @@ pub fn run() -> anyhow::Result<i32> {
         }
         println!("── scenarios/{file} ──");
         print!("{}", result.report.human(cfg.description.as_deref()));
+        for line in reading(&result.report) {
+            println!("{line}");
+        }
         worst = worst.max(result.report.exit_code());
     }
     println!();
@@ -30,4 +33,52 @@ pub fn run() -> anyhow::Result<i32> {
         "Run any scenario yourself: cargo run --release -- sim scenarios/<file> [--mermaid run.mmd] [--json]"
     );
     Ok(worst)
+}
+
+/// What the numbers of `report` mean, in words, for the fields a demonstration prints: the
+/// report's names are terse, and a reader should not need a glossary.
+fn reading(report: &ringleader_sim::Report) -> Vec<String> {
+    let out = &report.outcome;
+    let num = |k: &str| out.get(k).and_then(|v| v.as_f64());
+    let mut lines = Vec::new();
+    let mut say = |text: String| {
+        let prefix = if lines.is_empty() { "reading    " } else { "           " };
+        lines.push(format!("{prefix}{text}"));
+    };
+    if let Some(ms) = num("election_ms") {
+        say(format!(
+            "election_ms = {ms}: from the first process starting an election until the last one \
+             learned the leader"
+        ));
+    }
+    if let Some(p) = report.latency.get("time_to_leader") {
+        say(format!(
+            "time_to_leader {:.3} ms: from that start until the winner declared itself leader",
+            p.max
+        ));
+    }
+    if let Some(n) = num("max_concurrent_holders") {
+        say(format!("max_concurrent_holders = {n}: the most processes in the critical section at once"));
+    }
+    if let Some(n) = num("max_overtaken") {
+        say(format!(
+            "max_overtaken = {n}: the most entries by others while one request waited, counted from \
+             when it was issued; fifo compares arrivals at the coordinator, so a request that arrives \
+             last may be overtaken while fifo holds"
+        ));
+    }
+    if let Some(n) = num("suspicions") {
+        say(format!("suspicions = {n}: times a holder was taken for failed (its timeout fired)"));
+    }
+    if let Some(p) = report.latency.get("response_time") {
+        say(format!(
+            "response_time: from a request to its entry into the critical section ({} {})",
+            p.count,
+            if p.count == 1 { "entry" } else { "entries" }
+        ));
+    }
+    if report.latency.contains_key("sync_delay") {
+        say("sync_delay: from one holder leaving to the next one entering, while someone waits".into());
+    }
+    lines
 }

@@ -50,7 +50,43 @@ enum Command {
     Table(table::TableArgs),
 }
 
+/// Ends the program quietly when a reader closes our stdout or stderr (`ringleader table | head
+/// -1`): the standard library panics with "failed printing to stdout: Broken pipe" on every
+/// `println!` after that, and the reader has left, so there is nobody to tell. Installed once,
+/// before any subcommand runs, so every subcommand's output is covered; any other panic still
+/// reaches the default hook.
+fn end_quietly_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if text.starts_with("failed printing to std") && text.contains("Broken pipe") {
+            // 128 + SIGPIPE, what a shell reports for a program ended by a closed pipe.
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
+/// `e` and its causes, each said once: a cause whose text its context already quotes (an OS
+/// error a file error repeats) is not printed again.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line = format!("{line}: {text}");
+        }
+    }
+    line
+}
+
 fn main() -> ExitCode {
+    end_quietly_on_closed_pipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -90,8 +126,17 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            // A write to a closed pipe returned its error instead of panicking: end as quietly.
+            ExitCode::from(141)
+        }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", one_line(&e));
             ExitCode::from(1)
         }
     }

@@ -34,49 +34,56 @@ pub struct SimArgs {
     /// Algorithm to run (see `ringleader list`).
     #[arg(long, value_name = "NAME")]
     pub algo: Option<String>,
-    /// Number of nodes [default: 5].
+    /// Number of nodes, 1..1000000 [default: 5]. Algorithms whose state or messages grow as N²
+    /// (bully, lamport, suzuki-kasami, vector-clock, chandy-misra-haas, heartbeat, phi-accrual)
+    /// are refused up front when their estimated memory exceeds 4 GiB.
     #[arg(long, value_name = "N")]
     pub nodes: Option<u32>,
-    /// Seed of the run's one random stream [default: 1].
+    /// Seed of the run's one random stream, any 64-bit number [default: 1].
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
     /// How ids are laid out over positions [default: ascending].
     #[arg(long, value_name = "ARRANGEMENT", value_parser = ["ascending", "descending", "random"])]
     pub ids: Option<String>,
     /// Who starts an election at time 0: all, lowest, highest, none, or ids like 3 or 1,4
-    /// (lowest/highest mean the lowest/highest live id) [default for elections: lowest].
+    /// (lowest/highest mean the lowest/highest live id); elections only [default: lowest].
     #[arg(long, value_name = "WHO")]
     pub initiators: Option<Initiators>,
-    /// Crash node ID at TIME (repeatable), e.g. --crash 7@0.
+    /// Crash node ID at TIME (repeatable), e.g. --crash 7@0; TIME at most --duration, and a
+    /// node already down cannot crash again.
     #[arg(long, value_name = "ID@TIME")]
     pub crash: Vec<At>,
-    /// Recover node ID at TIME (repeatable).
+    /// Recover node ID at TIME (repeatable); the node must be down (crashed earlier).
     #[arg(long, value_name = "ID@TIME")]
     pub recover: Vec<At>,
-    /// Pause node ID (slow, not dead) from FROM to TO (repeatable), e.g. --pause 3@10ms..200ms.
+    /// Pause node ID (slow, not dead) from FROM to TO (repeatable), e.g. --pause 3@10ms..200ms;
+    /// FROM before TO and before the end, pauses of one node do not overlap.
     #[arg(long, value_name = "ID@FROM..TO")]
     pub pause: Vec<Pause>,
-    /// Cut A,B from C,D from FROM to TO (repeatable); A,B>C,D cuts one way only.
+    /// Cut A,B from C,D from FROM to TO (repeatable); A,B>C,D cuts one way only. Each id once,
+    /// FROM before TO and before the end.
     #[arg(long, value_name = "A,B|C,D@FROM..TO")]
     pub partition: Vec<Partition>,
-    /// Probability that a message is lost [default: 0].
+    /// Probability that a message is lost, 0..1 [default: 0].
     #[arg(long, value_name = "P")]
     pub loss: Option<f64>,
-    /// Probability that a message is delivered twice [default: 0].
+    /// Probability that a message is delivered twice, 0..1 [default: 0].
     #[arg(long, value_name = "P")]
     pub dup: Option<f64>,
     /// One-way latency: constant:D, uniform:A..B, exponential:MEAN, normal:MEAN,SD,
-    /// lognormal:MEDIAN,SIGMA [default: constant:1ms].
+    /// lognormal:MEDIAN,SIGMA (SIGMA 0..3); its bound (maximum, or 99.99th percentile) at
+    /// most 60s [default: constant:1ms].
     #[arg(long, value_name = "SPEC")]
     pub latency: Option<Latency>,
     /// Deliver messages on each link in the order they were sent.
     #[arg(long)]
     pub fifo: bool,
-    /// The delay bound algorithms may assume (Ttrans in timeouts) [default: the latency's bound].
+    /// The delay bound algorithms may assume (Ttrans in timeouts), from the latency's bound to
+    /// 60s [default: the latency's bound].
     #[arg(long, value_name = "TIME")]
     pub max_delay: Option<Duration>,
-    /// Stop runs that never go quiet after this much virtual time [default: 1h = 3600s;
-    /// 10s for failure detectors].
+    /// Stop runs that never go quiet after this much virtual time, above 0 and at most 24h
+    /// [default: 1h = 3600s; 10s for failure detectors].
     #[arg(long, value_name = "TIME")]
     pub duration: Option<Duration>,
     /// The communication graph, for algorithms that run on arbitrary graphs (yoyo: any shape)
@@ -95,39 +102,45 @@ pub struct SimArgs {
     pub edges: Option<u64>,
     /// Workload: sequential, saturated, poisson (mutual exclusion); messages (clocks: local
     /// events and sends) [default: sequential for mutex, messages for clock algorithms].
+    /// Elections and detectors have no workload and take none of the workload flags.
     #[arg(long, value_name = "KIND", value_parser = ["sequential", "saturated", "poisson", "messages"])]
     pub workload: Option<String>,
     /// Critical-section entries (mutex), transactions (deadlock) or events (messages workload)
-    /// to request in total [default: 10].
+    /// to request in total, 0..10000000 [default: 10].
     #[arg(long, value_name = "E")]
     pub entries: Option<u64>,
     /// Time a holder stays in the critical section (mean, under poisson; the mean hold and
-    /// think time of deadlock transactions) [default: 1ms].
+    /// think time of deadlock transactions), 0..1h; mutex and deadlock runs [default: 1ms].
     #[arg(long, value_name = "TIME")]
     pub hold: Option<Duration>,
-    /// Requests per second per node, under poisson [default: 10].
+    /// Requests (poisson) or events (clock messages workload) per second per node, above 0 and
+    /// at most 1000000 [default: 10].
     #[arg(long, value_name = "R")]
     pub rate: Option<f64>,
-    /// Which ids make requests, e.g. 2,3,4 [default: all; all but node 0 under sequential].
+    /// Which ids make requests (mutex and clock runs), each once, e.g. 2,3,4 [default: all; all
+    /// but node 0 under sequential].
     #[arg(long, value_name = "IDS")]
     pub requesters: Option<Initiators>,
-    /// Deadlock workload: probability that a request closes a wait-for cycle [default: 0.3].
+    /// Deadlock workload: probability that a request closes a wait-for cycle, 0..1 [default: 0.3].
     #[arg(long, value_name = "P")]
     pub cycles: Option<f64>,
     /// Destinations of each send event (messages workload) [default: 1], or the most holders
-    /// one request waits for (deadlock workload) [default: 2].
+    /// one request waits for (deadlock workload) [default: 2]; 1..N−1.
     #[arg(long, value_name = "K")]
     pub fanout: Option<u32>,
-    /// Draw each node's initial clock offset uniformly from ±TIME [default: 0].
+    /// Draw each node's initial clock offset uniformly from ±TIME, 0..1h [default: 0].
     #[arg(long, value_name = "TIME")]
     pub clock_offset: Option<Duration>,
-    /// Draw each node's clock drift uniformly from ±PPM parts per million [default: 0].
+    /// Draw each node's clock drift uniformly from ±PPM parts per million, 0..100000 (10 %)
+    /// [default: 0].
     #[arg(long, value_name = "PPM")]
     pub drift_ppm: Option<u32>,
-    /// Algorithm parameter (repeatable), e.g. --param timeout=20ms.
+    /// Algorithm parameter (repeatable), e.g. --param timeout=20ms; a time-valued parameter other
+    /// than its default lies in 100us..1h.
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_param)]
     pub param: Vec<(String, String)>,
-    /// A property whose violation the run is expected to find (repeatable).
+    /// A property of the algorithm's family whose violation the run is expected to find
+    /// (repeatable).
     #[arg(long, value_name = "PROPERTY")]
     pub expect: Vec<String>,
     /// Use the generic defaults (no fault, perfect clocks, …) for every setting left unset,

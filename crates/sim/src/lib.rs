@@ -18,6 +18,7 @@
 pub mod checkers;
 pub mod clock;
 pub mod engine;
+pub mod input;
 pub mod mermaid;
 pub mod network;
 pub mod notation;

@@ -275,6 +275,12 @@ pub struct Scenario {
     /// Expected violations.
     #[serde(default)]
     pub expect: ExpectSection,
+    /// The file this scenario was read from, so that a bad value is reported at its line.
+    #[serde(skip)]
+    pub origin: Option<crate::input::Origin>,
+    /// Fields (`loss`, `network.loss` …) whose value came from flags overriding the file.
+    #[serde(skip)]
+    pub overridden: BTreeSet<String>,
 }
 
 /// A scenario or configuration problem, said in one line.
@@ -311,6 +317,23 @@ pub const DEFAULT_DURATION: Time = 3_600_000_000_000;
 /// The default `--duration` of failure detectors, whose heartbeats never stop: 10 s.
 pub const DETECTOR_DURATION: Time = 10_000_000_000;
 
+/// Who starts an election at time 0 unless told: the lowest id in an election, nobody else.
+pub fn default_initiators(family: ringleader_algorithms::Family) -> Initiators {
+    match family {
+        ringleader_algorithms::Family::Election => Initiators::Lowest,
+        _ => Initiators::None,
+    }
+}
+
+/// The virtual-time limit unless told.
+pub fn default_duration(family: ringleader_algorithms::Family) -> Time {
+    match family {
+        // Heartbeats never go quiet: a detector run stops after 10 s unless told.
+        ringleader_algorithms::Family::Detector => DETECTOR_DURATION,
+        _ => DEFAULT_DURATION,
+    }
+}
+
 impl Scenario {
     /// Reads and parses a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ConfigError> {
@@ -328,37 +351,49 @@ impl Scenario {
 
     /// Parses scenario text; errors name `origin`, the line, the column and the field.
     pub fn parse(text: &str, origin: &str) -> Result<Scenario, ConfigError> {
-        toml::from_str(text).map_err(|e| {
-            let (line, column) = match e.span() {
-                Some(span) => {
-                    let before = &text[..span.start.min(text.len())];
-                    let line = before.matches('\n').count() + 1;
-                    let column = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
-                    (line, column)
-                }
-                None => (1, 1),
-            };
-            let line_text = text.lines().nth(line - 1).unwrap_or("");
-            let field = line_text
-                .split_once('=')
-                .map(|(k, _)| k.trim().trim_matches('"'))
-                .filter(|k| !k.is_empty() && !k.starts_with('['));
-            let message = e.message().trim().replace('\n', " ");
-            let message = match field {
-                Some(f) if !message.contains(&format!("`{f}`")) => format!("field `{f}`: {message}"),
-                _ => message,
-            };
-            ConfigError::Parse { path: origin.into(), line, column, message }
-        })
+        let scenario: Result<Scenario, _> = toml::from_str(text);
+        scenario
+            .map(|s| Scenario {
+                origin: Some(crate::input::Origin { path: origin.into(), text: text.into() }),
+                ..s
+            })
+            .map_err(|e| {
+                let (line, column) = match e.span() {
+                    Some(span) => {
+                        let before = &text[..span.start.min(text.len())];
+                        let line = before.matches('\n').count() + 1;
+                        let column = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+                        (line, column)
+                    }
+                    None => (1, 1),
+                };
+                let line_text = text.lines().nth(line - 1).unwrap_or("");
+                let field = line_text
+                    .split_once('=')
+                    .map(|(k, _)| k.trim().trim_matches('"'))
+                    .filter(|k| !k.is_empty() && !k.starts_with('['));
+                let message = e.message().trim().replace('\n', " ");
+                let message = match field {
+                    Some(f) if !message.contains(&format!("`{f}`")) => format!("field `{f}`: {message}"),
+                    _ => message,
+                };
+                ConfigError::Parse { path: origin.into(), line, column, message }
+            })
     }
 
     /// Overlays `flags` on `self`: every field the flags set wins.
     pub fn merge(mut self, flags: Scenario) -> Scenario {
         macro_rules! take {
-            ($($f:ident).+) => { if flags.$($f).+.is_some() { self.$($f).+ = flags.$($f).+; } };
+            ($($f:ident).+) => { if flags.$($f).+.is_some() {
+                self.overridden.insert([$(stringify!($f)),+].join("."));
+                self.$($f).+ = flags.$($f).+;
+            } };
         }
         macro_rules! take_list {
-            ($($f:ident).+) => { if !flags.$($f).+.is_empty() { self.$($f).+ = flags.$($f).+; } };
+            ($($f:ident).+) => { if !flags.$($f).+.is_empty() {
+                self.overridden.insert([$(stringify!($f)),+].join("."));
+                self.$($f).+ = flags.$($f).+;
+            } };
         }
         take!(name);
         take!(description);
@@ -396,7 +431,7 @@ impl Scenario {
     /// Fills in defaults and checks every value.
     pub fn resolve(self, source: Option<PathBuf>) -> Result<RunConfig, ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
-        let Some(algorithm) = self.algorithm else {
+        let Some(algorithm) = self.algorithm.clone() else {
             return bad("no algorithm: give --algo NAME or `algorithm = \"NAME\"` in the scenario (see `ringleader list`)".into());
         };
         let Some(info) = ringleader_algorithms::find(&algorithm) else {
@@ -404,9 +439,8 @@ impl Scenario {
             return bad(format!("unknown algorithm {algorithm:?}; known: {}", names.join(", ")));
         };
         let nodes = self.nodes.unwrap_or(5);
-        if nodes == 0 {
-            return bad("--nodes must be at least 1".into());
-        }
+        let end = self.duration.map(|d| d.0).unwrap_or(default_duration(info.family));
+        crate::input::check(&self, &info, nodes, end)?;
         let check_uid = |u: Uid, what: &str| -> Result<(), ConfigError> {
             if u == 0 || u > nodes as Uid {
                 Err(ConfigError::Invalid(format!("{what}: node id {u} does not exist (ids are 1..{nodes})")))
@@ -414,10 +448,7 @@ impl Scenario {
                 Ok(())
             }
         };
-        let initiators = self.initiators.unwrap_or(match info.family {
-            ringleader_algorithms::Family::Election => Initiators::Lowest,
-            _ => Initiators::None,
-        });
+        let initiators = self.initiators.unwrap_or(default_initiators(info.family));
         if let Initiators::Ids(ids) = &initiators {
             for &u in ids {
                 check_uid(u, "--initiators")?;
@@ -526,11 +557,7 @@ impl Scenario {
             seed: self.seed.unwrap_or(1),
             ids: self.ids.unwrap_or_default(),
             initiators,
-            duration: self.duration.map(|d| d.0).unwrap_or(match info.family {
-                // Heartbeats never go quiet: a detector run stops after 10 s unless told.
-                ringleader_algorithms::Family::Detector => DETECTOR_DURATION,
-                _ => DEFAULT_DURATION,
-            }),
+            duration: end,
             edges: self.edges,
             graph,
             params,
@@ -646,8 +673,12 @@ impl RunConfig {
             self.seed,
             self.ids.name()
         );
-        if self.initiators != Initiators::None {
-            s += &format!(" --initiators {}", self.initiators);
+        let family = ringleader_algorithms::find(&self.algorithm).map(|i| i.family);
+        // Every choice that differs from the default is written, `--initiators none` included.
+        if let Some(f) = family
+            && self.initiators != default_initiators(f)
+        {
+            s += &format!(" --initiators {}", shell_word(&self.initiators.to_string()));
         }
         for a in &self.crash {
             s += &format!(" --crash {a}");
@@ -676,7 +707,7 @@ impl RunConfig {
         if self.max_delay_given {
             s += &format!(" --max-delay {}", format_duration(self.max_delay));
         }
-        if self.duration != DEFAULT_DURATION {
+        if family.is_none_or(|f| self.duration != default_duration(f)) {
             s += &format!(" --duration {}", format_duration(self.duration));
         }
         if let Some(g) = &self.graph {
@@ -686,12 +717,11 @@ impl RunConfig {
             s += &format!(" --edges {e}");
         }
         if let Some(w) = self.workload {
-            s += &format!(
-                " --workload {} --entries {} --hold {}",
-                w.name(),
-                self.entries,
-                format_duration(self.hold)
-            );
+            s += &format!(" --workload {} --entries {}", w.name(), self.entries);
+            // The messages workload holds nothing.
+            if w != WorkloadKind::Messages {
+                s += &format!(" --hold {}", format_duration(self.hold));
+            }
             if matches!(w, WorkloadKind::Poisson | WorkloadKind::Messages) {
                 s += &format!(" --rate {}", self.rate);
             }
@@ -725,10 +755,10 @@ impl RunConfig {
             s += &format!(" --drift-ppm {}", self.clock_drift_ppm);
         }
         for (k, v) in &self.params {
-            s += &format!(" --param {k}={v}");
+            s += &format!(" --param {}", shell_word(&format!("{k}={v}")));
         }
         for v in &self.expect {
-            s += &format!(" --expect {v}");
+            s += &format!(" --expect {}", shell_word(v));
         }
         // A run without its algorithm's default story (a scenario file, or flags that set a
         // story's setting back to the generic value) must not get it back on replay.

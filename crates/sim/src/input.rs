@@ -1,0 +1,590 @@
+//! What a run accepts: the range of every numeric input, the flags each family reads, fault
+//! plans that can happen, and the memory a run would need — checked before anything is built,
+//! so that bad input gets one line naming what was wrong and what is allowed.
+//!
+//! Every range keeps a run finite: virtual time is bounded by `--duration`, and no input can
+//! make the events per unit of virtual time unbounded (timer periods have a floor, clock rates
+//! stay positive, latencies and rates have ceilings).
+//!
+//! A value read from a scenario file is reported at its file, line and column with its field
+//! name (`s.toml:4:8: field `loss` = 1.5: …`); a value given as a flag is reported as the flag
+//! (`--loss 1.5: …`).
+
+use std::collections::BTreeMap;
+
+use ringleader_algorithms::{Family, Info, LeaderRule};
+use ringleader_core::{Time, Uid};
+
+use crate::notation::{Latency, format_duration};
+use crate::scenario::{ConfigError, Initiators, Scenario, WorkloadKind};
+
+const SECOND: Time = 1_000_000_000;
+const HOUR: Time = 3_600 * SECOND;
+
+/// The most nodes a run may have.
+pub const MAX_NODES: u32 = 1_000_000;
+/// The longest `--duration`: one day of virtual time.
+pub const MAX_DURATION: Time = 24 * HOUR;
+/// The largest one-way delay a latency law may produce (its bound): one minute.
+pub const MAX_LATENCY: Time = 60 * SECOND;
+/// The largest σ of a log-normal latency (its 99.99th percentile is median·e^(3.72σ)).
+pub const MAX_SIGMA: f64 = 3.0;
+/// The most critical-section entries, transactions or clock events one run may request.
+pub const MAX_ENTRIES: u64 = 10_000_000;
+/// The longest `--hold` and `--clock-offset`: one hour.
+pub const MAX_HOLD: Time = HOUR;
+/// The highest `--rate`, requests or events per second per node.
+pub const MAX_RATE: f64 = 1_000_000.0;
+/// The largest `--drift-ppm`: 10 % (a clock never runs backwards or stops).
+pub const MAX_DRIFT_PPM: u32 = 100_000;
+/// The memory a run may be estimated to need before it is refused: 4 GiB.
+pub const MEMORY_LIMIT: u64 = 4 << 30;
+
+/// Where a scenario's values came from, so that an error can point into the file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Origin {
+    /// The file, as the user named it.
+    pub path: String,
+    /// Its text.
+    pub text: String,
+}
+
+impl Origin {
+    /// 1-based (line, column) of field `key` (`leaf` or `section.leaf`), or of `element` inside
+    /// its value when the element is written there as a string.
+    pub fn locate(&self, key: &str, element: Option<&str>) -> Option<(usize, usize)> {
+        let (section, leaf) = key.rsplit_once('.').unwrap_or(("", key));
+        let mut current = String::new();
+        let mut offset = 0;
+        let mut found = None;
+        for line in self.text.split_inclusive('\n') {
+            let t = line.trim();
+            if t.starts_with('[') {
+                current = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+            } else if current == section
+                && let Some((k, _)) = line.split_once('=')
+                && k.trim().trim_matches('"') == leaf
+            {
+                let eq = k.len() + 1;
+                let spaces = line[eq..].len() - line[eq..].trim_start().len();
+                found = Some(offset + eq + spaces);
+                break;
+            }
+            offset += line.len();
+        }
+        let mut at = found?;
+        if let Some(e) = element
+            && let Some(i) = self.text[at..].find(&format!("\"{e}\""))
+        {
+            at += i;
+        }
+        let before = &self.text[..at];
+        let line = before.matches('\n').count() + 1;
+        let column = before[before.rfind('\n').map_or(0, |i| i + 1)..].chars().count() + 1;
+        Some((line, column))
+    }
+}
+
+/// The flag that sets scenario field `key`.
+fn flag_of(key: &str) -> String {
+    let leaf = match key {
+        "algorithm" => "algo",
+        "workload.kind" => "workload",
+        "clocks.offset" => "clock-offset",
+        "expect.violations" => "expect",
+        other => other.rsplit('.').next().unwrap_or(other),
+    };
+    format!("--{}", leaf.replace('_', "-"))
+}
+
+/// Builds input errors that name the flag, or the file position when the value came from the
+/// scenario file.
+pub(crate) struct Blame<'a> {
+    origin: Option<&'a Origin>,
+    from_flags: &'a std::collections::BTreeSet<String>,
+}
+
+impl<'a> Blame<'a> {
+    pub(crate) fn new(s: &'a Scenario) -> Self {
+        Blame { origin: s.origin.as_ref(), from_flags: &s.overridden }
+    }
+
+    /// `value` of field `key` is wrong because `reason`; `element` when the value is one
+    /// element of a list (a fault, say).
+    pub(crate) fn error(&self, key: &str, value: &str, element: bool, reason: &str) -> ConfigError {
+        if !self.from_flags.contains(key)
+            && let Some(origin) = self.origin
+            && let Some((line, column)) = origin.locate(key, element.then_some(value))
+        {
+            let leaf = key.rsplit('.').next().unwrap_or(key);
+            return ConfigError::Parse {
+                path: origin.path.clone(),
+                line,
+                column,
+                message: format!("field `{leaf}` = {value}: {reason}"),
+            };
+        }
+        ConfigError::Invalid(format!("{} {value}: {reason}", flag_of(key)))
+    }
+}
+
+/// The properties a run of `info` may judge (what `--expect` may name).
+pub fn properties_of(info: &Info) -> &'static [&'static str] {
+    if info.leader_rule == LeaderRule::Set {
+        return &["coverage", "fraction", "balanced_load"];
+    }
+    match info.family {
+        Family::Election => &["agreement", "validity", "uniqueness", "termination"],
+        Family::Mutex => &["safety", "liveness", "no_starvation", "fencing", "fifo", "timestamp_order"],
+        Family::Clock => &["clock_condition", "strong_clock_condition", "monotonic", "make_rebuilds"],
+        Family::Deadlock => &["soundness", "completeness", "single_victim", "no_deadlock", "no_starvation"],
+        Family::Detector => &["completeness", "eventual_accuracy"],
+    }
+}
+
+/// Estimated peak memory of `algorithm` on `n` nodes, in bytes, before anything is built.
+///
+/// Most algorithms keep O(1) or O(degree) state per node. These keep O(N) state per node, or
+/// put O(N²) messages in flight at once, so the whole run needs O(N²) bytes (coefficients
+/// measured with `/usr/bin/time -f %M` at N = 500, 1000 and 2000):
+/// - bully: an election from the lowest id makes every higher id start its own (N²/2 ELECTION
+///   and ANSWER messages in flight), ≈ 100 bytes per pair of nodes;
+/// - lamport (last timestamp seen from every peer), ≈ 32;
+/// - suzuki-kasami (RN per node), vector-clock (a vector per node and per message),
+///   chandy-misra-haas (probe numbers per initiator), ≈ 16;
+/// - heartbeat (last heartbeat and suspicion per peer, N² heartbeats per period), ≈ 250;
+/// - phi-accrual (a window of 100 inter-arrival times per peer), ≈ 900.
+///
+/// Every run also has per-node state, queues and checkers: ≈ 2 KB per node.
+pub fn memory_estimate(algorithm: &str, n: u32) -> u64 {
+    let n = n as u64;
+    let per_pair: u64 = match algorithm {
+        "bully" => 100,
+        "lamport" => 32,
+        "suzuki-kasami" | "vector-clock" | "chandy-misra-haas" => 16,
+        "heartbeat" => 250,
+        "phi-accrual" => 900,
+        _ => 0,
+    };
+    per_pair.saturating_mul(n).saturating_mul(n).saturating_add(2048 * n)
+}
+
+fn bytes(b: u64) -> String {
+    if b >= 1 << 30 {
+        format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+    } else {
+        format!("{} MiB", b.div_ceil(1 << 20))
+    }
+}
+
+/// Checks `s` for `info` before defaults are filled in: numeric ranges, flags the family does
+/// not read, the fault plan, expected properties and the memory estimate. Only what the user
+/// gave (in the file or as flags) is judged: defaults are not the user's choice.
+pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Result<(), ConfigError> {
+    let blame = Blame::new(s);
+    let family = info.family;
+    let name = info.name;
+    let fmt = format_duration;
+
+    // Size.
+    if nodes == 0 || nodes > MAX_NODES {
+        return Err(blame.error(
+            "nodes",
+            &nodes.to_string(),
+            false,
+            &format!("a run has at least 1 and at most {MAX_NODES} nodes"),
+        ));
+    }
+    let need = memory_estimate(name, nodes);
+    if need > MEMORY_LIMIT {
+        let mut largest = (MEMORY_LIMIT as f64 / (memory_estimate(name, 1000) as f64 / 1e6)).sqrt() as u32;
+        while memory_estimate(name, largest) > MEMORY_LIMIT {
+            largest -= 1;
+        }
+        while memory_estimate(name, largest + 1) <= MEMORY_LIMIT {
+            largest += 1;
+        }
+        return Err(blame.error(
+            "nodes",
+            &nodes.to_string(),
+            false,
+            &format!(
+                "{name} needs about {} on {nodes} nodes (its state or messages grow as N²); the limit is {}, \
+                 which allows at most {largest} nodes",
+                bytes(need),
+                bytes(MEMORY_LIMIT)
+            ),
+        ));
+    }
+
+    // Time.
+    if let Some(d) = s.duration
+        && (d.0 == 0 || d.0 > MAX_DURATION)
+    {
+        return Err(blame.error(
+            "duration",
+            &fmt(d.0),
+            false,
+            &format!("the run's virtual time must be above 0 and at most {}", fmt(MAX_DURATION)),
+        ));
+    }
+
+    // Network.
+    if let Some(l) = &s.network.latency {
+        if let Latency::LogNormal(_, sigma) = l
+            && *sigma > MAX_SIGMA
+        {
+            return Err(blame.error(
+                "network.latency",
+                &l.to_string(),
+                false,
+                &format!("SIGMA must be 0..{MAX_SIGMA}"),
+            ));
+        }
+        if l.bound() > MAX_LATENCY {
+            return Err(blame.error(
+                "network.latency",
+                &l.to_string(),
+                false,
+                &format!(
+                    "its bound is {}; one-way delays may reach at most {} (a mean or median that large is not a \
+                     network)",
+                    fmt(l.bound()),
+                    fmt(MAX_LATENCY)
+                ),
+            ));
+        }
+    }
+    for (key, p) in [
+        ("network.loss", s.network.loss),
+        ("network.dup", s.network.dup),
+        ("workload.cycles", s.workload.cycles),
+    ] {
+        if let Some(p) = p
+            && !(0.0..=1.0).contains(&p)
+        {
+            return Err(blame.error(key, &p.to_string(), false, "a probability must be between 0 and 1"));
+        }
+    }
+    if let Some(m) = s.network.max_delay {
+        let latency = s.network.latency.clone().unwrap_or_default();
+        let bound = latency.bound();
+        if m.0 < bound || m.0 > MAX_LATENCY {
+            let law = if matches!(latency, Latency::Constant(_) | Latency::Uniform(..)) {
+                "its maximum"
+            } else {
+                "its 99.99th percentile (mean + 6 sd, 10 × the exponential mean)"
+            };
+            return Err(blame.error(
+                "network.max_delay",
+                &fmt(m.0),
+                false,
+                &format!(
+                    "the delay bound algorithms assume must be at least the latency's bound ({law}: {} for {latency}) \
+                     and at most {}",
+                    fmt(bound),
+                    fmt(MAX_LATENCY)
+                ),
+            ));
+        }
+    }
+
+    // Flags the family reads.
+    let not_for = |key: &str, value: String, what: &str| {
+        let article = if family == Family::Election { "an" } else { "a" };
+        Err(blame.error(
+            key,
+            &value,
+            false,
+            &format!("{name} is {article} {} algorithm and {what}", family.name()),
+        ))
+    };
+    if let Some(i) = &s.initiators
+        && family != Family::Election
+    {
+        return not_for(
+            "initiators",
+            i.to_string(),
+            "has no election to start (only elections take --initiators)",
+        );
+    }
+    let kind = s.workload.kind;
+    if let Some(k) = kind {
+        let fits = match family {
+            Family::Mutex => k != WorkloadKind::Messages,
+            Family::Clock => k == WorkloadKind::Messages,
+            _ => false,
+        };
+        if !fits {
+            let allowed = match family {
+                Family::Mutex => "takes sequential, saturated or poisson",
+                Family::Clock => "takes only the messages workload",
+                _ => "has no --workload",
+            };
+            return not_for("workload.kind", k.name().into(), allowed);
+        }
+    }
+    // The workload the run will have (the family's default when none is given).
+    let kind = kind.or(match family {
+        Family::Mutex => Some(WorkloadKind::Sequential),
+        Family::Clock => Some(WorkloadKind::Messages),
+        _ => None,
+    });
+    let workload_family = matches!(family, Family::Mutex | Family::Clock | Family::Deadlock);
+    if let Some(e) = s.workload.entries {
+        if !workload_family {
+            return not_for(
+                "workload.entries",
+                e.to_string(),
+                "has no workload (--entries is for mutex, clock and deadlock runs)",
+            );
+        }
+        if e > MAX_ENTRIES {
+            return Err(blame.error(
+                "workload.entries",
+                &e.to_string(),
+                false,
+                &format!("entries must be 0..{MAX_ENTRIES}"),
+            ));
+        }
+    }
+    if let Some(h) = s.workload.hold {
+        if !matches!(family, Family::Mutex | Family::Deadlock) {
+            return not_for(
+                "workload.hold",
+                fmt(h.0),
+                "holds nothing (--hold is for mutex and deadlock runs)",
+            );
+        }
+        if h.0 > MAX_HOLD {
+            return Err(blame.error(
+                "workload.hold",
+                &fmt(h.0),
+                false,
+                &format!("a hold time must be 0..{}", fmt(MAX_HOLD)),
+            ));
+        }
+    }
+    if let Some(r) = s.workload.rate {
+        if !matches!(kind, Some(WorkloadKind::Poisson | WorkloadKind::Messages)) {
+            return not_for(
+                "workload.rate",
+                r.to_string(),
+                "its workload has no rate (--rate is for --workload poisson and clock runs)",
+            );
+        }
+        if !(r.is_finite() && r > 0.0 && r <= MAX_RATE) {
+            return Err(blame.error(
+                "workload.rate",
+                &r.to_string(),
+                false,
+                &format!("requests per second per node must be above 0 and at most {MAX_RATE}"),
+            ));
+        }
+    }
+    if let Some(r) = &s.workload.requesters
+        && !matches!(family, Family::Mutex | Family::Clock)
+    {
+        return not_for(
+            "workload.requesters",
+            r.to_string(),
+            "has no requesters (--requesters is for mutex and clock runs)",
+        );
+    }
+    if let Some(c) = s.workload.cycles
+        && family != Family::Deadlock
+    {
+        return not_for(
+            "workload.cycles",
+            c.to_string(),
+            "has no transactions (--cycles is for deadlock runs)",
+        );
+    }
+    if let Some(f) = s.workload.fanout {
+        if !matches!(family, Family::Clock | Family::Deadlock) {
+            return not_for(
+                "workload.fanout",
+                f.to_string(),
+                "reads no fanout (--fanout is for clock and deadlock runs)",
+            );
+        }
+        if f == 0 || f >= nodes.max(2) {
+            return Err(blame.error(
+                "workload.fanout",
+                &f.to_string(),
+                false,
+                &format!("must be 1..{} (other nodes)", nodes.saturating_sub(1).max(1)),
+            ));
+        }
+    }
+    if let Some(o) = s.clocks.offset
+        && o.0 > MAX_HOLD
+    {
+        return Err(blame.error(
+            "clocks.offset",
+            &fmt(o.0),
+            false,
+            &format!("an offset must be 0..{}", fmt(MAX_HOLD)),
+        ));
+    }
+    if let Some(d) = s.clocks.drift_ppm
+        && d > MAX_DRIFT_PPM
+    {
+        return Err(blame.error(
+            "clocks.drift_ppm",
+            &d.to_string(),
+            false,
+            &format!("drift must be 0..{MAX_DRIFT_PPM} ppm (10 %), so that no clock stops or runs backwards"),
+        ));
+    }
+    let properties = properties_of(info);
+    for v in &s.expect.violations {
+        if crate::checkers::ALL_PROPERTIES.contains(&v.as_str()) && !properties.contains(&v.as_str()) {
+            return Err(blame.error(
+                "expect.violations",
+                v,
+                true,
+                &format!("{name} is not judged by this property; its properties: {}", properties.join(", ")),
+            ));
+        }
+    }
+
+    // Id lists name each node once.
+    let once = |key: &str, ids: &[Uid], shown: String| -> Result<(), ConfigError> {
+        let mut seen = std::collections::BTreeSet::new();
+        match ids.iter().find(|u| !seen.insert(**u)) {
+            Some(u) => Err(blame.error(key, &shown, false, &format!("id {u} is named twice"))),
+            None => Ok(()),
+        }
+    };
+    if let Some(Initiators::Ids(ids)) = &s.initiators {
+        once("initiators", ids, Initiators::Ids(ids.clone()).to_string())?;
+    }
+    if let Some(Initiators::Ids(ids)) = &s.workload.requesters {
+        once("workload.requesters", ids, Initiators::Ids(ids.clone()).to_string())?;
+    }
+
+    // The fault plan can happen.
+    let f = &s.faults;
+    let after_end = |key: &str, shown: String, t: Time| -> Result<(), ConfigError> {
+        if t > duration {
+            Err(blame.error(
+                key,
+                &shown,
+                true,
+                &format!("{} is after the end of the run ({}; see --duration)", fmt(t), fmt(duration)),
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    // Per node, its crashes and recoveries in time order must alternate, starting with a crash.
+    let mut plan: BTreeMap<Uid, Vec<(Time, bool, String)>> = BTreeMap::new();
+    for a in &f.crash {
+        after_end("faults.crash", a.to_string(), a.time)?;
+        plan.entry(a.uid).or_default().push((a.time, true, a.to_string()));
+    }
+    for a in &f.recover {
+        after_end("faults.recover", a.to_string(), a.time)?;
+        plan.entry(a.uid).or_default().push((a.time, false, a.to_string()));
+    }
+    for (uid, events) in &mut plan {
+        // At equal times a recovery sorts first, so that `crash 3@5ms, recover 3@5ms` is
+        // reported as a recovery of a node that is not down.
+        events.sort_by_key(|e| (e.0, e.1));
+        let mut down: Option<&str> = None;
+        for (_, crash, shown) in events.iter() {
+            match (crash, down) {
+                (true, Some(earlier)) => {
+                    return Err(blame.error(
+                        "faults.crash",
+                        shown,
+                        true,
+                        &format!("node {uid} is already down (crashed at {earlier} and not recovered)"),
+                    ));
+                }
+                (false, None) => {
+                    let reason = match f.crash.iter().find(|c| c.uid == *uid) {
+                        Some(c) => format!(
+                            "node {uid} is not down then (its crash {c} comes later): a recovery follows a crash"
+                        ),
+                        None => {
+                            format!("node {uid} never crashes: a recovery follows a crash of the same node")
+                        }
+                    };
+                    return Err(blame.error("faults.recover", shown, true, &reason));
+                }
+                (true, None) => down = Some(shown),
+                (false, Some(_)) => down = None,
+            }
+        }
+    }
+    let mut pauses: BTreeMap<Uid, Vec<(Time, Time, String)>> = BTreeMap::new();
+    for p in &f.pause {
+        if p.from >= p.to {
+            return Err(blame.error(
+                "faults.pause",
+                &p.to_string(),
+                true,
+                "the pause is empty (FROM must be before TO)",
+            ));
+        }
+        after_end("faults.pause", p.to_string(), p.from)?;
+        pauses.entry(p.uid).or_default().push((p.from, p.to, p.to_string()));
+    }
+    for list in pauses.values_mut() {
+        list.sort();
+        for w in list.windows(2) {
+            if w[1].0 < w[0].1 {
+                return Err(blame.error(
+                    "faults.pause",
+                    &w[1].2,
+                    true,
+                    &format!("it overlaps the pause {}", w[0].2),
+                ));
+            }
+        }
+    }
+    for p in &f.partition {
+        let shown = p.to_string();
+        if p.from >= p.to {
+            return Err(blame.error(
+                "faults.partition",
+                &shown,
+                true,
+                "the partition is empty (FROM must be before TO)",
+            ));
+        }
+        after_end("faults.partition", shown.clone(), p.from)?;
+        let mut ids = p.left.clone();
+        ids.extend(&p.right);
+        once("faults.partition", &ids, shown)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_estimate_refuses_quadratic_state_only() {
+        assert!(memory_estimate("lamport", 100_000) > MEMORY_LIMIT);
+        assert!(memory_estimate("phi-accrual", 100_000) > MEMORY_LIMIT);
+        assert!(memory_estimate("chang-roberts", MAX_NODES) <= MEMORY_LIMIT);
+        assert!(memory_estimate("ricart-agrawala", 100_000) <= MEMORY_LIMIT);
+    }
+
+    #[test]
+    fn fields_are_found_in_their_section() {
+        let o = Origin {
+            path: "s.toml".into(),
+            text:
+                "algorithm = \"central\"\n[network]\nloss = 1.5\n[faults]\ncrash = [\"2@1ms\", \"3@5ms\"]\n"
+                    .into(),
+        };
+        assert_eq!(o.locate("network.loss", None), Some((3, 8)));
+        assert_eq!(o.locate("faults.crash", Some("3@5ms")), Some((5, 19)));
+        assert_eq!(o.locate("loss", None), None);
+    }
+}
