@@ -117,6 +117,15 @@
   Object.keys(openCs).forEach(function (nd) { bars.push({ node: +nd, r0: openCs[nd], r1: lastRow, open: true }); });
   Object.keys(openPause).forEach(function (nd) { pauses.push({ node: +nd, r0: openPause[nd], r1: lastRow }); });
   Object.keys(openCut).forEach(function (d) { bands.push({ r0: openCut[d].row, r1: lastRow, detail: openCut[d].detail }); });
+  // Several labels of one node at one step share one line.
+  var merged = {};
+  labels = labels.filter(function (lb) {
+    var key = lb.node + ":" + lb.row, first = merged[key];
+    if (!first) { merged[key] = lb; return true; }
+    first.text += "; " + lb.text;
+    if (lb.cls !== "label-other") first.cls = lb.cls;
+    return false;
+  });
   kindList = Object.keys(kinds).sort();
   var colour = {};
   kindList.forEach(function (k, j) { colour[k] = PALETTE[j % PALETTE.length]; });
@@ -245,11 +254,11 @@
   if (report.repro) { var rp = el("div", null, head, "repro "); el("code", { id: "repro" }, rp, report.repro); }
 
   var controls = el("div", { id: "controls" }, app);
-  var bFirst = el("button", { id: "first", title: "first step (Home)" }, controls, "⏮");
+  var bFirst = el("button", { id: "first", title: "first step (Home)" }, controls, "|◀");
   var bPrev = el("button", { id: "prev", title: "previous step (←)" }, controls, "◀");
   var bPlay = el("button", { id: "play", title: "play / pause (space)" }, controls, "▶ play");
   var bNext = el("button", { id: "next", title: "next step (→)" }, controls, "▶");
-  var bLast = el("button", { id: "last", title: "last step (End)" }, controls, "⏭");
+  var bLast = el("button", { id: "last", title: "last step (End)" }, controls, "▶|");
   var slider = el("input", { id: "slider", type: "range", min: "0", max: String(lastRow), value: "0", "aria-label": "time" }, controls);
   var stepInfo = el("span", { id: "stepinfo" }, controls);
 
@@ -523,12 +532,17 @@
   });
   window.addEventListener("resize", function () { if (!full) draw(); });
 
+  // For measurements and tests: redraw the view, go to a row.
+  window.ringleaderViewer = { draw: draw, go: go, rows: rows.length };
   var started = performance.now();
   draw();
   go(violation ? violation.r0 : 0);
   if (violation) detail.textContent = "First violation: " + violation.property + " — " + violation.detail;
   document.body.setAttribute("data-ready", "1");
+  // Milliseconds: drawing alone, and from the start of navigation to a drawn page (parsing the
+  // embedded run included); docs/VISUAL.md reports them.
   document.body.setAttribute("data-render-ms", String(Math.round(performance.now() - started)));
+  document.body.setAttribute("data-ready-ms", String(Math.round(performance.now())));
   document.body.setAttribute("data-rows", String(rows.length));
   document.body.setAttribute("data-messages", String(msgs.filter(function (mg) { return !mg.dropped; }).length));
   document.body.setAttribute("data-drops", String(msgs.filter(function (mg) { return mg.dropped; }).length));
