@@ -3,7 +3,7 @@
 //! Turns the trace every driver writes ([`TraceRecord`]s: the simulator, the model checker's
 //! counterexamples, real nodes' merged logs) into documents people look at:
 //!
-//! - [`html`]: one self-contained HTML file (inline script and style, no network fetch, opens
+//! - [`html()`]: one self-contained HTML file (inline script and style, no network fetch, opens
 //!   from disk) holding the run and a viewer. The viewer draws the space-time diagram of the
 //!   distributed-systems textbooks (Lamport 1978; the sequence diagrams of the course notes):
 //!   one lifeline per node, an arrow from each send to its delivery so that crossing and
@@ -11,7 +11,7 @@
 //!   pause marks, partition bands, critical-section bars, leader and suspicion labels, and the
 //!   first violation inside a red rectangle. It has step and play controls, a time slider, each
 //!   node's state at the current step and the properties' status at that step.
-//! - [`shiviz`]: a log for ShiViz (Beschastnikh et al., "Debugging distributed systems",
+//! - [`shiviz()`]: a log for ShiViz (Beschastnikh et al., "Debugging distributed systems",
 //!   CACM 2016), parsed by its documented default regular expression.
 //!
 //! The crate depends only on `ringleader-core`, so the simulator, the model checker and the
