@@ -72,6 +72,10 @@ pub struct CheckArgs {
     /// Write the counterexample (or, if none, the first example) as a Mermaid diagram.
     #[arg(long, value_name = "FILE.mmd")]
     pub mermaid: Option<PathBuf>,
+    /// Write the counterexample (or, if none, the first example) as a self-contained HTML page:
+    /// a space-time diagram with step controls.
+    #[arg(long, value_name = "FILE.html")]
+    pub html: Option<PathBuf>,
     /// Which property's counterexample (or example) --trace and --mermaid write [default: the
     /// first violated property, else the first property reached].
     #[arg(long, value_name = "PROPERTY")]
@@ -218,6 +222,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         if let Some(path) = &args.mermaid {
             std::fs::write(path, out.mermaid(p)).with_context(|| format!("{}", path.display()))?;
         }
+        if let Some(path) = &args.html {
+            std::fs::write(path, html_page(&out, p, &args)?)
+                .with_context(|| format!("{}", path.display()))?;
+        }
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -230,11 +238,43 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
             if let Some(p) = &args.mermaid {
                 println!("diagram    {}", p.display());
             }
-        } else if args.trace.is_some() || args.mermaid.is_some() {
+            if let Some(p) = &args.html {
+                println!("html       {}", p.display());
+            }
+        } else if args.trace.is_some() || args.mermaid.is_some() || args.html.is_some() {
             println!("nothing to draw: no counterexample and no example");
         }
     }
     let found: BTreeSet<&str> = out.properties.iter().filter(|p| !p.holds).map(|p| p.name).collect();
     let want: BTreeSet<&str> = args.expect.iter().map(String::as_str).collect();
     Ok(if found == want { 0 } else { 2 })
+}
+
+/// The HTML page of the path `ringleader check` shows (`--html`).
+fn html_page(out: &Outcome, p: &PropertyOutcome, args: &CheckArgs) -> anyhow::Result<String> {
+    let what = if p.violated() { "counterexample" } else { "example" };
+    let last = p.trace.iter().map(|r| r.step).max().unwrap_or(0);
+    let mut report = serde_json::to_value(out)?;
+    // The viewer reads `violations` for the rectangle's caption: the path's last step.
+    report["violations"] = if p.violated() {
+        serde_json::json!([{ "property": p.name, "step": last, "detail": p.detail.clone().unwrap_or_default() }])
+    } else {
+        serde_json::json!([])
+    };
+    let verdict = human(out, None, args)
+        .lines()
+        .filter(|l| l.contains(p.name))
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    Ok(ringleader_viz::html(&ringleader_viz::RunView {
+        title: format!("{} {what} of {} ({} nodes, model checker)", p.name, out.algorithm, out.nodes),
+        source: "check",
+        uids: &out.uids,
+        records: &p.trace,
+        report,
+        verdict,
+        ok: p.holds || p.expected_violation,
+        violation_window: p.violated().then_some((last, None)),
+    }))
 }

@@ -36,8 +36,7 @@ enum Command {
     Sim(Box<sim::SimArgs>),
     /// Measure the simulator: delivered messages per second and peak memory.
     Bench(bench::BenchArgs),
-    /// Run the built-in demonstrations and print what happened.
-    Demo,
+    Demo(demo::DemoArgs),
     /// Probability that quorum voting with forgetful coordinators violates mutual exclusion.
     QuorumRisk(quorum_risk::QuorumRiskArgs),
     Node(Box<node::NodeArgs>),
@@ -115,7 +114,7 @@ fn main() -> ExitCode {
         }
         Command::Sim(args) => sim::run(*args),
         Command::Bench(args) => bench::run(args),
-        Command::Demo => demo::run(),
+        Command::Demo(args) => demo::run(args),
         Command::QuorumRisk(args) => quorum_risk::run(args),
         Command::Node(args) => node::run(*args),
         Command::Cluster(args) => cluster::run(*args),

@@ -157,6 +157,12 @@ pub struct SimArgs {
     /// Write a Mermaid sequence diagram of the run.
     #[arg(long, value_name = "FILE.mmd")]
     pub mermaid: Option<PathBuf>,
+    /// Write the run as one self-contained HTML page: a space-time diagram with step controls.
+    #[arg(long, value_name = "FILE.html")]
+    pub html: Option<PathBuf>,
+    /// Write a ShiViz log of the run (runs of at most 64 nodes: it needs vector timestamps).
+    #[arg(long, value_name = "FILE.log")]
+    pub shiviz: Option<PathBuf>,
 }
 
 /// Reads one `--param KEY=VALUE`.
@@ -258,7 +264,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<i32> {
     };
     let opts = RunOptions {
         trace: args.trace.clone(),
-        keep_trace: args.mermaid.is_some(),
+        keep_trace: args.mermaid.is_some() || args.html.is_some() || args.shiviz.is_some(),
         progress: Some(&mut on_progress),
     };
     let result = ringleader_sim::run(&cfg, opts)?;
@@ -267,6 +273,14 @@ pub fn run(args: SimArgs) -> anyhow::Result<i32> {
     }
     if let Some(path) = &args.mermaid {
         std::fs::write(path, result.mermaid()).with_context(|| format!("{}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, html_page(&result, cfg.name.as_deref())?)
+            .with_context(|| format!("{}", path.display()))?;
+    }
+    if let Some(path) = &args.shiviz {
+        let log = ringleader_viz::shiviz(&result.records).map_err(|e| anyhow::anyhow!("--shiviz: {e}"))?;
+        std::fs::write(path, log).with_context(|| format!("{}", path.display()))?;
     }
     let report = &result.report;
     if args.json {
@@ -279,6 +293,34 @@ pub fn run(args: SimArgs) -> anyhow::Result<i32> {
         if let Some(p) = &args.mermaid {
             println!("diagram    {}", p.display());
         }
+        if let Some(p) = &args.html {
+            println!("html       {}", p.display());
+        }
+        if let Some(p) = &args.shiviz {
+            println!("shiviz     {}", p.display());
+        }
     }
     Ok(report.exit_code())
+}
+
+/// The HTML page of a simulated run (`--html`, `demo`).
+pub fn html_page(result: &ringleader_sim::RunResult, scenario: Option<&str>) -> anyhow::Result<String> {
+    let report = &result.report;
+    let title = match scenario {
+        Some(name) => name.to_string(),
+        None => format!("{}, {} nodes, seed {}", report.algorithm, report.nodes, report.seed),
+    };
+    // The verdict in the words the command line prints.
+    let human = report.human(None);
+    let verdict = human.lines().find_map(|l| l.strip_prefix("verdict")).unwrap_or("").trim().to_string();
+    Ok(ringleader_viz::html(&ringleader_viz::RunView {
+        title,
+        source: "sim",
+        uids: &result.uids,
+        records: &result.records,
+        report: serde_json::to_value(report)?,
+        verdict,
+        ok: report.as_expected(),
+        violation_window: result.violation_window,
+    }))
 }

@@ -28,16 +28,82 @@ pub struct VerifyArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Write the merged traces as one self-contained HTML page: a space-time diagram.
+    #[arg(long, value_name = "FILE.html")]
+    pub html: Option<PathBuf>,
+    /// Write the merged traces as a ShiViz log (needs the nodes' vector timestamps).
+    #[arg(long, value_name = "FILE.log")]
+    pub shiviz: Option<PathBuf>,
 }
 
 /// Runs `ringleader verify`.
 pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
     let report =
         ringleader_net::verify::verify_files(&args.traces, &args.down).map_err(anyhow::Error::msg)?;
+    if args.html.is_some() || args.shiviz.is_some() {
+        write_pictures(&args, &report)?;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!("{report}");
     }
     Ok(if report.violations.is_empty() { 0 } else { 2 })
+}
+
+/// `--html` and `--shiviz`: the merged traces, in time order, one row per record.
+fn write_pictures(args: &VerifyArgs, report: &ringleader_net::verify::VerifyReport) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let mut records = Vec::new();
+    for p in &args.traces {
+        records.extend(ringleader_net::verify::read_trace(p).map_err(anyhow::Error::msg)?);
+    }
+    records.sort_by_key(|r| (r.time_ns, r.uid, r.step));
+    let t0 = records.first().map(|r| r.time_ns).unwrap_or(0);
+    for (i, r) in records.iter_mut().enumerate() {
+        r.step = i as u64;
+    }
+    if let Some(path) = &args.shiviz {
+        let log = ringleader_viz::shiviz(&records).map_err(|e| anyhow::anyhow!("--shiviz: {e}"))?;
+        std::fs::write(path, log).with_context(|| format!("{}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        // The first record at or after each violation's time (ms since the first record).
+        let step_at = |ms: f64| {
+            records.iter().find(|r| (r.time_ns - t0) as f64 / 1e6 >= ms).map(|r| r.step).unwrap_or(0)
+        };
+        let violations: Vec<serde_json::Value> = report
+            .violations
+            .iter()
+            .map(
+                |(p, t, d)| serde_json::json!({ "property": p, "time": t, "step": step_at(*t), "detail": d }),
+            )
+            .collect();
+        let properties: Vec<serde_json::Value> = report
+            .properties
+            .iter()
+            .map(|p| serde_json::json!({ "name": p, "holds": !report.violations.iter().any(|v| v.0 == *p) }))
+            .collect();
+        let json = serde_json::json!({
+            "algorithm": report.algorithm,
+            "family": report.family,
+            "nodes": report.members.len(),
+            "properties": properties,
+            "violations": violations,
+        });
+        let ok = report.violations.is_empty();
+        let first = violations.first().and_then(|v| v["step"].as_u64());
+        let page = ringleader_viz::html(&ringleader_viz::RunView {
+            title: format!("{}: {} real nodes, merged traces", report.algorithm, report.members.len()),
+            source: "verify",
+            uids: &report.members,
+            records: &records,
+            report: json,
+            verdict: if ok { "every property holds".into() } else { "VIOLATED".into() },
+            ok,
+            violation_window: first.map(|s| (s, None)),
+        });
+        std::fs::write(path, page).with_context(|| format!("{}", path.display()))?;
+    }
+    Ok(())
 }

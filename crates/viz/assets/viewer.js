@@ -1,0 +1,549 @@
+// The ringleader run viewer: a space-time diagram of one run, drawn in SVG from the trace
+// records embedded in the page (element #run-data), with step/play controls, each node's
+// state at the current step and the properties' status at that step.
+//
+// Time flows downwards; one row per simulator step (every record of a step shares the row),
+// one column (lifeline) per node. Rows outside the scrolled view are not drawn once a run is
+// large (see FULL_ROWS), so ten thousand events stay responsive.
+(function () {
+  "use strict";
+  var SVGNS = "http://www.w3.org/2000/svg";
+  var ROW_H = 22, TOP = 14, LEFT = 96, HEAD_H = 40, FULL_ROWS = 2500, FULL_NODES = 64;
+  var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#bcbd22", "#7f7f7f", "#d62728", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"];
+
+  var data = JSON.parse(document.getElementById("run-data").textContent);
+  var recs = data.records || [];
+  var report = data.report || {};
+
+  // ---- nodes --------------------------------------------------------------------------
+  var n = (data.uids || []).length;
+  recs.forEach(function (r) {
+    if (r.node != null && r.node + 1 > n) n = r.node + 1;
+    if (r.peer != null && r.peer + 1 > n) n = r.peer + 1;
+  });
+  var uids = [];
+  for (var i = 0; i < n; i++) uids.push(data.uids && data.uids[i] != null ? data.uids[i] : i + 1);
+  var colOfUid = {};
+  uids.forEach(function (u, i) { colOfUid[u] = i; });
+
+  // ---- rows: one per step ---------------------------------------------------------------
+  var rows = [], rowOf = new Array(recs.length);
+  var t0 = recs.length ? recs[0].time_ns : 0;
+  recs.forEach(function (r, k) {
+    var last = rows[rows.length - 1];
+    if (!last || last.step !== r.step) {
+      last = { step: r.step, time: r.time_ns, first: k, last: k };
+      rows.push(last);
+    } else {
+      last.last = k;
+    }
+    rowOf[k] = rows.length - 1;
+  });
+  if (!rows.length) rows.push({ step: 0, time: t0, first: 0, last: -1 });
+
+  // ---- messages, marks and labels -------------------------------------------------------
+  var sends = {}, msgs = [], marks = [], labels = [], bars = [], pauses = [], bands = [], timers = [];
+  var kinds = {}, kindList = [];
+  Object.keys((report.messages && report.messages.by_kind) || {}).forEach(function (k) { kinds[k] = true; });
+  var openCs = {}, openPause = {}, openCut = {};
+  function evName(e) { return e && (e.event || Object.keys(e)[0]); }
+  recs.forEach(function (r, k) {
+    var row = rowOf[k];
+    if (r.msg_kind) kinds[r.msg_kind] = true;
+    switch (r.kind) {
+      case "send":
+        if (r.msg_id != null) sends[r.msg_id] = k;
+        break;
+      case "deliver":
+      case "drop": {
+        var s = r.msg_id != null ? sends[r.msg_id] : undefined;
+        var sr = s !== undefined ? recs[s] : null;
+        msgs.push({
+          from: r.peer != null ? r.peer : r.node, to: r.node, r0: s !== undefined ? rowOf[s] : row, r1: row,
+          send: sr, recv: r, kind: r.msg_kind || "message", dropped: r.kind === "drop",
+        });
+        break;
+      }
+      case "crash": marks.push({ type: "crash", node: r.node, row: row }); break;
+      case "recover": marks.push({ type: "recover", node: r.node, row: row }); break;
+      case "pause": openPause[r.node] = row; break;
+      case "resume":
+        pauses.push({ node: r.node, r0: openPause[r.node] != null ? openPause[r.node] : row, r1: row });
+        delete openPause[r.node];
+        break;
+      case "partition": openCut[r.detail || ""] = { row: row, detail: r.detail || "" }; break;
+      case "heal": {
+        var c = openCut[r.detail || ""];
+        bands.push({ r0: c ? c.row : 0, r1: row, detail: r.detail || "" });
+        delete openCut[r.detail || ""];
+        break;
+      }
+      case "timer": timers.push({ node: r.node, row: row, rec: r }); break;
+      case "request": {
+        var q = r.request && (r.request.request || evName(r.request));
+        if (q) labels.push({ node: r.node, row: row, text: "asks " + String(q).replace(/_/g, " "), cls: "label-other" });
+        break;
+      }
+      case "emit": {
+        var e = r.event || {}, name = evName(e), text = null, cls = "label-other";
+        if (name === "entered") { openCs[r.node] = row; }
+        else if (name === "exited") {
+          bars.push({ node: r.node, r0: openCs[r.node] != null ? openCs[r.node] : row, r1: row });
+          delete openCs[r.node];
+        }
+        else if (name === "leader") {
+          text = e.leader === r.uid ? "elected (leader " + e.leader + ")" : "leader = " + e.leader;
+          if (e.term) text += " term " + e.term;
+          cls = "label-leader";
+        }
+        else if (name === "leader_lost") { text = "leader unknown"; cls = "label-leader"; }
+        else if (name === "election_started") { text = "starts election"; }
+        else if (name === "super_peer") { text = "super-peer"; cls = "label-leader"; }
+        else if (name === "suspect") { text = "suspects P" + e.node; cls = "label-suspect"; }
+        else if (name === "trust") { text = "trusts P" + e.node; cls = "label-suspect"; }
+        else if (name === "deadlock_detected") { text = "deadlock " + JSON.stringify(e.cycle); cls = "label-suspect"; }
+        else if (name === "token_regenerated") { text = "regenerates token"; }
+        else if (name === "clock_adjusted") { text = "clock " + (e.delta >= 0 ? "+" : "") + (e.delta / 1e6).toFixed(3) + " ms"; }
+        else if (name === "aborted" || name === "restarted" || name === "granted" || name === "queued") {
+          text = name + (e.node != null ? " P" + e.node : "");
+        }
+        if (text) labels.push({ node: r.node, row: row, text: text, cls: cls });
+        break;
+      }
+    }
+  });
+  var lastRow = rows.length - 1;
+  Object.keys(openCs).forEach(function (nd) { bars.push({ node: +nd, r0: openCs[nd], r1: lastRow, open: true }); });
+  Object.keys(openPause).forEach(function (nd) { pauses.push({ node: +nd, r0: openPause[nd], r1: lastRow }); });
+  Object.keys(openCut).forEach(function (d) { bands.push({ r0: openCut[d].row, r1: lastRow, detail: openCut[d].detail }); });
+  // Several labels of one node at one step share one line.
+  var merged = {};
+  labels = labels.filter(function (lb) {
+    var key = lb.node + ":" + lb.row, first = merged[key];
+    if (!first) { merged[key] = lb; return true; }
+    first.text += "; " + lb.text;
+    if (lb.cls !== "label-other") first.cls = lb.cls;
+    return false;
+  });
+  kindList = Object.keys(kinds).sort();
+  var colour = {};
+  kindList.forEach(function (k, j) { colour[k] = PALETTE[j % PALETTE.length]; });
+
+  // Partition bands cover the smaller side's lifelines ("1,2|3,4@10ms..20ms": uids).
+  bands.forEach(function (b) {
+    var cut = b.detail.split("@")[0], sides = cut.split(/[|>]/);
+    var side = function (t) { return (t || "").split(",").map(function (x) { return colOfUid[+x]; }).filter(function (c) { return c != null; }); };
+    var l = side(sides[0]), r = side(sides[1]);
+    b.cols = (r.length && r.length < l.length ? r : l).sort(function (a, c) { return a - c; });
+  });
+
+  // The first violation: its window of steps, or the first violation record.
+  var violation = null, vrec = null;
+  recs.forEach(function (r, k) { if (!vrec && r.kind === "violation") vrec = { rec: r, k: k }; });
+  var vw = data.violation;
+  if (vw || vrec || (report.violations && report.violations.length)) {
+    var start = vw ? vw[0] : vrec ? vrec.rec.step : report.violations[0].step;
+    var end = vw && vw[1] != null ? vw[1] : start;
+    var ra = rows.findIndex(function (x) { return x.step >= start; });
+    if (ra < 0) ra = lastRow;
+    var rb = ra;
+    rows.forEach(function (x, j) { if (x.step <= end && j >= ra) rb = j; });
+    var what = vrec ? vrec.rec : (report.violations || [])[0] || {};
+    violation = { r0: ra, r1: rb, property: what.property || "violation", detail: what.detail || "" };
+  }
+
+  // ---- state at a row -----------------------------------------------------------------
+  function initialState() {
+    var st = [];
+    for (var i = 0; i < n; i++) {
+      st.push({ status: "up", leader: null, holding: false, waiting: false, participant: false,
+        superPeer: false, lamport: null, vector: null, suspects: {}, adjust: 0, fencing: null });
+    }
+    return st;
+  }
+  var cache = { row: -1, upTo: -1, st: initialState(), violated: {} };
+  function stateAt(row) {
+    if (row < cache.row) cache = { row: -1, upTo: -1, st: initialState(), violated: {} };
+    var st = cache.st, upTo = rows[row].last;
+    for (var k = cache.upTo + 1; k <= upTo; k++) {
+      var r = recs[k];
+      if (r.kind === "violation" && r.property && cache.violated[r.property] == null) cache.violated[r.property] = r.step;
+      if (r.node == null || !st[r.node]) continue;
+      var s = st[r.node];
+      if (r.lamport != null) s.lamport = r.lamport;
+      if (r.vector) s.vector = r.vector;
+      switch (r.kind) {
+        case "crash": s.status = "crashed"; s.holding = false; s.waiting = false; break;
+        case "recover": s.status = "up"; s.leader = null; s.participant = false; break;
+        case "pause": s.status = "paused"; break;
+        case "resume": s.status = "up"; break;
+        case "request": {
+          var q = r.request && r.request.request;
+          if (q === "acquire") s.waiting = true;
+          if (q === "start_election") s.participant = true;
+          break;
+        }
+        case "emit": {
+          var e = r.event || {}, name = evName(e);
+          if (name === "entered") { s.holding = true; s.waiting = false; s.fencing = e.fencing; }
+          else if (name === "exited") s.holding = false;
+          else if (name === "leader") { s.leader = e.leader; s.participant = false; }
+          else if (name === "leader_lost") s.leader = null;
+          else if (name === "election_started") s.participant = true;
+          else if (name === "super_peer") s.superPeer = true;
+          else if (name === "super_peer_lost") s.superPeer = false;
+          else if (name === "suspect") s.suspects[e.node] = true;
+          else if (name === "trust") delete s.suspects[e.node];
+          else if (name === "clock_adjusted") s.adjust += e.delta || 0;
+          break;
+        }
+      }
+    }
+    cache.row = row; cache.upTo = upTo;
+    return cache;
+  }
+  function role(s, i) {
+    if (s.status === "crashed") return "crashed";
+    if (s.status === "paused") return "paused";
+    if (s.holding) return "in critical section";
+    if (s.waiting) return "waiting";
+    if (s.superPeer) return "super-peer";
+    if (s.leader != null && s.leader === uids[i]) return "leader";
+    if (s.participant) return "participant";
+    if (s.leader != null) return "follower";
+    return "idle";
+  }
+
+  // ---- page ---------------------------------------------------------------------------
+  function el(tag, attrs, parent, text) {
+    var e = document.createElement(tag);
+    if (attrs) Object.keys(attrs).forEach(function (a) { e.setAttribute(a, attrs[a]); });
+    if (text != null) e.textContent = text;
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function sv(tag, attrs, parent, text) {
+    var e = document.createElementNS(SVGNS, tag);
+    if (attrs) Object.keys(attrs).forEach(function (a) { e.setAttribute(a, attrs[a]); });
+    if (text != null) e.textContent = text;
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function ms(ns) { return ((ns - t0) / 1e6).toFixed(3) + " ms"; }
+
+  var app = document.getElementById("app");
+  var head = el("header", { id: "summary" }, app);
+  el("h1", null, head, data.title || report.algorithm || "run");
+  var facts = el("div", { class: "facts" }, head);
+  if (report.algorithm) el("span", null, facts, "algorithm " + report.algorithm + (report.family ? " (" + report.family + ")" : ""));
+  el("span", null, facts, n + " nodes");
+  if (report.seed != null) el("span", null, facts, "seed " + report.seed);
+  el("span", null, facts, rows.length + " steps, " + recs.length + " records");
+  var m = report.messages;
+  if (m) el("span", { id: "counts" }, facts, "messages " + m.sent + " sent, " + m.delivered + " delivered, " + m.dropped +
+    " dropped (" + Object.keys(m.by_kind || {}).map(function (k) { return k + " " + m.by_kind[k]; }).join(", ") + ")");
+  var props = el("div", { id: "props-summary" }, head);
+  (report.properties || []).forEach(function (p) {
+    var name = typeof p === "string" ? p : p.name;
+    var holds = typeof p === "string" ? true : p.holds;
+    el("span", { class: "prop " + (holds ? "holds" : "violated") + (p.expected_violation ? " expected" : "") }, props, name);
+  });
+  var vline = el("div", null, head);
+  el("span", { class: "verdict " + (data.ok ? "ok" : "bad"), id: "verdict" }, vline, data.verdict || "");
+  if (report.repro) { var rp = el("div", null, head, "repro "); el("code", { id: "repro" }, rp, report.repro); }
+
+  var controls = el("div", { id: "controls" }, app);
+  var bFirst = el("button", { id: "first", title: "first step (Home)" }, controls, "|◀");
+  var bPrev = el("button", { id: "prev", title: "previous step (←)" }, controls, "◀");
+  var bPlay = el("button", { id: "play", title: "play / pause (space)" }, controls, "▶ play");
+  var bNext = el("button", { id: "next", title: "next step (→)" }, controls, "▶");
+  var bLast = el("button", { id: "last", title: "last step (End)" }, controls, "▶|");
+  var slider = el("input", { id: "slider", type: "range", min: "0", max: String(lastRow), value: "0", "aria-label": "time" }, controls);
+  var stepInfo = el("span", { id: "stepinfo" }, controls);
+
+  var legend = el("div", { id: "legend" }, app);
+  kindList.forEach(function (k) {
+    var key = el("span", { class: "key" }, legend);
+    el("span", { class: "swatch", style: "background:" + colour[k] }, key);
+    el("span", null, key, k);
+  });
+  [["✗", "dropped message", "#c81e1e"], ["▮", "critical section", "#12b76a"], ["▮", "paused", "#f5b400"],
+    ["▭", "partition", "#7a5af8"], ["✕", "crash", "#c81e1e"], ["●", "recovery", "#137333"], ["▭", "first violation", "#c80000"]]
+    .forEach(function (x) { var key = el("span", { class: "key" }, legend); el("span", { style: "color:" + x[2] + ";margin-right:3px" }, key, x[0]); el("span", null, key, x[1]); });
+
+  var notice = el("div", { id: "notice" }, app);
+  var left = [];
+  if (data.total_records > recs.length) left.push("the page holds the first " + recs.length + " of " + data.total_records + " records; the rest were left out");
+  var full = rows.length <= FULL_ROWS && n <= FULL_NODES;
+  if (!full) left.push("only the rows and lifelines scrolled into view are drawn (" + rows.length + " steps, " + n + " nodes)");
+  if (left.length) { notice.textContent = left.join("; ") + "."; notice.className = "shown"; }
+
+  var main = el("div", { id: "main" }, app);
+  var wrap = el("div", { id: "diagram-wrap" }, main);
+  var headsDiv = el("div", { id: "heads" }, wrap);
+  var heads = sv("svg", { id: "heads-svg", height: HEAD_H }, headsDiv);
+  var scroller = el("div", { id: "scroller" }, wrap);
+  var spacer = el("div", { id: "spacer" }, scroller);
+  var svg = sv("svg", { id: "diagram" }, spacer);
+  var defs = sv("defs", null, svg);
+  kindList.concat(["message"]).forEach(function (k, j) {
+    var mk = sv("marker", { id: "arrow-" + j, viewBox: "0 0 10 10", refX: "10", refY: "5", markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse" }, defs);
+    sv("path", { d: "M0,0 L10,5 L0,10 z", fill: colour[k] || "#333" }, mk);
+    colour[k] = colour[k] || "#333";
+    colour["marker:" + k] = "url(#arrow-" + j + ")";
+  });
+  var layer = sv("g", { id: "layer" }, svg);
+  var side = el("aside", { id: "side" }, main);
+  el("h2", null, side, "State at this step");
+  var stateDiv = el("div", { id: "state" }, side);
+  el("h2", null, side, "Properties at this step");
+  var propsDiv = el("div", { id: "props" }, side);
+  el("h2", null, side, "Selected message or event");
+  var detail = el("div", { id: "detail" }, side, "Click a message arrow, a cross or a row.");
+
+  var COL_W = Math.max(90, Math.min(180, Math.floor(((window.innerWidth || 1200) - 340 - LEFT - 40) / Math.max(1, n))));
+  function x(col) { return LEFT + col * COL_W + COL_W / 2; }
+  function y(row) { return TOP + row * ROW_H + ROW_H / 2; }
+  var W = LEFT + n * COL_W + 20, H = TOP + rows.length * ROW_H + 20;
+  spacer.style.width = W + "px";
+  spacer.style.height = H + "px";
+  heads.setAttribute("width", W);
+
+  // ---- drawing --------------------------------------------------------------------------
+  var current = 0, selected = null;
+  function visible() {
+    if (full) return { c0: 0, c1: n - 1, r0: 0, r1: lastRow, x0: 0, y0: 0, w: W, h: H };
+    var sx = scroller.scrollLeft, sy = scroller.scrollTop, w = scroller.clientWidth || 800, h = scroller.clientHeight || 600;
+    var pad = 200;
+    return {
+      c0: Math.max(0, Math.floor((sx - LEFT - pad) / COL_W)), c1: Math.min(n - 1, Math.ceil((sx + w - LEFT + pad) / COL_W)),
+      r0: Math.max(0, Math.floor((sy - TOP - pad) / ROW_H)), r1: Math.min(lastRow, Math.ceil((sy + h - TOP + pad) / ROW_H)),
+      x0: Math.max(0, sx - pad), y0: Math.max(0, sy - pad), w: w + 2 * pad, h: h + 2 * pad,
+    };
+  }
+  function crosses(a, b, lo, hi) { return Math.max(a, b) >= lo && Math.min(a, b) <= hi; }
+  function msgInfo(mg) {
+    var s = mg.send, r = mg.recv, lines = [];
+    lines.push(mg.kind + (mg.dropped ? " — DROPPED (" + (r.detail || "dropped") + ")" : ""));
+    lines.push("P" + mg.from + " (id " + uids[mg.from] + ") → P" + mg.to + " (id " + uids[mg.to] + ")");
+    var content = (s && s.msg) || r.msg;
+    if (content !== undefined) lines.push("content   " + JSON.stringify(content));
+    if (s) lines.push("sent      step " + s.step + ", " + ms(s.time_ns) + ", Lamport " + s.lamport + (s.vector ? ", vector [" + s.vector.join(",") + "]" : ""));
+    lines.push((mg.dropped ? "dropped   " : "received  ") + "step " + r.step + ", " + ms(r.time_ns) +
+      (mg.dropped ? "" : ", Lamport " + r.lamport + (r.vector ? ", vector [" + r.vector.join(",") + "]" : "")));
+    return lines.join("\n");
+  }
+  function draw() {
+    var v = visible();
+    while (layer.firstChild) layer.removeChild(layer.firstChild);
+    svg.setAttribute("width", v.w);
+    svg.setAttribute("height", v.h);
+    svg.style.left = v.x0 + "px";
+    svg.style.top = v.y0 + "px";
+    layer.setAttribute("transform", "translate(" + (-v.x0) + "," + (-v.y0) + ")");
+    var yTop = y(v.r0) - ROW_H, yBot = y(v.r1) + ROW_H;
+    // Time labels on the left: a row whose time differs from the row above.
+    for (var rr = v.r0; rr <= v.r1; rr++) {
+      if (rr === 0 || rows[rr].time !== rows[rr - 1].time) sv("text", { class: "row-time", x: 4, y: y(rr) + 3 }, layer, ms(rows[rr].time));
+    }
+    // Partition bands, pauses, critical sections under everything else.
+    bands.forEach(function (b) {
+      if (!crosses(b.r0, b.r1, v.r0, v.r1) || !b.cols.length) return;
+      var g = sv("g", { class: "partition" }, layer);
+      var runs = [], a = b.cols[0], p = a;
+      b.cols.slice(1).concat([null]).forEach(function (c) { if (c === p + 1) { p = c; } else { runs.push([a, p]); a = p = c; } });
+      runs.forEach(function (run) {
+        sv("rect", { class: "partition-band", x: x(run[0]) - COL_W / 2 + 4, y: y(b.r0), width: (run[1] - run[0] + 1) * COL_W - 8, height: Math.max(4, y(b.r1) - y(b.r0)) }, g);
+      });
+      sv("text", { class: "partition-label", x: x(b.cols[0]) - COL_W / 2 + 8, y: y(b.r0) + 11 }, g, "partition " + b.detail);
+    });
+    pauses.forEach(function (p) {
+      if (!crosses(p.r0, p.r1, v.r0, v.r1) || p.node < v.c0 || p.node > v.c1) return;
+      sv("rect", { class: "mark-pause", x: x(p.node) - 7, y: y(p.r0), width: 14, height: Math.max(4, y(p.r1) - y(p.r0)) }, layer);
+    });
+    // Lifelines: solid while up, dashed while crashed.
+    for (var c = v.c0; c <= v.c1; c++) {
+      var down = [], from = null;
+      marks.forEach(function (mk) {
+        if (mk.node !== c) return;
+        if (mk.type === "crash" && from == null) from = mk.row;
+        if (mk.type === "recover" && from != null) { down.push([from, mk.row]); from = null; }
+      });
+      if (from != null) down.push([from, lastRow + 1]);
+      var segs = [], at = 0;
+      down.forEach(function (d) { segs.push([at, d[0], false]); segs.push([d[0], d[1], true]); at = d[1]; });
+      segs.push([at, lastRow + 1, false]);
+      segs.forEach(function (sg) {
+        var ya = Math.max(sg[0] === 0 ? 0 : y(sg[0]), yTop), yb = Math.min(sg[1] > lastRow ? H : y(sg[1]), yBot);
+        if (yb > ya) sv("line", { class: sg[2] ? "lifeline-down" : "lifeline", x1: x(c), x2: x(c), y1: ya, y2: yb }, layer);
+      });
+    }
+    bars.forEach(function (b) {
+      if (!crosses(b.r0, b.r1, v.r0, v.r1) || b.node < v.c0 || b.node > v.c1) return;
+      var bar = sv("rect", { class: "cs-bar", x: x(b.node) - 4, y: y(b.r0), width: 8, height: Math.max(4, y(b.r1) - y(b.r0)) }, layer);
+      sv("title", null, bar, "P" + b.node + " in the critical section" + (b.open ? " (still at the end)" : ""));
+    });
+    timers.forEach(function (t) {
+      if (t.row < v.r0 || t.row > v.r1 || t.node < v.c0 || t.node > v.c1) return;
+      var d = sv("circle", { class: "timer-dot", cx: x(t.node), cy: y(t.row), r: 3 }, layer);
+      sv("title", null, d, "timer " + (t.rec.timer || ""));
+    });
+    // Messages.
+    msgs.forEach(function (mg, j) {
+      if (!crosses(mg.r0, mg.r1, v.r0, v.r1)) return;
+      if (Math.max(mg.from, mg.to) < v.c0 || Math.min(mg.from, mg.to) > v.c1) return;
+      var x1 = x(mg.from), y1 = y(mg.r0), x2 = x(mg.to), y2 = y(mg.r1);
+      if (mg.from === mg.to) { x2 += 0.01; }
+      var node;
+      if (!mg.dropped) {
+        node = sv("line", { class: "msg-arrow", "data-msg": j, "data-kind": mg.kind, x1: x1, y1: y1, x2: x2, y2: y2, stroke: colour[mg.kind], "marker-end": colour["marker:" + mg.kind] }, layer);
+      } else {
+        var ex = x1 + (x2 - x1) * 0.7, ey = y1 + (y2 - y1) * 0.7;
+        node = sv("g", { class: "msg-drop", "data-msg": j, "data-kind": mg.kind }, layer);
+        sv("line", { class: "path", x1: x1, y1: y1, x2: ex, y2: ey, stroke: colour[mg.kind] }, node);
+        sv("path", { class: "cross", d: "M" + (ex - 5) + "," + (ey - 5) + "L" + (ex + 5) + "," + (ey + 5) + "M" + (ex - 5) + "," + (ey + 5) + "L" + (ex + 5) + "," + (ey - 5) }, node);
+      }
+      if (selected === j) node.classList.add("selected");
+      sv("title", null, node, msgInfo(mg));
+    });
+    marks.forEach(function (mk) {
+      if (mk.row < v.r0 || mk.row > v.r1 || mk.node < v.c0 || mk.node > v.c1) return;
+      var cx = x(mk.node), cy = y(mk.row);
+      if (mk.type === "crash") {
+        var g = sv("g", { class: "mark-crash" }, layer);
+        sv("path", { d: "M" + (cx - 8) + "," + (cy - 8) + "L" + (cx + 8) + "," + (cy + 8) + "M" + (cx - 8) + "," + (cy + 8) + "L" + (cx + 8) + "," + (cy - 8) }, g);
+        sv("title", null, g, "P" + mk.node + " crashes");
+      } else {
+        var d = sv("circle", { class: "mark-recover", cx: cx, cy: cy, r: 6 }, layer);
+        sv("title", null, d, "P" + mk.node + " recovers");
+      }
+    });
+    labels.forEach(function (lb) {
+      if (lb.row < v.r0 || lb.row > v.r1 || lb.node < v.c0 || lb.node > v.c1) return;
+      sv("text", { class: "label-event " + lb.cls, x: x(lb.node) + 7, y: y(lb.row) - 4 }, layer, lb.text);
+    });
+    if (violation && crosses(violation.r0, violation.r1, v.r0, v.r1)) {
+      var vy = y(violation.r0) - ROW_H / 2, vh = y(violation.r1) - y(violation.r0) + ROW_H;
+      var vr = sv("rect", { id: "violation", class: "violation-rect", x: LEFT - 6, y: vy, width: n * COL_W + 12, height: vh }, layer);
+      sv("title", null, vr, "VIOLATION " + violation.property + ": " + violation.detail);
+      sv("text", { class: "violation-label", x: LEFT, y: vy - 3 }, layer, "violation: " + violation.property + " — " + violation.detail);
+    }
+    sv("line", { id: "now", class: "now-line", x1: LEFT - 90, x2: W, y1: y(current), y2: y(current) }, layer);
+    drawHeads();
+  }
+  function drawHeads() {
+    while (heads.firstChild) heads.removeChild(heads.firstChild);
+    var v = visible(), st = stateAt(current).st;
+    for (var c = v.c0; c <= v.c1; c++) {
+      sv("text", { class: "head-label", x: x(c), y: 15, "text-anchor": "middle" }, heads, "P" + c + " · id " + uids[c]);
+      sv("text", { class: "head-role", x: x(c), y: 31, "text-anchor": "middle", "data-node": c }, heads, role(st[c], c));
+    }
+    headsDiv.scrollLeft = scroller.scrollLeft;
+  }
+  function showState() {
+    var s = stateAt(current), st = s.st, row = rows[current];
+    stepInfo.textContent = "step " + row.step + " · " + ms(row.time) + " · row " + (current + 1) + "/" + rows.length;
+    slider.value = String(current);
+    var table = document.createElement("table");
+    var hr = el("tr", null, el("thead", null, table));
+    ["node", "role", "leader", "holding", "clock"].forEach(function (h) { el("th", null, hr, h); });
+    var tb = el("tbody", null, table);
+    var limit = Math.min(n, 200);
+    for (var i = 0; i < limit; i++) {
+      var x0 = st[i], tr = el("tr", { "data-node": i, class: x0.status + (x0.holding ? " holding" : "") }, tb);
+      el("td", null, tr, "P" + i + " (id " + uids[i] + ")");
+      el("td", { class: "role" }, tr, role(x0, i) + (Object.keys(x0.suspects).length ? "; suspects " + Object.keys(x0.suspects).map(function (k) { return "P" + k; }).join(",") : ""));
+      el("td", null, tr, x0.leader != null ? String(x0.leader) : "—");
+      el("td", null, tr, x0.holding ? "yes (fencing " + x0.fencing + ")" : "no");
+      el("td", null, tr, (x0.lamport != null ? "L " + x0.lamport : "—") + (x0.vector && n <= 16 ? " [" + x0.vector.join(",") + "]" : "") + (x0.adjust ? " adj " + (x0.adjust / 1e6).toFixed(3) + "ms" : ""));
+    }
+    if (n > limit) el("tr", null, tb).appendChild(el("td", { colspan: "5" }, null, (n - limit) + " more nodes not listed"));
+    stateDiv.replaceChildren(table);
+    var ul = document.createElement("ul");
+    (report.properties || []).forEach(function (p) {
+      var name = typeof p === "string" ? p : p.name, at = s.violated[name];
+      if (at == null && !recs.some(function (r) { return r.kind === "violation"; })) {
+        (report.violations || []).forEach(function (vv) { if (vv.property === name && vv.step <= row.step) at = vv.step; });
+      }
+      el("li", { class: "prop " + (at != null ? "violated" : "holds"), "data-property": name }, ul,
+        name + (at != null ? " — violated at step " + at : " — holds so far"));
+    });
+    propsDiv.replaceChildren(ul);
+    var now = document.getElementById("now");
+    if (now) { now.setAttribute("y1", y(current)); now.setAttribute("y2", y(current)); }
+    drawHeads();
+  }
+  function go(row) {
+    current = Math.max(0, Math.min(lastRow, row));
+    var sy = scroller.scrollTop, h = scroller.clientHeight || 600, yy = y(current);
+    if (yy < sy + 20 || yy > sy + h - 20) scroller.scrollTop = Math.max(0, yy - h / 2);
+    showState();
+  }
+
+  // ---- interaction ----------------------------------------------------------------------
+  var timer = null;
+  function stop() { if (timer) { clearInterval(timer); timer = null; bPlay.textContent = "▶ play"; } }
+  bFirst.addEventListener("click", function () { stop(); go(0); });
+  bPrev.addEventListener("click", function () { stop(); go(current - 1); });
+  bNext.addEventListener("click", function () { stop(); go(current + 1); });
+  bLast.addEventListener("click", function () { stop(); go(lastRow); });
+  bPlay.addEventListener("click", function () {
+    if (timer) { stop(); return; }
+    if (current >= lastRow) go(0);
+    bPlay.textContent = "❚❚ pause";
+    timer = setInterval(function () { if (current >= lastRow) stop(); else go(current + 1); }, 250);
+  });
+  slider.addEventListener("input", function () { stop(); go(+slider.value); });
+  document.addEventListener("keydown", function (e) {
+    if (e.target && e.target.tagName === "INPUT") return;
+    if (e.key === "ArrowRight" || e.key === "ArrowDown") { e.preventDefault(); bNext.click(); }
+    else if (e.key === "ArrowLeft" || e.key === "ArrowUp") { e.preventDefault(); bPrev.click(); }
+    else if (e.key === "Home") bFirst.click();
+    else if (e.key === "End") bLast.click();
+    else if (e.key === " ") { e.preventDefault(); bPlay.click(); }
+  });
+  svg.addEventListener("click", function (e) {
+    var t = e.target, hit = t.closest ? t.closest("[data-msg]") : null;
+    if (hit) {
+      selected = +hit.getAttribute("data-msg");
+      detail.textContent = msgInfo(msgs[selected]);
+      Array.prototype.forEach.call(layer.querySelectorAll(".selected"), function (s) { s.classList.remove("selected"); });
+      hit.classList.add("selected");
+      return;
+    }
+    var box = svg.getBoundingClientRect();
+    var yy = e.clientY - box.top + (parseFloat(svg.style.top) || 0);
+    var row = Math.floor((yy - TOP) / ROW_H);
+    if (row >= 0 && row <= lastRow) {
+      stop();
+      go(row);
+      var rw = rows[row], lines = ["step " + rw.step + " at " + ms(rw.time)];
+      for (var k = rw.first; k <= rw.last; k++) lines.push(JSON.stringify(recs[k]));
+      detail.textContent = lines.join("\n");
+    }
+  });
+  var pending = false;
+  scroller.addEventListener("scroll", function () {
+    headsDiv.scrollLeft = scroller.scrollLeft;
+    if (full || pending) return;
+    pending = true;
+    requestAnimationFrame(function () { pending = false; draw(); });
+  });
+  window.addEventListener("resize", function () { if (!full) draw(); });
+
+  // For measurements and tests: redraw the view, go to a row.
+  window.ringleaderViewer = { draw: draw, go: go, rows: rows.length };
+  var started = performance.now();
+  draw();
+  go(violation ? violation.r0 : 0);
+  if (violation) detail.textContent = "First violation: " + violation.property + " — " + violation.detail;
+  document.body.setAttribute("data-ready", "1");
+  // Milliseconds: drawing alone, and from the start of navigation to a drawn page (parsing the
+  // embedded run included); docs/VISUAL.md reports them.
+  document.body.setAttribute("data-render-ms", String(Math.round(performance.now() - started)));
+  document.body.setAttribute("data-ready-ms", String(Math.round(performance.now())));
+  document.body.setAttribute("data-rows", String(rows.length));
+  document.body.setAttribute("data-messages", String(msgs.filter(function (mg) { return !mg.dropped; }).length));
+  document.body.setAttribute("data-drops", String(msgs.filter(function (mg) { return mg.dropped; }).length));
+})();

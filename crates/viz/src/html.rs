@@ -1,0 +1,186 @@
+//! The self-contained HTML viewer of one run.
+//!
+//! The page embeds the run as one JSON object (the trace records, the report, the node ids,
+//! the first violation's window) inside a `<script type="application/json">` element, and the
+//! viewer's script and style sheet inline (`assets/viewer.js`, `assets/viewer.css`). Nothing
+//! is fetched: the file opens from disk, offline, and can be mailed or attached to an issue.
+//!
+//! Large runs: the page embeds at most [`MAX_RECORDS`] records (it says how many it left out),
+//! and the viewer draws only the rows that are scrolled into view once a run has more than a
+//! few thousand rows.
+
+use ringleader_core::Uid;
+use ringleader_core::trace::TraceRecord;
+use serde::Serialize;
+
+/// At most this many records are embedded in a page; the rest are left out, and the page says so.
+pub const MAX_RECORDS: usize = 200_000;
+
+const VIEWER_JS: &str = include_str!("../assets/viewer.js");
+const VIEWER_CSS: &str = include_str!("../assets/viewer.css");
+
+/// A run to draw.
+#[derive(Clone, Debug)]
+pub struct RunView<'a> {
+    /// The page title (e.g. the scenario's name or the algorithm and N).
+    pub title: String,
+    /// Which driver produced the run: `sim`, `check` or `verify`.
+    pub source: &'a str,
+    /// Node uids by position (node `i` has uid `uids[i]`).
+    pub uids: &'a [Uid],
+    /// The trace, in step order.
+    pub records: &'a [TraceRecord],
+    /// The run's report as JSON (`ringleader sim --json`'s object, or the driver's own). The
+    /// viewer reads `algorithm`, `family`, `nodes`, `seed`, `events`, `messages.by_kind`,
+    /// `properties` (`name`, `holds`, `expected_violation`), `violations` (`property`,
+    /// `step`, `detail`) and `repro` when present.
+    pub report: serde_json::Value,
+    /// The verdict line, as the command line prints it.
+    pub verdict: String,
+    /// True when the verdict is good (the run behaved as expected).
+    pub ok: bool,
+    /// The first violation's window: its step, and the step at which the bad condition ended.
+    pub violation_window: Option<(u64, Option<u64>)>,
+}
+
+#[derive(Serialize)]
+struct Embedded<'a> {
+    title: &'a str,
+    source: &'a str,
+    uids: &'a [Uid],
+    records: &'a [TraceRecord],
+    total_records: usize,
+    report: &'a serde_json::Value,
+    verdict: &'a str,
+    ok: bool,
+    violation: Option<(u64, Option<u64>)>,
+}
+
+/// Escapes text for HTML element content and attribute values.
+fn escape(text: &str) -> String {
+    let mut s = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => s.push_str("&amp;"),
+            '<' => s.push_str("&lt;"),
+            '>' => s.push_str("&gt;"),
+            '"' => s.push_str("&quot;"),
+            '\'' => s.push_str("&#39;"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+/// The run as JSON that is safe inside a `<script>` element: every `<`, `>` and `&` (which only
+/// occur inside JSON strings) is written as a `\u` escape, so no `</script>` can end it early.
+fn embed_json(value: &impl Serialize) -> String {
+    let text = serde_json::to_string(value).expect("trace records serialize");
+    let mut s = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => s.push_str("\\u003c"),
+            '>' => s.push_str("\\u003e"),
+            '&' => s.push_str("\\u0026"),
+            '\u{2028}' => s.push_str("\\u2028"),
+            '\u{2029}' => s.push_str("\\u2029"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+/// The HTML page of `run`.
+pub fn html(run: &RunView) -> String {
+    let kept = &run.records[..run.records.len().min(MAX_RECORDS)];
+    let data = Embedded {
+        title: &run.title,
+        source: run.source,
+        uids: run.uids,
+        records: kept,
+        total_records: run.records.len(),
+        report: &run.report,
+        verdict: &run.verdict,
+        ok: run.ok,
+        violation: run.violation_window,
+    };
+    let mut page = String::with_capacity(kept.len() * 200 + VIEWER_JS.len() + 4096);
+    page.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    page.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    // No favicon request either (a file:// page would log a failed fetch).
+    page.push_str("<link rel=\"icon\" href=\"data:,\">\n");
+    page.push_str(&format!("<title>{} — ringleader</title>\n", escape(&run.title)));
+    page.push_str("<style>\n");
+    page.push_str(VIEWER_CSS);
+    page.push_str("</style>\n</head>\n<body>\n");
+    page.push_str(
+        "<noscript>This page draws the run with JavaScript; the run itself is the JSON below.</noscript>\n",
+    );
+    page.push_str("<div id=\"app\"></div>\n");
+    page.push_str("<script type=\"application/json\" id=\"run-data\">");
+    page.push_str(&embed_json(&data));
+    page.push_str("</script>\n<script>\n");
+    page.push_str(VIEWER_JS);
+    page.push_str("\n</script>\n</body>\n</html>\n");
+    page
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringleader_core::trace::RecordKind;
+
+    fn view<'a>(records: &'a [TraceRecord], uids: &'a [Uid]) -> RunView<'a> {
+        RunView {
+            title: "t<i>".into(),
+            source: "sim",
+            uids,
+            records,
+            report: serde_json::json!({"algorithm": "x"}),
+            verdict: "OK".into(),
+            ok: true,
+            violation_window: None,
+        }
+    }
+
+    #[test]
+    fn a_message_cannot_close_the_script_element() {
+        let mut r = TraceRecord::new(1, 0, RecordKind::Violation);
+        r.detail = Some("</script><script>alert(1)</script> & more".into());
+        let page = html(&view(&[r], &[1]));
+        assert_eq!(page.matches("</script>").count(), 2, "only the two real script ends");
+        assert!(page.contains("\\u003c/script\\u003e"));
+        assert!(page.contains("<title>t&lt;i&gt; — ringleader</title>"));
+    }
+
+    #[test]
+    fn the_embedded_json_reads_back_as_the_records() {
+        let mut r = TraceRecord::new(3, 7, RecordKind::Send);
+        r.node = Some(0);
+        r.peer = Some(1);
+        r.msg_id = Some(9);
+        r.msg_kind = Some("grant".into());
+        r.msg = Some(serde_json::json!({"Grant": {"fencing": 1}}));
+        let records = vec![r];
+        let page = html(&view(&records, &[1, 2]));
+        let start = page.find("id=\"run-data\">").unwrap() + "id=\"run-data\">".len();
+        let end = start + page[start..].find("</script>").unwrap();
+        let data: serde_json::Value = serde_json::from_str(&page[start..end]).unwrap();
+        let back: TraceRecord = serde_json::from_value(data["records"][0].clone()).unwrap();
+        assert_eq!(back, records[0]);
+        assert_eq!(data["uids"], serde_json::json!([1, 2]));
+        assert_eq!(data["total_records"], 1);
+        for fetch in ["src=\"http", "href=\"http", "fetch(", "XMLHttpRequest", "import("] {
+            assert!(!page.contains(fetch), "nothing is fetched: {fetch}");
+        }
+    }
+
+    #[test]
+    fn a_long_trace_is_cut_and_the_page_knows_the_total() {
+        let records: Vec<_> =
+            (0..MAX_RECORDS as u64 + 5).map(|i| TraceRecord::new(i, i, RecordKind::Timer)).collect();
+        let page = html(&view(&records, &[1]));
+        assert!(page.contains(&format!("\"total_records\":{}", MAX_RECORDS + 5)));
+        assert_eq!(page.matches("\"kind\":\"timer\"").count(), MAX_RECORDS);
+    }
+}
