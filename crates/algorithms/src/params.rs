@@ -96,6 +96,18 @@ impl Params {
         }
     }
 
+    /// Reads `key` as [`Params::duration`] does, except that `0` is allowed: for a period
+    /// whose zero means "off" (the elections' `heartbeat`), not a flood of events.
+    pub fn duration_or_off(&self, key: &str, default: Time) -> Result<Time, ParamError> {
+        match self.values.get(key) {
+            Some(v) if parse_duration(v) == Some(0) => {
+                self.asked.borrow_mut().insert(key.to_string());
+                Ok(0)
+            }
+            _ => self.duration(key, default),
+        }
+    }
+
     /// Keys that were given but never read by the algorithm's configuration.
     pub fn unknown(&self) -> Vec<String> {
         let asked = self.asked.borrow();

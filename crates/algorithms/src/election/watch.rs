@@ -217,7 +217,7 @@ impl Watch {
         jitter: bool,
     ) -> Result<Watch, ParamError> {
         let given = |key: &str| setup.params.values().contains_key(key);
-        let period = setup.params.duration("heartbeat", default_period(setup))?;
+        let period = setup.params.duration_or_off("heartbeat", default_period(setup))?;
         let implied = match (given("heartbeat"), period) {
             (false, _) => default_detector,
             (true, 0) => "none",
