@@ -92,6 +92,11 @@ struct Cluster {
 
 impl Cluster {
     fn start(algo: &str, n: u16, params: &[&str]) -> Cluster {
+        Cluster::start_with(algo, n, params, &[])
+    }
+
+    /// [`Cluster::start`] with extra launcher flags.
+    fn start_with(algo: &str, n: u16, params: &[&str], flags: &[&str]) -> Cluster {
         let api = free_base(n);
         let peer = free_base(n);
         let dir = std::env::temp_dir().join(format!("ringleader-net-{algo}-{}-{api}", std::process::id()));
@@ -102,7 +107,8 @@ impl Cluster {
             .arg("--trace-dir")
             .arg(&dir)
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(Stdio::null())
+            .args(flags);
         for p in params {
             cmd.args(["--param", p]);
         }
@@ -242,8 +248,10 @@ fn token_ring_lock_storm() {
     lock_storm("token-ring");
 }
 
-/// Five nodes elect; the leader is killed; a new leader becomes known to every live node.
-/// Returns the time from the kill until every live node names the new leader.
+/// Five nodes elect by themselves; the leader is killed (SIGKILL); with no request at all, the
+/// followers' failure detector (on by default on real nodes) notices and a new leader becomes
+/// known to every live node. Returns the time from the kill until every live node names the
+/// same new leader (polled every 10 ms).
 fn leader_failover(algo: &str) -> Duration {
     let c = Cluster::start(algo, 5, &[]);
     // The one leader every node in `ids` names, if they agree.
@@ -253,16 +261,13 @@ fn leader_failover(algo: &str) -> Duration {
         ls[0].filter(|_| ls.iter().all(|l| *l == ls[0]))
     };
     let all: Vec<u16> = (1..=5).collect();
-    assert_eq!(http(c.port(1), "POST", "/election").0, 202);
-    let first = c.wait_until("every node knows the same leader", Duration::from_secs(20), || {
+    let first = c.wait_until("every node elects the same leader at start", Duration::from_secs(20), || {
         agreed(&c, &all).is_some()
     });
     let old = agreed(&c, &all).unwrap() as u16;
     c.ctl("kill", old);
     let killed = Instant::now();
     let live: Vec<u16> = all.iter().copied().filter(|&i| i != old).collect();
-    // Algorithms with failure detection notice on their own; the others are told.
-    assert_eq!(http(c.port(live[0]), "POST", "/election").0, 202);
     c.wait_until("every live node knows the same new leader", Duration::from_secs(30), || {
         agreed(&c, &live).is_some_and(|l| l != old as u64)
     });
@@ -271,6 +276,8 @@ fn leader_failover(algo: &str) -> Duration {
     println!(
         "{algo}: first election {first:?}; leader {old} killed, every live node knows leader {new} after {failover:?}"
     );
+    // The highest id wins in all three, before and after the kill.
+    assert_eq!((old, new), (5, 4), "{algo}");
     // verify judges validity by the algorithm's rule (highest live id for bully).
     let report = c.stop_and_verify(&[old]);
     assert_eq!(report["violations"], serde_json::json!([]), "{report}");
@@ -280,7 +287,7 @@ fn leader_failover(algo: &str) -> Duration {
 
 #[test]
 fn chang_roberts_elects_the_highest_id_over_tcp() {
-    let c = Cluster::start("chang-roberts", 5, &[]);
+    let c = Cluster::start_with("chang-roberts", 5, &[], &["--no-elect-at-start"]);
     assert_eq!(http(c.port(2), "POST", "/election").0, 202);
     let t = c.wait_until("every node knows leader 5", Duration::from_secs(20), || {
         (1..=5).all(|i| c.status(i).is_some_and(|s| s["leader"] == 5))
@@ -309,6 +316,23 @@ fn chang_roberts_elects_the_highest_id_over_tcp() {
     assert_eq!(report["messages"]["delivered"], 13);
 }
 
+/// Without `--no-elect-at-start`, an election that watches no coordinator (Chang-Roberts)
+/// still elects by itself once its peers are connected.
+#[test]
+fn chang_roberts_elects_at_start_without_a_request() {
+    let c = Cluster::start("chang-roberts", 5, &[]);
+    c.wait_until("every node knows leader 5", Duration::from_secs(20), || {
+        (1..=5).all(|i| c.status(i).is_some_and(|s| s["leader"] == 5))
+    });
+    let report = c.stop_and_verify(&[]);
+    assert_eq!(report["violations"], serde_json::json!([]), "{report}");
+}
+
+#[test]
+fn ring_leader_failover() {
+    leader_failover("ring");
+}
+
 #[test]
 fn bully_leader_failover() {
     leader_failover("bully");
@@ -330,7 +354,6 @@ fn phi_accrual_notices_a_killed_leader_over_tcp() {
         let leader = |i: u16| c.status(i).and_then(|s| s["leader"].as_u64());
         let agreed = |ids: &[u16]| leader(ids[0]).filter(|&l| ids.iter().all(|&i| leader(i) == Some(l)));
         let all: Vec<u16> = (1..=5).collect();
-        assert_eq!(http(c.port(1), "POST", "/election").0, 202);
         c.wait_until("every node knows the same leader", Duration::from_secs(20), || agreed(&all).is_some());
         let old = agreed(&all).unwrap() as u16;
         c.ctl("kill", old);
@@ -349,7 +372,7 @@ fn phi_accrual_notices_a_killed_leader_over_tcp() {
 #[test]
 #[ignore = "a measurement (about a minute); run by hand, see docs/NET.md"]
 fn failover_time_distribution() {
-    for algo in ["bully", "majority"] {
+    for algo in ["bully", "ring", "majority"] {
         let mut times: Vec<Duration> = (0..20).map(|_| leader_failover(algo)).collect();
         times.sort();
         let pct = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
@@ -442,6 +465,23 @@ fn node_flags_are_checked() {
     assert_eq!(out.status.code(), Some(1));
     assert!(err.contains("unknown field `lisen`") && err.lines().count() == 1, "{err}");
     let _ = std::fs::remove_file(&file);
+    // One detector at a time: `detector=none` with a heartbeat period is contradictory.
+    let out = run(&[
+        "node",
+        "--id",
+        "1",
+        "--listen",
+        "127.0.0.1:0",
+        "--algo",
+        "bully",
+        "--param",
+        "detector=none",
+        "--param",
+        "heartbeat=5ms",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(err.contains("`heartbeat` contradicts detector=none") && err.lines().count() == 1, "{err}");
 }
 
 /// Seed 003's flaw on real processes: `central-timeout` re-grants when the holder is silent,
