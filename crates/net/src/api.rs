@@ -254,3 +254,18 @@ async fn metrics(State(s): State<AppState>) -> Response {
     }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_host;
+
+    #[test]
+    fn only_loopback_names_pass_the_host_check() {
+        for ok in ["127.0.0.1:8001", "localhost:8001", "LOCALHOST", "[::1]:8001", "127.0.0.1", "127.3.4.5:80"] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in ["evil.example", "evil.example:8001", "10.0.0.1:8001", "localhost.evil.example", "[::2]:80", ""] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
+}
