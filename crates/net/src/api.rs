@@ -261,10 +261,13 @@ mod tests {
 
     #[test]
     fn only_loopback_names_pass_the_host_check() {
-        for ok in ["127.0.0.1:8001", "localhost:8001", "LOCALHOST", "[::1]:8001", "127.0.0.1", "127.3.4.5:80"] {
+        for ok in ["127.0.0.1:8001", "localhost:8001", "LOCALHOST", "[::1]:8001", "127.0.0.1", "127.3.4.5:80"]
+        {
             assert!(is_loopback_host(ok), "{ok}");
         }
-        for bad in ["evil.example", "evil.example:8001", "10.0.0.1:8001", "localhost.evil.example", "[::2]:80", ""] {
+        for bad in
+            ["evil.example", "evil.example:8001", "10.0.0.1:8001", "localhost.evil.example", "[::2]:80", ""]
+        {
             assert!(!is_loopback_host(bad), "{bad}");
         }
     }
