@@ -18,7 +18,7 @@ use serde::Deserialize;
 ///
 /// Examples:
 ///   ringleader node --id 1 --listen 127.0.0.1:7001 --peer 2=127.0.0.1:7002 --peer 3=127.0.0.1:7003 \
-///       --algo central --api 127.0.0.1:8001 --trace node-1.jsonl
+///       --algo central --api 127.0.0.1:8001 --trace node-1.jsonl --secret-file cluster.secret
 ///   ringleader node --config node-1.toml
 ///
 /// A configuration file holds the same fields:
