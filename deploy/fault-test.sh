@@ -27,7 +27,8 @@ TRACE_DIR=$WORK/traces
 CLIENT_SECONDS=${CLIENT_SECONDS:-12}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 BIN=$TARGET_DIR/x86_64-unknown-linux-musl/release/ringleader
-export ALGO PROJECT IMAGE TRACE_DIR
+SECRET_FILE=$WORK/cluster.secret
+export ALGO PROJECT IMAGE TRACE_DIR SECRET_FILE
 COMPOSE=(docker-compose -p "$PROJECT" -f "$ROOT/deploy/docker-compose.yml")
 
 log() { printf '[fault-test %s] %s\n' "$(date +%T)" "$*"; }
@@ -60,6 +61,8 @@ wait_for() {
 
 log "building the static binary (x86_64-unknown-linux-musl)"
 mkdir -p "$WORK/ctx" "$TRACE_DIR"
+# The cluster secret the nodes prove to each other (32 random bytes, hex, mode 0600).
+(umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$SECRET_FILE")
 if [[ -z ${RINGLEADER_BIN:-} && ${IMAGE_LIBC:-auto} != glibc ]] && { rustup target list --installed 2>/dev/null | grep -q x86_64-unknown-linux-musl ||
   timeout 300 rustup target add x86_64-unknown-linux-musl >/dev/null 2>&1; }; then
   (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR timeout 1800 cargo build -q --release --target x86_64-unknown-linux-musl -p ringleader)

@@ -9,6 +9,12 @@
 //! `kill ID` (SIGKILL: a crash), `restart ID` (kill if running, start again with an empty
 //! memory), `pause ID` (SIGSTOP: alive but silent), `resume ID` (SIGCONT), `status`.
 //! `ringleader cluster ctl kill 3` sends one such line.
+//!
+//! The launcher writes a fresh cluster secret (mode 0600) that every node proves it holds to its
+//! peers, and that a control client proves it holds too: the launcher greets each control
+//! connection with `ringleader-ctl NONCE`, and the client's line is `HMAC COMMAND` (HMAC-SHA-256
+//! over the nonce and the command, see `ringleader_net::auth`). With `--insecure` there is no
+//! secret, the greeting is `ringleader-ctl insecure` and the line is the bare command.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -57,6 +63,20 @@ pub struct ClusterArgs {
     /// The delay bound algorithms may assume (passed to every node).
     #[arg(long, value_name = "TIME")]
     pub max_delay: Option<String>,
+    /// Elections: nodes do not elect by themselves at start (passed to every node).
+    #[arg(long)]
+    pub no_elect_at_start: bool,
+    /// Where to write the cluster secret [default: TMPDIR/ringleader-cluster-API_BASE.secret].
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<PathBuf>,
+    /// No secret: nodes believe every peer's hello and the control channel obeys anyone.
+    #[arg(long)]
+    pub insecure: bool,
+}
+
+/// The secret file a launcher whose control channel listens on `port` writes by default.
+pub fn default_secret_file(port: u16) -> PathBuf {
+    std::env::temp_dir().join(format!("ringleader-cluster-{port}.secret"))
 }
 
 /// A command for a running launcher.
@@ -72,6 +92,9 @@ pub enum ClusterCmd {
         /// The launcher's control address [default: 127.0.0.1:8000].
         #[arg(long, default_value = "127.0.0.1:8000", value_name = "ADDR")]
         ctl: String,
+        /// The cluster secret [default: the launcher's default for the control port].
+        #[arg(long, value_name = "FILE")]
+        secret_file: Option<PathBuf>,
     },
 }
 
@@ -85,6 +108,8 @@ struct Slot {
 
 struct Launcher {
     args: ClusterArgs,
+    /// The secret file and the secret (none with `--insecure`).
+    secret: Option<(PathBuf, ringleader_net::auth::Secret)>,
     algo: String,
     exe: PathBuf,
     slots: Mutex<Vec<Slot>>,
@@ -108,6 +133,17 @@ impl Launcher {
         }
         if let Some(d) = &a.max_delay {
             cmd.args(["--max-delay", d]);
+        }
+        if a.no_elect_at_start {
+            cmd.arg("--no-elect-at-start");
+        }
+        match &self.secret {
+            Some((path, _)) => {
+                cmd.arg("--secret-file").arg(path);
+            }
+            None => {
+                cmd.arg("--insecure");
+            }
         }
         if let Some(dir) = &a.trace_dir {
             cmd.arg("--trace").arg(dir.join(format!("node-{id}.jsonl")));
@@ -285,27 +321,70 @@ fn all_threads_stopped(pid: i32) -> bool {
 pub fn run(args: ClusterArgs) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {
-        if let Some(ClusterCmd::Ctl { action, id, ctl }) = &args.ctl {
-            return ctl_send(action, *id, ctl).await;
+        if let Some(ClusterCmd::Ctl { action, id, ctl, secret_file }) = &args.ctl {
+            return ctl_send(action, *id, ctl, secret_file.as_deref()).await;
         }
         launch(args).await
     })
 }
 
-async fn ctl_send(action: &str, id: Option<u64>, addr: &str) -> anyhow::Result<i32> {
-    let line = match id {
-        Some(id) => format!("{action} {id}\n"),
-        None => format!("{action}\n"),
+/// How long either end of a control connection waits for the other's line.
+const CTL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+async fn read_line_timeout<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> anyhow::Result<String> {
+    let mut line = String::new();
+    tokio::time::timeout(CTL_TIMEOUT, r.read_line(&mut line))
+        .await
+        .context("the other end of the control channel went silent")??;
+    Ok(line.trim().to_string())
+}
+
+async fn ctl_send(
+    action: &str,
+    id: Option<u64>,
+    addr: &str,
+    secret_file: Option<&std::path::Path>,
+) -> anyhow::Result<i32> {
+    let command = match id {
+        Some(id) => format!("{action} {id}"),
+        None => action.to_string(),
     };
-    let mut stream = tokio::net::TcpStream::connect(addr)
+    let stream = tokio::net::TcpStream::connect(addr)
         .await
         .with_context(|| format!("no cluster launcher at {addr} (start one with `ringleader cluster`)"))?;
-    stream.write_all(line.as_bytes()).await?;
-    let mut answer = String::new();
-    BufReader::new(stream).read_line(&mut answer).await?;
-    let answer = answer.trim();
+    let (r, mut w) = stream.into_split();
+    let mut r = BufReader::new(r);
+    let greeting = read_line_timeout(&mut r).await?;
+    let line = match greeting.strip_prefix("ringleader-ctl ") {
+        Some("insecure") => command,
+        Some(nonce) => {
+            let path = match secret_file {
+                Some(p) => p.to_path_buf(),
+                None => {
+                    let port = addr.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok());
+                    default_secret_file(port.with_context(|| format!("--ctl {addr:?}: expected HOST:PORT"))?)
+                }
+            };
+            let secret = ringleader_net::auth::Secret::read_file(&path)?;
+            let mac = secret.mac(ringleader_net::auth::CONTROL, &[nonce.as_bytes(), command.as_bytes()]);
+            format!("{} {command}", ringleader_net::auth::hex(&mac))
+        }
+        None => bail!("{addr} is not a ringleader cluster control channel"),
+    };
+    w.write_all(format!("{line}\n").as_bytes()).await?;
+    let answer = read_line_timeout(&mut r).await?;
     println!("{answer}");
     Ok(if answer.starts_with("ok") { 0 } else { 1 })
+}
+
+/// Checks a control line `HMAC COMMAND` against the nonce of this connection; returns the
+/// command.
+fn authenticate<'a>(secret: &ringleader_net::auth::Secret, nonce: &str, line: &'a str) -> Option<&'a str> {
+    let (mac, command) = line.split_once(' ')?;
+    let tag = ringleader_net::auth::unhex(mac)?;
+    secret
+        .verify(ringleader_net::auth::CONTROL, &[nonce.as_bytes(), command.as_bytes()], &tag)
+        .then_some(command)
 }
 
 async fn launch(args: ClusterArgs) -> anyhow::Result<i32> {
@@ -327,7 +406,16 @@ async fn launch(args: ClusterArgs) -> anyhow::Result<i32> {
     let ctl = TcpListener::bind(&ctl_addr).await.with_context(|| format!("control channel on {ctl_addr}"))?;
     let exe = std::env::current_exe().context("locating the ringleader binary")?;
     let n = args.nodes;
+    let secret = if args.insecure {
+        None
+    } else {
+        let path = args.secret_file.clone().unwrap_or_else(|| default_secret_file(args.api_base_port));
+        let secret = ringleader_net::auth::Secret::generate();
+        secret.write_file(&path).with_context(|| format!("writing the cluster secret {}", path.display()))?;
+        Some((path, secret))
+    };
     let launcher = Arc::new(Launcher {
+        secret,
         slots: Mutex::new((0..=n).map(|_| Slot::default()).collect()),
         algo: algo.clone(),
         exe,
@@ -346,6 +434,12 @@ async fn launch(args: ClusterArgs) -> anyhow::Result<i32> {
         );
     }
     println!("  control: {ctl_addr} (ringleader cluster ctl kill|restart|pause|resume ID --ctl {ctl_addr})");
+    match &launcher.secret {
+        Some((path, _)) => {
+            println!("  secret: {} (mode 0600; nodes and `cluster ctl` read it)", path.display())
+        }
+        None => println!("  insecure: peers and control commands are not authenticated"),
+    }
     {
         let launcher = launcher.clone();
         tokio::spawn(async move {
@@ -354,12 +448,23 @@ async fn launch(args: ClusterArgs) -> anyhow::Result<i32> {
                 let launcher = launcher.clone();
                 tokio::spawn(async move {
                     let (r, mut w) = stream.into_split();
-                    let mut line = String::new();
-                    if BufReader::new(r).read_line(&mut line).await.is_ok() {
-                        let answer = launcher.control(line.trim()).await;
-                        eprintln!("[cluster] {} -> {answer}", line.trim());
-                        let _ = w.write_all(format!("{answer}\n").as_bytes()).await;
+                    let nonce = ringleader_net::auth::hex(&ringleader_net::auth::nonce());
+                    let greeting = if launcher.secret.is_some() { nonce.as_str() } else { "insecure" };
+                    if w.write_all(format!("ringleader-ctl {greeting}\n").as_bytes()).await.is_err() {
+                        return;
                     }
+                    let Ok(line) = read_line_timeout(&mut BufReader::new(r)).await else { return };
+                    let answer = match &launcher.secret {
+                        None => launcher.control(&line).await,
+                        Some((_, secret)) => match authenticate(secret, &nonce, &line) {
+                            Some(command) => launcher.control(command).await,
+                            None => "error: not authenticated (the command must carry the cluster \
+                                     secret's HMAC; `ringleader cluster ctl` does this)"
+                                .to_string(),
+                        },
+                    };
+                    eprintln!("[cluster] {line} -> {answer}");
+                    let _ = w.write_all(format!("{answer}\n").as_bytes()).await;
                 });
             }
         });

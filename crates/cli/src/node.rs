@@ -18,7 +18,7 @@ use serde::Deserialize;
 ///
 /// Examples:
 ///   ringleader node --id 1 --listen 127.0.0.1:7001 --peer 2=127.0.0.1:7002 --peer 3=127.0.0.1:7003 \
-///       --algo central --api 127.0.0.1:8001 --trace node-1.jsonl
+///       --algo central --api 127.0.0.1:8001 --trace node-1.jsonl --secret-file cluster.secret
 ///   ringleader node --config node-1.toml
 ///
 /// A configuration file holds the same fields:
@@ -28,7 +28,8 @@ use serde::Deserialize;
 ///   algorithm = "central"
 ///   api = "127.0.0.1:8001"
 ///   trace = "node-1.jsonl"
-///   max_delay = "50ms"
+///   max_delay = "20ms"
+///   secret_file = "cluster.secret"
 ///   [params]
 ///   coordinator = 0
 // The doc comment above is also `--help` text: its TOML `[params]` is not a link.
@@ -60,7 +61,7 @@ pub struct NodeArgs {
     /// Write the JSON-lines trace here (appended to, so a restarted node continues it).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// The one-way delay bound algorithms may assume (Ttrans) [default: 50ms].
+    /// The one-way delay bound algorithms may assume (Ttrans) [default: 20ms].
     #[arg(long, value_name = "TIME")]
     pub max_delay: Option<String>,
     /// Maximum frame size in bytes [default: 65536].
@@ -72,6 +73,17 @@ pub struct NodeArgs {
     /// Maximum simultaneous inbound peer connections [default: 64].
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// Elections: do not start one by themselves once the peers are connected (elections
+    /// still start on `POST /election` and when the failure detector suspects the leader).
+    #[arg(long)]
+    pub no_elect_at_start: bool,
+    /// The cluster secret (hex, mode 0600, as `ringleader cluster` writes it): peers must prove
+    /// they hold it.
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<PathBuf>,
+    /// Run without a cluster secret: every peer's hello is believed.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// The configuration file.
@@ -91,6 +103,7 @@ struct NodeFile {
     max_frame: Option<usize>,
     queue: Option<usize>,
     max_connections: Option<usize>,
+    secret_file: Option<PathBuf>,
 }
 
 fn resolve(addr: &str, what: &str) -> anyhow::Result<SocketAddr> {
@@ -155,6 +168,16 @@ impl NodeArgs {
         }
         if let Some(c) = self.max_connections.or(file.max_connections) {
             cfg.max_connections = c;
+        }
+        cfg.elect_at_start = !self.no_elect_at_start;
+        match (self.secret_file.clone().or(file.secret_file), self.insecure) {
+            (Some(_), true) => bail!("--secret-file and --insecure contradict each other; give one"),
+            (Some(path), false) => cfg.secret = Some(ringleader_net::auth::Secret::read_file(&path)?),
+            (None, true) => {}
+            (None, false) => bail!(
+                "no cluster secret: give --secret-file FILE (`ringleader cluster` writes one) or \
+                 --insecure to believe every peer"
+            ),
         }
         Ok(cfg)
     }

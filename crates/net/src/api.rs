@@ -10,6 +10,10 @@
 //! | `GET /metrics` | the counters in Prometheus text format |
 //!
 //! Errors are 4xx answers with a JSON body `{"error": "..."}` saying what was wrong.
+//!
+//! On a loopback bind the `Host` header must name the loopback (`localhost`, `127.0.0.1`,
+//! `[::1]`, any port): a web page on another site that points a browser at the node (DNS
+//! rebinding) sends its own host name and is refused with 421.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -57,11 +61,39 @@ pub fn router(shared: Arc<Shared>) -> Router {
 
 /// Serves the API on `listener` until shutdown.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
-    let app = router(shared.clone());
+    let loopback = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
+    let mut app = router(shared.clone());
+    if loopback {
+        app = app.layer(axum::middleware::from_fn(loopback_host));
+    }
     let result =
         axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
     if let Err(e) = result {
         eprintln!("[id {}] HTTP API stopped: {e}", shared.id);
+    }
+}
+
+/// True when a `Host` header value names the loopback.
+pub fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split_once(']').map(|(h, _)| h).unwrap_or(rest),
+        None => host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+async fn loopback_host(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let host = request.headers().get(header::HOST).map(|h| h.to_str().unwrap_or("?").to_string());
+    match host {
+        Some(h) if !is_loopback_host(&h) => ApiError(
+            StatusCode::MISDIRECTED_REQUEST,
+            format!(
+                "Host {h:?} is not this node: a loopback API answers only Host localhost, 127.0.0.1 or [::1]"
+            ),
+        )
+        .into_response(),
+        _ => next.run(request).await,
     }
 }
 
@@ -221,4 +253,22 @@ async fn metrics(State(s): State<AppState>) -> Response {
         ));
     }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_host;
+
+    #[test]
+    fn only_loopback_names_pass_the_host_check() {
+        for ok in ["127.0.0.1:8001", "localhost:8001", "LOCALHOST", "[::1]:8001", "127.0.0.1", "127.3.4.5:80"]
+        {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in
+            ["evil.example", "evil.example:8001", "10.0.0.1:8001", "localhost.evil.example", "[::2]:80", ""]
+        {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
 }

@@ -53,6 +53,9 @@ pub enum Input<M, T> {
     Acquire(oneshot::Sender<Result<u64, String>>),
     /// The HTTP API releases the critical section; answered with the fencing token released.
     Release(oneshot::Sender<Result<u64, String>>),
+    /// Every peer is connected (or the settle time passed): an election node that knows no
+    /// leader yet starts an election.
+    ElectAtStart,
 }
 
 /// The boxed, type-erased version of [`Input`] the API uses.
@@ -219,6 +222,61 @@ impl Visitor for StartVisitor {
     }
 }
 
+/// The parameters of the failure detector an election watches its coordinator with (see
+/// `ringleader_algorithms::election::watch`).
+const DETECTION_KEYS: [&str; 6] =
+    ["heartbeat", "suspect_after", "election_timeout", "phi", "window", "min_std"];
+
+/// The parameter sets to try, in order, for an algorithm of `family` given `params`, each with
+/// the keys the driver added (which the algorithm must read for the set to be taken), and the
+/// index of the set whose error is reported when none configures.
+///
+/// On a real node an election watches its coordinator by default: with no `heartbeat` and no
+/// `detector` given, `detector=heartbeat heartbeat=`[`crate::DEFAULT_HEARTBEAT`] is added for
+/// the elections that read them. `detector=none` switches detection off (`heartbeat=0`) and
+/// cannot be combined with a detector's settings.
+type Candidates = (Vec<(BTreeMap<String, String>, Vec<&'static str>)>, usize);
+
+fn detection_candidates(family: Family, params: &BTreeMap<String, String>) -> Result<Candidates, NetError> {
+    let plain = (params.clone(), vec![]);
+    if family != Family::Election {
+        return Ok((vec![plain], 0));
+    }
+    let with = |drop: &[&str], add: &[(&'static str, &str)]| {
+        let mut m = params.clone();
+        for k in drop {
+            m.remove(*k);
+        }
+        for (k, v) in add {
+            m.insert(k.to_string(), v.to_string());
+        }
+        (m, add.iter().map(|(k, _)| *k).collect::<Vec<_>>())
+    };
+    match params.get("detector").map(|d| d.trim()) {
+        Some("none") => {
+            let off = |k: &&str| *k == "heartbeat" && params[*k].trim().trim_end_matches("ms").trim() == "0";
+            if let Some(k) = DETECTION_KEYS.iter().find(|k| params.contains_key(**k) && !off(k)) {
+                return Err(NetError::Config(format!(
+                    "parameter `{k}` contradicts detector=none (no failure detector runs); drop one of them"
+                )));
+            }
+            // The algorithm's own `none` if it has one, else heartbeat=0; an election without a
+            // detector accepts `none` as what it already is.
+            let mut plain_none = params.clone();
+            plain_none.remove("detector");
+            Ok((vec![plain, with(&["detector"], &[("heartbeat", "0")]), (plain_none, vec![])], 1))
+        }
+        Some(_) if !params.contains_key("heartbeat") => {
+            Ok((vec![with(&[], &[("heartbeat", crate::DEFAULT_HEARTBEAT)]), plain], 0))
+        }
+        None if !params.contains_key("heartbeat") => Ok((
+            vec![with(&[], &[("detector", "heartbeat"), ("heartbeat", crate::DEFAULT_HEARTBEAT)]), plain],
+            0,
+        )),
+        _ => Ok((vec![plain], 0)),
+    }
+}
+
 /// Configures the algorithm (synchronously: parameters are not `Sync`) and builds the node's
 /// initial state.
 fn prepare<A: Algorithm>(cfg: &NodeConfig) -> Result<(A, Topology, Vec<Uid>), NetError> {
@@ -228,22 +286,40 @@ fn prepare<A: Algorithm>(cfg: &NodeConfig) -> Result<(A, Topology, Vec<Uid>), Ne
     let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(0);
     let topology =
         ringleader_sim::topologies::build(A::TOPOLOGY, n, None, &mut rng).map_err(NetError::Config)?;
-    let params = Params::new(cfg.params.clone());
-    let setup =
-        Setup { uids: &members, topology: &topology, params: &params, max_delay: cfg.max_delay, seed: 1 };
-    let config = A::configure(&setup).map_err(|e| NetError::Config(e.to_string()))?;
-    if let Some(key) = params.unknown().into_iter().next() {
-        return Err(NetError::Config(
-            ringleader_algorithms::ParamError::Unknown {
-                key,
-                algorithm: A::NAME.into(),
-                allowed: params.asked().join(", "),
+    let (candidates, report) = detection_candidates(A::FAMILY, &cfg.params)?;
+    let mut errors = Vec::new();
+    for (values, added) in candidates {
+        let params = Params::new(values);
+        let setup =
+            Setup { uids: &members, topology: &topology, params: &params, max_delay: cfg.max_delay, seed: 1 };
+        let config = match A::configure(&setup) {
+            Ok(c) => c,
+            Err(e) => {
+                errors.push(NetError::Config(e.to_string()));
+                continue;
             }
-            .to_string(),
-        ));
+        };
+        let unknown = params.unknown();
+        if added.iter().any(|k| unknown.iter().any(|u| u == k)) {
+            // This algorithm does not read what the driver added: try the next set.
+            errors.push(NetError::Config(format!("{} reads no failure-detector parameters", A::NAME)));
+            continue;
+        }
+        if let Some(key) = unknown.into_iter().next() {
+            return Err(NetError::Config(
+                ringleader_algorithms::ParamError::Unknown {
+                    key,
+                    algorithm: A::NAME.into(),
+                    allowed: params.asked().join(", "),
+                }
+                .to_string(),
+            ));
+        }
+        let me = members.iter().position(|&u| u == cfg.id).expect("own id is a member") as NodeId;
+        return Ok((A::new(me, &config, &setup), topology, members));
     }
-    let me = members.iter().position(|&u| u == cfg.id).expect("own id is a member") as NodeId;
-    Ok((A::new(me, &config, &setup), topology, members))
+    let n = errors.len();
+    Err(errors.into_iter().nth(report.min(n - 1)).expect("at least one candidate"))
 }
 
 async fn launch<A: Algorithm>(
@@ -340,6 +416,29 @@ async fn launch<A: Algorithm>(
                     return;
                 }
             }
+        });
+    }
+    if A::FAMILY == Family::Election && cfg.elect_at_start {
+        let shared = shared.clone();
+        let input_tx = input_tx.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let settle = tokio::time::Instant::now() + crate::ELECTION_SETTLE;
+            let connected =
+                |s: &Shared| s.peers.iter().flatten().all(|p| p.connected.load(Ordering::Relaxed));
+            while !connected(&shared) && tokio::time::Instant::now() < settle {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+                }
+            }
+            // A node that joins a running cluster hears its coordinator's heartbeat in this
+            // while and does not disturb it with an election.
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(crate::ELECTION_QUIET) => {}
+            }
+            let _ = input_tx.send(Input::ElectAtStart).await;
         });
     }
     let api = match api_listener {
@@ -462,6 +561,12 @@ impl<A: Algorithm> Driver<A> {
                 self.with_cx(|p, cx, out| p.on_timer(cx, timer, out));
             }
             Input::Request(req) => self.request(req),
+            Input::ElectAtStart => {
+                let electing = self.shared.view.lock().expect("view lock").electing;
+                if self.process.leader().is_none() && !electing {
+                    self.request(Request::StartElection);
+                }
+            }
             Input::Acquire(reply) => {
                 let view = self.shared.view.lock().expect("view lock").clone();
                 if let Some(f) = view.holding {

@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod auth;
 pub mod driver;
 pub mod metrics;
 pub mod transport;
@@ -66,7 +67,27 @@ pub struct NodeConfig {
     pub queue_capacity: usize,
     /// Maximum simultaneous inbound connections.
     pub max_connections: usize,
+    /// Election algorithms only: start an election once every peer is connected (or after
+    /// [`ELECTION_SETTLE`]) if no leader is known by then.
+    pub elect_at_start: bool,
+    /// The cluster secret peers prove they hold ([`auth`]); `None`: peers are believed
+    /// (`--insecure`).
+    pub secret: Option<auth::Secret>,
 }
+
+/// The heartbeat period real nodes give the elections that watch their coordinator (`bully`,
+/// `ring`, `majority`) when the parameters name no detector (see [`driver`]).
+pub const DEFAULT_HEARTBEAT: &str = "20ms";
+
+/// The one-way delay bound real nodes assume by default (Ttrans).
+pub const DEFAULT_MAX_DELAY: Time = 20 * MILLISECOND;
+
+/// How long an election node waits, once its peers are connected, for a leader to make itself
+/// known before it starts an election (more than two default heartbeat periods).
+pub const ELECTION_QUIET: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// How long a starting election node waits for its peers before electing anyway.
+pub const ELECTION_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl NodeConfig {
     /// A configuration with the defaults for everything but identity and membership.
@@ -79,10 +100,12 @@ impl NodeConfig {
             params: BTreeMap::new(),
             api: None,
             trace: None,
-            max_delay: 50 * MILLISECOND,
+            max_delay: DEFAULT_MAX_DELAY,
             max_frame: wire::DEFAULT_MAX_FRAME,
             queue_capacity: 4096,
             max_connections: 64,
+            elect_at_start: true,
+            secret: None,
         }
     }
 

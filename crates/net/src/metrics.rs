@@ -32,6 +32,7 @@ counters! {
     handshake_errors: "Handshakes refused (magic, version, algorithm or unknown sender).",
     frame_errors: "Frames refused (undecodable, truncated or oversized).",
     connections_over_limit: "Inbound connections refused because too many were open.",
+    auth_failures: "Peer connections that did not prove they hold the cluster secret for the id they claimed.",
     reconnects: "Outbound connection attempts after a failure.",
     timers_fired: "Timers that fired (stale generations excluded).",
     requests: "Application requests handed to the algorithm.",

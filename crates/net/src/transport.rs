@@ -24,9 +24,10 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 
 use crate::NodeConfig;
+use crate::auth;
 use crate::driver::{Input, Shared};
 use crate::metrics::Counters;
-use crate::wire::{self, Envelope, FrameError, Hello};
+use crate::wire::{self, Challenge, Envelope, FrameError, Hello, Proof};
 
 /// How long an inbound connection may take to send its hello.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -47,7 +48,6 @@ pub async fn writer(
     shutdown: CancellationToken,
 ) {
     let link = shared.peers[pos].as_ref().expect("writer for a peer");
-    let hello = wire::encode(&Hello::new(&cfg.algorithm, shared.id));
     let mut backoff = BACKOFF_MIN;
     let mut first = true;
     loop {
@@ -67,12 +67,40 @@ pub async fn writer(
         let Ok(Ok(stream)) = stream else { continue };
         let _ = stream.set_nodelay(true);
         set_user_timeout(&stream);
-        // The peer never writes on this connection: a readable read half means it closed.
-        let (mut read_half, write_half) = stream.into_split();
+        // After the handshake the peer never writes on this connection: a readable read half
+        // means it closed.
+        let (read_half, write_half) = stream.into_split();
         let mut framed = FramedWrite::new(write_half, wire::codec(cfg.max_frame));
-        if framed.send(hello.clone()).await.is_err() {
+        let my_nonce = auth::nonce();
+        let hello = Hello::new(&cfg.algorithm, shared.id).with_nonce(my_nonce);
+        if framed.send(wire::encode(&hello)).await.is_err() {
             continue;
         }
+        let mut read_half = match &cfg.secret {
+            None => read_half,
+            Some(secret) => {
+                let answer = tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    a = tokio::time::timeout(
+                        HANDSHAKE_TIMEOUT,
+                        prove(read_half, &mut framed, secret, my_nonce, shared.id, link.id, &cfg),
+                    ) => a,
+                };
+                match answer {
+                    Ok(Ok(r)) => r,
+                    Ok(Err(e)) => {
+                        Counters::bump(&shared.counters.auth_failures);
+                        eprintln!("[id {}] handshake with id {} failed: {e}; redialling", shared.id, link.id);
+                        continue;
+                    }
+                    Err(_) => {
+                        Counters::bump(&shared.counters.auth_failures);
+                        eprintln!("[id {}] id {} sent no challenge; redialling", shared.id, link.id);
+                        continue;
+                    }
+                }
+            }
+        };
         link.connected.store(true, Ordering::Relaxed);
         backoff = BACKOFF_MIN;
         let mut probe = [0u8; 1];
@@ -116,6 +144,34 @@ pub async fn writer(
             }
         }
     }
+}
+
+/// The dialler's side of the challenge–response: read the acceptor's challenge, check its
+/// proof, send ours. Returns the read half (nothing more is ever read from it but a close).
+async fn prove(
+    read_half: tokio::net::tcp::OwnedReadHalf,
+    framed: &mut FramedWrite<tokio::net::tcp::OwnedWriteHalf, tokio_util::codec::LengthDelimitedCodec>,
+    secret: &auth::Secret,
+    my_nonce: [u8; auth::NONCE_LEN],
+    me: u64,
+    peer: u64,
+    cfg: &NodeConfig,
+) -> Result<tokio::net::tcp::OwnedReadHalf, FrameError> {
+    let mut frames = FramedRead::new(read_half, wire::codec(cfg.max_frame));
+    let frame = match frames.next().await {
+        None => return Err(FrameError::Truncated),
+        Some(Err(e)) => return Err(wire::codec_error(&e, cfg.max_frame)),
+        Some(Ok(f)) => f,
+    };
+    let challenge: Challenge = wire::decode(&frame)?;
+    let ids = auth::ids(me, peer);
+    let t = auth::transcript(&my_nonce, &challenge.nonce, &ids, &cfg.algorithm);
+    if !secret.verify(auth::ACCEPTOR, &t, &challenge.mac) {
+        return Err(FrameError::Unauthenticated(peer));
+    }
+    let proof = Proof { mac: secret.mac(auth::DIALLER, &t) };
+    framed.send(wire::encode(&proof)).await.map_err(|e| FrameError::Decode(e.to_string()))?;
+    Ok(frames.into_inner())
 }
 
 /// How long written data may stay unacknowledged before the kernel aborts the connection
@@ -179,6 +235,10 @@ pub async fn listen<M: Message, T: Send + 'static>(
                     | FrameError::Version { .. }
                     | FrameError::Algorithm { .. }
                     | FrameError::UnknownSender(_) => Counters::bump(&c.handshake_errors),
+                    FrameError::Unauthenticated(_) => {
+                        Counters::bump(&c.handshake_errors);
+                        Counters::bump(&c.auth_failures);
+                    }
                     _ => Counters::bump(&c.frame_errors),
                 }
                 eprintln!("[id {}] closed connection from {addr}: {e}", shared.id);
@@ -196,8 +256,10 @@ async fn read_connection<M: Message, T>(
     cfg: &NodeConfig,
 ) -> Result<(), FrameError> {
     let _ = stream.set_nodelay(true);
-    let mut frames = FramedRead::new(stream, wire::codec(cfg.max_frame));
-    let first = match tokio::time::timeout(HANDSHAKE_TIMEOUT, frames.next()).await {
+    let (read_half, mut write_half) = stream.into_split();
+    let mut frames = FramedRead::new(read_half, wire::codec(cfg.max_frame));
+    let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
+    let first = match tokio::time::timeout_at(deadline, frames.next()).await {
         Err(_) => return Err(FrameError::Decode("no hello within the handshake timeout".into())),
         Ok(None) => return Err(FrameError::Truncated),
         Ok(Some(Err(e))) => return Err(wire::codec_error(&e, cfg.max_frame)),
@@ -205,6 +267,28 @@ async fn read_connection<M: Message, T>(
     };
     let peers: Vec<u64> = shared.members.iter().copied().filter(|&u| u != shared.id).collect();
     let hello = wire::check_hello(&first, &cfg.algorithm, &peers)?;
+    if let Some(secret) = &cfg.secret {
+        // Challenge the claimed sender; only a proof for this connection's nonces and these
+        // two ids lets its frames through.
+        use tokio::io::AsyncWriteExt;
+        let nonce = auth::nonce();
+        let ids = auth::ids(hello.sender, shared.id);
+        let t = auth::transcript(&hello.nonce, &nonce, &ids, &cfg.algorithm);
+        let challenge = wire::encode(&Challenge { nonce, mac: secret.mac(auth::ACCEPTOR, &t) });
+        let mut framed = Vec::with_capacity(challenge.len() + 4);
+        framed.extend_from_slice(&(challenge.len() as u32).to_be_bytes());
+        framed.extend_from_slice(&challenge);
+        write_half.write_all(&framed).await.map_err(|e| FrameError::Decode(e.to_string()))?;
+        let proof = match tokio::time::timeout_at(deadline, frames.next()).await {
+            Err(_) | Ok(None) => return Err(FrameError::Unauthenticated(hello.sender)),
+            Ok(Some(Err(e))) => return Err(wire::codec_error(&e, cfg.max_frame)),
+            Ok(Some(Ok(f))) => f,
+        };
+        let proof: Proof = wire::decode(&proof).map_err(|_| FrameError::Unauthenticated(hello.sender))?;
+        if !secret.verify(auth::DIALLER, &t, &proof.mac) {
+            return Err(FrameError::Unauthenticated(hello.sender));
+        }
+    }
     let from = shared.members.iter().position(|&u| u == hello.sender).expect("checked member") as NodeId;
     Counters::bump(&shared.counters.connections_accepted);
     while let Some(frame) = frames.next().await {

@@ -2,7 +2,10 @@
 //!
 //! ```text
 //!   frame   = length (u32, big-endian) · payload (postcard), length ≤ max frame size
-//!   first   = Hello { magic: "RLDR", version: PROTOCOL_VERSION, algorithm, sender }
+//!   first   = Hello { magic: "RLDR", version: PROTOCOL_VERSION, algorithm, sender, nonce }
+//!   with a cluster secret (see [`crate::auth`]):
+//!             ◀ Challenge { nonce, mac }  (the only frame an acceptor ever writes)
+//!             Proof { mac }
 //!   then    = Envelope { msg_id, lamport, vector, msg }   (one per algorithm message)
 //! ```
 //!
@@ -20,7 +23,7 @@ use tokio_util::codec::LengthDelimitedCodec;
 pub const MAGIC: [u8; 4] = *b"RLDR";
 
 /// The protocol version this build speaks; a peer with another version is refused.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// Default maximum frame size (bytes of payload).
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024;
@@ -34,15 +37,45 @@ pub struct Hello {
     pub version: u16,
     /// The algorithm the sender runs; must equal ours.
     pub algorithm: String,
-    /// The sender's uid; must be one of our peers.
+    /// The sender's uid; must be one of our peers (and, with a secret, proved).
     pub sender: u64,
+    /// The dialler's challenge nonce (see [`crate::auth`]).
+    pub nonce: [u8; 32],
 }
 
 impl Hello {
-    /// Our hello for `algorithm` from `sender`.
+    /// Our hello for `algorithm` from `sender` (nonce zero; see [`Hello::with_nonce`]).
     pub fn new(algorithm: &str, sender: u64) -> Hello {
-        Hello { magic: MAGIC, version: PROTOCOL_VERSION, algorithm: algorithm.to_string(), sender }
+        Hello {
+            magic: MAGIC,
+            version: PROTOCOL_VERSION,
+            algorithm: algorithm.to_string(),
+            sender,
+            nonce: [0; 32],
+        }
     }
+
+    /// The same hello carrying `nonce`.
+    pub fn with_nonce(self, nonce: [u8; 32]) -> Hello {
+        Hello { nonce, ..self }
+    }
+}
+
+/// The acceptor's answer to a hello when the cluster has a secret: its own nonce, and its proof
+/// that it holds the secret.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Challenge {
+    /// The acceptor's nonce.
+    pub nonce: [u8; 32],
+    /// HMAC of the transcript under the acceptor's label.
+    pub mac: [u8; 32],
+}
+
+/// The dialler's proof that it holds the secret and is the id its hello claimed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proof {
+    /// HMAC of the transcript under the dialler's label.
+    pub mac: [u8; 32],
 }
 
 /// One algorithm message with the driver's bookkeeping.
@@ -90,6 +123,9 @@ pub enum FrameError {
     /// The connection ended in the middle of a frame.
     #[error("connection closed inside a frame")]
     Truncated,
+    /// The peer did not prove that it holds the cluster secret for the id it claimed.
+    #[error("peer claiming id {0} did not prove it holds the cluster secret")]
+    Unauthenticated(u64),
 }
 
 /// The codec for frames of at most `max_frame` bytes.

@@ -64,7 +64,7 @@ async fn api_status(h: &NodeHandle) -> serde_json::Value {
     let addr = h.api.unwrap();
     tokio::task::spawn_blocking(move || {
         let mut s = TcpStream::connect(addr).unwrap();
-        s.write_all(b"GET /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        s.write_all(b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
         let mut text = String::new();
         s.read_to_string(&mut text).unwrap();
         assert!(text.starts_with("HTTP/1.1 200"), "{text}");
