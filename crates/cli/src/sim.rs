@@ -207,13 +207,19 @@ impl SimArgs {
     }
 }
 
-/// Runs `ringleader sim`; returns the exit status.
-pub fn run(args: SimArgs) -> anyhow::Result<i32> {
+/// The run the arguments describe: the scenario file, the flags over it, then `extra` over
+/// both (`ringleader sweep` passes a variant's flags there).
+pub fn resolve_config(args: &SimArgs, extra: Scenario) -> anyhow::Result<ringleader_sim::RunConfig> {
     let base = match &args.scenario {
         Some(path) => Scenario::load(path)?,
         None => Scenario::default(),
     };
-    let cfg = base.merge(args.overlay()).resolve(args.scenario.clone())?;
+    Ok(base.merge(args.overlay()).merge(extra).resolve(args.scenario.clone())?)
+}
+
+/// Runs `ringleader sim`; returns the exit status.
+pub fn run(args: SimArgs) -> anyhow::Result<i32> {
+    let cfg = resolve_config(&args, Scenario::default())?;
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let bar = show_progress.then(|| {
         let b = indicatif::ProgressBar::new(cfg.duration.max(1));

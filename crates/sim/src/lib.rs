@@ -24,6 +24,7 @@ pub mod notation;
 pub mod queue;
 pub mod report;
 pub mod scenario;
+pub mod sweep;
 pub mod topologies;
 pub mod trace;
 pub mod workload;
