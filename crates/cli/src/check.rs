@@ -105,7 +105,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
     };
     let x: f64 = num.parse().map_err(|_| format!("{s:?}: expected a size like 512MiB or 4GiB"))?;
     let bytes = x * (1u64 << shift) as f64;
-    if !(bytes >= 1.0 && bytes < 1e18) {
+    if !(1.0..1e18).contains(&bytes) {
         return Err(format!("{s:?}: a size between 1 byte and 1 EiB"));
     }
     Ok(bytes as u64)
