@@ -94,12 +94,55 @@ pub struct Options {
     /// Checker threads. With more than one the search is no longer strictly breadth-first, and
     /// counterexamples may not be the shortest.
     pub threads: usize,
+    /// Stop generating states once this many were generated (repeats included).
+    pub max_states: Option<usize>,
+    /// Stop generating states once the process's resident memory exceeds this many bytes
+    /// (read from `/proc/self/status`; ignored where that file does not exist).
+    pub max_memory: Option<u64>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { depth: None, threads: 1 }
+        Options { depth: None, threads: 1, max_states: None, max_memory: None }
     }
+}
+
+/// How far a running check has got, reported every [`PROGRESS_EVERY`].
+#[derive(Clone, Debug)]
+pub struct Progress {
+    /// States generated, repeats included.
+    pub states: usize,
+    /// Distinct states.
+    pub unique_states: usize,
+    /// Greatest depth reached (steps from the initial state).
+    pub depth: usize,
+    /// Seconds since the start.
+    pub seconds: f64,
+    /// Resident memory of the process in bytes, where known.
+    pub memory: Option<u64>,
+}
+
+/// How often a running check reports its [`Progress`].
+pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Resident memory of this process in bytes (`VmRSS`), where the OS tells.
+pub fn resident_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Why the state space of `algorithm` is infinite, when it is known to be: a search without
+/// `--depth` then ends only at a budget.
+pub fn unbounded_reason(algorithm: &str) -> Option<&'static str> {
+    Some(match algorithm {
+        "bully" | "majority" => "its coordinator heartbeats and timeouts re-arm forever",
+        "ring" => "a ring election message may circulate again after every timeout",
+        "token-ring" => "the token circulates forever, and its counter grows",
+        "quorum" => "its retries and rounds have no bound",
+        _ => return None,
+    })
 }
 
 /// What the checker found about one property.
@@ -159,6 +202,10 @@ pub struct Outcome {
     pub seconds: f64,
     /// True when every reachable state within the depth bound was explored.
     pub complete: bool,
+    /// What cut the search short, when something did: `--depth D`, the state budget or the
+    /// memory budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bounded_by: Option<String>,
     /// Every property, in report order.
     pub properties: Vec<PropertyOutcome>,
     /// Uids by position.
@@ -180,21 +227,32 @@ impl Outcome {
     }
 }
 
-struct CheckVisitor<'a> {
+struct CheckVisitor<'a, 'p> {
     bounds: Bounds,
     opts: &'a Options,
+    progress: &'p mut dyn FnMut(&Progress),
 }
 
-impl Visitor for CheckVisitor<'_> {
+impl Visitor for CheckVisitor<'_, '_> {
     type Output = Result<Outcome, String>;
     fn visit<A: Algorithm>(self) -> Self::Output {
-        check_algorithm::<A>(self.bounds, self.opts)
+        check_algorithm_with_progress::<A>(self.bounds, self.opts, self.progress)
     }
 }
 
 /// Model-checks the algorithm named `algorithm` under `bounds`.
 pub fn check(algorithm: &str, bounds: Bounds, opts: &Options) -> Result<Outcome, String> {
-    ringleader_algorithms::dispatch(algorithm, CheckVisitor { bounds, opts }).unwrap_or_else(|| {
+    check_with_progress(algorithm, bounds, opts, &mut |_| {})
+}
+
+/// [`check`], calling `progress` every [`PROGRESS_EVERY`] while the search runs.
+pub fn check_with_progress(
+    algorithm: &str,
+    bounds: Bounds,
+    opts: &Options,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Outcome, String> {
+    ringleader_algorithms::dispatch(algorithm, CheckVisitor { bounds, opts, progress }).unwrap_or_else(|| {
         let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
         Err(format!("unknown algorithm {algorithm:?}; known: {}", names.join(", ")))
     })
@@ -202,7 +260,17 @@ pub fn check(algorithm: &str, bounds: Bounds, opts: &Options) -> Result<Outcome,
 
 /// Model-checks algorithm `A` under `bounds`.
 pub fn check_algorithm<A: Algorithm>(bounds: Bounds, opts: &Options) -> Result<Outcome, String> {
+    check_algorithm_with_progress::<A>(bounds, opts, &mut |_| {})
+}
+
+/// [`check_algorithm`], calling `progress` every [`PROGRESS_EVERY`] while the search runs.
+pub fn check_algorithm_with_progress<A: Algorithm>(
+    bounds: Bounds,
+    opts: &Options,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Outcome, String> {
     let model = CheckModel::<A>::new(bounds)?;
+    let halt = model.halt.clone();
     let bounds = model.bounds.clone();
     let (uids, family) = (model.uids.clone(), model.info.family);
     let props = model.properties();
@@ -213,9 +281,42 @@ pub fn check_algorithm<A: Algorithm>(bounds: Bounds, opts: &Options) -> Result<O
         // paths of up to `d` steps are judged.
         builder = builder.target_max_depth(d + 2);
     }
-    let checker = builder.spawn_bfs().join();
+    if let Some(n) = opts.max_states {
+        builder = builder.target_state_count(n.max(1));
+    }
+    let checker = builder.spawn_bfs();
+    // Watch the search: report progress, and halt it when the memory budget is spent.
+    let mut over_memory = false;
+    let mut last_report = Instant::now();
+    while !checker.is_done() {
+        // Short naps first: most checks end within milliseconds.
+        let nap = if start.elapsed().as_millis() < 200 { 1 } else { 50 };
+        std::thread::sleep(std::time::Duration::from_millis(nap));
+        let memory = resident_memory();
+        if let (Some(limit), Some(m)) = (opts.max_memory, memory)
+            && m > limit
+            && !over_memory
+        {
+            over_memory = true;
+            halt.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        if last_report.elapsed() >= PROGRESS_EVERY {
+            last_report = Instant::now();
+            progress(&Progress {
+                states: checker.state_count(),
+                unique_states: checker.unique_state_count(),
+                depth: checker.max_depth().saturating_sub(1),
+                seconds: start.elapsed().as_secs_f64(),
+                memory,
+            });
+        }
+    }
+    let checker = checker.join();
+    // Paths are rebuilt by replaying the model's actions: un-halt it first.
+    halt.store(false, std::sync::atomic::Ordering::Relaxed);
     let seconds = start.elapsed().as_secs_f64();
     let steps_deep = checker.max_depth().saturating_sub(1);
+    let over_states = opts.max_states.is_some_and(|n| checker.state_count() >= n);
     let model = checker.model();
     let mut properties = Vec::new();
     for p in &props {
@@ -261,7 +362,16 @@ pub fn check_algorithm<A: Algorithm>(bounds: Bounds, opts: &Options) -> Result<O
         unique_states: checker.unique_state_count(),
         depth: opts.depth.map_or(steps_deep, |d| steps_deep.min(d)),
         seconds,
-        complete: opts.depth.is_none_or(|d| steps_deep <= d),
+        complete: opts.depth.is_none_or(|d| steps_deep <= d) && !over_memory && !over_states,
+        bounded_by: if over_memory {
+            Some(format!("the memory budget of {} MiB", opts.max_memory.unwrap_or(0) >> 20))
+        } else if over_states {
+            Some(format!("the state budget of {} states", opts.max_states.unwrap_or(0)))
+        } else if opts.depth.is_some_and(|d| steps_deep > d) {
+            Some(format!("--depth {}", opts.depth.unwrap_or(0)))
+        } else {
+            None
+        },
         properties,
         uids,
     })

@@ -149,6 +149,9 @@ pub struct CheckModel<A: Algorithm> {
     /// Properties already discovered, one bit per [`properties::NAMES`] index (see
     /// [`CheckModel::latch_always`]); `None` when not latching (the explorer).
     latched: Option<AtomicU64>,
+    /// Once set, no state has successors: the search drains what it holds and ends (a budget
+    /// ran out). Shared with whoever watches the run.
+    pub halt: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The handlers' outbox type of `A`.
@@ -186,6 +189,7 @@ impl<A: Algorithm> CheckModel<A> {
             topology,
             config,
             latched: Some(AtomicU64::new(0)),
+            halt: Default::default(),
         })
     }
 
@@ -523,6 +527,11 @@ impl<A: Algorithm> Model for CheckModel<A> {
     }
 
     fn actions(&self, s: &State<A>, actions: &mut Vec<StepOf<A>>) {
+        // Properties judge quiescence from the model's own steps, never from this list, so a
+        // halted search cannot make a state look final.
+        if self.halt.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         self.steps(s, actions);
     }
 

@@ -76,7 +76,8 @@ impl Case {
         b
     }
     fn run(&self, depth: Option<usize>) -> Outcome {
-        check(self.algo, self.bounds(), &Options { depth, threads: 1 }).expect("the model configures")
+        check(self.algo, self.bounds(), &Options { depth, threads: 1, ..Options::default() })
+            .expect("the model configures")
     }
 }
 

@@ -111,6 +111,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let exe = std::env::current_exe().context("cannot find the ringleader executable")?;
+    // The recorded figures use the `perf` profile (thin LTO); say so when this build is another.
+    let profile = exe.parent().and_then(|d| d.file_name()).and_then(|d| d.to_str()).unwrap_or("");
+    if profile != "perf" && !args.json {
+        eprintln!(
+            "note: this binary is from target/{profile}; docs/PERFORMANCE.md's figures use the perf \
+             profile (thin LTO): cargo build --profile perf && target/perf/ringleader bench"
+        );
+    }
     let mut results = Vec::new();
     for lat in &latencies {
         if !args.json {

@@ -12,6 +12,7 @@ mod detector_curve;
 mod node;
 mod quorum_risk;
 mod sim;
+mod sweep;
 mod table;
 mod verify;
 
@@ -34,6 +35,7 @@ enum Command {
     /// List every algorithm: name, family, one-line summary.
     List,
     Sim(Box<sim::SimArgs>),
+    Sweep(Box<sweep::SweepArgs>),
     /// Measure the simulator: delivered messages per second and peak memory.
     Bench(bench::BenchArgs),
     Demo(demo::DemoArgs),
@@ -113,6 +115,7 @@ fn main() -> ExitCode {
             Ok(0)
         }
         Command::Sim(args) => sim::run(*args),
+        Command::Sweep(args) => sweep::run(*args),
         Command::Bench(args) => bench::run(args),
         Command::Demo(args) => demo::run(args),
         Command::QuorumRisk(args) => quorum_risk::run(args),

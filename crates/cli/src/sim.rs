@@ -231,17 +231,23 @@ impl SimArgs {
     }
 }
 
-/// Runs `ringleader sim`; returns the exit status.
-pub fn run(args: SimArgs) -> anyhow::Result<i32> {
+/// The run the arguments describe: the scenario file, the flags over it, then `extra` over
+/// both (`ringleader sweep` passes a variant's flags there).
+pub fn resolve_config(args: &SimArgs, extra: Scenario) -> anyhow::Result<ringleader_sim::RunConfig> {
     let base = match &args.scenario {
         Some(path) => Scenario::load(path)?,
         None => Scenario::default(),
     };
-    let merged = base.merge(args.overlay());
+    let merged = base.merge(args.overlay()).merge(extra);
     // Settings left unset take the algorithm's default story (command-line runs only).
     let merged =
         if args.scenario.is_none() && !args.plain { ringleader_sim::stories::apply(merged)? } else { merged };
-    let cfg = merged.resolve(args.scenario.clone())?;
+    Ok(merged.resolve(args.scenario.clone())?)
+}
+
+/// Runs `ringleader sim`; returns the exit status.
+pub fn run(args: SimArgs) -> anyhow::Result<i32> {
+    let cfg = resolve_config(&args, Scenario::default())?;
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let bar = show_progress.then(|| {
         let b = indicatif::ProgressBar::new(cfg.duration.max(1));

@@ -102,3 +102,18 @@ fn an_unexpected_violation_exits_two() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stdout).contains("liveness"));
 }
+
+#[test]
+fn an_infinite_space_is_announced_and_stops_at_its_budget() {
+    let out = ringleader(&["check", "--algo", "bully", "--nodes", "3", "--max-states", "5000"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning: the state space of bully is infinite"), "{err}");
+    assert!(err.contains("--depth"), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("bounded by the state budget of 5000 states"), "{text}");
+    assert_eq!(out.status.code(), Some(2), "bully's uniqueness flaw is still found");
+    let bounded = ringleader(&["check", "--algo", "bully", "--nodes", "3", "--depth", "3"]);
+    assert!(!String::from_utf8_lossy(&bounded.stderr).contains("warning"));
+    let bad = ringleader(&["check", "--algo", "central", "--max-memory", "lots"]);
+    assert_eq!(bad.status.code(), Some(1));
+}

@@ -26,6 +26,7 @@ pub mod queue;
 pub mod report;
 pub mod scenario;
 pub mod stories;
+pub mod sweep;
 pub mod topologies;
 pub mod trace;
 pub mod workload;
