@@ -90,11 +90,14 @@ pub fn apply(user: Scenario) -> Result<Scenario, ConfigError> {
     let f = &user.faults;
     let user_faults =
         !(f.crash.is_empty() && f.recover.is_empty() && f.pause.is_empty() && f.partition.is_empty());
-    if user_faults {
+    let story_faults = !(base.faults.crash.is_empty() && base.faults.pause.is_empty());
+    // A duration the user chose may end before the story's faults: the story's timeline is
+    // then the user's to set, as with a fault flag.
+    let user_timeline = user_faults || (user.duration.is_some() && story_faults);
+    if user_timeline {
         base.faults = Default::default();
     }
     let (b, u) = (&base, &user);
-    let story_faults = !(b.faults.crash.is_empty() && b.faults.pause.is_empty());
     let changed = (b.nodes.is_some() && u.nodes.is_some())
         || (b.seed.is_some() && u.seed.is_some())
         || (b.duration.is_some() && u.duration.is_some())
@@ -106,7 +109,7 @@ pub fn apply(user: Scenario) -> Result<Scenario, ConfigError> {
         || (b.workload.entries.is_some() && u.workload.entries.is_some())
         || (b.workload.hold.is_some() && u.workload.hold.is_some())
         || (b.workload.requesters.is_some() && u.workload.requesters.is_some())
-        || (user_faults && (story_faults || !b.expect.violations.is_empty()));
+        || (user_timeline && (story_faults || !b.expect.violations.is_empty()));
     if changed {
         base.expect = Default::default();
     }
@@ -160,6 +163,8 @@ mod tests {
                     faults: FaultsSection::default(),
                     clocks: Default::default(),
                     expect: Default::default(),
+                    origin: None,
+                    overridden: Default::default(),
                     network: crate::scenario::NetworkSection { latency: None, ..s.network.clone() },
                     workload: crate::scenario::WorkloadSection {
                         kind: None,

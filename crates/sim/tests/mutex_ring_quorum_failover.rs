@@ -127,7 +127,7 @@ fn bad_parameters_are_refused_with_one_line() {
         ("quorum", "quorum", "2", "need n/2 < m <= n"),
         ("quorum", "quorum", "6", "need n/2 < m <= n"),
         ("quorum", "coordinators", "0", "between 1 and"),
-        ("token-ring", "regen_timeout", "0", "must be positive"),
+        ("token-ring", "regen_timeout", "0", "`regen_timeout`"),
         ("central", "failover", "maybe", "failover"),
     ] {
         let mut cfg = RunConfig::new(algo, 5).unwrap();
