@@ -3,7 +3,7 @@
 //! A sweep is the researcher's unit of evidence: not "this run elected 8" but "over 10,000 seeds
 //! the election took between 5 and 41 messages, and `agreement` never failed". [`run`] runs each
 //! (configuration, seed) pair as an ordinary simulator run, in parallel on a rayon pool of the
-//! requested size, and keeps one small [`RunRecord`] per run. The [`Summary`] is computed from
+//! requested size, and keeps one small [`RunRecord`] per run. The summary ([`SweepOutput`]) is computed from
 //! the records *sorted by configuration and seed*, never from the order runs finished in, so its
 //! content does not depend on the thread count.
 //!
