@@ -31,7 +31,7 @@ pub const LONG_ABOUT: &str = "\
 Measured messages per operation beside the textbook formula, for every algorithm.
 
 Runs every election and mutual-exclusion algorithm of `ringleader list`, and the clock,
-deadlock and failure-detector algorithms that ALGORITHMS.md gives a message cost per
+deadlock and failure-detector algorithms that the textbooks give a message cost per
 operation (cristian, berkeley, ntp, chandy-misra-haas, heartbeat, phi-accrual), each under
 the workload its textbook cost is stated for, for a few N. Every run is the simulator's,
 with its defaults unless the workload says otherwise: seed 1, constant 1 ms latency, no
@@ -58,7 +58,7 @@ Counts exclude detection traffic, which runs report apart: heartbeats, the ring
 election's and the token ring's ACKs, the central coordinator's PROBE/ALIVE. The
 failure-detector rows are the exception: there the heartbeats are the algorithm.
 
-Left out, because ALGORITHMS.md gives them no message cost per operation:
+Left out, because the textbooks give them no message cost per operation:
 lamport-clock and vector-clock (their timestamps ride on the application's messages),
 make (seed 004's two-node story), wait-die and wound-wait (their messages depend on the
 workload's conflicts).
@@ -1021,8 +1021,8 @@ const LEFT_OUT: [(&str, &str); 5] = [
     ("lamport-clock", "its timestamps ride on the application's messages: it sends none of its own"),
     ("vector-clock", "its vectors ride on the application's messages: it sends none of its own"),
     ("make", "it is seed 004's two-node story, not an algorithm with a cost"),
-    ("wait-die", "ALGORITHMS.md gives no message cost: it depends on the workload's conflicts"),
-    ("wound-wait", "ALGORITHMS.md gives no message cost: it depends on the workload's conflicts"),
+    ("wait-die", "the textbooks give no message cost: it depends on the workload's conflicts"),
+    ("wound-wait", "the textbooks give no message cost: it depends on the workload's conflicts"),
 ];
 
 /// One line of the table.

@@ -1,5 +1,5 @@
-//! Exact textbook message counts of the bully, ring and majority elections (ALGORITHMS.md §1.1,
-//! §1.2, §1.7), for several N: ids 1..N, constant latency, detection off unless said.
+//! Exact textbook message counts of the bully, ring and majority elections (Garcia-Molina's bully,
+//! the ring election, majority voting), for several N: ids 1..N, constant latency, detection off unless said.
 
 use ringleader_sim::scenario::Initiators;
 use ringleader_sim::{Report, RunConfig, RunOptions, run};
