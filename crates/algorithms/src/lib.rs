@@ -23,9 +23,11 @@ pub mod mutex;
 pub use ringleader_core::Message;
 pub mod params;
 pub mod registry;
+pub mod topology;
 
 pub use params::{ParamError, Params};
 pub use registry::{Info, Visitor, all, dispatch, find};
+pub use topology::TopologyKind;
 
 use ringleader_core::{NodeId, Process, Time, Topology, Uid};
 
@@ -56,24 +58,6 @@ impl Family {
             Family::Detector => "detector",
         }
     }
-}
-
-/// The shape of communication graph an algorithm is written for; the driver builds it (for
-/// `Graph` and `Tree`, in the shape the run chooses among those the kind accepts).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum TopologyKind {
-    /// Everyone talks to everyone.
-    Complete,
-    /// Unidirectional ring.
-    Ring,
-    /// Bidirectional ring.
-    BiRing,
-    /// Any connected graph; the run chooses it (`--graph`: a random connected graph by
-    /// default, or a grid, a tree, a line, a star, a random tree, an edge-list file).
-    Graph,
-    /// Any tree, stored as a graph; a balanced binary tree rooted at position 0 unless the run
-    /// chooses another acyclic shape (`--graph line`, `star`, `random-tree`, `file:PATH`).
-    Tree,
 }
 
 /// Which id a correct election must elect (the validity property).

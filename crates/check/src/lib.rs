@@ -223,7 +223,7 @@ impl Outcome {
     pub fn mermaid(&self, p: &PropertyOutcome) -> String {
         let last = p.trace.iter().map(|r| r.step).max().unwrap_or(0);
         let window = p.violated().then_some((last, None));
-        ringleader_sim::mermaid::render(&p.trace, &self.uids, window)
+        ringleader_judge::mermaid::render(&p.trace, &self.uids, window)
     }
 }
 
@@ -404,8 +404,8 @@ fn safety_story<A: Algorithm>(
     if !holders.contains(&e) {
         return None;
     }
-    ringleader_sim::checkers::mutex::other_holder(&holders, e)
-        .map(|o| ringleader_sim::checkers::mutex::safety_detail(&m.uids, e, o))
+    ringleader_judge::checkers::mutex::other_holder(&holders, e)
+        .map(|o| ringleader_judge::checkers::mutex::safety_detail(&m.uids, e, o))
 }
 
 struct ExploreVisitor<'a> {

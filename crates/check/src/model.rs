@@ -14,9 +14,9 @@ use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{
     Action, Context, Event, Message, NodeId, Outbox, Process, Request, Time, Topology, Uid,
 };
-use ringleader_sim::checkers::mutex::fencing_regression;
-use ringleader_sim::checkers::{Status, World};
-use ringleader_sim::trace::Tracer;
+use ringleader_judge::checkers::mutex::fencing_regression;
+use ringleader_judge::checkers::{Status, World};
+use ringleader_judge::trace::Tracer;
 use stateright::Model;
 
 use crate::network::{Envelope, InFlight, NetworkKind};
@@ -169,7 +169,7 @@ impl<A: Algorithm> CheckModel<A> {
         }
         let uids: Vec<Uid> = (1..=n as Uid).collect();
         let mut rng = <rand_xoshiro::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(1);
-        let topology = ringleader_sim::topologies::build(A::TOPOLOGY, n, None, &mut rng)?;
+        let topology = A::TOPOLOGY.default_topology(n, None, &mut rng).map_err(|e| e.to_string())?;
         let params = Params::new(bounds.params.clone());
         let setup =
             Setup { uids: &uids, topology: &topology, params: &params, max_delay: bounds.max_delay, seed: 1 };

@@ -7,7 +7,7 @@
 //! | election | `termination`, `agreement`, `validity` | always | quiescent states | [`end_of_run`] |
 //! | election | `elected` | sometimes | every state | some live node believes it is the coordinator |
 //! | mutex | `safety` | always | every state | [`other_holder`] over the live holders |
-//! | mutex | `fencing` | always | every entry | [`fencing_regression`](ringleader_sim::checkers::mutex::fencing_regression) |
+//! | mutex | `fencing` | always | every entry | [`fencing_regression`](ringleader_judge::checkers::mutex::fencing_regression) |
 //! | mutex | `liveness` | always | quiescent states | no live node waits for the critical section when nothing else can happen (deadlock) |
 //! | mutex | `entered` | sometimes | every state | some live node is in the critical section |
 //!
@@ -29,8 +29,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ringleader_algorithms::{Algorithm, Family};
 use ringleader_core::NodeId;
-use ringleader_sim::checkers::election::{end_of_run, rival_claimants, uniqueness_detail};
-use ringleader_sim::checkers::mutex::{fencing_detail, other_holder, safety_detail};
+use ringleader_judge::checkers::election::{end_of_run, rival_claimants, uniqueness_detail};
+use ringleader_judge::checkers::mutex::{fencing_detail, other_holder, safety_detail};
 use stateright::Property;
 
 use crate::model::{CheckModel, State};

@@ -8,7 +8,7 @@
 
 use ringleader_check::{Bounds, NetworkKind, Options, Outcome, check};
 use ringleader_core::trace::RecordKind;
-use ringleader_sim::checkers::{self, Stamp, Status, Violations, World};
+use ringleader_judge::checkers::{self, Stamp, Status, Violations, World};
 
 /// One exploration: an algorithm under bounds.
 struct Case {

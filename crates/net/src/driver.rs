@@ -285,7 +285,7 @@ fn prepare<A: Algorithm>(cfg: &NodeConfig) -> Result<(A, Topology, Vec<Uid>), Ne
     let n = members.len() as u32;
     let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(0);
     let topology =
-        ringleader_sim::topologies::build(A::TOPOLOGY, n, None, &mut rng).map_err(NetError::Config)?;
+        A::TOPOLOGY.default_topology(n, None, &mut rng).map_err(|e| NetError::Config(e.to_string()))?;
     let (candidates, report) = detection_candidates(A::FAMILY, &cfg.params)?;
     let mut errors = Vec::new();
     for (values, added) in candidates {

@@ -5,7 +5,7 @@
 //! all, orders the records by wall-clock time (all nodes of a loopback or Docker cluster read
 //! the same kernel clock, and every causal chain crosses a message, so the order respects
 //! causality), and replays them into the family's checker from
-//! [`ringleader_sim::checkers`]: requests, emitted events, and the faults it can see. A node
+//! [`ringleader_judge::checkers`]: requests, emitted events, and the faults it can see. A node
 //! whose trace shows a second `start` was restarted: it crashed (lost its memory) just before.
 //! Nodes named with `down` were killed for good: they crash after their last record.
 
@@ -16,7 +16,7 @@ use std::path::Path;
 use ringleader_algorithms::Family;
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Event, NodeId, Uid};
-use ringleader_sim::checkers::{self, Stamp, Status, Violations, World};
+use ringleader_judge::checkers::{self, Stamp, Status, Violations, World};
 use serde::Serialize;
 
 /// What `verify` found.

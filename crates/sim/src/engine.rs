@@ -20,13 +20,13 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::{Algorithm, Info, Params, Setup};
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Action, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
+use ringleader_judge::checkers::{self, Checker, Stamp, Status, Violations, World};
+use ringleader_judge::trace::Tracer;
 
-use crate::checkers::{self, Checker, Stamp, Status, Violations, World};
 use crate::clock::Clock;
 use crate::network::{Cut, Network};
 use crate::queue::EventQueue;
 use crate::scenario::{Initiators, RunConfig};
-use crate::trace::Tracer;
 use crate::workload::{Scheduled, Workload};
 use crate::workload_deadlock::{DeadlockWorkload, Step, Tick};
 use crate::{SimError, topologies};

@@ -439,7 +439,9 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
     }
     let properties = properties_of(info);
     for v in &s.expect.violations {
-        if crate::checkers::ALL_PROPERTIES.contains(&v.as_str()) && !properties.contains(&v.as_str()) {
+        if ringleader_judge::checkers::ALL_PROPERTIES.contains(&v.as_str())
+            && !properties.contains(&v.as_str())
+        {
             return Err(blame.error(
                 "expect.violations",
                 v,

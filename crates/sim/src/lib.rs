@@ -2,8 +2,8 @@
 //!
 //! Runs any [`ringleader_algorithms::Algorithm`] under a network model (latency distributions,
 //! loss, duplication, FIFO links, partitions), a fault plan (crash, recover, pause), drifting
-//! physical clocks and a workload, with property checkers judging every step. Same seed and
-//! scenario → the same trace, byte for byte.
+//! physical clocks and a workload, with the property checkers of [`ringleader_judge`] judging
+//! every step. Same seed and scenario → the same trace, byte for byte.
 //!
 //! ```
 //! use ringleader_sim::{RunConfig, RunOptions, run};
@@ -15,11 +15,9 @@
 //! ```
 
 #![warn(missing_docs)]
-pub mod checkers;
 pub mod clock;
 pub mod engine;
 pub mod input;
-pub mod mermaid;
 pub mod network;
 pub mod notation;
 pub mod queue;
@@ -28,7 +26,6 @@ pub mod scenario;
 pub mod stories;
 pub mod sweep;
 pub mod topologies;
-pub mod trace;
 pub mod workload;
 pub mod workload_clock;
 pub mod workload_deadlock;
@@ -86,7 +83,7 @@ pub struct RunResult {
 impl RunResult {
     /// The Mermaid sequence diagram of the kept trace.
     pub fn mermaid(&self) -> String {
-        mermaid::render(&self.records, &self.uids, self.violation_window)
+        ringleader_judge::mermaid::render(&self.records, &self.uids, self.violation_window)
     }
 }
 
@@ -116,7 +113,7 @@ pub fn run_algorithm<A: Algorithm>(cfg: &RunConfig, mut opts: RunOptions) -> Res
     };
     let tracer = if opts.trace.is_some() || opts.keep_trace {
         Some(
-            trace::Tracer::new(cfg.nodes as usize, opts.trace.as_deref(), opts.keep_trace)
+            ringleader_judge::trace::Tracer::new(cfg.nodes as usize, opts.trace.as_deref(), opts.keep_trace)
                 .map_err(trace_err)?,
         )
     } else {
@@ -213,7 +210,11 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
         let shortfall = (w.issued() < w.asked()).then(|| {
             if sim.stopped() == Stop::Duration {
                 format!("the run was cut off at {:.3} ms", sim.now() as f64 / 1e6)
-            } else if !w.requesters().iter().any(|&r| sim.status()[r as usize] != checkers::Status::Crashed) {
+            } else if !w
+                .requesters()
+                .iter()
+                .any(|&r| sim.status()[r as usize] != ringleader_judge::checkers::Status::Crashed)
+            {
                 "every requester crashed".to_string()
             } else {
                 "the run ended with a request unserved, so the workload could not go on".to_string()

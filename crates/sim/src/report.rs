@@ -3,9 +3,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use ringleader_judge::checkers::{Percentiles, Undecided, Violation};
 use serde::Serialize;
-
-use crate::checkers::{Percentiles, Undecided, Violation};
 
 /// Message totals.
 #[derive(Clone, Debug, PartialEq, Serialize)]

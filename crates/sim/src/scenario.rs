@@ -521,12 +521,12 @@ impl Scenario {
             }
             fanout
         };
-        let known: BTreeSet<&str> = crate::checkers::ALL_PROPERTIES.iter().copied().collect();
+        let known: BTreeSet<&str> = ringleader_judge::checkers::ALL_PROPERTIES.iter().copied().collect();
         for v in &self.expect.violations {
             if !known.contains(v.as_str()) {
                 return bad(format!(
                     "expected violation {v:?} is not a property; known: {}",
-                    crate::checkers::ALL_PROPERTIES.join(", ")
+                    ringleader_judge::checkers::ALL_PROPERTIES.join(", ")
                 ));
             }
         }

@@ -7,7 +7,7 @@
 //! connected shape, tree algorithms only the acyclic ones, ring and complete-graph algorithms none
 //! — and [`build_shape`] builds the chosen one.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -16,6 +16,7 @@ use rand::RngExt;
 use rand::seq::SliceRandom;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::TopologyKind;
+use ringleader_algorithms::topology::{binary_tree_edges, default_edges, random_connected};
 use ringleader_core::{NodeId, Topology, Uid};
 use serde::{Deserialize, Serialize};
 
@@ -218,7 +219,9 @@ impl Shape {
         rng: &mut Xoshiro256PlusPlus,
     ) -> Result<Topology, String> {
         Ok(match self {
-            Shape::Random => random_connected(n, edges.unwrap_or(default_edges(n)), rng)?,
+            Shape::Random => {
+                random_connected(n, edges.unwrap_or(default_edges(n)), rng).map_err(|e| e.to_string())?
+            }
             Shape::Grid => Topology::from_edges(n, &grid_edges(n)),
             Shape::Tree => Topology::from_edges(n, &binary_tree_edges(n)),
             Shape::Line => Topology::from_edges(n, &line_edges(n)),
@@ -227,29 +230,6 @@ impl Shape {
             Shape::File(list) => Topology::from_edges(n, &list.edges),
         })
     }
-}
-
-/// The default edge count of a random connected graph on `n` nodes: 2n, or the complete graph's
-/// n(n − 1)/2 when that is smaller (n ≤ 4).
-pub fn default_edges(n: u32) -> u64 {
-    (2 * n as u64).min(n as u64 * (n as u64).saturating_sub(1) / 2)
-}
-
-/// The topology of `kind` on `n` nodes, in the kind's default shape; `edges` sets the edge count
-/// of a random graph (default [`default_edges`]). Ignores `edges` for other kinds.
-pub fn build(
-    kind: TopologyKind,
-    n: u32,
-    edges: Option<u64>,
-    rng: &mut Xoshiro256PlusPlus,
-) -> Result<Topology, String> {
-    Ok(match kind {
-        TopologyKind::Complete => Topology::Complete { n },
-        TopologyKind::Ring => Topology::Ring { n },
-        TopologyKind::BiRing => Topology::BiRing { n },
-        TopologyKind::Tree => Shape::Tree.build(n, None, rng)?,
-        TopologyKind::Graph => Shape::Random.build(n, edges, rng)?,
-    })
 }
 
 /// The topology for `algorithm` (of `kind`) on `n` nodes in the run's chosen `shape` (`None`:
@@ -264,7 +244,7 @@ pub fn build_shape(
 ) -> Result<Topology, String> {
     check(kind, algorithm, n, shape, edges)?;
     match shape {
-        None => build(kind, n, edges, rng),
+        None => kind.default_topology(n, edges, rng).map_err(|e| e.to_string()),
         Some(s) => s.build(n, edges, rng),
     }
 }
@@ -383,11 +363,6 @@ pub fn grid_edges(n: u32) -> Vec<(NodeId, NodeId)> {
     edges
 }
 
-/// The balanced binary tree rooted at position 0: position i's parent is (i − 1) / 2.
-pub fn binary_tree_edges(n: u32) -> Vec<(NodeId, NodeId)> {
-    (1..n).map(|i| ((i - 1) / 2, i)).collect()
-}
-
 /// The path 0 – 1 – … – (n − 1).
 pub fn line_edges(n: u32) -> Vec<(NodeId, NodeId)> {
     (1..n).map(|i| (i - 1, i)).collect()
@@ -472,38 +447,6 @@ fn describe_unreached(unreached: &[NodeId]) -> String {
     }
 }
 
-/// A uniformly seeded random connected graph with exactly `m` edges: a random spanning tree
-/// (each node, in a random order, attaches to a random earlier one) plus random extra edges.
-pub fn random_connected(n: u32, m: u64, rng: &mut Xoshiro256PlusPlus) -> Result<Topology, String> {
-    let max = n as u64 * (n as u64).saturating_sub(1) / 2;
-    let min = (n as u64).saturating_sub(1);
-    if m < min || m > max {
-        return Err(format!("--edges {m}: a connected graph on {n} nodes has between {min} and {max} edges"));
-    }
-    let mut order: Vec<NodeId> = (0..n).collect();
-    order.shuffle(rng);
-    let mut edges = Vec::with_capacity(m as usize);
-    let mut seen: HashSet<(NodeId, NodeId)> = HashSet::with_capacity(m as usize);
-    for i in 1..n as usize {
-        let j = rng.random_range(0..i);
-        let (a, b) = (order[i].min(order[j]), order[i].max(order[j]));
-        seen.insert((a, b));
-        edges.push((a, b));
-    }
-    while (edges.len() as u64) < m {
-        let a = rng.random_range(0..n);
-        let b = rng.random_range(0..n);
-        if a == b {
-            continue;
-        }
-        let key = (a.min(b), a.max(b));
-        if seen.insert(key) {
-            edges.push(key);
-        }
-    }
-    Ok(Topology::from_edges(n, &edges))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,16 +475,6 @@ mod tests {
         }
         assert!(random_connected(10, 8, &mut rng).is_err());
         assert!(random_connected(4, 7, &mut rng).is_err());
-    }
-
-    #[test]
-    fn the_default_edge_count_is_2n_capped_by_the_complete_graph() {
-        assert_eq!([1, 2, 3, 4, 5, 10].map(default_edges), [0, 1, 3, 6, 10, 20]);
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-        for n in 1..=6 {
-            let t = build(TopologyKind::Graph, n, None, &mut rng).unwrap();
-            assert_eq!(t.edge_count(), default_edges(n));
-        }
     }
 
     #[test]
@@ -708,7 +641,7 @@ mod tests {
         for kind in [TopologyKind::Graph, TopologyKind::Tree, TopologyKind::Ring] {
             assert_eq!(
                 build_shape(kind, "x", 20, None, None, &mut a).unwrap(),
-                build(kind, 20, None, &mut b).unwrap()
+                kind.default_topology(20, None, &mut b).unwrap()
             );
         }
         assert!(build_shape(TopologyKind::Tree, "raymond", 9, Some(&Shape::Grid), None, &mut a).is_err());

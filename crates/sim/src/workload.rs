@@ -21,8 +21,8 @@
 use rand_distr::{Distribution, Exp};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::{NodeId, Request, Time};
+use ringleader_judge::checkers::Status;
 
-use crate::checkers::Status;
 use crate::scenario::WorkloadKind;
 
 /// A request to deliver at a time.

@@ -18,10 +18,10 @@ use ringleader_algorithms::election::yoyo::YoYo;
 use ringleader_algorithms::mutex::raymond::Raymond;
 use ringleader_core::trace::RecordKind;
 use ringleader_core::{Event, Message, NodeId, Process, Topology};
+use ringleader_judge::trace::Tracer;
 use ringleader_sim::notation::Latency;
 use ringleader_sim::scenario::{IdArrangement, Initiators, WorkloadKind};
 use ringleader_sim::topologies::{EdgeList, Shape, parse_edge_list};
-use ringleader_sim::trace::Tracer;
 use ringleader_sim::{RunConfig, Simulation, Stop};
 
 fn log2_ceil(n: u64) -> u64 {

@@ -207,7 +207,7 @@ fn sent_is_delivered_plus_dropped_plus_in_flight() {
 
 #[test]
 fn latency_summaries_are_exact_at_the_ends() {
-    use ringleader_sim::checkers::Latencies;
+    use ringleader_judge::checkers::Latencies;
     let mut one = Latencies::default();
     one.record(6_000_639);
     let p = one.summary().unwrap();

@@ -1,0 +1,19 @@
+//! # ringleader-judge: what every driver uses to judge and record a run
+//!
+//! The simulator, the model checker and real nodes run the same sans-IO processes; this crate
+//! holds what they share to say whether a run kept its promises and to show it:
+//!
+//! - [`checkers`]: the property checkers of each family (agreement, safety, fencing, the clock
+//!   condition, soundness …), fed the events, requests and faults of a run and the global view
+//!   no process has ([`checkers::World`]: who is really up, crashed or paused);
+//! - [`trace`]: the JSON-lines trace writer, which stamps every record with Lamport and vector
+//!   timestamps;
+//! - [`mermaid`]: the Mermaid sequence diagram of a trace.
+//!
+//! It depends on `ringleader-core` and `ringleader-algorithms` only: no event queue, no network
+//! model, no scenario parser.
+
+#![warn(missing_docs)]
+pub mod checkers;
+pub mod mermaid;
+pub mod trace;
