@@ -33,7 +33,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::driver::{ApiInput, Shared};
+use crate::shared::{Input, Shared};
 
 type AppState = Arc<Shared>;
 
@@ -135,7 +135,7 @@ async fn election(State(s): State<AppState>, RawQuery(q): RawQuery) -> Result<Re
             format!("{} is a {} algorithm; it holds no elections", s.algorithm, s.family.name()),
         ));
     }
-    send(&s, ApiInput::Request(Request::StartElection)).await?;
+    send(&s, Input::Request(Request::StartElection)).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "id": s.id, "requested": "election" }))).into_response())
 }
 
@@ -149,7 +149,7 @@ fn lock_family(s: &Shared) -> Result<(), ApiError> {
     Ok(())
 }
 
-async fn send(s: &Shared, input: ApiInput) -> Result<(), ApiError> {
+async fn send(s: &Shared, input: Input<Infallible, Infallible>) -> Result<(), ApiError> {
     s.api_tx
         .send(input)
         .await
@@ -182,7 +182,7 @@ async fn lock(State(s): State<AppState>, RawQuery(q): RawQuery) -> Result<Respon
     lock_family(&s)?;
     let timeout = lock_timeout(&q)?;
     let (tx, rx) = oneshot::channel();
-    send(&s, ApiInput::Acquire(tx)).await?;
+    send(&s, Input::Acquire(tx)).await?;
     let answer = match timeout {
         Some(t) => match tokio::time::timeout(t, rx).await {
             Ok(a) => a,
@@ -206,7 +206,7 @@ async fn unlock(State(s): State<AppState>, RawQuery(q): RawQuery) -> Result<Resp
     no_query(&q)?;
     lock_family(&s)?;
     let (tx, rx) = oneshot::channel();
-    send(&s, ApiInput::Release(tx)).await?;
+    send(&s, Input::Release(tx)).await?;
     match rx.await {
         Ok(Ok(fencing)) => Ok(Json(json!({ "id": s.id, "released": fencing })).into_response()),
         Ok(Err(e)) => Err(ApiError(StatusCode::CONFLICT, e)),

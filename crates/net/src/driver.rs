@@ -11,7 +11,8 @@
 //! delivery, timer, request, send) ticks them, a send carries them in its envelope and a
 //! delivery merges them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::convert::Infallible;
 use std::future::Future;
 use std::io::Write;
 use std::pin::Pin;
@@ -19,169 +20,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use ringleader_algorithms::{Algorithm, Family, Params, Setup, Visitor};
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Action, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
-use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::{Counters, PeerStatus, Status};
+use crate::metrics::Counters;
+use crate::shared::{Input, NodeEvent, PeerLink, Shared, View};
 use crate::wire::Envelope;
 use crate::{NetError, NodeConfig, NodeHandle, transport};
-
-/// An input of the driver loop.
-pub enum Input<M, T> {
-    /// A peer's message.
-    Message {
-        /// Sender position.
-        from: NodeId,
-        /// The envelope.
-        env: Envelope<M>,
-    },
-    /// A timer's sleep ended.
-    Timer {
-        /// Which timer.
-        timer: T,
-        /// The generation it was armed with.
-        generation: u64,
-    },
-    /// An application request.
-    Request(Request),
-    /// The HTTP API asks for the critical section; answered with the fencing token.
-    Acquire(oneshot::Sender<Result<u64, String>>),
-    /// The HTTP API releases the critical section; answered with the fencing token released.
-    Release(oneshot::Sender<Result<u64, String>>),
-    /// Every peer is connected (or the settle time passed): an election node that knows no
-    /// leader yet starts an election.
-    ElectAtStart,
-}
-
-/// The boxed, type-erased version of [`Input`] the API uses.
-pub enum ApiInput {
-    /// See [`Input::Request`].
-    Request(Request),
-    /// See [`Input::Acquire`].
-    Acquire(oneshot::Sender<Result<u64, String>>),
-    /// See [`Input::Release`].
-    Release(oneshot::Sender<Result<u64, String>>),
-}
-
-/// An event as `/events` publishes it.
-#[derive(Clone, Debug, Serialize)]
-pub struct NodeEvent {
-    /// The id of the node that emitted it.
-    pub id: Uid,
-    /// Wall-clock time, ns since the Unix epoch.
-    pub time_ns: u64,
-    /// The event.
-    #[serde(flatten)]
-    pub event: Event,
-}
-
-/// What the node believes, folded from its events.
-#[derive(Clone, Debug, Default)]
-pub struct View {
-    /// Known leader.
-    pub leader: Option<Uid>,
-    /// Term of the last leader announcement.
-    pub term: Option<u64>,
-    /// An election is under way (started, no leader since).
-    pub electing: bool,
-    /// Suspected positions.
-    pub suspected: BTreeSet<NodeId>,
-    /// Fencing token of the section held.
-    pub holding: Option<u64>,
-    /// Waiting for the section.
-    pub waiting: bool,
-}
-
-/// One peer link, shared by the driver, its writer task and the API.
-pub struct PeerLink {
-    /// The peer's id.
-    pub id: Uid,
-    /// Its position.
-    pub position: NodeId,
-    /// Its address.
-    pub addr: String,
-    /// True while the outgoing connection is up.
-    pub connected: AtomicBool,
-    /// The outgoing queue.
-    pub queue: mpsc::Sender<Bytes>,
-}
-
-/// A node's state shared between its tasks.
-pub struct Shared {
-    /// This node's id.
-    pub id: Uid,
-    /// Its position.
-    pub position: NodeId,
-    /// Every member's id by position.
-    pub members: Vec<Uid>,
-    /// The algorithm's name.
-    pub algorithm: &'static str,
-    /// Its family.
-    pub family: Family,
-    /// Counters.
-    pub counters: Counters,
-    /// The node's view.
-    pub view: Mutex<View>,
-    /// Event publication for `/events`.
-    pub events: broadcast::Sender<NodeEvent>,
-    /// Peer links by position (`None` at our own position).
-    pub peers: Vec<Option<PeerLink>>,
-    /// Inputs from the API to the driver.
-    pub api_tx: mpsc::Sender<ApiInput>,
-}
-
-impl Shared {
-    /// The status document of `/status`.
-    pub fn status(&self) -> Status {
-        let view = self.view.lock().expect("view lock").clone();
-        let role = match self.family {
-            Family::Election | Family::Detector => {
-                if view.leader == Some(self.id) {
-                    "leader"
-                } else if view.electing {
-                    "candidate"
-                } else if view.leader.is_some() {
-                    "follower"
-                } else {
-                    "unknown"
-                }
-            }
-            _ if view.holding.is_some() => "holder",
-            _ if view.waiting => "waiting",
-            _ => "idle",
-        };
-        let peers = self
-            .peers
-            .iter()
-            .flatten()
-            .map(|p| PeerStatus {
-                id: p.id,
-                addr: p.addr.clone(),
-                connected: p.connected.load(Ordering::Relaxed),
-                suspected: view.suspected.contains(&p.position),
-                queued: p.queue.max_capacity() - p.queue.capacity(),
-            })
-            .collect();
-        let counters = self.counters.list().into_iter().map(|(k, _, v)| (k.to_string(), v.into())).collect();
-        Status {
-            id: self.id,
-            position: self.position,
-            algorithm: self.algorithm,
-            family: self.family.name(),
-            role,
-            leader: view.leader,
-            term: view.term,
-            holding: view.holding,
-            peers,
-            counters,
-        }
-    }
-}
 
 /// The OS wall clock, ns since the Unix epoch.
 pub fn wall_ns() -> u64 {
@@ -354,7 +202,7 @@ async fn launch<A: Algorithm>(
     };
 
     let (input_tx, input_rx) = mpsc::channel::<Input<A::Msg, A::Timer>>(4096);
-    let (api_tx, mut api_rx) = mpsc::channel::<ApiInput>(256);
+    let (api_tx, mut api_rx) = mpsc::channel::<Input<Infallible, Infallible>>(256);
     let mut writers = Vec::new();
     let peers: Vec<Option<PeerLink>> = members
         .iter()
@@ -407,12 +255,7 @@ async fn launch<A: Algorithm>(
                     item = api_rx.recv() => item,
                 };
                 let Some(item) = item else { return };
-                let input = match item {
-                    ApiInput::Request(r) => Input::Request(r),
-                    ApiInput::Acquire(tx) => Input::Acquire(tx),
-                    ApiInput::Release(tx) => Input::Release(tx),
-                };
-                if input_tx.send(input).await.is_err() {
+                if input_tx.send(item.widen()).await.is_err() {
                     return;
                 }
             }

@@ -15,6 +15,8 @@
 //!   and its trace;
 //! - [`transport`]: the listener, the inbound connection readers and the outbound writers;
 //! - [`api`]: the HTTP API (`/status`, `/election`, `/lock`, `/events`, `/metrics`);
+//! - [`shared`]: what the node's tasks share: the driver loop's inputs, the node's view, its peer
+//!   links;
 //! - [`metrics`]: counters and the status document;
 //! - [`verify`]: merging node traces and judging them with the simulator's checkers.
 //!
@@ -27,6 +29,7 @@ pub mod api;
 pub mod auth;
 pub mod driver;
 pub mod metrics;
+pub mod shared;
 pub mod transport;
 pub mod verify;
 pub mod wire;
@@ -40,7 +43,7 @@ use ringleader_core::time::MILLISECOND;
 use ringleader_core::{Time, Uid};
 use tokio_util::sync::CancellationToken;
 
-pub use driver::Shared;
+pub use shared::Shared;
 
 /// Everything one node needs to start.
 #[derive(Clone, Debug)]

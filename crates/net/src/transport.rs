@@ -25,8 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::NodeConfig;
 use crate::auth;
-use crate::driver::{Input, Shared};
 use crate::metrics::Counters;
+use crate::shared::{Input, Shared};
 use crate::wire::{self, Challenge, Envelope, FrameError, Hello, Proof};
 
 /// How long an inbound connection may take to send its hello.
