@@ -15,6 +15,7 @@
 
 #![warn(missing_docs)]
 pub mod clocks;
+pub mod configure;
 pub mod deadlock;
 pub mod detectors;
 pub mod election;
@@ -25,6 +26,7 @@ pub mod params;
 pub mod registry;
 pub mod topology;
 
+pub use configure::{ConfigError, configure};
 pub use params::{ParamError, Params};
 pub use registry::{Info, Visitor, all, dispatch, find};
 pub use topology::TopologyKind;
