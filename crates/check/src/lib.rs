@@ -74,6 +74,8 @@
 pub mod model;
 pub mod network;
 pub mod properties;
+pub mod property;
+mod search;
 
 use std::time::Instant;
 
@@ -340,7 +342,8 @@ pub fn check_algorithm_with_progress<A: Algorithm>(
                 .replay(&steps)
                 .ok_or("a discovered path does not replay (nondeterministic handler?)")?;
             if always {
-                let mut detail = properties::violation(model, &last, p.name).unwrap_or_default();
+                let judged = property::CheckProperty::from_name(p.name).expect("a property of ours");
+                let mut detail = properties::violation(model, &last, judged).unwrap_or_default();
                 if p.name == "safety" {
                     detail = safety_story(model, &rec_entrant(&steps), &last).unwrap_or(detail);
                 }

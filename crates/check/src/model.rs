@@ -3,7 +3,7 @@
 //! A [`State`] is every process's own state, the messages in flight, the armed timers, who is
 //! crashed, what the application may still ask, and what each node has *reported* (the
 //! observable events the simulator's checkers judge). A [`Step`] is one thing that may happen
-//! next; [`CheckModel::actions`] lists every one of them, so the checker explores every order.
+//! next; [`CheckModel::steps`] lists every one of them, so the checker explores every order.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,10 +17,9 @@ use ringleader_core::{
 use ringleader_judge::checkers::mutex::fencing_regression;
 use ringleader_judge::checkers::{Status, World};
 use ringleader_judge::trace::Tracer;
-use stateright::Model;
 
 use crate::network::{Envelope, InFlight, NetworkKind};
-use crate::properties;
+use crate::property::CheckProperty;
 
 /// What to explore: the system, its network, its faults and what the application may ask.
 #[derive(Clone, Debug)]
@@ -146,7 +145,7 @@ pub struct CheckModel<A: Algorithm> {
     /// The topology the algorithm is written for.
     pub topology: Topology,
     config: A::Config,
-    /// Properties already discovered, one bit per [`properties::NAMES`] index (see
+    /// Properties already discovered, one bit per [`CheckProperty::bit`] (see
     /// [`CheckModel::latch_always`]); `None` when not latching (the explorer).
     latched: Option<AtomicU64>,
     /// Once set, no state has successors: the search drains what it holds and ends (a budget
@@ -173,15 +172,7 @@ impl<A: Algorithm> CheckModel<A> {
         let params = Params::new(bounds.params.clone());
         let setup =
             Setup { uids: &uids, topology: &topology, params: &params, max_delay: bounds.max_delay, seed: 1 };
-        let config = A::configure(&setup).map_err(|e| format!("{}: {e}", A::NAME))?;
-        if let Some(key) = params.unknown().into_iter().next() {
-            let allowed = params.asked();
-            return Err(format!(
-                "unknown parameter `{key}` for {}; it takes: {}",
-                A::NAME,
-                if allowed.is_empty() { "no parameters".into() } else { allowed.join(", ") }
-            ));
-        }
+        let config = ringleader_algorithms::configure::<A>(&setup).map_err(|e| e.to_string())?;
         Ok(CheckModel {
             bounds,
             info: Info::of::<A>(),
@@ -200,17 +191,13 @@ impl<A: Algorithm> CheckModel<A> {
         self
     }
 
-    fn bit(name: &str) -> u64 {
-        1 << properties::NAMES.iter().position(|&n| n == name).expect("a known property")
-    }
-
-    /// Judges the `always` property `name` in one state: `violation` says why it is violated
+    /// Judges the `always` property `p` in one state: `violation` says why it is violated
     /// there, if it is. After the first violation the property reports "holds" everywhere, so
     /// that the checker keeps the first counterexample found — with a breadth-first search on
     /// one thread, a shortest one.
-    pub fn latch_always(&self, name: &str, violation: impl FnOnce() -> Option<String>) -> bool {
+    pub fn latch_always(&self, p: CheckProperty, violation: impl FnOnce() -> Option<String>) -> bool {
         let Some(latched) = &self.latched else { return violation().is_none() };
-        let bit = Self::bit(name);
+        let bit = p.bit();
         if latched.load(Ordering::Relaxed) & bit != 0 {
             return true;
         }
@@ -221,11 +208,11 @@ impl<A: Algorithm> CheckModel<A> {
         holds
     }
 
-    /// Judges the `sometimes` property `name` in one state; after the first state that reaches
+    /// Judges the `sometimes` property `p` in one state; after the first state that reaches
     /// it, reports "not reached" everywhere (see [`CheckModel::latch_always`]).
-    pub fn latch_sometimes(&self, name: &str, reached: impl FnOnce() -> bool) -> bool {
+    pub fn latch_sometimes(&self, p: CheckProperty, reached: impl FnOnce() -> bool) -> bool {
         let Some(latched) = &self.latched else { return reached() };
-        let bit = Self::bit(name);
+        let bit = p.bit();
         if latched.load(Ordering::Relaxed) & bit != 0 {
             return false;
         }
@@ -515,45 +502,6 @@ impl<A: Algorithm> CheckModel<A> {
             }
         }
         Some((rec, s))
-    }
-}
-
-impl<A: Algorithm> Model for CheckModel<A> {
-    type State = State<A>;
-    type Action = StepOf<A>;
-
-    fn init_states(&self) -> Vec<State<A>> {
-        vec![self.initial(None)]
-    }
-
-    fn actions(&self, s: &State<A>, actions: &mut Vec<StepOf<A>>) {
-        // Properties judge quiescence from the model's own steps, never from this list, so a
-        // halted search cannot make a state look final.
-        if self.halt.load(std::sync::atomic::Ordering::Relaxed) {
-            return;
-        }
-        self.steps(s, actions);
-    }
-
-    fn next_state(&self, s: &State<A>, step: StepOf<A>) -> Option<State<A>> {
-        let mut next = s.clone();
-        self.apply(&mut next, step, None).then_some(next)
-    }
-
-    fn format_action(&self, step: &StepOf<A>) -> String {
-        let p = |n: &NodeId| format!("P{n} (id {})", self.uids[*n as usize]);
-        match step {
-            Step::Request { node, request } => format!("{} is asked {request:?}", p(node)),
-            Step::Deliver(e) => format!("{} receives {:?} from {}", p(&e.to), e.msg, p(&e.from)),
-            Step::Drop(e) => format!("{:?} from {} to {} is lost", e.msg, p(&e.from), p(&e.to)),
-            Step::Timer { node, timer } => format!("{} timer {timer:?} fires", p(node)),
-            Step::Crash(node) => format!("{} crashes", p(node)),
-            Step::Recover(node) => format!("{} recovers", p(node)),
-        }
-    }
-
-    fn properties(&self) -> Vec<stateright::Property<Self>> {
-        properties::for_family::<A>(self.info.family)
     }
 }
 

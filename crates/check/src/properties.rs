@@ -34,51 +34,45 @@ use ringleader_judge::checkers::mutex::{fencing_detail, other_holder, safety_det
 use stateright::Property;
 
 use crate::model::{CheckModel, State};
+use crate::property::CheckProperty;
 
-/// Every property name, in a fixed order (a property's index is its bit in the model's latch).
-pub const NAMES: &[&str] = &[
-    "uniqueness",
-    "agreement",
-    "validity",
-    "termination",
-    "elected",
-    "safety",
-    "fencing",
-    "liveness",
-    "entered",
-];
-
-/// The properties of `family`, in report order.
+/// The stateright properties of `family`, in report order.
 pub fn for_family<A: Algorithm>(family: Family) -> Vec<Property<CheckModel<A>>> {
-    match family {
-        Family::Election => vec![
-            Property::always("uniqueness", |m, s| {
-                m.latch_always("uniqueness", || violation::<A>(m, s, "uniqueness"))
-            }),
-            Property::always("agreement", |m, s| {
-                m.latch_always("agreement", || violation::<A>(m, s, "agreement"))
-            }),
-            Property::always("validity", |m, s| {
-                m.latch_always("validity", || violation::<A>(m, s, "validity"))
-            }),
-            Property::always("termination", |m, s| {
-                m.latch_always("termination", || violation::<A>(m, s, "termination"))
-            }),
-            Property::sometimes("elected", |m, s| {
-                m.latch_sometimes("elected", || reached::<A>(m, s, "elected"))
-            }),
-        ],
-        Family::Mutex => vec![
-            Property::always("safety", |m, s| m.latch_always("safety", || violation::<A>(m, s, "safety"))),
-            Property::always("fencing", |m, s| m.latch_always("fencing", || violation::<A>(m, s, "fencing"))),
-            Property::always("liveness", |m, s| {
-                m.latch_always("liveness", || violation::<A>(m, s, "liveness"))
-            }),
-            Property::sometimes("entered", |m, s| {
-                m.latch_sometimes("entered", || reached::<A>(m, s, "entered"))
-            }),
-        ],
-        _ => Vec::new(),
+    CheckProperty::of_family(family)
+        .iter()
+        .map(|&p| {
+            let judged = condition::<A>(p);
+            if p.always() {
+                Property::always(p.name(), judged)
+            } else {
+                Property::sometimes(p.name(), judged)
+            }
+        })
+        .collect()
+}
+
+/// The condition stateright evaluates for `p` in a state (a function pointer: one per property).
+fn condition<A: Algorithm>(p: CheckProperty) -> fn(&CheckModel<A>, &State<A>) -> bool {
+    use CheckProperty::*;
+    match p {
+        Uniqueness => |m, s| judge(m, s, Uniqueness),
+        Agreement => |m, s| judge(m, s, Agreement),
+        Validity => |m, s| judge(m, s, Validity),
+        Termination => |m, s| judge(m, s, Termination),
+        Elected => |m, s| judge(m, s, Elected),
+        Safety => |m, s| judge(m, s, Safety),
+        Fencing => |m, s| judge(m, s, Fencing),
+        Liveness => |m, s| judge(m, s, Liveness),
+        Entered => |m, s| judge(m, s, Entered),
+    }
+}
+
+/// `p` in `s`, latched: an `always` property holds, a `sometimes` property is reached.
+fn judge<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -> bool {
+    if p.always() {
+        m.latch_always(p, || violation(m, s, p))
+    } else {
+        m.latch_sometimes(p, || reached(m, s, p))
     }
 }
 
@@ -86,10 +80,11 @@ fn live<A: Algorithm>(s: &State<A>) -> impl Iterator<Item = (NodeId, &crate::mod
     s.nodes.iter().enumerate().filter(|(_, v)| !v.crashed).map(|(p, v)| (p as NodeId, v))
 }
 
-/// Why the `always` property `name` is violated in `s`, or `None` when it holds there.
-pub fn violation<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, name: &str) -> Option<String> {
-    match name {
-        "uniqueness" => {
+/// Why the `always` property `p` is violated in `s`, or `None` when it holds there (always
+/// `None` for a `sometimes` property).
+pub fn violation<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -> Option<String> {
+    match p {
+        CheckProperty::Uniqueness => {
             let mut claims: BTreeMap<u64, BTreeSet<NodeId>> = BTreeMap::new();
             for (p, v) in live(s) {
                 if let Some((leader, term)) = v.belief
@@ -103,7 +98,7 @@ pub fn violation<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, name: &str) -> O
                 .find(|(_, set)| rival_claimants(set))
                 .map(|(&t, set)| uniqueness_detail(&m.uids, set, t))
         }
-        "agreement" | "validity" | "termination" => {
+        CheckProperty::Agreement | CheckProperty::Validity | CheckProperty::Termination => {
             if !m.quiescent(s) {
                 return None;
             }
@@ -111,16 +106,18 @@ pub fn violation<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, name: &str) -> O
             let belief: Vec<_> = s.nodes.iter().map(|v| v.belief).collect();
             end_of_run(&m.world(&status), &belief, s.started)
                 .into_iter()
-                .find(|(p, _)| *p == name)
+                .find(|(name, _)| *name == p.name())
                 .map(|(_, d)| d)
         }
-        "safety" => {
+        CheckProperty::Safety => {
             let holders: BTreeSet<NodeId> = live(s).filter(|(_, v)| v.holding).map(|(p, _)| p).collect();
             let entrant = *holders.last()?;
             other_holder(&holders, entrant).map(|other| safety_detail(&m.uids, entrant, other))
         }
-        "fencing" => s.fencing_broken.map(|(node, token, prev)| fencing_detail(&m.uids, node, token, prev)),
-        "liveness" => {
+        CheckProperty::Fencing => {
+            s.fencing_broken.map(|(node, token, prev)| fencing_detail(&m.uids, node, token, prev))
+        }
+        CheckProperty::Liveness => {
             let (p, _) = live(s).find(|(_, v)| v.waiting)?;
             m.quiescent(s).then(|| {
                 format!(
@@ -129,15 +126,18 @@ pub fn violation<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, name: &str) -> O
                 )
             })
         }
-        _ => None,
+        CheckProperty::Elected | CheckProperty::Entered => None,
     }
 }
 
-/// True when the `sometimes` property `name` is reached in `s`.
-pub fn reached<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, name: &str) -> bool {
-    match name {
-        "elected" => live(s).any(|(p, v)| v.belief.is_some_and(|(l, _)| l == m.uids[p as usize])),
-        "entered" => live(s).any(|(_, v)| v.holding),
+/// True when the `sometimes` property `p` is reached in `s` (always false for an `always`
+/// property).
+pub fn reached<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -> bool {
+    match p {
+        CheckProperty::Elected => {
+            live(s).any(|(p, v)| v.belief.is_some_and(|(l, _)| l == m.uids[p as usize]))
+        }
+        CheckProperty::Entered => live(s).any(|(_, v)| v.holding),
         _ => false,
     }
 }
