@@ -6,9 +6,12 @@
 //! loss, duplication, workloads, the randomness handed to processes — comes from one
 //! Xoshiro256++ stream seeded by `--seed`.
 //!
-//! One step = one event taken from the queue: a delivery, a timer, an application request or a
-//! fault. The process's handler runs, its outbox is carried out in order, the checker sees every
-//! emitted event, and the trace (when asked for) gets one record per thing that happened.
+//! One step = one event taken from the queue: a delivery, a timer, an application request, a
+//! fault or a workload's own timer. The loop ([`Simulation::run`]) reads as its concerns: *pop*
+//! the next item, *handle* it ([`Simulation::handle`]: the process's handler runs, or the fault
+//! strikes), *carry out* the outbox in order ([`Simulation::apply`]), *judge* (the checker sees
+//! every request, fault and emitted event through [`Simulation::judge`]), and let the
+//! [`Workload`]s react; the trace (when asked for) gets one record per thing that happened.
 //!
 //! The hot path allocates nothing per event: the outbox buffer is reused, messages live inline
 //! in the queue entries, timers are a short per-node list, and tracing costs one branch when off.
@@ -17,7 +20,7 @@ use std::collections::BTreeMap;
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use ringleader_algorithms::{Algorithm, Info, Params, Setup};
+use ringleader_algorithms::{Algorithm, Family, Info, Params, Setup};
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Action, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
 use ringleader_judge::checkers::{self, Checker, Stamp, Status, Violations, World};
@@ -26,9 +29,12 @@ use ringleader_judge::trace::Tracer;
 use crate::clock::Clock;
 use crate::network::{Cut, Network};
 use crate::queue::EventQueue;
-use crate::scenario::{Initiators, RunConfig};
-use crate::workload::{Scheduled, Workload};
-use crate::workload_deadlock::{DeadlockWorkload, Step, Tick};
+use crate::scenario::{Initiators, RunConfig, WorkloadKind};
+use crate::workload::clock::ClockWorkload;
+use crate::workload::deadlock::DeadlockWorkload;
+use crate::workload::election::ElectionWorkload;
+use crate::workload::mutex::MutexWorkload;
+use crate::workload::{Cx, Step, Tally, Tick, Workload};
 use crate::{SimError, topologies};
 
 /// A fault of the plan.
@@ -57,8 +63,20 @@ enum Item<M, T> {
     },
     Request(Box<(NodeId, Request)>),
     Fault(Fault),
-    /// A timer of the deadlock workload.
-    Tick(NodeId, Tick),
+    /// A timer a workload (by its index) set for itself.
+    Tick {
+        workload: u8,
+        node: NodeId,
+        tick: Tick,
+    },
+}
+
+impl<M, T> Item<M, T> {
+    /// True for the items of the run's story (requests, faults, workload timers) rather than
+    /// of the algorithm (messages, timers).
+    fn is_story(&self) -> bool {
+        matches!(self, Item::Request(_) | Item::Fault(_) | Item::Tick { .. })
+    }
 }
 
 /// The scheduled items of algorithm `A`.
@@ -156,8 +174,11 @@ pub struct Simulation<A: Algorithm> {
     last_progress: Time,
     /// The longest timer delay set so far (virtual).
     longest_timer: Time,
-    workload: Option<Workload>,
-    deadlock: Option<DeadlockWorkload>,
+    /// What the application does: at most one workload per kind of story (election
+    /// initiators, a request pattern or the clock schedule, the deadlock transactions).
+    workloads: Vec<Box<dyn Workload>>,
+    /// Buffer for what a workload asks for, reused.
+    asks: Vec<(Time, Step)>,
     checker: Box<dyn Checker + Send>,
     violations: Violations,
     counters: Counters,
@@ -169,63 +190,18 @@ pub struct Simulation<A: Algorithm> {
 }
 
 impl<A: Algorithm> Simulation<A> {
-    /// Prepares a run: builds ids, topology, clocks and processes, schedules faults and workload.
+    /// Prepares a run: lays out ids and topology, configures the processes, builds the network
+    /// and the clocks, schedules the fault plan and starts the workloads.
     pub fn new(cfg: &RunConfig, tracer: Option<Tracer>) -> Result<Self, SimError> {
         let info = Info::of::<A>();
         let n = cfg.nodes;
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
-        let uids = topologies::uids(n, cfg.ids, &mut rng);
-        let topology =
-            topologies::build_shape(A::TOPOLOGY, A::NAME, n, cfg.graph.as_ref(), cfg.edges, &mut rng)
-                .map_err(SimError::Config)?;
-        let params = Params::new(cfg.params.clone());
-        let setup = Setup {
-            uids: &uids,
-            topology: &topology,
-            params: &params,
-            max_delay: cfg.max_delay,
-            seed: cfg.seed,
-        };
-        let config = A::configure(&setup).map_err(|e| SimError::Config(format!("{}: {e}", A::NAME)))?;
-        if let Some(key) = params.unknown().into_iter().next() {
-            let allowed = params.asked();
-            return Err(SimError::Config(format!(
-                "unknown parameter `{key}` for {}; it takes: {}",
-                A::NAME,
-                if allowed.is_empty() { "no parameters".into() } else { allowed.join(", ") }
-            )));
-        }
-        let states: Vec<A> = (0..n).map(|i| A::new(i, &config, &setup)).collect();
-        let position: BTreeMap<Uid, NodeId> = if n <= 1 << 16
-            || !cfg.crash.is_empty()
-            || !cfg.partition.is_empty()
-            || !cfg.pause.is_empty()
-            || !cfg.recover.is_empty()
-            || matches!(cfg.initiators, Initiators::Ids(_))
-            || cfg.requesters.is_some()
-        {
-            uids.iter().enumerate().map(|(i, &u)| (u, i as NodeId)).collect()
-        } else {
-            BTreeMap::new()
-        };
-        let pos = |u: Uid| position[&u];
-        let mut cuts = Vec::new();
-        for p in &cfg.partition {
-            let side = |v: &[Uid]| {
-                let mut s: Vec<NodeId> = v.iter().map(|&u| pos(u)).collect();
-                s.sort_unstable();
-                s
-            };
-            cuts.push(Cut { left: side(&p.left), right: side(&p.right), one_way: p.one_way, active: false });
-        }
-        let net = Network::new(&cfg.latency, cfg.loss, cfg.dup, cfg.fifo, cuts);
-        let clocks = (cfg.clock_offset > 0 || cfg.clock_drift_ppm > 0).then(|| {
-            use rand::RngExt;
-            let (o, d) = (cfg.clock_offset as i64, cfg.clock_drift_ppm as i64);
-            // Offsets spread over ±o around o rather than around 0, so that no clock reads below
-            // zero near the start (readings are unsigned); pairwise skews are the same.
-            (0..n).map(|_| Clock::new(o + rng.random_range(-o..=o), rng.random_range(-d..=d))).collect()
-        });
+        let (uids, topology) = Self::layout(cfg, &mut rng)?;
+        let states = Self::processes(cfg, &uids, &topology)?;
+        let position = Self::positions(cfg, &uids);
+        let net = Self::network(cfg, &position);
+        let clocks = Self::clocks(cfg, &mut rng);
+        let workloads = Self::workloads(cfg, &info, &uids, &position);
         let mut sim = Simulation {
             cfg: cfg.clone(),
             info,
@@ -249,13 +225,8 @@ impl<A: Algorithm> Simulation<A> {
             scripted: 0,
             last_progress: 0,
             longest_timer: 0,
-            workload: cfg.workload.map(|k| {
-                let requesters = cfg.requesters.as_ref().map(|r| r.iter().map(|&u| pos(u)).collect());
-                Workload::new(k, n, requesters, cfg.entries, cfg.hold, cfg.rate).with_fanout(cfg.fanout)
-            }),
-            deadlock: (info.family == ringleader_algorithms::Family::Deadlock).then(|| {
-                DeadlockWorkload::new(n, cfg.entries, cfg.hold, cfg.fanout, cfg.cycles, cfg.max_delay)
-            }),
+            workloads,
+            asks: Vec::new(),
             violations: Violations::default(),
             counters: Counters {
                 sent_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
@@ -270,63 +241,161 @@ impl<A: Algorithm> Simulation<A> {
             readings: Vec::new(),
         };
         // Faults first, so that a crash at time 0 precedes the requests made at time 0.
-        for a in &cfg.crash {
-            sim.schedule(a.time, Item::Fault(Fault::Crash(pos(a.uid))));
+        sim.schedule_faults(&position);
+        for i in 0..sim.workloads.len() {
+            sim.drive(i, |w, cx| w.start(cx));
         }
-        for a in &cfg.recover {
-            sim.schedule(a.time, Item::Fault(Fault::Recover(pos(a.uid))));
+        Ok(sim)
+    }
+
+    /// The uids by position (in the run's arrangement) and the communication graph (in the
+    /// run's shape, or the algorithm's default).
+    fn layout(cfg: &RunConfig, rng: &mut Xoshiro256PlusPlus) -> Result<(Vec<Uid>, Topology), SimError> {
+        let uids = cfg.ids.uids(cfg.nodes, rng);
+        let topology =
+            topologies::build_shape(A::TOPOLOGY, A::NAME, cfg.nodes, cfg.graph.as_ref(), cfg.edges, rng)
+                .map_err(SimError::Config)?;
+        Ok((uids, topology))
+    }
+
+    /// Configures the algorithm ([`ringleader_algorithms::configure`]) and builds every
+    /// process's initial state.
+    fn processes(cfg: &RunConfig, uids: &[Uid], topology: &Topology) -> Result<Vec<A>, SimError> {
+        let params = Params::new(cfg.params.clone());
+        let setup = Setup { uids, topology, params: &params, max_delay: cfg.max_delay, seed: cfg.seed };
+        let config = ringleader_algorithms::configure::<A>(&setup)?;
+        Ok((0..cfg.nodes).map(|i| A::new(i, &config, &setup)).collect())
+    }
+
+    /// Position by uid, for the configuration's uids (faults, initiators, requesters); left
+    /// empty on a large run that names no uid.
+    fn positions(cfg: &RunConfig, uids: &[Uid]) -> BTreeMap<Uid, NodeId> {
+        if cfg.nodes <= 1 << 16
+            || !cfg.crash.is_empty()
+            || !cfg.partition.is_empty()
+            || !cfg.pause.is_empty()
+            || !cfg.recover.is_empty()
+            || matches!(cfg.initiators, Initiators::Ids(_))
+            || cfg.requesters.is_some()
+        {
+            uids.iter().enumerate().map(|(i, &u)| (u, i as NodeId)).collect()
+        } else {
+            BTreeMap::new()
         }
-        for p in &cfg.pause {
-            sim.schedule(p.from, Item::Fault(Fault::Pause(pos(p.uid))));
-            sim.schedule(p.to, Item::Fault(Fault::Resume(pos(p.uid))));
+    }
+
+    /// The network model, with the partitions of the fault plan (all inactive at the start).
+    fn network(cfg: &RunConfig, position: &BTreeMap<Uid, NodeId>) -> Network {
+        let side = |v: &[Uid]| {
+            let mut s: Vec<NodeId> = v.iter().map(|u| position[u]).collect();
+            s.sort_unstable();
+            s
+        };
+        let cuts = cfg
+            .partition
+            .iter()
+            .map(|p| Cut { left: side(&p.left), right: side(&p.right), one_way: p.one_way, active: false })
+            .collect();
+        Network::new(&cfg.latency, cfg.loss, cfg.dup, cfg.fifo, cuts)
+    }
+
+    /// Every node's physical clock, when the run has offsets or drift.
+    fn clocks(cfg: &RunConfig, rng: &mut Xoshiro256PlusPlus) -> Option<Vec<Clock>> {
+        (cfg.clock_offset > 0 || cfg.clock_drift_ppm > 0).then(|| {
+            use rand::RngExt;
+            let (o, d) = (cfg.clock_offset as i64, cfg.clock_drift_ppm as i64);
+            // Offsets spread over ±o around o rather than around 0, so that no clock reads below
+            // zero near the start (readings are unsigned); pairwise skews are the same.
+            (0..cfg.nodes)
+                .map(|_| Clock::new(o + rng.random_range(-o..=o), rng.random_range(-d..=d)))
+                .collect()
+        })
+    }
+
+    /// The run's workloads, in the order they start: the election initiators, the request
+    /// pattern or the clock schedule, the deadlock transactions.
+    fn workloads(
+        cfg: &RunConfig,
+        info: &Info,
+        uids: &[Uid],
+        position: &BTreeMap<Uid, NodeId>,
+    ) -> Vec<Box<dyn Workload>> {
+        let n = cfg.nodes;
+        let pos = |u: &Uid| position[u];
+        let mut workloads: Vec<Box<dyn Workload>> = Vec::new();
+        let initiators = Self::initiators(cfg, uids, position);
+        if !initiators.is_empty() {
+            workloads.push(Box::new(ElectionWorkload::new(initiators)));
         }
-        for (i, p) in cfg.partition.iter().enumerate() {
-            sim.schedule(p.from, Item::Fault(Fault::Cut(i)));
-            sim.schedule(p.to, Item::Fault(Fault::Heal(i)));
+        if let Some(kind) = cfg.workload {
+            let requesters = cfg.requesters.as_ref().map(|r| r.iter().map(pos).collect());
+            workloads.push(match kind {
+                WorkloadKind::Messages => {
+                    Box::new(ClockWorkload::new(n, requesters, cfg.entries, cfg.rate, cfg.fanout))
+                }
+                _ => Box::new(MutexWorkload::new(kind, n, requesters, cfg.entries, cfg.hold, cfg.rate)),
+            });
         }
+        if info.family == Family::Deadlock {
+            workloads.push(Box::new(DeadlockWorkload::new(
+                n,
+                cfg.entries,
+                cfg.hold,
+                cfg.fanout,
+                cfg.cycles,
+                cfg.max_delay,
+            )));
+        }
+        workloads
+    }
+
+    /// The positions that start an election at time 0: of the nodes alive at the start, all,
+    /// the lowest or the highest uid; or the uids named.
+    fn initiators(cfg: &RunConfig, uids: &[Uid], position: &BTreeMap<Uid, NodeId>) -> Vec<NodeId> {
+        let n = cfg.nodes;
         let dead_at_start: Vec<NodeId> = cfg
             .crash
             .iter()
             .filter(|a| a.time == 0 && !cfg.recover.iter().any(|r| r.uid == a.uid && r.time == 0))
-            .map(|a| pos(a.uid))
+            .map(|a| position[&a.uid])
             .collect();
-        let live_at_start = |i: NodeId| !dead_at_start.contains(&i);
-        let initiators: Vec<NodeId> = match &cfg.initiators {
+        let live_at_start = |i: &NodeId| !dead_at_start.contains(i);
+        match &cfg.initiators {
             Initiators::None => Vec::new(),
-            Initiators::All => (0..n).filter(|&i| live_at_start(i)).collect(),
-            Initiators::Lowest => (0..n)
-                .filter(|&i| live_at_start(i))
-                .min_by_key(|&i| sim.uids[i as usize])
-                .into_iter()
-                .collect(),
-            Initiators::Highest => (0..n)
-                .filter(|&i| live_at_start(i))
-                .max_by_key(|&i| sim.uids[i as usize])
-                .into_iter()
-                .collect(),
-            Initiators::Ids(ids) => ids.iter().map(|&u| pos(u)).collect(),
-        };
-        for node in initiators {
-            sim.schedule(0, Item::Request(Box::new((node, Request::StartElection))));
-        }
-        if let Some(mut w) = sim.workload.take() {
-            for s in w.initial(&mut sim.rng, &sim.status) {
-                sim.schedule_request(s);
+            Initiators::All => (0..n).filter(live_at_start).collect(),
+            Initiators::Lowest => {
+                (0..n).filter(live_at_start).min_by_key(|&i| uids[i as usize]).into_iter().collect()
             }
-            sim.workload = Some(w);
+            Initiators::Highest => {
+                (0..n).filter(live_at_start).max_by_key(|&i| uids[i as usize]).into_iter().collect()
+            }
+            Initiators::Ids(ids) => ids.iter().map(|u| position[u]).collect(),
         }
-        if let Some(mut w) = sim.deadlock.take() {
-            let steps = w.initial(&mut sim.rng);
-            sim.deadlock = Some(w);
-            sim.schedule_steps(steps);
+    }
+
+    /// Schedules the fault plan: crashes, recoveries, pauses and partitions.
+    fn schedule_faults(&mut self, position: &BTreeMap<Uid, NodeId>) {
+        let cfg = self.cfg.clone();
+        for a in &cfg.crash {
+            self.schedule(a.time, Item::Fault(Fault::Crash(position[&a.uid])));
         }
-        Ok(sim)
+        for a in &cfg.recover {
+            self.schedule(a.time, Item::Fault(Fault::Recover(position[&a.uid])));
+        }
+        for p in &cfg.pause {
+            self.schedule(p.from, Item::Fault(Fault::Pause(position[&p.uid])));
+            self.schedule(p.to, Item::Fault(Fault::Resume(position[&p.uid])));
+        }
+        for (i, p) in cfg.partition.iter().enumerate() {
+            self.schedule(p.from, Item::Fault(Fault::Cut(i)));
+            self.schedule(p.to, Item::Fault(Fault::Heal(i)));
+        }
     }
 
     /// Schedules `item` at `time`; its sequence number (which is also a message's id) orders
     /// it after everything scheduled before at the same time.
     fn schedule(&mut self, time: Time, item: ItemOf<A>) -> u64 {
-        if matches!(item, Item::Request(_) | Item::Fault(_) | Item::Tick(..)) {
+        if item.is_story() {
             self.scripted += 1;
         }
         let seq = self.seq;
@@ -335,17 +404,31 @@ impl<A: Algorithm> Simulation<A> {
         seq
     }
 
-    fn schedule_request(&mut self, (time, node, req): Scheduled) {
-        self.schedule(time, Item::Request(Box::new((node, req))));
+    /// Runs `f` on workload `i` and schedules what it asks for, in order.
+    fn drive(&mut self, i: usize, f: impl FnOnce(&mut dyn Workload, &mut Cx)) {
+        let mut asks = std::mem::take(&mut self.asks);
+        f(self.workloads[i].as_mut(), &mut Cx::new(self.now, &mut self.rng, &self.status, &mut asks));
+        for (time, step) in asks.drain(..) {
+            let item = match step {
+                Step::Ask(node, request) => Item::Request(Box::new((node, request))),
+                Step::Tick(node, tick) => Item::Tick { workload: i as u8, node, tick },
+            };
+            self.schedule(time, item);
+        }
+        self.asks = asks;
     }
 
-    fn schedule_steps(&mut self, steps: Vec<(Time, Step)>) {
-        for (time, step) in steps {
-            match step {
-                Step::Ask(node, req) => self.schedule(time, Item::Request(Box::new((node, req)))),
-                Step::Tick(node, tick) => self.schedule(time, Item::Tick(node, tick)),
-            };
+    /// Runs `f` on every workload, in order.
+    fn drive_all(&mut self, mut f: impl FnMut(&mut dyn Workload, &mut Cx)) {
+        for i in 0..self.workloads.len() {
+            self.drive(i, &mut f);
         }
+    }
+
+    /// Hands the checker what happened, with the global view it judges by.
+    fn judge(&mut self, f: impl FnOnce(&mut dyn Checker, &World, &mut Violations)) {
+        let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
+        f(self.checker.as_mut(), &world, &mut self.violations);
     }
 
     fn stamp(&self) -> Stamp {
@@ -481,33 +564,12 @@ impl<A: Algorithm> Simulation<A> {
         }
     }
 
+    /// `node` reported `event`: the checker judges it, then the workloads react.
     fn emit(&mut self, node: NodeId, event: Event) {
         self.last_progress = self.now;
         let at = self.stamp();
-        let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
-        self.checker.on_event(&world, node, &event, at, &mut self.violations);
-        if let Some(mut w) = self.workload.take() {
-            match event {
-                Event::Entered { .. } => {
-                    let s = w.on_entered(node, self.now, &mut self.rng);
-                    self.schedule_request(s);
-                }
-                Event::Exited => {
-                    if let Some(s) = w.on_exited(node, self.now, &mut self.rng) {
-                        self.schedule_request(s);
-                    }
-                }
-                _ => {}
-            }
-            self.workload = Some(w);
-        }
-        if event == Event::Aborted
-            && let Some(mut w) = self.deadlock.take()
-        {
-            let steps = w.on_aborted(node, self.now, &mut self.rng);
-            self.deadlock = Some(w);
-            self.schedule_steps(steps);
-        }
+        self.judge(|c, w, v| c.on_event(w, node, &event, at, v));
+        self.drive_all(|w, cx| w.on_event(node, &event, cx));
         if self.tracer.is_some() {
             self.trace(RecordKind::Emit, Some(node), |r| r.event = Some(event));
         }
@@ -519,105 +581,105 @@ impl<A: Algorithm> Simulation<A> {
         self.deferred.entry(node).or_default().push((seq, item));
     }
 
-    fn process(&mut self, seq: u64, item: ItemOf<A>) {
+    /// Handles one item: the message, timer or request goes to its process (unless the node is
+    /// crashed, or paused: then it waits), the fault strikes, the workload's timer fires.
+    fn handle(&mut self, seq: u64, item: ItemOf<A>) {
         let id = if self.renumbered.is_empty() { seq } else { self.renumbered.remove(&seq).unwrap_or(seq) };
         match item {
-            Item::Deliver { from, to, msg } => {
-                if self.status[to as usize] == Status::Crashed || self.net.is_cut(from, to) {
-                    self.in_flight -= 1;
-                    self.algo_in_flight -= u64::from(!msg.is_detection());
-                    self.counters.dropped += 1;
-                    let reason = if self.status[to as usize] == Status::Crashed {
-                        "receiver crashed"
-                    } else {
-                        "partition"
-                    };
-                    let kind = msg.kind();
-                    self.trace(RecordKind::Drop, Some(to), |r| {
-                        r.peer = Some(from);
-                        r.msg_id = Some(id);
-                        r.msg_kind = Some(kind.into());
-                        r.detail = Some(reason.into());
-                    });
-                    return;
-                }
-                if self.status[to as usize] == Status::Paused {
-                    self.defer(to, id, Item::Deliver { from, to, msg });
-                    return;
-                }
-                self.in_flight -= 1;
-                self.algo_in_flight -= u64::from(!msg.is_detection());
-                self.counters.delivered += 1;
-                if self.tracer.is_some() {
-                    let (kind, value) = (msg.kind(), serde_json::to_value(&msg).ok());
-                    self.trace(RecordKind::Deliver, Some(to), |r| {
-                        r.peer = Some(from);
-                        r.msg_id = Some(id);
-                        r.msg_kind = Some(kind.into());
-                        r.msg = value;
-                    });
-                }
-                self.call(to, |p, cx, out| p.on_message(cx, from, msg, out));
-            }
-            Item::Timer { node, timer, generation } => {
-                if self.status[node as usize] == Status::Crashed {
-                    return;
-                }
-                let Some(idx) =
-                    self.timers[node as usize].iter().position(|(t, g)| *t == timer && *g == generation)
-                else {
-                    return;
-                };
-                if self.status[node as usize] == Status::Paused {
-                    self.defer(node, id, Item::Timer { node, timer, generation });
-                    return;
-                }
-                self.timers[node as usize].swap_remove(idx);
-                if self.tracer.is_some() {
-                    let name = format!("{timer:?}");
-                    self.trace(RecordKind::Timer, Some(node), |r| r.timer = Some(name));
-                }
-                self.call(node, |p, cx, out| p.on_timer(cx, timer, out));
-            }
-            Item::Request(b) => {
-                let node = b.0;
-                self.last_progress = self.now;
-                if self.status[node as usize] == Status::Crashed {
-                    // A workload request to a crashed node is lost: the workload hears of it,
-                    // so that a sequential pattern asks the next live requester instead.
-                    if b.1 == Request::Acquire
-                        && let Some(w) = self.workload.as_mut()
-                    {
-                        w.on_lost(node);
-                    }
-                    return;
-                }
-                if self.status[node as usize] == Status::Paused {
-                    self.defer(node, id, Item::Request(b));
-                    return;
-                }
-                let (node, req) = *b;
-                let at = self.stamp();
-                let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
-                self.checker.on_request(&world, node, &req, at, &mut self.violations);
-                if self.tracer.is_some() {
-                    let rq = req.clone();
-                    self.trace(RecordKind::Request, Some(node), |r| r.request = Some(rq));
-                }
-                self.call(node, |p, cx, out| p.on_request(cx, req, out));
-            }
+            Item::Deliver { from, to, msg } => self.deliver(id, from, to, msg),
+            Item::Timer { node, timer, generation } => self.fire(id, node, timer, generation),
+            Item::Request(b) => self.request(id, b),
             Item::Fault(f) => {
                 self.last_progress = self.now;
                 self.fault(f)
             }
-            Item::Tick(node, tick) => {
-                if let Some(mut w) = self.deadlock.take() {
-                    let steps = w.on_tick(node, tick, self.now, &mut self.rng);
-                    self.deadlock = Some(w);
-                    self.schedule_steps(steps);
-                }
+            Item::Tick { workload, node, tick } => {
+                self.drive(workload as usize, |w, cx| w.on_tick(node, tick, cx));
             }
         }
+    }
+
+    /// Delivers message `id` to `to`, or drops it (crashed receiver, partition).
+    fn deliver(&mut self, id: u64, from: NodeId, to: NodeId, msg: A::Msg) {
+        if self.status[to as usize] == Status::Crashed || self.net.is_cut(from, to) {
+            self.in_flight -= 1;
+            self.algo_in_flight -= u64::from(!msg.is_detection());
+            self.counters.dropped += 1;
+            let reason =
+                if self.status[to as usize] == Status::Crashed { "receiver crashed" } else { "partition" };
+            let kind = msg.kind();
+            self.trace(RecordKind::Drop, Some(to), |r| {
+                r.peer = Some(from);
+                r.msg_id = Some(id);
+                r.msg_kind = Some(kind.into());
+                r.detail = Some(reason.into());
+            });
+            return;
+        }
+        if self.status[to as usize] == Status::Paused {
+            self.defer(to, id, Item::Deliver { from, to, msg });
+            return;
+        }
+        self.in_flight -= 1;
+        self.algo_in_flight -= u64::from(!msg.is_detection());
+        self.counters.delivered += 1;
+        if self.tracer.is_some() {
+            let (kind, value) = (msg.kind(), serde_json::to_value(&msg).ok());
+            self.trace(RecordKind::Deliver, Some(to), |r| {
+                r.peer = Some(from);
+                r.msg_id = Some(id);
+                r.msg_kind = Some(kind.into());
+                r.msg = value;
+            });
+        }
+        self.call(to, |p, cx, out| p.on_message(cx, from, msg, out));
+    }
+
+    /// Fires `node`'s timer, unless it was cancelled or re-armed since (another generation).
+    fn fire(&mut self, id: u64, node: NodeId, timer: A::Timer, generation: u64) {
+        if self.status[node as usize] == Status::Crashed {
+            return;
+        }
+        let Some(idx) = self.timers[node as usize].iter().position(|(t, g)| *t == timer && *g == generation)
+        else {
+            return;
+        };
+        if self.status[node as usize] == Status::Paused {
+            self.defer(node, id, Item::Timer { node, timer, generation });
+            return;
+        }
+        self.timers[node as usize].swap_remove(idx);
+        if self.tracer.is_some() {
+            let name = format!("{timer:?}");
+            self.trace(RecordKind::Timer, Some(node), |r| r.timer = Some(name));
+        }
+        self.call(node, |p, cx, out| p.on_timer(cx, timer, out));
+    }
+
+    /// Hands an application request to its node.
+    fn request(&mut self, id: u64, b: Box<(NodeId, Request)>) {
+        let node = b.0;
+        self.last_progress = self.now;
+        if self.status[node as usize] == Status::Crashed {
+            // A workload request to a crashed node is lost: the workloads hear of it, so
+            // that a sequential pattern asks the next live requester instead.
+            for w in &mut self.workloads {
+                w.on_lost(node, &b.1);
+            }
+            return;
+        }
+        if self.status[node as usize] == Status::Paused {
+            self.defer(node, id, Item::Request(b));
+            return;
+        }
+        let (node, req) = *b;
+        let at = self.stamp();
+        self.judge(|c, w, v| c.on_request(w, node, &req, at, v));
+        if self.tracer.is_some() {
+            let rq = req.clone();
+            self.trace(RecordKind::Request, Some(node), |r| r.request = Some(rq));
+        }
+        self.call(node, |p, cx, out| p.on_request(cx, req, out));
     }
 
     fn fault(&mut self, f: Fault) {
@@ -638,12 +700,11 @@ impl<A: Algorithm> Simulation<A> {
                         }
                     }
                 }
-                if let Some(w) = self.workload.as_mut() {
+                for w in &mut self.workloads {
                     w.on_crash(node);
                 }
                 self.trace(RecordKind::Crash, Some(node), |_| {});
-                let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
-                self.checker.on_crash(&world, node, at, &mut self.violations);
+                self.judge(|c, w, v| c.on_crash(w, node, at, v));
             }
             Fault::Recover(node) => {
                 if self.status[node as usize] != Status::Crashed {
@@ -651,8 +712,7 @@ impl<A: Algorithm> Simulation<A> {
                 }
                 self.status[node as usize] = Status::Up;
                 self.trace(RecordKind::Recover, Some(node), |_| {});
-                let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
-                self.checker.on_recover(&world, node, at, &mut self.violations);
+                self.judge(|c, w, v| c.on_recover(w, node, at, v));
                 self.call(node, |p, cx, out| p.on_recover(cx, out));
             }
             Fault::Pause(node) => {
@@ -721,8 +781,9 @@ impl<A: Algorithm> Simulation<A> {
                 None => self.readings.resize(self.uids.len(), t),
             }
             let at = Stamp { time: t, step: self.step };
-            let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
-            self.checker.on_clocks(&world, &self.readings, at, &mut self.violations);
+            let readings = std::mem::take(&mut self.readings);
+            self.judge(|c, w, v| c.on_clocks(w, &readings, at, v));
+            self.readings = readings;
             *next += period;
         }
     }
@@ -739,12 +800,11 @@ impl<A: Algorithm> Simulation<A> {
     /// has nothing more to ask, and nothing but heartbeats for a whole steady window. Clock
     /// and failure-detector runs never stop this way: their story is the periodic traffic.
     fn steady_at(&self, time: Time) -> bool {
-        use ringleader_algorithms::Family;
         self.scripted == 0
             && self.algo_in_flight == 0
             && matches!(self.info.family, Family::Election | Family::Mutex | Family::Deadlock)
             && time.saturating_sub(self.last_progress) >= self.steady_window()
-            && self.workload.as_ref().is_none_or(|w| !w.is_waiting())
+            && !self.workloads.iter().any(|w| w.is_waiting())
     }
 
     /// Every node's status now (up, crashed, paused), by position.
@@ -757,17 +817,15 @@ impl<A: Algorithm> Simulation<A> {
         self.in_flight
     }
 
-    /// The workload's summary (mutual-exclusion request patterns only).
-    pub fn workload(&self) -> Option<&Workload> {
-        self.workload.as_ref()
+    /// How far the run's request pattern got (mutual-exclusion workloads only).
+    pub fn workload_tally(&self) -> Option<Tally<'_>> {
+        self.workloads.iter().find_map(|w| w.tally())
     }
 
-    /// Runs to quiescence or to the time limit, reporting progress every 65,536 steps.
+    /// Runs to quiescence or to the time limit, reporting progress every 65,536 steps: pop
+    /// the next item, stop if the run is over before it, handle it, let the workloads react.
     pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) {
-        for node in 0..self.uids.len() as NodeId {
-            self.trace(RecordKind::Start, Some(node), |_| {});
-            self.call(node, |p, cx, out| p.on_start(cx, out));
-        }
+        self.start_processes();
         let sampling = self.checker.clock_sample_period().filter(|&p| p > 0);
         let mut next_sample: Time = 0;
         while let Some((time, seq, item)) = self.queue.pop() {
@@ -776,30 +834,16 @@ impl<A: Algorithm> Simulation<A> {
                 self.sample_clocks(time.min(self.cfg.duration), period, &mut next_sample);
                 self.trace_new_violations(before);
             }
-            let story = matches!(item, Item::Request(_) | Item::Fault(_) | Item::Tick(..));
-            if story {
-                self.scripted -= 1;
-            }
-            if time > self.cfg.duration {
-                self.now = self.cfg.duration;
-                self.stop = Stop::Duration;
-                break;
-            }
-            if !story && self.steady_at(time) {
-                self.now = time;
-                self.stop = Stop::Steady;
+            if self.over_before(time, &item) {
                 break;
             }
             self.now = time;
             self.step += 1;
             self.prefetch_upcoming();
             let before = self.violations.len();
-            self.process(seq, item);
-            if let Some(w) = self.workload.as_mut()
-                && let Some(s) = w.after_step(self.algo_in_flight, self.now, &self.status)
-            {
-                self.schedule_request(s);
-            }
+            self.handle(seq, item);
+            let in_flight = self.algo_in_flight;
+            self.drive_all(|w, cx| w.after_step(in_flight, cx));
             self.trace_new_violations(before);
             if self.step & 0xFFFF == 0 {
                 progress(Progress {
@@ -810,6 +854,39 @@ impl<A: Algorithm> Simulation<A> {
                 });
             }
         }
+        self.finish(sampling, next_sample);
+    }
+
+    /// Every process starts, in position order.
+    fn start_processes(&mut self) {
+        for node in 0..self.uids.len() as NodeId {
+            self.trace(RecordKind::Start, Some(node), |_| {});
+            self.call(node, |p, cx, out| p.on_start(cx, out));
+        }
+    }
+
+    /// True when the run is over before the item popped at `time`: it comes after the time
+    /// limit, or the run reached a steady state (see [`Stop`]). Sets why it stopped.
+    fn over_before(&mut self, time: Time, item: &ItemOf<A>) -> bool {
+        let story = item.is_story();
+        if story {
+            self.scripted -= 1;
+        }
+        if time > self.cfg.duration {
+            self.now = self.cfg.duration;
+            self.stop = Stop::Duration;
+            return true;
+        }
+        if !story && self.steady_at(time) {
+            self.now = time;
+            self.stop = Stop::Steady;
+            return true;
+        }
+        false
+    }
+
+    /// The run is over: the last clock samples, then the checker judges the end state.
+    fn finish(&mut self, sampling: Option<Time>, mut next_sample: Time) {
         if let Some(period) = sampling {
             // Physical clocks keep drifting when nothing is left to happen (a crashed Berkeley
             // master, say): the observation runs to the end of the run, not to the last event.
@@ -821,8 +898,7 @@ impl<A: Algorithm> Simulation<A> {
         let before = self.violations.len();
         let at = self.stamp();
         self.violations.set_cut_off(self.stop == Stop::Duration);
-        let world = World { uids: &self.uids, status: &self.status, rule: self.info.leader_rule };
-        self.checker.finish(&world, at, &mut self.violations);
+        self.judge(|c, w, v| c.finish(w, at, v));
         self.trace_new_violations(before);
     }
 

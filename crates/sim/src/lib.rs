@@ -27,14 +27,13 @@ pub mod stories;
 pub mod sweep;
 pub mod topologies;
 pub mod workload;
-pub mod workload_clock;
-pub mod workload_deadlock;
 
 use std::path::PathBuf;
 
 use ringleader_algorithms::{Algorithm, Visitor};
 use ringleader_core::Message;
 use ringleader_core::trace::TraceRecord;
+use ringleader_judge::checkers::Status;
 
 pub use engine::{Progress, Simulation, Stop};
 pub use report::Report;
@@ -43,9 +42,12 @@ pub use scenario::{RunConfig, Scenario};
 /// Why a run could not start or finish.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    /// The configuration cannot run (bad parameter, impossible topology …).
+    /// The configuration cannot run (impossible topology, unknown algorithm …).
     #[error("{0}")]
     Config(String),
+    /// The algorithm refused its parameters.
+    #[error(transparent)]
+    Configure(#[from] ringleader_algorithms::ConfigError),
     /// The trace could not be written.
     #[error("trace {path}: {source}")]
     Trace {
@@ -206,25 +208,21 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
         }
     };
     let undecided = sim.violations().undecided().to_vec();
-    let workload = sim.workload().filter(|w| w.kind() != scenario::WorkloadKind::Messages).map(|w| {
-        let shortfall = (w.issued() < w.asked()).then(|| {
+    let workload = sim.workload_tally().map(|w| {
+        let shortfall = (w.issued < w.asked).then(|| {
             if sim.stopped() == Stop::Duration {
                 format!("the run was cut off at {:.3} ms", sim.now() as f64 / 1e6)
-            } else if !w
-                .requesters()
-                .iter()
-                .any(|&r| sim.status()[r as usize] != ringleader_judge::checkers::Status::Crashed)
-            {
+            } else if !w.requesters.iter().any(|&r| sim.status()[r as usize] != Status::Crashed) {
                 "every requester crashed".to_string()
             } else {
                 "the run ended with a request unserved, so the workload could not go on".to_string()
             }
         });
         report::WorkloadSummary {
-            kind: w.kind().name().into(),
-            asked: w.asked(),
-            issued: w.issued(),
-            lost: w.lost(),
+            kind: w.kind.into(),
+            asked: w.asked,
+            issued: w.issued,
+            lost: w.lost,
             shortfall,
         }
     });

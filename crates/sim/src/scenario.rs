@@ -10,6 +10,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use rand::seq::SliceRandom;
+use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::{Time, Uid};
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +38,19 @@ impl IdArrangement {
             IdArrangement::Ascending => "ascending",
             IdArrangement::Descending => "descending",
             IdArrangement::Random => "random",
+        }
+    }
+
+    /// The uids of `n` positions laid out this way (`rng` draws the random permutation).
+    pub fn uids(self, n: u32, rng: &mut Xoshiro256PlusPlus) -> Vec<Uid> {
+        match self {
+            IdArrangement::Ascending => (1..=n as Uid).collect(),
+            IdArrangement::Descending => (1..=n as Uid).rev().collect(),
+            IdArrangement::Random => {
+                let mut v: Vec<Uid> = (1..=n as Uid).collect();
+                v.shuffle(rng);
+                v
+            }
         }
     }
 }
@@ -780,7 +795,18 @@ fn shell_word(word: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use rand::SeedableRng;
+
     use super::*;
+
+    #[test]
+    fn arrangements_are_permutations() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        assert_eq!(IdArrangement::Descending.uids(4, &mut rng), vec![4, 3, 2, 1]);
+        let mut r = IdArrangement::Random.uids(50, &mut rng);
+        r.sort();
+        assert_eq!(r, (1..=50).collect::<Vec<_>>());
+    }
 
     #[test]
     fn unknown_fields_are_named_with_their_line() {

@@ -1,4 +1,4 @@
-//! Building the communication graph and the id arrangement of a run.
+//! Building the communication graph of a run.
 //!
 //! An algorithm declares the [`TopologyKind`] it is written for; a run may choose, for the kinds
 //! that run on arbitrary graphs, which graph it gets (`--graph`, a [`ShapeSpec`]): a random
@@ -13,27 +13,11 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use rand::RngExt;
-use rand::seq::SliceRandom;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::TopologyKind;
 use ringleader_algorithms::topology::{binary_tree_edges, default_edges, random_connected};
-use ringleader_core::{NodeId, Topology, Uid};
+use ringleader_core::{NodeId, Topology};
 use serde::{Deserialize, Serialize};
-
-use crate::scenario::IdArrangement;
-
-/// Uids for `n` positions under `arrangement`.
-pub fn uids(n: u32, arrangement: IdArrangement, rng: &mut Xoshiro256PlusPlus) -> Vec<Uid> {
-    match arrangement {
-        IdArrangement::Ascending => (1..=n as Uid).collect(),
-        IdArrangement::Descending => (1..=n as Uid).rev().collect(),
-        IdArrangement::Random => {
-            let mut v: Vec<Uid> = (1..=n as Uid).collect();
-            v.shuffle(rng);
-            v
-        }
-    }
-}
 
 /// The shapes `--graph` names, in the order `--help` lists them.
 pub const SHAPE_NAMES: &str = "random, grid, tree, line, star, random-tree, file:PATH";
@@ -661,14 +645,5 @@ mod tests {
         assert!("file:".parse::<ShapeSpec>().is_err());
         let missing = ShapeSpec::File("/nonexistent/g.txt".into()).load(5).unwrap_err();
         assert!(missing.starts_with("--graph file:/nonexistent/g.txt: cannot read it:"), "{missing}");
-    }
-
-    #[test]
-    fn arrangements_are_permutations() {
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-        assert_eq!(uids(4, IdArrangement::Descending, &mut rng), vec![4, 3, 2, 1]);
-        let mut r = uids(50, IdArrangement::Random, &mut rng);
-        r.sort();
-        assert_eq!(r, (1..=50).collect::<Vec<_>>());
     }
 }

@@ -8,20 +8,50 @@
 //! distinct peers drawn uniformly, one [`Request::SendTo`] each, at the same instant (so a send
 //! event of fan-out k is k send events in Lamport's sense).
 //!
-//! The workload lives apart from the mutual-exclusion patterns of [`crate::workload`] because it
-//! never reacts to what nodes report: it is a fixed, seeded schedule.
+//! Unlike the mutual-exclusion patterns of [`super::mutex`] it never reacts to what nodes
+//! report: it is a fixed, seeded schedule, asked for all at the start.
 
 use rand::RngExt;
 use rand_distr::{Distribution, Exp};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use ringleader_core::{NodeId, Request};
+use ringleader_core::{NodeId, Request, Time};
 
-use crate::workload::Scheduled;
+use super::{Cx, Workload};
 
 /// Probability that an event is local rather than a send.
 pub const LOCAL_SHARE: f64 = 0.25;
 
-/// The whole schedule: `entries` events over `requesters` in a system of `n` nodes.
+/// The clock workload of a run.
+#[derive(Debug)]
+pub struct ClockWorkload {
+    requesters: Vec<NodeId>,
+    n: u32,
+    entries: u64,
+    rate: f64,
+    fanout: u32,
+}
+
+impl ClockWorkload {
+    /// `entries` events at `rate` per second and requester, over `requesters` (positions; by
+    /// default every node) in a system of `n` nodes, each send event to `fanout` peers.
+    pub fn new(n: u32, requesters: Option<Vec<NodeId>>, entries: u64, rate: f64, fanout: u32) -> Self {
+        let requesters = requesters.unwrap_or_else(|| (0..n).collect());
+        ClockWorkload { requesters, n, entries, rate, fanout }
+    }
+}
+
+impl Workload for ClockWorkload {
+    fn start(&mut self, cx: &mut Cx) {
+        for (at, node, request) in
+            schedule(&self.requesters, self.n, self.entries, self.rate, self.fanout, cx.rng)
+        {
+            cx.ask(at, node, request);
+        }
+    }
+}
+
+/// The whole schedule, in time order: `entries` events over `requesters` in a system of `n`
+/// nodes, each an instant, a node and what it is asked.
 pub fn schedule(
     requesters: &[NodeId],
     n: u32,
@@ -29,7 +59,7 @@ pub fn schedule(
     rate: f64,
     fanout: u32,
     rng: &mut Xoshiro256PlusPlus,
-) -> Vec<Scheduled> {
+) -> Vec<(Time, NodeId, Request)> {
     let mut out = Vec::with_capacity(entries as usize);
     if requesters.is_empty() || n == 0 {
         return out;

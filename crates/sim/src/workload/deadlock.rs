@@ -39,11 +39,14 @@
 use rand::RngExt;
 use rand_distr::{Distribution, Exp};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use ringleader_core::{NodeId, Request, Time};
+use ringleader_core::{Event, NodeId, Request, Time};
 
-/// What a workload timer does.
+use super::{Cx, Tick, Workload};
+
+/// What a workload timer does (its [`Tick::kind`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TickKind {
+#[repr(u8)]
+enum TickKind {
     /// A thinking process begins a transaction (or restarts an aborted one).
     Begin,
     /// A holding process makes its request.
@@ -52,20 +55,10 @@ pub enum TickKind {
     Commit,
 }
 
-/// A workload-internal timer of one process; stale once the process aborted since.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Tick {
-    kind: TickKind,
-    epoch: u64,
-}
-
-/// What the workload wants done at a time.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Step {
-    /// Deliver a request to a process.
-    Ask(NodeId, Request),
-    /// Fire a workload timer of a process.
-    Tick(NodeId, Tick),
+impl TickKind {
+    fn of(tick: Tick) -> Option<TickKind> {
+        [TickKind::Begin, TickKind::Ask, TickKind::Commit].into_iter().find(|&k| k as u8 == tick.kind)
+    }
 }
 
 /// Where a process is, as the lock table sees it.
@@ -126,22 +119,13 @@ impl DeadlockWorkload {
         Exp::new(1.0 / self.hold as f64).map(|d| d.sample(rng).round() as Time).unwrap_or(0)
     }
 
-    fn tick(&self, at: Time, node: NodeId, kind: TickKind, steps: &mut Vec<(Time, Step)>) {
-        steps.push((at, Step::Tick(node, Tick { kind, epoch: self.epoch[node as usize] })));
+    /// Sets `node`'s timer `kind` at `at`, in its current epoch (an abort makes it stale).
+    fn tick(&self, at: Time, node: NodeId, kind: TickKind, cx: &mut Cx) {
+        cx.tick(at, node, Tick { kind: kind as u8, epoch: self.epoch[node as usize] });
     }
 
     fn busy(&self, x: NodeId) -> bool {
         matches!(self.phase[x as usize], Phase::Holding | Phase::Blocked | Phase::Running)
-    }
-
-    /// The first timers: every process begins a transaction after a think time.
-    pub fn initial(&mut self, rng: &mut Xoshiro256PlusPlus) -> Vec<(Time, Step)> {
-        let mut steps = Vec::new();
-        for j in 0..self.phase.len() as NodeId {
-            let at = self.exp(rng);
-            self.tick(at, j, TickKind::Begin, &mut steps);
-        }
-        steps
     }
 
     /// Processes that wait for `target`, directly or transitively.
@@ -186,51 +170,46 @@ impl DeadlockWorkload {
     }
 
     /// `j` grants every process that waits for it.
-    fn release(&mut self, j: NodeId, now: Time, rng: &mut Xoshiro256PlusPlus, steps: &mut Vec<(Time, Step)>) {
+    fn release(&mut self, j: NodeId, cx: &mut Cx) {
+        let now = cx.now;
         for x in 0..self.waits.len() {
             if let Some(i) = self.waits[x].iter().position(|&h| h == j) {
                 self.waits[x].remove(i);
-                steps.push((now, Step::Ask(x as NodeId, Request::StopWaiting { holder: j })));
+                cx.ask(now, x as NodeId, Request::StopWaiting { holder: j });
                 if self.waits[x].is_empty() && self.phase[x] == Phase::Blocked {
                     self.phase[x] = Phase::Running;
-                    let at = now + self.exp(rng);
-                    self.tick(at, x as NodeId, TickKind::Commit, steps);
+                    let at = now + self.exp(cx.rng);
+                    self.tick(at, x as NodeId, TickKind::Commit, cx);
                 }
             }
         }
     }
 
-    /// A workload timer of `j` fired at `now`.
-    pub fn on_tick(
-        &mut self,
-        j: NodeId,
-        tick: Tick,
-        now: Time,
-        rng: &mut Xoshiro256PlusPlus,
-    ) -> Vec<(Time, Step)> {
-        let mut steps = Vec::new();
-        let jj = j as usize;
+    /// A workload timer of `j` fired.
+    fn tick_fired(&mut self, j: NodeId, tick: Tick, cx: &mut Cx) {
+        let (jj, now) = (j as usize, cx.now);
         if tick.epoch != self.epoch[jj] {
-            return steps;
+            return;
         }
-        match (tick.kind, self.phase[jj]) {
+        let Some(kind) = TickKind::of(tick) else { return };
+        match (kind, self.phase[jj]) {
             (TickKind::Begin, Phase::Thinking) => {
                 if self.restart[jj].is_none() {
                     if self.budget == 0 {
                         self.phase[jj] = Phase::Done;
-                        return steps;
+                        return;
                     }
                     self.budget -= 1;
                 }
                 self.phase[jj] = Phase::Holding;
-                steps.push((now, Step::Ask(j, Request::WaitFor { holders: Vec::new() })));
-                let at = now + self.exp(rng);
-                self.tick(at, j, TickKind::Ask, &mut steps);
+                cx.ask(now, j, Request::WaitFor { holders: Vec::new() });
+                let at = now + self.exp(cx.rng);
+                self.tick(at, j, TickKind::Ask, cx);
             }
             (TickKind::Ask, Phase::Holding) => {
                 let holders: Vec<NodeId> = match self.restart[jj].take() {
                     Some(h) if !h.is_empty() => h.into_iter().filter(|&x| self.busy(x)).collect(),
-                    _ => self.choose_holders(j, rng),
+                    _ => self.choose_holders(j, cx.rng),
                 };
                 if holders.is_empty() {
                     // Nobody holds anything it could want: it asks a free process, which grants
@@ -238,52 +217,69 @@ impl DeadlockWorkload {
                     let n = self.phase.len() as NodeId;
                     let free: Vec<NodeId> = (0..n).filter(|&x| x != j && !self.busy(x)).collect();
                     if !free.is_empty() {
-                        let h = free[rng.random_range(0..free.len())];
-                        steps.push((now, Step::Ask(j, Request::WaitFor { holders: vec![h] })));
-                        steps.push((now, Step::Ask(j, Request::StopWaiting { holder: h })));
+                        let h = free[cx.rng.random_range(0..free.len())];
+                        cx.ask(now, j, Request::WaitFor { holders: vec![h] });
+                        cx.ask(now, j, Request::StopWaiting { holder: h });
                     }
                     self.phase[jj] = Phase::Running;
-                    let at = now + self.exp(rng);
-                    self.tick(at, j, TickKind::Commit, &mut steps);
+                    let at = now + self.exp(cx.rng);
+                    self.tick(at, j, TickKind::Commit, cx);
                 } else {
                     self.requests += 1;
                     self.phase[jj] = Phase::Blocked;
                     self.waits[jj] = holders.clone();
-                    steps.push((now, Step::Ask(j, Request::WaitFor { holders })));
+                    cx.ask(now, j, Request::WaitFor { holders });
                 }
             }
             (TickKind::Commit, Phase::Running) => {
-                self.release(j, now, rng, &mut steps);
+                self.release(j, cx);
                 self.phase[jj] = Phase::Thinking;
-                let at = now + self.gap + self.exp(rng);
-                self.tick(at, j, TickKind::Begin, &mut steps);
+                let at = now + self.gap + self.exp(cx.rng);
+                self.tick(at, j, TickKind::Begin, cx);
             }
             _ => {}
         }
-        steps
     }
 
-    /// `j` reported `Aborted` at `now`: it withdraws its waits, grants its waiters, and will
-    /// restart its transaction with the same request.
-    pub fn on_aborted(&mut self, j: NodeId, now: Time, rng: &mut Xoshiro256PlusPlus) -> Vec<(Time, Step)> {
-        let mut steps = Vec::new();
+    /// `j` reported `Aborted`: it withdraws its waits, grants its waiters, and will restart its
+    /// transaction with the same request.
+    fn on_aborted(&mut self, j: NodeId, cx: &mut Cx) {
         let jj = j as usize;
         // A running transaction may abort too: one that needed nothing from others never told
         // its process it was finishing, and wound-wait may wound it.
         if !matches!(self.phase[jj], Phase::Holding | Phase::Blocked | Phase::Running) {
-            return steps;
+            return;
         }
         self.epoch[jj] += 1;
         self.restart[jj] = Some(std::mem::take(&mut self.waits[jj]));
         self.phase[jj] = Phase::Thinking;
-        self.release(j, now, rng, &mut steps);
-        let at = now + self.gap + self.exp(rng);
-        self.tick(at, j, TickKind::Begin, &mut steps);
-        steps
+        self.release(j, cx);
+        let at = cx.now + self.gap + self.exp(cx.rng);
+        self.tick(at, j, TickKind::Begin, cx);
     }
 
     /// Requests made so far (restarts included).
     pub fn requests(&self) -> u64 {
         self.requests
+    }
+}
+
+impl Workload for DeadlockWorkload {
+    /// The first timers: every process begins a transaction after a think time.
+    fn start(&mut self, cx: &mut Cx) {
+        for j in 0..self.phase.len() as NodeId {
+            let at = self.exp(cx.rng);
+            self.tick(at, j, TickKind::Begin, cx);
+        }
+    }
+
+    fn on_event(&mut self, node: NodeId, event: &Event, cx: &mut Cx) {
+        if *event == Event::Aborted {
+            self.on_aborted(node, cx);
+        }
+    }
+
+    fn on_tick(&mut self, node: NodeId, tick: Tick, cx: &mut Cx) {
+        self.tick_fired(node, tick, cx);
     }
 }

@@ -14,23 +14,24 @@
 //! pattern then asks the next live requester (crashed requesters are skipped), and if the
 //! current requester crashes while it waits, the next request goes to the next live one. The
 //! run reports how many of the `entries` requests were issued to a live node
-//! ([`Workload::issued`]), so a run that could not do what was asked says so.
+//! ([`Workload::tally`]), so a run that could not do what was asked says so.
 //!
-//! `messages`, the clock workload, is a fixed seeded schedule drawn in [`crate::workload_clock`].
+//! `messages`, the clock workload, is [`super::clock`].
 
 use rand_distr::{Distribution, Exp};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use ringleader_core::{NodeId, Request, Time};
+use ringleader_core::{Event, NodeId, Request, Time};
 use ringleader_judge::checkers::Status;
 
+use super::{Cx, Tally, Workload};
 use crate::scenario::WorkloadKind;
 
 /// A request to deliver at a time.
-pub type Scheduled = (Time, NodeId, Request);
+type Scheduled = (Time, NodeId, Request);
 
-/// The workload's state during a run.
+/// A mutual-exclusion request pattern during a run.
 #[derive(Debug)]
-pub struct Workload {
+pub struct MutexWorkload {
     kind: WorkloadKind,
     entries: u64,
     hold: Time,
@@ -39,15 +40,13 @@ pub struct Workload {
     requesters: Vec<NodeId>,
     next_requester: usize,
     awaiting_quiet: bool,
-    fanout: u32,
-    n: u32,
     /// The sequential pattern's outstanding requester.
     outstanding: Option<NodeId>,
     /// Requests that reached a crashed node.
     lost: u64,
 }
 
-impl Workload {
+impl MutexWorkload {
     /// A workload of `kind` on `n` nodes. `requesters` (positions) limits who asks; by default
     /// every node asks, except under `sequential` where node 0 does not (unless it is alone).
     pub fn new(
@@ -57,12 +56,12 @@ impl Workload {
         entries: u64,
         hold: Time,
         rate: f64,
-    ) -> Workload {
+    ) -> MutexWorkload {
         let requesters = requesters.unwrap_or_else(|| match kind {
             WorkloadKind::Sequential if n > 1 => (1..n).collect(),
             _ => (0..n).collect(),
         });
-        Workload {
+        MutexWorkload {
             kind,
             entries,
             hold,
@@ -71,17 +70,9 @@ impl Workload {
             requesters,
             next_requester: 0,
             awaiting_quiet: false,
-            fanout: 1,
-            n,
             outstanding: None,
             lost: 0,
         }
-    }
-
-    /// Sets the destinations of each send event (`messages`).
-    pub fn with_fanout(mut self, fanout: u32) -> Workload {
-        self.fanout = fanout;
-        self
     }
 
     fn exp(rng: &mut Xoshiro256PlusPlus, mean: f64) -> Time {
@@ -108,7 +99,7 @@ impl Workload {
     }
 
     /// The requests made at the start of the run.
-    pub fn initial(&mut self, rng: &mut Xoshiro256PlusPlus, status: &[Status]) -> Vec<Scheduled> {
+    fn initial(&mut self, rng: &mut Xoshiro256PlusPlus, status: &[Status]) -> Vec<Scheduled> {
         match self.kind {
             WorkloadKind::Sequential => self.next_sequential(0, status).into_iter().collect(),
             WorkloadKind::Saturated => {
@@ -132,15 +123,13 @@ impl Workload {
                 }
                 v
             }
-            WorkloadKind::Messages => {
-                let (n, fanout) = (self.n, self.fanout);
-                crate::workload_clock::schedule(&self.requesters, n, self.entries, self.rate, fanout, rng)
-            }
+            // The clock workload is not a request pattern ([`super::clock`]).
+            WorkloadKind::Messages => Vec::new(),
         }
     }
 
     /// `node` entered the critical section at `now`: when it will release.
-    pub fn on_entered(&mut self, node: NodeId, now: Time, rng: &mut Xoshiro256PlusPlus) -> Scheduled {
+    fn on_entered(&mut self, node: NodeId, now: Time, rng: &mut Xoshiro256PlusPlus) -> Scheduled {
         let hold = match self.kind {
             WorkloadKind::Poisson => Self::exp(rng, self.hold as f64),
             _ => self.hold,
@@ -149,7 +138,7 @@ impl Workload {
     }
 
     /// `node` left the critical section at `now`: its next request, if any.
-    pub fn on_exited(&mut self, node: NodeId, now: Time, rng: &mut Xoshiro256PlusPlus) -> Option<Scheduled> {
+    fn on_exited(&mut self, node: NodeId, now: Time, rng: &mut Xoshiro256PlusPlus) -> Option<Scheduled> {
         match self.kind {
             WorkloadKind::Sequential => {
                 self.awaiting_quiet = true;
@@ -167,19 +156,36 @@ impl Workload {
             _ => None,
         }
     }
+}
 
-    /// Called after every step: the sequential pattern asks again once the network is quiet.
-    pub fn after_step(&mut self, in_flight: u64, now: Time, status: &[Status]) -> Option<Scheduled> {
-        if self.awaiting_quiet && in_flight == 0 {
-            self.awaiting_quiet = false;
-            return self.next_sequential(now, status);
+impl Workload for MutexWorkload {
+    fn start(&mut self, cx: &mut Cx) {
+        for (at, node, request) in self.initial(cx.rng, cx.status) {
+            cx.ask(at, node, request);
         }
-        None
+    }
+
+    fn on_event(&mut self, node: NodeId, event: &Event, cx: &mut Cx) {
+        match event {
+            Event::Entered { .. } => {
+                let (at, node, request) = self.on_entered(node, cx.now, cx.rng);
+                cx.ask(at, node, request);
+            }
+            Event::Exited => {
+                if let Some((at, node, request)) = self.on_exited(node, cx.now, cx.rng) {
+                    cx.ask(at, node, request);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// A request to `node` reached it crashed and was lost: it does not count as issued, and
     /// the sequential pattern moves on to the next live requester.
-    pub fn on_lost(&mut self, node: NodeId) {
+    fn on_lost(&mut self, node: NodeId, request: &Request) {
+        if *request != Request::Acquire {
+            return;
+        }
         self.issued = self.issued.saturating_sub(1);
         self.lost += 1;
         if self.kind == WorkloadKind::Sequential && self.outstanding == Some(node) {
@@ -190,40 +196,35 @@ impl Workload {
 
     /// `node` crashed: if the sequential pattern's request was its, nobody will serve it (the
     /// checker forgets a crashed process's request), so the pattern moves on.
-    pub fn on_crash(&mut self, node: NodeId) {
+    fn on_crash(&mut self, node: NodeId) {
         if self.kind == WorkloadKind::Sequential && self.outstanding == Some(node) {
             self.outstanding = None;
             self.awaiting_quiet = true;
         }
     }
 
-    /// The requesters (positions).
-    pub fn requesters(&self) -> &[NodeId] {
-        &self.requesters
-    }
-
-    /// Requests the run was asked for (`--entries`).
-    pub fn asked(&self) -> u64 {
-        self.entries
-    }
-
-    /// Requests issued to a live node so far.
-    pub fn issued(&self) -> u64 {
-        self.issued
-    }
-
-    /// Requests that reached a crashed node and were lost.
-    pub fn lost(&self) -> u64 {
-        self.lost
-    }
-
-    /// The pattern, as `--workload` names it.
-    pub fn kind(&self) -> WorkloadKind {
-        self.kind
+    /// The sequential pattern asks again once the network is quiet.
+    fn after_step(&mut self, in_flight: u64, cx: &mut Cx) {
+        if self.awaiting_quiet && in_flight == 0 {
+            self.awaiting_quiet = false;
+            if let Some((at, node, request)) = self.next_sequential(cx.now, cx.status) {
+                cx.ask(at, node, request);
+            }
+        }
     }
 
     /// True while the sequential pattern waits for the network to go quiet.
-    pub fn is_waiting(&self) -> bool {
+    fn is_waiting(&self) -> bool {
         self.awaiting_quiet
+    }
+
+    fn tally(&self) -> Option<Tally<'_>> {
+        Some(Tally {
+            kind: self.kind.name(),
+            asked: self.entries,
+            issued: self.issued,
+            lost: self.lost,
+            requesters: &self.requesters,
+        })
     }
 }
