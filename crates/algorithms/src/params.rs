@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use ringleader_core::Time;
 
-/// A parameter was malformed or unknown.
+/// A parameter was malformed or out of range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParamError {
     /// The value did not parse.
@@ -26,16 +26,6 @@ pub enum ParamError {
         key: String,
         /// Why.
         reason: String,
-    },
-    /// The algorithm does not take this parameter.
-    #[error("unknown parameter `{key}` for {algorithm}; it takes: {allowed}")]
-    Unknown {
-        /// Parameter name.
-        key: String,
-        /// Algorithm name.
-        algorithm: String,
-        /// The parameters it takes.
-        allowed: String,
     },
 }
 

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ringleader_algorithms::{Algorithm, Family, Params, Setup, Visitor};
+use ringleader_algorithms::{Algorithm, ConfigError, Family, Params, Setup, Visitor};
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Action, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -140,29 +140,19 @@ fn prepare<A: Algorithm>(cfg: &NodeConfig) -> Result<(A, Topology, Vec<Uid>), Ne
         let params = Params::new(values);
         let setup =
             Setup { uids: &members, topology: &topology, params: &params, max_delay: cfg.max_delay, seed: 1 };
-        let config = match A::configure(&setup) {
+        let config = match ringleader_algorithms::configure::<A>(&setup) {
             Ok(c) => c,
+            Err(ConfigError::Unknown { keys, .. }) if added.iter().any(|k| keys.iter().any(|u| u == k)) => {
+                // This algorithm does not read what the driver added: try the next set.
+                errors.push(NetError::Config(format!("{} reads no failure-detector parameters", A::NAME)));
+                continue;
+            }
+            Err(e @ ConfigError::Unknown { .. }) => return Err(e.into()),
             Err(e) => {
-                errors.push(NetError::Config(e.to_string()));
+                errors.push(e.into());
                 continue;
             }
         };
-        let unknown = params.unknown();
-        if added.iter().any(|k| unknown.iter().any(|u| u == k)) {
-            // This algorithm does not read what the driver added: try the next set.
-            errors.push(NetError::Config(format!("{} reads no failure-detector parameters", A::NAME)));
-            continue;
-        }
-        if let Some(key) = unknown.into_iter().next() {
-            return Err(NetError::Config(
-                ringleader_algorithms::ParamError::Unknown {
-                    key,
-                    algorithm: A::NAME.into(),
-                    allowed: params.asked().join(", "),
-                }
-                .to_string(),
-            ));
-        }
         let me = members.iter().position(|&u| u == cfg.id).expect("own id is a member") as NodeId;
         return Ok((A::new(me, &config, &setup), topology, members));
     }

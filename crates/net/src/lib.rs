@@ -141,9 +141,12 @@ impl NodeConfig {
 /// Why a node could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
-    /// Bad configuration (algorithm, parameter, membership).
+    /// Bad configuration (algorithm, membership, detector parameters).
     #[error("{0}")]
     Config(String),
+    /// The algorithm refused its parameters.
+    #[error(transparent)]
+    Configure(#[from] ringleader_algorithms::ConfigError),
     /// A socket or file could not be opened.
     #[error("{what}: {source}")]
     Io {
