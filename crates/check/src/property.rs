@@ -1,5 +1,5 @@
 //! The properties the model checker judges, by name: a closed set, each with its kind (`always`
-//! or `sometimes`) and its family. [`crate::properties`] says how each is judged.
+//! or `sometimes`) and its family. The `properties` module says how each is judged.
 
 use ringleader_algorithms::Family;
 

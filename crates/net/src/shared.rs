@@ -1,9 +1,9 @@
 //! What a node's tasks share: the inputs of its driver loop, its view of the algorithm's state,
 //! its peer links and the status document built from them.
 //!
-//! The driver loop ([`crate::driver`]) owns the algorithm; the transport's readers
-//! ([`crate::transport`]) and the HTTP API ([`crate::api`]) hand it [`Input`]s and read the
-//! [`Shared`] state it keeps up to date. This module depends on neither of them.
+//! The driver loop (`driver`) owns the algorithm; the transport's readers (`transport`) and the
+//! HTTP API (`api`) hand it [`Input`]s and read the [`Shared`] state it keeps up to date. This
+//! module depends on none of them.
 
 use std::collections::BTreeSet;
 use std::convert::Infallible;

@@ -8,7 +8,7 @@
 //! distinct peers drawn uniformly, one [`Request::SendTo`] each, at the same instant (so a send
 //! event of fan-out k is k send events in Lamport's sense).
 //!
-//! Unlike the mutual-exclusion patterns of [`super::mutex`] it never reacts to what nodes
+//! Unlike the mutual-exclusion request patterns it never reacts to what nodes
 //! report: it is a fixed, seeded schedule, asked for all at the start.
 
 use rand::RngExt;
