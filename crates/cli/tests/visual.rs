@@ -290,3 +290,34 @@ fn render_time_of_ten_thousand_events() {
     page.assert_no_errors("render");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Screenshots of one run per family for the README and docs/VISUAL.md: the default story of an
+/// algorithm of each family, its page at the first violation or at the last step. Run by name
+/// to refresh `docs/img/family-*.png`:
+/// `cargo test --workspace --test visual -- --ignored screenshots`.
+#[test]
+#[ignore = "writes docs/img; run it by name"]
+fn screenshots_of_one_run_per_family() {
+    use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
+    let dir = out_dir("screenshots");
+    let img = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/img");
+    let page = Page::new();
+    for (family, args) in [
+        ("election", vec![scenario("bully-worst-case.toml")]),
+        ("mutex", vec![scenario("central-timeout-paused-holder.toml")]),
+        ("clock", vec!["--algo".to_string(), "vector-clock".to_string()]),
+        ("deadlock", vec![scenario("cmh-detect-and-resolve.toml")]),
+        ("detector", vec![scenario("heartbeat-paused-process.toml")]),
+    ] {
+        let file = dir.join(format!("{family}.html"));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        sim_html(&args, &file);
+        page.open(&file);
+        page.assert_no_errors(family);
+        let png = page
+            .tab
+            .capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true)
+            .expect("a screenshot");
+        std::fs::write(img.join(format!("family-{family}.png")), png).unwrap();
+    }
+}
