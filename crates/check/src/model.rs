@@ -1,4 +1,5 @@
-//! The adapter: any [`Algorithm`] as a stateright [`Model`].
+//! The adapter: any [`Algorithm`] as a stateright [`Model`](stateright::Model) (the trait impl
+//! is in `search`).
 //!
 //! A [`State`] is every process's own state, the messages in flight, the armed timers, who is
 //! crashed, what the application may still ask, and what each node has *reported* (the

@@ -8,9 +8,9 @@
 //!
 //! One step = one event taken from the queue: a delivery, a timer, an application request, a
 //! fault or a workload's own timer. The loop ([`Simulation::run`]) reads as its concerns: *pop*
-//! the next item, *handle* it ([`Simulation::handle`]: the process's handler runs, or the fault
-//! strikes), *carry out* the outbox in order ([`Simulation::apply`]), *judge* (the checker sees
-//! every request, fault and emitted event through [`Simulation::judge`]), and let the
+//! the next item, *handle* it (`handle`: the process's handler runs, or the fault strikes),
+//! *carry out* the outbox in order (`apply`), *judge* (the checker sees every request, fault and
+//! emitted event through `judge`, with the global view built in one place), and let the
 //! [`Workload`]s react; the trace (when asked for) gets one record per thing that happened.
 //!
 //! The hot path allocates nothing per event: the outbox buffer is reused, messages live inline
