@@ -1,6 +1,9 @@
 //! # Vector clocks
 //!
-//! *Seed 004, "Relógios Lógicos" (the step beyond Lamport); Fidge (1988), Mattern (1989).*
+//! *Fidge, "Timestamps in message-passing systems that preserve the partial ordering" (11th
+//! Australian Computer Science Conference, 1988); Mattern, "Virtual time and global states of
+//! distributed systems" (Parallel and Distributed Algorithms, 1989); Tanenbaum & van Steen,
+//! Distributed Systems, vector clocks.*
 //!
 //! ## The idea
 //! A Lamport clock orders causally related events but also orders concurrent ones arbitrarily,
@@ -86,8 +89,6 @@ impl Process for VectorClock {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Outbox<Msg, Timer>) {}
-
     fn on_message(&mut self, _cx: &Context, _from: NodeId, msg: Msg, out: &mut Outbox<Msg, Timer>) {
         let Msg::Message { id, vector } = msg;
         for (mine, theirs) in self.clock.iter_mut().zip(&vector) {
@@ -154,6 +155,51 @@ mod tests {
 
     use super::*;
     use crate::Params;
+
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    fn node(me: NodeId) -> Node<VectorClock> {
+        World::new(3).node(me)
+    }
+
+    /// Rule 1: every event increments the process's own entry.
+    #[test]
+    fn rule_1_every_event_increments_its_own_entry() {
+        let mut p = node(1);
+        assert_eq!(
+            p.request(Request::Local).emitted(),
+            vec![Event::Stamped { lamport: 0, vector: vec![0, 1, 0] }]
+        );
+        let step = p.request(Request::SendTo { to: 2 });
+        let id = message_id(1, 0);
+        assert_eq!(
+            step.emitted(),
+            vec![Event::StampedMessage { message: id, receive: false, lamport: 0, vector: vec![0, 2, 0] }]
+        );
+    }
+
+    /// Rule 2: a message carries the sender's vector after its send event.
+    #[test]
+    fn rule_2_a_message_carries_the_senders_vector() {
+        let mut p = node(2);
+        let step = p.request(Request::SendTo { to: 0 });
+        assert_eq!(step.sent(), vec![(0, Msg::Message { id: message_id(2, 0), vector: vec![0, 0, 1] })]);
+    }
+
+    /// Rule 3: a receive takes the componentwise maximum, then increments its own entry.
+    #[test]
+    fn rule_3_a_receive_takes_the_componentwise_max_then_ticks() {
+        let mut p = node(1);
+        p.request(Request::Local);
+        p.request(Request::Local);
+        let step = p.deliver(0, Msg::Message { id: 4, vector: vec![3, 1, 5] });
+        assert_eq!(
+            step.emitted(),
+            vec![Event::StampedMessage { message: 4, receive: true, lamport: 0, vector: vec![3, 3, 5] }]
+        );
+        assert!(step.sent().is_empty());
+    }
 
     /// The essay's picture: P0 sends to P1 after P1's local event; P2 is concurrent to both.
     #[test]
