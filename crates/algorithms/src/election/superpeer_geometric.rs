@@ -13,32 +13,32 @@
 //! Nobody sees the whole picture: token positions travel by gossip, with ages.
 //!
 //! ## The rules
-//! - **Space.** The unit torus [0, 1)² (no border, so no border force); a node's position is a
-//!   hash of its uid and `salt`; its overlay neighbours are its `neighbours` nearest nodes.
-//! - **Tokens.** T = ⌈N · fraction⌉ tokens start on the T nodes with the smallest hash (at most
-//!   one per node). Token t carries a version, bumped at every move and when it settles.
-//! - **Gossip (rounds of `period`).** A node keeps, per token, the newest entry it heard:
-//!   (version, holder, position, settled, age). Every round it ages its entries by one. When it
-//!   learns something new (a higher version), it pushes its entries younger than `max_age` rounds
-//!   to `fanout` random neighbours in each of the next `pushes` rounds (rumour mongering with
-//!   ages: the age bounds how far news travel, `pushes` how often a node repeats it). Nodes with
-//!   no news fall silent, so the run goes quiet once every token has settled.
-//! - **Force.** Distances are measured in units of the ideal spacing s = 1/√T. A token at
-//!   distance ρ·s pushes with magnitude 1/ρ² − 1/4 for ρ < 2 (zero beyond: the cut-off keeps
-//!   the law local and continuous). The holder sums the pushes of the tokens it knows.
-//! - **Move.** Every round, if the net force exceeds θ·(1 + moves/8) — `threshold`, raised by an
-//!   eighth for every move the token already made, so that every token stops after finitely many
-//!   moves — the holder passes the token (TOKEN) to the neighbour best aligned with the force that
-//!   is not known to hold a token. A node that already holds one passes an arriving token on to a
-//!   random neighbour (at most one token per node).
-//! - **Settle.** A holder that kept its token for `tau` rounds becomes a super-peer
-//!   (`SuperPeer`) and announces it (a new version, settled). A super-peer that must move its
-//!   token later stops being one (`SuperPeerLost`) and sends RESIGN to its clients.
-//! - **Service.** Every node is served by the nearest settled token it knows: it sends JOIN to it
-//!   and reports `ServedBy` (distance in thousandths of s). A node that is not (or no longer) a
-//!   super-peer answers JOIN with RESIGN, and a client that gets RESIGN picks again. A node that
-//!   knows no super-peer PULLs the entries of a random neighbour every `max_age` rounds until it
-//!   does — this closes the gaps that probabilistic gossip leaves.
+//! 1. **Space.** The unit torus [0, 1)² (no border, so no border force); a node's position is a
+//!    hash of its uid and `salt`; its overlay neighbours are its `neighbours` nearest nodes.
+//! 2. **Tokens.** T = ⌈N · fraction⌉ tokens start on the T nodes with the smallest hash (at most
+//!    one per node). Token t carries a version, bumped at every move and when it settles.
+//! 3. **Gossip (rounds of `period`).** A node keeps, per token, the newest entry it heard:
+//!    (version, holder, position, settled, age). Every round it ages its entries by one. When it
+//!    learns something new (a higher version), it pushes its entries younger than `max_age` rounds
+//!    to `fanout` random neighbours in each of the next `pushes` rounds (rumour mongering with
+//!    ages: the age bounds how far news travel, `pushes` how often a node repeats it). Nodes with
+//!    no news fall silent, so the run goes quiet once every token has settled.
+//! 4. **Force.** Distances are measured in units of the ideal spacing s = 1/√T. A token at
+//!    distance ρ·s pushes with magnitude 1/ρ² − 1/4 for ρ < 2 (zero beyond: the cut-off keeps
+//!    the law local and continuous). The holder sums the pushes of the tokens it knows.
+//! 5. **Move.** Every round, if the net force exceeds θ·(1 + moves/8) — `threshold`, raised by an
+//!    eighth for every move the token already made, so that every token stops after finitely many
+//!    moves — the holder passes the token (TOKEN) to the neighbour best aligned with the force that
+//!    is not known to hold a token. A node that already holds one passes an arriving token on to a
+//!    random neighbour (at most one token per node).
+//! 6. **Settle.** A holder that kept its token for `tau` rounds becomes a super-peer
+//!    (`SuperPeer`) and announces it (a new version, settled). A super-peer that must move its
+//!    token later stops being one (`SuperPeerLost`) and sends RESIGN to its clients.
+//! 7. **Service.** Every node is served by the nearest settled token it knows: it sends JOIN to it
+//!    and reports `ServedBy` (distance in thousandths of s). A node that is not (or no longer) a
+//!    super-peer answers JOIN with RESIGN, and a client that gets RESIGN picks again. A node that
+//!    knows no super-peer PULLs the entries of a random neighbour every `max_age` rounds until it
+//!    does — this closes the gaps that probabilistic gossip leaves.
 //!
 //! ## Parameters (defaults chosen by measurement, see `docs/ELECTIONS-LARGE.md`)
 //! `fraction` 0.02 (T = ⌈N · fraction⌉ tokens), `neighbours` 8, `fanout` 2, `pushes` 2, `tau` 8
@@ -878,6 +878,8 @@ mod tests {
         );
 
         assert_eq!(node(me).deliver(near, Msg::Join).sent(), vec![(near, Msg::Resign)]);
+        let mut client = p.clone();
+        assert_eq!(client.deliver(near, Msg::Resign).sent(), vec![(far, Msg::Join)], "a RESIGN: pick again");
 
         let mut lonely = node(me);
         lonely.start();
