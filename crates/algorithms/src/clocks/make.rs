@@ -229,7 +229,7 @@ impl Algorithm for Make {
     const NAME: &'static str = "make";
     const FAMILY: Family = Family::Clock;
     const SUMMARY: &'static str =
-        "seed 004's make story: an edit stamped by a lagging clock looks older than the object file";
+        "the textbook's make story: an edit stamped by a lagging clock looks older than the object file";
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {

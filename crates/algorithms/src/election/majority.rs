@@ -293,7 +293,7 @@ impl Algorithm for Majority {
     const NAME: &'static str = "majority";
     const FAMILY: Family = Family::Election;
     const SUMMARY: &'static str =
-        "terms, one vote per term, a majority to lead, randomized timeouts (seed 003's split-brain fix)";
+        "terms, one vote per term, a majority to lead, randomized timeouts (the split-brain fix; Raft 2014)";
     const LEADER_RULE: LeaderRule = LeaderRule::Any;
     type Config = Watch;
 

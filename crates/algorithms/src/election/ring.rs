@@ -380,7 +380,7 @@ impl<const MIN: bool> Algorithm for RingElection<MIN> {
     const NAME: &'static str = if MIN { "ring-min" } else { "ring" };
     const FAMILY: Family = Family::Election;
     const SUMMARY: &'static str = if MIN {
-        "ring election collecting a list; the lowest id in it wins (seed 003's variant)"
+        "ring election collecting a list; the lowest id in it wins (the textbook's variant)"
     } else {
         "ring election collecting a list; the highest id in it wins (Tanenbaum)"
     };

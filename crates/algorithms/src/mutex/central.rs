@@ -438,7 +438,7 @@ impl<const TIMEOUT: bool> Algorithm for CentralCoordinator<TIMEOUT> {
     const NAME: &'static str = if TIMEOUT { "central-timeout" } else { "central" };
     const FAMILY: Family = Family::Mutex;
     const SUMMARY: &'static str = if TIMEOUT {
-        "coordinator that re-grants when the holder is silent too long (seed 003's unsafe fix)"
+        "coordinator that re-grants when the holder is silent too long (the unsafe obvious fix)"
     } else {
         "one coordinator queues REQUESTs and GRANTs in FIFO order; 3 messages per entry"
     };
