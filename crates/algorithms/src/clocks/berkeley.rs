@@ -253,14 +253,10 @@ impl Algorithm for Berkeley {
 
 #[cfg(test)]
 mod tests {
-    use ringleader_core::{Action, Topology};
+    use ringleader_core::Action;
 
     use super::*;
-    use crate::Params;
 
-    /// One round driven by hand on 5 nodes: node 4's clock is 900 ms ahead, the others 0, 1, 3
-    /// and 4 ms (the master is node 0, at 0). The average leaves node 4 out — (0 + 1 + 3 + 4)/4
-    /// = 2 ms — and every node, node 4 included, is sent the delta to that average.
     use crate::testing::World;
     use ringleader_core::harness::Node;
 
@@ -348,36 +344,30 @@ mod tests {
         assert_eq!(m.process.offsets, vec![Some(0), None, None]);
     }
 
+    /// One round driven by hand on 5 nodes: node 4's clock is 900 ms ahead, the others 0, 1, 3
+    /// and 4 ms (the master is node 0, at 0). The average leaves node 4 out — (0 + 1 + 3 + 4)/4
+    /// = 2 ms — and every node, node 4 included, is sent the delta to that average.
     #[test]
     fn a_round_sends_deltas_to_the_fault_tolerant_average() {
-        let uids = [1, 2, 3, 4, 5];
-        let topology = Topology::Complete { n: 5 };
-        let params = Params::default();
-        let setup =
-            Setup { uids: &uids, topology: &topology, params: &params, max_delay: MILLISECOND, seed: 1 };
-        let config = Berkeley::configure(&setup).unwrap();
-        let mut master = Berkeley::new(0, &config, &setup);
-        let cx = |now| Context { me: 0, uids: &uids, topology: &topology, now, random: 0 };
-        let mut out = Out::new();
-        master.on_start(&cx(1_000 * MILLISECOND), &mut out);
-        let polls = out.drain().filter(|a| matches!(a, Action::Send { msg: Msg::Poll { .. }, .. })).count();
-        assert_eq!(polls, 4);
+        let mut master = World::new(5).node::<Berkeley>(0);
+        assert_eq!(master.at(1_000 * MS).start().sent().len(), 4);
         // Each answer comes back after a 2 ms round trip, the reading taken halfway.
         let ahead = [0, 1, 3, 4, 900];
+        let mut actions = Vec::new();
         for node in 1..5u32 {
-            let remote = 1_001 * MILLISECOND + ahead[node as usize] * MILLISECOND;
-            let msg = Msg::Time { t0: 1_000 * MILLISECOND, time: remote };
-            master.on_message(&cx(1_002 * MILLISECOND), node, msg, &mut out);
+            let remote = 1_001 * MS + ahead[node as usize] * MS;
+            let msg = Msg::Time { t0: 1_000 * MS, time: remote };
+            actions.extend(master.at(1_002 * MS).deliver(node, msg).actions);
         }
         let mut deltas = vec![None; 5];
-        for action in out.drain() {
+        for action in actions {
             match action {
                 Action::Send { to, msg: Msg::Adjust { delta } } => deltas[to as usize] = Some(delta),
                 Action::AdjustClock(delta) => deltas[0] = Some(delta),
                 _ => {}
             }
         }
-        let ms = MILLISECOND as i64;
+        let ms = MS as i64;
         assert_eq!(deltas, vec![Some(2 * ms), Some(ms), Some(-ms), Some(-2 * ms), Some(-898 * ms)]);
     }
 

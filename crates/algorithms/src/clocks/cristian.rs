@@ -205,13 +205,8 @@ impl Algorithm for Cristian {
 
 #[cfg(test)]
 mod tests {
-    use ringleader_core::{Action, Topology};
-
     use super::*;
-    use crate::Params;
 
-    /// A client's round: the first reply corrects, a slower one does not, a faster one does
-    /// again, and a reply to an earlier round is ignored.
     use crate::testing::World;
     use ringleader_core::harness::Node;
 
@@ -272,29 +267,20 @@ mod tests {
         assert!(c.deliver(0, Msg::Reply { t0: 10 * MS, time: 5 }).is_empty());
     }
 
+    /// A client's round: the first reply corrects, a slower one does not, a faster one does
+    /// again, and a reply to an earlier round is ignored.
     #[test]
     fn only_a_new_minimum_round_trip_corrects_the_clock() {
-        let uids = [1, 2];
-        let topology = Topology::Complete { n: 2 };
-        let params = Params::default();
-        let setup =
-            Setup { uids: &uids, topology: &topology, params: &params, max_delay: MILLISECOND, seed: 1 };
-        let config = Cristian::configure(&setup).unwrap();
-        let mut client = Cristian::new(1, &config, &setup);
-        let cx = |now| Context { me: 1, uids: &uids, topology: &topology, now, random: 0 };
-        let ms = MILLISECOND;
-        let mut out = Outbox::new();
-        client.on_start(&cx(10 * ms), &mut out);
-        assert_eq!(out.drain().filter(|a| matches!(a, Action::Send { to: 0, .. })).count(), 4);
-        let mut reply = |client: &mut Cristian, now: Time, t0: Time, time: Time| {
-            client.on_message(&cx(now), 0, Msg::Reply { t0, time }, &mut out);
-            out.drain().find_map(|a| if let Action::AdjustClock(d) = a { Some(d) } else { None })
+        let mut client = World::new(2).node::<Cristian>(1);
+        assert_eq!(client.at(10 * MS).start().sent().len(), 4);
+        let mut reply = |now: Time, t0: Time, time: Time| {
+            client.at(now).deliver(0, Msg::Reply { t0, time }).adjustments()
         };
         // RTT 4 ms, server read 20 ms: it is 20 + 2 − 14 = 8 ms ahead.
-        assert_eq!(reply(&mut client, 14 * ms, 10 * ms, 20 * ms), Some(8 * ms as i64));
-        assert_eq!(reply(&mut client, 16 * ms, 10 * ms, 21 * ms), None);
+        assert_eq!(reply(14 * MS, 10 * MS, 20 * MS), vec![8 * MS as i64]);
+        assert!(reply(16 * MS, 10 * MS, 21 * MS).is_empty());
         // RTT 2 ms, server read 19 ms: 19 + 1 − 12 = 8 ms, from a tighter sample.
-        assert_eq!(reply(&mut client, 12 * ms, 10 * ms, 19 * ms), Some(8 * ms as i64));
-        assert_eq!(reply(&mut client, 13 * ms, 5 * ms, 0), None, "a reply to an earlier round");
+        assert_eq!(reply(12 * MS, 10 * MS, 19 * MS), vec![8 * MS as i64]);
+        assert!(reply(13 * MS, 5 * MS, 0).is_empty(), "a reply to an earlier round");
     }
 }

@@ -146,10 +146,7 @@ impl Algorithm for LamportClock {
 
 #[cfg(test)]
 mod tests {
-    use ringleader_core::{Action, Topology};
-
     use super::*;
-    use crate::Params;
 
     use crate::testing::World;
     use ringleader_core::harness::Node;
@@ -206,22 +203,15 @@ mod tests {
     /// max(1, 3) + 1 = 4; a late message with an old stamp still ticks (5).
     #[test]
     fn the_receive_takes_the_max_then_ticks() {
-        let uids = [1, 2];
-        let topology = Topology::Complete { n: 2 };
-        let params = Params::default();
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 0, seed: 1 };
-        let mut p: Vec<LamportClock> = (0..2).map(|i| LamportClock::new(i, &(), &setup)).collect();
-        let cx = |me| Context { me, uids: &uids, topology: &topology, now: 0, random: 0 };
-        let mut out = Outbox::new();
-        p[0].on_request(&cx(0), Request::Local, &mut out);
-        p[0].on_request(&cx(0), Request::Local, &mut out);
-        p[0].on_request(&cx(0), Request::SendTo { to: 1 }, &mut out);
-        let msg = out.drain().find_map(|a| if let Action::Send { msg, .. } = a { Some(msg) } else { None });
-        assert_eq!(msg, Some(Msg::Message { id: super::super::message_id(0, 0), lamport: 3 }));
-        p[1].on_request(&cx(1), Request::Local, &mut out);
-        p[1].on_message(&cx(1), 0, msg.unwrap(), &mut out);
-        assert_eq!(p[1].value(), 4, "max(1, 3) + 1");
-        p[1].on_message(&cx(1), 0, Msg::Message { id: 7, lamport: 1 }, &mut out);
-        assert_eq!(p[1].value(), 5, "an old stamp still ticks");
+        let (mut p0, mut p1) = (node(0), node(1));
+        p0.request(Request::Local);
+        p0.request(Request::Local);
+        let sent = p0.request(Request::SendTo { to: 1 }).sent();
+        assert_eq!(sent, vec![(1, Msg::Message { id: message_id(0, 0), lamport: 3 })]);
+        p1.request(Request::Local);
+        p1.deliver(0, sent[0].1.clone());
+        assert_eq!(p1.process.value(), 4, "max(1, 3) + 1");
+        p1.deliver(0, Msg::Message { id: 7, lamport: 1 });
+        assert_eq!(p1.process.value(), 5, "an old stamp still ticks");
     }
 }

@@ -151,10 +151,7 @@ impl Algorithm for VectorClock {
 
 #[cfg(test)]
 mod tests {
-    use ringleader_core::{Action, Topology};
-
     use super::*;
-    use crate::Params;
 
     use crate::testing::World;
     use ringleader_core::harness::Node;
@@ -204,31 +201,22 @@ mod tests {
     /// The essay's picture: P0 sends to P1 after P1's local event; P2 is concurrent to both.
     #[test]
     fn the_receive_takes_the_componentwise_max_then_ticks() {
-        let uids = [1, 2, 3];
-        let topology = Topology::Complete { n: 3 };
-        let params = Params::default();
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 0, seed: 1 };
-        let mut p: Vec<VectorClock> = (0..3).map(|i| VectorClock::new(i, &(), &setup)).collect();
-        let cx = |me| Context { me, uids: &uids, topology: &topology, now: 0, random: 0 };
-        let mut out = Outbox::new();
-        p[0].on_request(&cx(0), Request::SendTo { to: 1 }, &mut out);
-        let msg = out.drain().find_map(|a| if let Action::Send { msg, .. } = a { Some(msg) } else { None });
-        p[1].on_request(&cx(1), Request::Local, &mut out);
-        p[1].on_message(&cx(1), 0, msg.unwrap(), &mut out);
-        p[2].on_request(&cx(2), Request::Local, &mut out);
-        assert_eq!(p[0].value(), [1, 0, 0]);
-        assert_eq!(p[1].value(), [1, 2, 0]);
-        assert_eq!(p[2].value(), [0, 0, 1]);
-        let receive =
-            out.drain().find(|a| matches!(a, Action::Emit(Event::StampedMessage { receive: true, .. })));
+        let mut p: Vec<Node<VectorClock>> = (0..3).map(node).collect();
+        let sent = p[0].request(Request::SendTo { to: 1 }).sent();
+        p[1].request(Request::Local);
+        let receive = p[1].deliver(0, sent[0].1.clone());
+        p[2].request(Request::Local);
+        assert_eq!(p[0].process.value(), [1, 0, 0]);
+        assert_eq!(p[1].process.value(), [1, 2, 0]);
+        assert_eq!(p[2].process.value(), [0, 0, 1]);
         assert_eq!(
-            receive,
-            Some(Action::Emit(Event::StampedMessage {
-                message: super::super::message_id(0, 0),
+            receive.emitted(),
+            vec![Event::StampedMessage {
+                message: message_id(0, 0),
                 receive: true,
                 lamport: 0,
                 vector: vec![1, 2, 0]
-            }))
+            }]
         );
     }
 }

@@ -177,8 +177,8 @@ impl Algorithm for ChangRoberts {
 mod tests {
     use super::*;
     use crate::testing::World;
+    use ringleader_core::Topology;
     use ringleader_core::harness::Node;
-    use ringleader_core::{Action, Topology};
 
     /// Position `me` of a ring of three, uids 1, 2, 3.
     fn node(me: NodeId) -> Node<ChangRoberts> {
@@ -224,17 +224,14 @@ mod tests {
         assert!(p.deliver(0, Msg::Elected(2)).is_empty(), "back at the winner");
     }
 
+    /// Alone on the ring, an initiator's id has already come back: it decides locally.
     #[test]
     fn alone_on_the_ring_it_elects_itself_without_sending() {
-        let uids = [7];
-        let topology = Topology::Ring { n: 1 };
-        let cx = Context { me: 0, uids: &uids, topology: &topology, now: 0, random: 0 };
-        let mut p = ChangRoberts { uid: 7, participant: false, leader: None };
-        let mut out = Out::new();
-        p.on_request(&cx, Request::StartElection, &mut out);
-        assert!(out.actions().iter().all(|a| !matches!(a, Action::Send { .. })), "{:?}", out.actions());
-        assert!(out.actions().contains(&Action::Emit(Event::Leader { leader: 7, term: 0 })));
-        assert_eq!(p.leader(), Some(7));
-        assert!(!p.participant);
+        let mut p = World::new(1).uids(&[7]).topology(Topology::Ring { n: 1 }).node::<ChangRoberts>(0);
+        let step = p.request(Request::StartElection);
+        assert!(step.sent().is_empty(), "{step:?}");
+        assert_eq!(step.emitted(), vec![Event::ElectionStarted, Event::Leader { leader: 7, term: 0 }]);
+        assert_eq!(p.process.leader(), Some(7));
+        assert!(!p.process.participant);
     }
 }

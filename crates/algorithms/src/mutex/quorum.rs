@@ -312,8 +312,7 @@ impl Process for Quorum {
 impl Algorithm for Quorum {
     const NAME: &'static str = "quorum";
     const FAMILY: Family = Family::Mutex;
-    const SUMMARY: &'static str =
-        "n queueing coordinators, enter with m > n/2 GRANTs; recovered coordinators forget (Tanenbaum & van Steen)";
+    const SUMMARY: &'static str = "n queueing coordinators, enter with m > n/2 GRANTs; recovered coordinators forget (Tanenbaum & van Steen)";
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {

@@ -209,15 +209,7 @@ impl Algorithm for RicartAgrawala {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Params;
-    use ringleader_core::{Action, Topology};
 
-    fn entered(out: &Out) -> bool {
-        out.actions().iter().any(|a| matches!(a, Action::Emit(Event::Entered { .. })))
-    }
-
-    /// Three processes: P0 asks; P1's REPLY arrives twice. The duplicate is not P2's
-    /// permission, and neither is a stale REPLY naming an earlier request.
     use crate::testing::World;
     use ringleader_core::harness::Node;
 
@@ -283,24 +275,24 @@ mod tests {
         assert_eq!(p.deliver(2, Msg::Request { ts: 7 }).sent(), vec![(2, Msg::Reply { ts: 7 })], "released");
     }
 
+    /// Three processes: P0 asks; P1's REPLY arrives twice. The duplicate is not P2's
+    /// permission, and neither is a stale REPLY naming an earlier request.
     #[test]
     fn a_duplicated_reply_does_not_let_a_process_in_early() {
-        let uids = [1, 2, 3];
-        let topology = Topology::Complete { n: 3 };
-        let params = Params::default();
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 1, seed: 1 };
-        let cx = Context { me: 0, uids: &uids, topology: &topology, now: 0, random: 0 };
-        let mut p = RicartAgrawala::new(0, &(), &setup);
-        let mut out = Out::new();
-        p.on_request(&cx, Request::Acquire, &mut out);
-        let State::Wanted(mine) = p.state else { panic!("{:?}", p.state) };
-        out.drain().for_each(drop);
-        p.on_message(&cx, 1, Msg::Reply { ts: mine.ts }, &mut out);
-        p.on_message(&cx, 1, Msg::Reply { ts: mine.ts }, &mut out);
-        assert!(!entered(&out) && !p.in_critical_section(), "two REPLYs from P1 are one permission");
-        p.on_message(&cx, 2, Msg::Reply { ts: mine.ts - 1 }, &mut out);
-        assert!(!entered(&out), "a REPLY to an earlier request is no permission");
-        p.on_message(&cx, 2, Msg::Reply { ts: mine.ts }, &mut out);
-        assert!(entered(&out) && p.in_critical_section());
+        let mut p = node(0);
+        p.request(Request::Acquire);
+        let State::Wanted(mine) = p.process.state else { panic!("{:?}", p.process.state) };
+        assert!(p.deliver(1, Msg::Reply { ts: mine.ts }).is_empty());
+        assert!(p.deliver(1, Msg::Reply { ts: mine.ts }).is_empty(), "two REPLYs from P1 are one permission");
+        assert!(!p.process.in_critical_section());
+        assert!(
+            p.deliver(2, Msg::Reply { ts: mine.ts - 1 }).is_empty(),
+            "a REPLY to an earlier request is no permission"
+        );
+        assert_eq!(
+            p.deliver(2, Msg::Reply { ts: mine.ts }).emitted(),
+            vec![Event::Entered { fencing: mine.fencing(&p.uids) }]
+        );
+        assert!(p.process.in_critical_section());
     }
 }
