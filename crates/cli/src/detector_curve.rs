@@ -178,6 +178,9 @@ fn values(a: &CurveArgs) -> anyhow::Result<Vec<String>> {
         if a.algo == "heartbeat" { "5ms,10ms,20ms,40ms,80ms,160ms,320ms" } else { "1,2,3,4,6,8,12,16" };
     let list: Vec<String> =
         a.values.as_deref().unwrap_or(default).split(',').map(|s| s.trim().to_string()).collect();
+    if list.len() > MAX_VALUES {
+        bail!("--values: {} values; a curve sweeps 1..{MAX_VALUES}", list.len());
+    }
     for v in &list {
         if a.algo == "heartbeat" {
             v.parse::<Duration>().map_err(|e| anyhow::anyhow!("--values: {e}"))?;
@@ -188,16 +191,45 @@ fn values(a: &CurveArgs) -> anyhow::Result<Vec<String>> {
     Ok(list)
 }
 
+/// The most processes a curve is drawn for.
+const MAX_NODES: u32 = 100;
+/// The most pauses per process, and crashes per run.
+const MAX_FAULTS: u32 = 1_000;
+/// The most values one curve sweeps.
+const MAX_VALUES: usize = 64;
+const HOUR: Time = 3_600 * SECOND;
+
 /// Runs `ringleader detector-curve`; returns the exit status.
 pub fn run(a: CurveArgs) -> anyhow::Result<i32> {
-    if a.nodes < 2 {
-        bail!("--nodes {}: a failure detector needs at least 2 processes", a.nodes);
+    if !(2..=MAX_NODES).contains(&a.nodes) {
+        bail!(
+            "--nodes {}: a failure detector's curve is drawn for 2..{MAX_NODES} processes (all-to-all heartbeats)",
+            a.nodes
+        );
     }
-    if a.duration.0 < 5 * SECOND {
-        bail!("--duration {}: give at least 5s so that crashes and pauses fit", String::from(a.duration));
+    if a.duration.0 < 5 * SECOND || a.duration.0 > HOUR {
+        bail!("--duration {}: give 5s..1h (crashes and pauses must fit)", String::from(a.duration));
     }
-    if !(a.mistake_cost >= 0.0 && a.wait_cost >= 0.0) {
-        bail!("--mistake-cost and --wait-cost must be non-negative numbers");
+    for (flag, k) in [("pauses", a.pauses), ("crashes", a.crashes)] {
+        if k > MAX_FAULTS {
+            bail!("--{flag} {k}: give 0..{MAX_FAULTS}");
+        }
+    }
+    if a.downtime.0 < 100 * MILLISECOND || a.downtime.0 + 2 * SECOND > a.duration.0 {
+        bail!(
+            "--downtime {}: give 100ms up to the duration less 2s, so that a crashed process comes back within the run",
+            String::from(a.downtime)
+        );
+    }
+    if a.pause_median.0 < MILLISECOND || a.pause_median.0 > 5 * SECOND {
+        bail!(
+            "--pause-median {}: give 1ms..5s (pauses are drawn from 1 ms to 5 s)",
+            String::from(a.pause_median)
+        );
+    }
+    if !(a.mistake_cost >= 0.0 && a.wait_cost >= 0.0 && a.mistake_cost.is_finite() && a.wait_cost.is_finite())
+    {
+        bail!("--mistake-cost and --wait-cost must be finite non-negative numbers");
     }
     let list = values(&a)?;
     let (pauses, crash, recover) = plan(&a);

@@ -244,6 +244,14 @@ fn protocol_run(n: u32, m: u32, race: Race, resets: &[bool], seed: u64) -> Resul
     Ok(report.violations.iter().any(|v| v.property == "safety"))
 }
 
+/// The most coordinators `--n` may name (the exact sum has m terms of m-digit binomials).
+const MAX_COORDINATORS: u32 = 1_000;
+/// The most samples `--monte-carlo` may draw.
+const MAX_MONTE_CARLO: u64 = 100_000_000;
+/// The most simulated runs `--protocol` may make, and the most coordinators each may have.
+const MAX_PROTOCOL_RUNS: u64 = 1_000_000;
+const MAX_PROTOCOL_COORDINATORS: u32 = 100;
+
 /// Runs the subcommand; returns the exit status.
 pub fn run(args: QuorumRiskArgs) -> Result<i32> {
     let Some(p) = Decimal::parse(&args.p) else {
@@ -253,8 +261,8 @@ pub fn run(args: QuorumRiskArgs) -> Result<i32> {
         bail!("--p {}: a probability must be between 0 and 1", args.p);
     }
     let (n, m) = (args.n, args.m);
-    if n == 0 {
-        bail!("--n 0: there must be at least one coordinator");
+    if n == 0 || n > MAX_COORDINATORS {
+        bail!("--n {n}: the number of coordinators must be 1..{MAX_COORDINATORS}");
     }
     if m > n {
         bail!("--m {m}: the quorum cannot exceed the {n} coordinators (need n/2 < m <= n)");
@@ -284,8 +292,8 @@ pub fn run(args: QuorumRiskArgs) -> Result<i32> {
     let pf = p.to_f64();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(args.seed);
     if let Some(runs) = args.monte_carlo {
-        if runs == 0 {
-            bail!("--monte-carlo 0: give a positive number of runs");
+        if runs == 0 || runs > MAX_MONTE_CARLO {
+            bail!("--monte-carlo {runs}: give 1..{MAX_MONTE_CARLO} runs");
         }
         let need = 2 * m - n;
         let hits = (0..runs)
@@ -308,8 +316,13 @@ pub fn run(args: QuorumRiskArgs) -> Result<i32> {
         ));
     }
     if let Some(runs) = args.protocol {
-        if runs == 0 {
-            bail!("--protocol 0: give a positive number of runs");
+        if runs == 0 || runs > MAX_PROTOCOL_RUNS {
+            bail!("--protocol {runs}: give 1..{MAX_PROTOCOL_RUNS} runs");
+        }
+        if n > MAX_PROTOCOL_COORDINATORS {
+            bail!(
+                "--n {n} with --protocol: the simulated runs take 1..{MAX_PROTOCOL_COORDINATORS} coordinators"
+            );
         }
         let mut hits = 0u64;
         for i in 0..runs {
