@@ -214,3 +214,86 @@ impl<P: Process> Node<P> {
         self.call(|p, cx, out| p.on_recover(cx, out))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Message;
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    struct Ping(u8);
+
+    impl Message for Ping {
+        const KINDS: &'static [&'static str] = &["ping"];
+        fn kind_index(&self) -> usize {
+            0
+        }
+    }
+
+    /// Arms timers 1 and 2 at start; a PING(k) cancels timer k and answers its sender; timer k
+    /// sends PING(k) to position 0 and asks for a clock correction equal to the local time; a
+    /// recovery reports `Exited`.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Toy;
+
+    impl Process for Toy {
+        type Msg = Ping;
+        type Timer = u8;
+
+        fn on_start(&mut self, _cx: &Context, out: &mut Outbox<Ping, u8>) {
+            out.set_timer(1, 10);
+            out.set_timer(2, 20);
+        }
+
+        fn on_message(&mut self, _cx: &Context, from: NodeId, msg: Ping, out: &mut Outbox<Ping, u8>) {
+            out.cancel_timer(msg.0);
+            out.send(from, msg);
+        }
+
+        fn on_timer(&mut self, cx: &Context, timer: u8, out: &mut Outbox<Ping, u8>) {
+            out.send(0, Ping(timer));
+            out.adjust_clock(cx.now as i64);
+        }
+
+        fn on_recover(&mut self, _cx: &Context, out: &mut Outbox<Ping, u8>) {
+            out.emit(Event::Exited);
+        }
+    }
+
+    fn node() -> Node<Toy> {
+        Node::new(Toy, 1, vec![5, 6], Topology::Complete { n: 2 })
+    }
+
+    #[test]
+    fn a_step_sorts_its_actions_and_the_node_tracks_armed_timers() {
+        let mut n = node();
+        let step = n.start();
+        assert_eq!(step.set(), vec![(1, 10), (2, 20)]);
+        assert!(step.sent().is_empty() && step.emitted().is_empty());
+        assert_eq!(n.armed().len(), 2);
+        let step = n.deliver(0, Ping(2));
+        assert_eq!(step.cancelled(), vec![2]);
+        assert_eq!(step.sent(), vec![(0, Ping(2))]);
+        assert!(!n.is_armed(&2) && n.is_armed(&1));
+        let step = n.at(7).fire(1);
+        assert_eq!(step.sent(), vec![(0, Ping(1))]);
+        assert_eq!(step.adjustments(), vec![7], "the handler sees the clock set with `at`");
+        assert!(n.armed().is_empty(), "a fired timer is disarmed");
+    }
+
+    #[test]
+    #[should_panic(expected = "is not armed")]
+    fn firing_a_timer_that_is_not_armed_is_refused() {
+        node().fire(1);
+    }
+
+    #[test]
+    fn a_crash_disarms_every_timer_and_recover_calls_on_recover() {
+        let mut n = node();
+        n.start();
+        n.crash();
+        assert!(n.armed().is_empty());
+        assert_eq!(n.recover().emitted(), vec![Event::Exited]);
+        assert!(n.request(Request::Acquire).is_empty(), "the default on_request ignores everything");
+    }
+}
