@@ -82,6 +82,24 @@ impl<M, T> Item<M, T> {
 /// The scheduled items of algorithm `A`.
 type ItemOf<A> = Item<<A as ringleader_core::Process>::Msg, <A as ringleader_core::Process>::Timer>;
 
+/// Puts `item` in the queue at `time` with the next sequence number (also a message's id),
+/// counting it in `scripted` when it is part of the run's story.
+fn enqueue<M, T>(
+    queue: &mut EventQueue<Item<M, T>>,
+    seq: &mut u64,
+    scripted: &mut u64,
+    time: Time,
+    item: Item<M, T>,
+) -> u64 {
+    if item.is_story() {
+        *scripted += 1;
+    }
+    let id = *seq;
+    *seq += 1;
+    queue.push(time, id, item);
+    id
+}
+
 /// How many events ahead the engine prefetches the receiver's state.
 const PREFETCH_DISTANCE: usize = 6;
 
@@ -177,8 +195,6 @@ pub struct Simulation<A: Algorithm> {
     /// What the application does: at most one workload per kind of story (election
     /// initiators, a request pattern or the clock schedule, the deadlock transactions).
     workloads: Vec<Box<dyn Workload>>,
-    /// Buffer for what a workload asks for, reused.
-    asks: Vec<(Time, Step)>,
     checker: Box<dyn Checker + Send>,
     violations: Violations,
     counters: Counters,
@@ -226,7 +242,6 @@ impl<A: Algorithm> Simulation<A> {
             last_progress: 0,
             longest_timer: 0,
             workloads,
-            asks: Vec::new(),
             violations: Violations::default(),
             counters: Counters {
                 sent_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
@@ -398,27 +413,21 @@ impl<A: Algorithm> Simulation<A> {
     /// Schedules `item` at `time`; its sequence number (which is also a message's id) orders
     /// it after everything scheduled before at the same time.
     fn schedule(&mut self, time: Time, item: ItemOf<A>) -> u64 {
-        if item.is_story() {
-            self.scripted += 1;
-        }
-        let seq = self.seq;
-        self.seq += 1;
-        self.queue.push(time, seq, item);
-        seq
+        enqueue(&mut self.queue, &mut self.seq, &mut self.scripted, time, item)
     }
 
-    /// Runs `f` on workload `i` and schedules what it asks for, in order.
+    /// Runs `f` on workload `i`, scheduling what it asks for as it asks (in order; nothing is
+    /// buffered, so a million initiators cost only their queue entries).
     fn drive(&mut self, i: usize, f: impl FnOnce(&mut dyn Workload, &mut Cx)) {
-        let mut asks = std::mem::take(&mut self.asks);
-        f(self.workloads[i].as_mut(), &mut Cx::new(self.now, &mut self.rng, &self.status, &mut asks));
-        for (time, step) in asks.drain(..) {
+        let Simulation { queue, seq, scripted, rng, status, workloads, now, .. } = self;
+        let mut schedule = |time: Time, step: Step| {
             let item = match step {
                 Step::Ask(node, request) => Item::Request(Box::new((node, request))),
                 Step::Tick(node, tick) => Item::Tick { workload: i as u8, node, tick },
             };
-            self.schedule(time, item);
-        }
-        self.asks = asks;
+            enqueue(queue, seq, scripted, time, item);
+        };
+        f(workloads[i].as_mut(), &mut Cx::new(*now, rng, status, &mut schedule));
     }
 
     /// Runs `f` on every workload, in order.

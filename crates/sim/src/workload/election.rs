@@ -20,7 +20,7 @@ impl ElectionWorkload {
 
 impl Workload for ElectionWorkload {
     fn start(&mut self, cx: &mut Cx) {
-        for &node in &self.initiators {
+        for node in std::mem::take(&mut self.initiators) {
             cx.ask(0, node, Request::StartElection);
         }
     }

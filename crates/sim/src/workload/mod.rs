@@ -40,7 +40,6 @@ pub enum Step {
 }
 
 /// What a workload sees of the run when it is called, and where it puts what it wants done.
-#[derive(Debug)]
 pub struct Cx<'a> {
     /// Virtual time now.
     pub now: Time,
@@ -48,28 +47,29 @@ pub struct Cx<'a> {
     pub rng: &'a mut Xoshiro256PlusPlus,
     /// Every node's status, by position.
     pub status: &'a [Status],
-    out: &'a mut Vec<(Time, Step)>,
+    out: &'a mut dyn FnMut(Time, Step),
 }
 
 impl<'a> Cx<'a> {
-    /// A context at `now` that collects what the workload asks for in `out`.
+    /// A context at `now` that hands what the workload asks for to `out` (the engine schedules
+    /// it at once).
     pub fn new(
         now: Time,
         rng: &'a mut Xoshiro256PlusPlus,
         status: &'a [Status],
-        out: &'a mut Vec<(Time, Step)>,
+        out: &'a mut dyn FnMut(Time, Step),
     ) -> Self {
         Cx { now, rng, status, out }
     }
 
     /// Asks `node` for `request` at `at`.
     pub fn ask(&mut self, at: Time, node: NodeId, request: Request) {
-        self.out.push((at, Step::Ask(node, request)));
+        (self.out)(at, Step::Ask(node, request));
     }
 
     /// Sets the workload's timer `tick` for `node` at `at`.
     pub fn tick(&mut self, at: Time, node: NodeId, tick: Tick) {
-        self.out.push((at, Step::Tick(node, tick)));
+        (self.out)(at, Step::Tick(node, tick));
     }
 }
 
