@@ -1,6 +1,8 @@
 //! Exact textbook message counts of the bully, ring and majority elections (Garcia-Molina's bully,
-//! the ring election, majority voting), for several N: ids 1..N, constant latency, detection off unless said.
+//! the ring election, majority voting), for several N: ids 1..N, constant latency, detection off
+//! unless said. The counts are the formulas `ringleader table` prints.
 
+use ringleader_analysis::table::formulas::{self, Count};
 use ringleader_sim::scenario::Initiators;
 use ringleader_sim::{Report, RunConfig, RunOptions, run};
 
@@ -21,14 +23,21 @@ fn kind(r: &Report, k: &str) -> u64 {
     r.messages.by_kind[k]
 }
 
+/// Every kind the textbook count names has exactly its count, and the non-detection sends add
+/// up to its total.
+fn assert_count(r: &Report, want: &Count, what: &str) {
+    for &(k, v) in &want.kinds {
+        assert_eq!(kind(r, k), v, "{what}: {k}");
+    }
+    assert_eq!(r.messages.sent - r.messages.detection, want.total, "{what}");
+}
+
 #[test]
 fn bully_worst_case_is_n_squared_minus_n_minus_one() {
     for n in 3..=12u64 {
         let crash = format!("{n}@0");
         let r = go(&config("bully", n as u32, Initiators::Lowest, &[&crash]));
-        assert_eq!(kind(&r, "election"), n * (n - 1) / 2, "N = {n}");
-        assert_eq!(kind(&r, "answer"), (n - 1) * (n - 2) / 2, "N = {n}");
-        assert_eq!(kind(&r, "coordinator"), n - 2, "N = {n}");
+        assert_count(&r, &formulas::bully_worst(n), &format!("N = {n}"));
         assert_eq!(r.messages.sent, n * n - n - 1, "N = {n}");
         assert_eq!(r.messages.detection, 0);
         assert_eq!(r.outcome["leader"], n - 1);
@@ -44,9 +53,8 @@ fn bully_best_case_is_n_minus_one() {
     for n in 3..=12u64 {
         let crash = format!("{n}@0");
         let r = go(&config("bully", n as u32, Initiators::Ids(vec![n - 1]), &[&crash]));
-        assert_eq!(kind(&r, "election"), 1, "N = {n}: the ELECTION to the dead coordinator");
-        assert_eq!(kind(&r, "answer"), 0);
-        assert_eq!(kind(&r, "coordinator"), n - 2, "N = {n}");
+        // One ELECTION, to the dead coordinator; no ANSWER.
+        assert_count(&r, &formulas::bully_best(n), &format!("N = {n}"));
         assert_eq!(r.messages.sent, n - 1);
         assert_eq!(r.outcome["leader"], n - 1);
     }
@@ -88,7 +96,7 @@ fn bully_timer_is_derived_from_max_delay_and_overridable() {
 fn ring_one_initiator_is_two_n_plus_one_per_dead_successor() {
     for n in 3..=12u64 {
         let r = go(&config("ring", n as u32, Initiators::Lowest, &[]));
-        assert_eq!((kind(&r, "election"), kind(&r, "coordinator")), (n, n), "N = {n}");
+        assert_count(&r, &formulas::ring(n, 0, 1), &format!("N = {n}"));
         assert_eq!(r.messages.sent - r.messages.detection, 2 * n);
         assert_eq!(kind(&r, "ack"), 2 * n);
         assert_eq!(r.outcome["leader"], n);
@@ -96,13 +104,13 @@ fn ring_one_initiator_is_two_n_plus_one_per_dead_successor() {
         // The coordinator N crashed: L = N - 1 live, one dead successor skipped once.
         let crash = format!("{n}@0");
         let r = go(&config("ring", n as u32, Initiators::Lowest, &[&crash]));
-        assert_eq!(kind(&r, "election"), (n - 1) + 1, "N = {n}");
-        assert_eq!(kind(&r, "coordinator"), n - 1, "N = {n}");
+        assert_count(&r, &formulas::ring(n - 1, 1, 1), &format!("N = {n}, N crashed"));
         assert_eq!(r.messages.sent - r.messages.detection, 2 * (n - 1) + 1);
         assert_eq!(r.outcome["leader"], n - 1);
     }
     // Two adjacent dead processes and one more elsewhere: d = 3.
     let r = go(&config("ring", 10, Initiators::Lowest, &["3@0", "4@0", "8@0"]));
+    assert_count(&r, &formulas::ring(7, 3, 1), "three dead");
     assert_eq!((kind(&r, "election"), kind(&r, "coordinator")), (7 + 3, 7));
     assert_eq!(r.outcome["leader"], 10);
 }
@@ -113,13 +121,14 @@ fn ring_concurrent_initiators_cost_two_k_n_and_agree() {
         for k in 1..=n {
             let ids: Vec<u64> = (1..=k).collect();
             let r = go(&config("ring", n as u32, Initiators::Ids(ids), &[]));
+            assert_count(&r, &formulas::ring(n, 0, k), &format!("N = {n}, k = {k}"));
             assert_eq!(kind(&r, "election"), k * n, "N = {n}, k = {k}");
-            assert_eq!(kind(&r, "coordinator"), k * n, "N = {n}, k = {k}");
             assert_eq!(r.outcome["leader"], n);
         }
     }
     // k initiators and d dead: k(2L + d).
     let r = go(&config("ring", 8, Initiators::All, &["2@0", "5@0"]));
+    assert_count(&r, &formulas::ring(6, 2, 6), "k = 6, two dead");
     assert_eq!(kind(&r, "election"), 6 * (6 + 2));
     assert_eq!(kind(&r, "coordinator"), 6 * 6);
 }
@@ -146,8 +155,7 @@ fn majority_uncontested_election_is_two_n_minus_two() {
         let mut cfg = config("majority", n as u32, Initiators::Lowest, &[]);
         cfg.duration = 100_000_000;
         let r = go(&cfg);
-        assert_eq!(kind(&r, "request_vote"), n - 1, "N = {n}");
-        assert_eq!(kind(&r, "vote"), n - 1, "N = {n}");
+        assert_count(&r, &formulas::majority(n), &format!("N = {n}"));
         assert_eq!(r.outcome["leader"], 1);
         assert_eq!(r.outcome["agreed"], true);
         // Heartbeats only: N − 1 at once, then N − 1 every 5 ms until 100 ms.
