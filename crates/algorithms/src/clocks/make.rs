@@ -36,7 +36,7 @@
 //! judges `make_rebuilds`: make must not skip when the last edit came after the last compile.
 
 use ringleader_core::time::{MILLISECOND, SECOND};
-use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time};
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time, Touch};
 use serde::{Deserialize, Serialize};
 
 use super::remote_offset;
@@ -153,7 +153,7 @@ impl Make {
     fn compile(&mut self, cx: &Context, out: &mut Out) {
         let time = self.stamp(cx);
         self.object = Some(time);
-        out.emit(Event::Touched { what: "compile".into(), time });
+        out.emit(Event::Touched { what: Touch::Compile, time });
     }
 }
 
@@ -186,7 +186,7 @@ impl Process for Make {
                 // make: rebuild when the source is newer than the object.
                 match self.object {
                     Some(object) if mtime <= object => {
-                        out.emit(Event::Touched { what: "skip".into(), time: mtime });
+                        out.emit(Event::Touched { what: Touch::Skip, time: mtime });
                     }
                     _ => self.compile(cx, out),
                 }
@@ -202,7 +202,7 @@ impl Process for Make {
             }
             Timer::Edit => {
                 let mtime = self.stamp(cx);
-                out.emit(Event::Touched { what: "edit".into(), time: mtime });
+                out.emit(Event::Touched { what: Touch::Edit, time: mtime });
                 out.send(BUILDER, Msg::Write { mtime, lamport: self.lamport });
             }
         }
