@@ -33,6 +33,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::Time;
 use ringleader_core::time::{MILLISECOND, SECOND};
 use ringleader_sim::notation::{At, Latency, Pause};
+use ringleader_sim::report::DetectorOutcome;
 use ringleader_sim::scenario::{ConfigError, Duration};
 use ringleader_sim::{RunConfig, RunOptions, SimError};
 use serde::Serialize;
@@ -317,22 +318,28 @@ pub fn curve(a: &Options, list: &[String], plan: &Plan) -> Result<Curve, CurveEr
         let r = ringleader_sim::run(&cfg, RunOptions::default())
             .map_err(|source| CurveError::Run { value: v.clone(), source })?
             .report;
-        let get = |k: &str| r.outcome.get(k).and_then(|x| x.as_f64()).unwrap_or(0.0);
+        let o = r.outcome.detector().cloned().unwrap_or(DetectorOutcome {
+            detections: 0,
+            false_suspicions: 0,
+            missed: 0,
+            mistake_ms: 0.0,
+            waiting_ms: 0.0,
+        });
         let det = r.latency.get("detection_time");
-        let false_suspicions = get("false_suspicions") as u64;
-        let waiting_s = get("waiting_ms") / 1e3;
+        let false_suspicions = o.false_suspicions;
+        let waiting_s = o.waiting_ms / 1e3;
         rows.push(Row {
             value: v.clone(),
             timeout_ms: (a.algo == Detector::Heartbeat)
                 .then(|| (a.period.0 + v.parse::<Duration>().map(|d| d.0).unwrap_or(0)) as f64 / 1e6),
             false_suspicions,
             false_per_pair_minute: false_suspicions as f64 / pairs / minutes,
-            detections: get("detections") as u64,
-            missed: get("missed") as u64,
+            detections: o.detections,
+            missed: o.missed,
             detection_mean_ms: det.map(|p| p.mean),
             detection_p99_ms: det.map(|p| p.p99),
             waiting_s,
-            mistake_s: get("mistake_ms") / 1e3,
+            mistake_s: o.mistake_ms / 1e3,
             cost: a.mistake_cost * false_suspicions as f64 + a.wait_cost * waiting_s,
         });
     }

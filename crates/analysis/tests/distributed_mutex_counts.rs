@@ -15,7 +15,7 @@ fn sequential(algo: &str, nodes: u32, entries: u64, requesters: Option<Vec<u64>>
     cfg.requesters = requesters;
     let r = run(&cfg, RunOptions::default()).unwrap().report;
     assert!(r.violations.is_empty(), "{algo}: {:?}", r.violations);
-    assert_eq!(r.outcome["entries"], entries, "{algo}");
+    assert_eq!(r.outcome.mutex().unwrap().entries, entries, "{algo}");
     r
 }
 
@@ -136,7 +136,7 @@ fn saturated_load_costs_stay_within_the_textbook_bounds() {
         cfg.entries = 90;
         let r = run(&cfg, RunOptions::default()).unwrap().report;
         assert!(r.violations.is_empty(), "{algo}: {:?}", r.violations);
-        assert_eq!(r.outcome["entries"], 90, "{algo}");
+        assert_eq!(r.outcome.mutex().unwrap().entries, 90, "{algo}");
         r
     };
     // Permission from all: the load changes nothing.

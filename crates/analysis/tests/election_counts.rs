@@ -40,7 +40,7 @@ fn bully_worst_case_is_n_squared_minus_n_minus_one() {
         assert_count(&r, &formulas::bully_worst(n), &format!("N = {n}"));
         assert_eq!(r.messages.sent, n * n - n - 1, "N = {n}");
         assert_eq!(r.messages.detection, 0);
-        assert_eq!(r.outcome["leader"], n - 1);
+        assert_eq!(r.outcome.election().unwrap().leader, Some(n - 1));
         assert_eq!(r.stopped, "quiescent");
     }
     let r = go(&config("bully", 10, Initiators::Lowest, &["10@0"]));
@@ -56,7 +56,7 @@ fn bully_best_case_is_n_minus_one() {
         // One ELECTION, to the dead coordinator; no ANSWER.
         assert_count(&r, &formulas::bully_best(n), &format!("N = {n}"));
         assert_eq!(r.messages.sent, n - 1);
-        assert_eq!(r.outcome["leader"], n - 1);
+        assert_eq!(r.outcome.election().unwrap().leader, Some(n - 1));
     }
 }
 
@@ -71,7 +71,7 @@ fn bully_with_everyone_alive_and_the_highest_starting() {
         assert_eq!(kind(&r, "election"), n * (n - 1) / 2, "N = {n}");
         assert_eq!(kind(&r, "answer"), n * (n - 1) / 2, "N = {n}");
         assert_eq!(kind(&r, "coordinator"), (n - 1) * (n - 1), "N = {n}");
-        assert_eq!(r.outcome["leader"], n);
+        assert_eq!(r.outcome.election().unwrap().leader, Some(n));
         // Rule 1: the highest id needs no election at all.
         let r = go(&config("bully", n as u32, Initiators::Highest, &[]));
         assert_eq!((kind(&r, "election"), kind(&r, "coordinator")), (0, n - 1));
@@ -83,10 +83,10 @@ fn bully_timer_is_derived_from_max_delay_and_overridable() {
     // T = 2·Ttrans + Tprocess: with 1 ms latency and 0.1 ms processing, id 9 wins at 1 + 2.1 ms
     // after id 1's ELECTION reached it — the worst case ends when COORDINATOR lands, at 4.1 ms.
     let r = go(&config("bully", 10, Initiators::Lowest, &["10@0"]));
-    assert_eq!(r.outcome["election_ms"], 4.1);
+    assert_eq!(r.outcome.election().unwrap().election_ms, Some(4.1));
     let mut cfg = config("bully", 10, Initiators::Lowest, &["10@0"]);
     cfg.params.insert("timeout".into(), "5ms".into());
-    assert_eq!(go(&cfg).outcome["election_ms"], 7.0);
+    assert_eq!(go(&cfg).outcome.election().unwrap().election_ms, Some(7.0));
     cfg.params.insert("timeout".into(), "0".into());
     let err = run(&cfg, RunOptions::default()).unwrap_err().to_string();
     assert!(err.contains("timeout"), "{err}");
@@ -99,20 +99,20 @@ fn ring_one_initiator_is_two_n_plus_one_per_dead_successor() {
         assert_count(&r, &formulas::ring(n, 0, 1), &format!("N = {n}"));
         assert_eq!(r.messages.sent - r.messages.detection, 2 * n);
         assert_eq!(kind(&r, "ack"), 2 * n);
-        assert_eq!(r.outcome["leader"], n);
+        assert_eq!(r.outcome.election().unwrap().leader, Some(n));
 
         // The coordinator N crashed: L = N - 1 live, one dead successor skipped once.
         let crash = format!("{n}@0");
         let r = go(&config("ring", n as u32, Initiators::Lowest, &[&crash]));
         assert_count(&r, &formulas::ring(n - 1, 1, 1), &format!("N = {n}, N crashed"));
         assert_eq!(r.messages.sent - r.messages.detection, 2 * (n - 1) + 1);
-        assert_eq!(r.outcome["leader"], n - 1);
+        assert_eq!(r.outcome.election().unwrap().leader, Some(n - 1));
     }
     // Two adjacent dead processes and one more elsewhere: d = 3.
     let r = go(&config("ring", 10, Initiators::Lowest, &["3@0", "4@0", "8@0"]));
     assert_count(&r, &formulas::ring(7, 3, 1), "three dead");
     assert_eq!((kind(&r, "election"), kind(&r, "coordinator")), (7 + 3, 7));
-    assert_eq!(r.outcome["leader"], 10);
+    assert_eq!(r.outcome.election().unwrap().leader, Some(10));
 }
 
 #[test]
@@ -123,7 +123,7 @@ fn ring_concurrent_initiators_cost_two_k_n_and_agree() {
             let r = go(&config("ring", n as u32, Initiators::Ids(ids), &[]));
             assert_count(&r, &formulas::ring(n, 0, k), &format!("N = {n}, k = {k}"));
             assert_eq!(kind(&r, "election"), k * n, "N = {n}, k = {k}");
-            assert_eq!(r.outcome["leader"], n);
+            assert_eq!(r.outcome.election().unwrap().leader, Some(n));
         }
     }
     // k initiators and d dead: k(2L + d).
@@ -138,7 +138,7 @@ fn ring_min_elects_the_lowest_live_id() {
     let mut cfg = config("ring-min", 7, Initiators::Highest, &["1@0"]);
     cfg.params.insert("choose".into(), "min".into());
     let r = go(&cfg);
-    assert_eq!(r.outcome["leader"], 2);
+    assert_eq!(r.outcome.election().unwrap().leader, Some(2));
     assert_eq!((kind(&r, "election"), kind(&r, "coordinator")), (7, 6));
     let mut cfg = config("ring", 7, Initiators::Highest, &[]);
     cfg.params.insert("choose".into(), "min".into());
@@ -156,8 +156,8 @@ fn majority_uncontested_election_is_two_n_minus_two() {
         cfg.duration = 100_000_000;
         let r = go(&cfg);
         assert_count(&r, &formulas::majority(n), &format!("N = {n}"));
-        assert_eq!(r.outcome["leader"], 1);
-        assert_eq!(r.outcome["agreed"], true);
+        assert_eq!(r.outcome.election().unwrap().leader, Some(1));
+        assert!(r.outcome.election().unwrap().agreed);
         // Heartbeats only: N − 1 at once, then N − 1 every 5 ms until 100 ms.
         assert_eq!(kind(&r, "heartbeat"), (n - 1) * (1 + (100 - 2) / 5));
         assert_eq!(r.messages.detection, kind(&r, "heartbeat"));
@@ -186,9 +186,9 @@ fn detection_starts_elections_without_initiators() {
         cfg.params.insert("heartbeat".into(), "5ms".into());
         cfg.duration = 300_000_000;
         let r = go(&cfg);
-        assert_eq!(r.outcome["agreed"], true, "{algo}");
+        assert!(r.outcome.election().unwrap().agreed, "{algo}");
         if algo != "majority" {
-            assert_eq!(r.outcome["leader"], 4, "{algo}");
+            assert_eq!(r.outcome.election().unwrap().leader, Some(4), "{algo}");
         }
         assert!(r.messages.detection > 0);
     }

@@ -73,7 +73,7 @@ pub enum DetectorArg {
 }
 
 /// Runs `ringleader detector-curve`; returns the exit status.
-pub fn run(a: CurveArgs) -> anyhow::Result<i32> {
+pub fn run(a: CurveArgs) -> crate::Outcome {
     let options = Options {
         algo: match a.algo {
             DetectorArg::Heartbeat => Detector::Heartbeat,
@@ -103,5 +103,5 @@ pub fn run(a: CurveArgs) -> anyhow::Result<i32> {
     } else {
         print!("{}", curve.table());
     }
-    Ok(0)
+    Ok(crate::ExitStatus::Ok)
 }

@@ -55,7 +55,7 @@ pub struct QuorumRiskArgs {
 }
 
 /// Runs the subcommand; returns the exit status.
-pub fn run(args: QuorumRiskArgs) -> anyhow::Result<i32> {
+pub fn run(args: QuorumRiskArgs) -> crate::Outcome {
     let p = quorum_risk::parse_probability(&args.p)?;
     let options = Options {
         p,
@@ -74,5 +74,5 @@ pub fn run(args: QuorumRiskArgs) -> anyhow::Result<i32> {
             println!("{l}");
         }
     }
-    Ok(0)
+    Ok(crate::ExitStatus::Ok)
 }

@@ -110,7 +110,7 @@ impl From<FamilyArg> for Family {
 }
 
 /// Runs `ringleader table`; returns the exit status.
-pub fn run(args: TableArgs) -> anyhow::Result<i32> {
+pub fn run(args: TableArgs) -> crate::Outcome {
     let selection =
         Selection { family: args.family.map(Family::from), algorithm: args.algo, nodes: args.nodes };
     let t = table::run(&selection)?;
@@ -123,5 +123,5 @@ pub fn run(args: TableArgs) -> anyhow::Result<i32> {
     for line in render::off_lines(&t) {
         eprintln!("{line}");
     }
-    Ok(if t.any_off() { 2 } else { 0 })
+    Ok(crate::ExitStatus::violation_unless(!t.any_off()))
 }

@@ -177,7 +177,7 @@ impl<A: Algorithm> Simulation<A> {
         let uids = topologies::uids(n, cfg.ids, &mut rng);
         let topology =
             topologies::build_shape(A::TOPOLOGY, A::NAME, n, cfg.graph.as_ref(), cfg.edges, &mut rng)
-                .map_err(SimError::Config)?;
+                .map_err(SimError::Topology)?;
         let params = Params::new(cfg.params.clone());
         let setup = Setup {
             uids: &uids,
@@ -186,14 +186,14 @@ impl<A: Algorithm> Simulation<A> {
             max_delay: cfg.max_delay,
             seed: cfg.seed,
         };
-        let config = A::configure(&setup).map_err(|e| SimError::Config(format!("{}: {e}", A::NAME)))?;
+        let config = A::configure(&setup).map_err(|source| SimError::Param { algorithm: A::NAME, source })?;
         if let Some(key) = params.unknown().into_iter().next() {
             let allowed = params.asked();
-            return Err(SimError::Config(format!(
-                "unknown parameter `{key}` for {}; it takes: {}",
-                A::NAME,
-                if allowed.is_empty() { "no parameters".into() } else { allowed.join(", ") }
-            )));
+            return Err(SimError::UnknownParameter {
+                key,
+                algorithm: A::NAME,
+                takes: if allowed.is_empty() { "no parameters".into() } else { allowed.join(", ") },
+            });
         }
         let states: Vec<A> = (0..n).map(|i| A::new(i, &config, &setup)).collect();
         let position: BTreeMap<Uid, NodeId> = if n <= 1 << 16

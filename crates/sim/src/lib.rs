@@ -11,7 +11,7 @@
 //! cfg.initiators = ringleader_sim::scenario::Initiators::All;
 //! let result = run(&cfg, RunOptions::default()).unwrap();
 //! assert_eq!(result.report.messages.by_kind["election"], 15);
-//! assert_eq!(result.report.outcome["leader"], 8);
+//! assert_eq!(result.report.outcome.election().unwrap().leader, Some(8));
 //! ```
 
 #![warn(missing_docs)]
@@ -46,9 +46,30 @@ pub use scenario::{RunConfig, Scenario};
 /// Why a run could not start or finish.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    /// The configuration cannot run (bad parameter, impossible topology …).
+    /// No algorithm has this name.
+    #[error("unknown algorithm {0:?}")]
+    UnknownAlgorithm(String),
+    /// The communication graph cannot be built (impossible shape, bad edge count …).
     #[error("{0}")]
-    Config(String),
+    Topology(String),
+    /// The algorithm refused a parameter's value.
+    #[error("{algorithm}: {source}")]
+    Param {
+        /// The algorithm.
+        algorithm: &'static str,
+        /// Why.
+        source: ringleader_algorithms::ParamError,
+    },
+    /// The algorithm reads no parameter of this name.
+    #[error("unknown parameter `{key}` for {algorithm}; it takes: {takes}")]
+    UnknownParameter {
+        /// The parameter given.
+        key: String,
+        /// The algorithm.
+        algorithm: &'static str,
+        /// The parameters it reads, comma-separated (or "no parameters").
+        takes: String,
+    },
     /// The trace could not be written.
     #[error("trace {path}: {source}")]
     Trace {
@@ -105,7 +126,7 @@ impl Visitor for RunVisitor<'_, '_> {
 /// Runs the configured algorithm.
 pub fn run(cfg: &RunConfig, opts: RunOptions) -> Result<RunResult, SimError> {
     ringleader_algorithms::dispatch(&cfg.algorithm, RunVisitor { cfg, opts })
-        .unwrap_or_else(|| Err(SimError::Config(format!("unknown algorithm {:?}", cfg.algorithm))))
+        .unwrap_or_else(|| Err(SimError::UnknownAlgorithm(cfg.algorithm.clone())))
 }
 
 /// Runs algorithm `A` (the configuration's algorithm name is not consulted).
@@ -193,7 +214,9 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
     } else {
         c.sent() - c.detection
     };
-    let prevention = fam.outcome.contains_key("restarts");
+    let outcome = report::Outcome::from_fields(fam.outcome)
+        .expect("a property checker reports the fields of its family's outcome");
+    let prevention = outcome.prevention().is_some();
     let (unit, count) = operation_unit(A::NAME, &sim.info, prevention);
     let kind_index = |k: &str| kinds.iter().position(|&x| x == k);
     let operations = match count {
@@ -204,7 +227,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
             kind_index(k).map_or(0, |i| c.bursts_by_kind[i].div_ceil(u64::from(cfg.nodes)))
         }
         OpCount::NormalNodes => {
-            let super_peers = fam.outcome.get("super_peers").and_then(|v| v.as_u64()).unwrap_or(0);
+            let super_peers = outcome.super_peers().map_or(0, |o| o.super_peers);
             u64::from(cfg.nodes).saturating_sub(super_peers)
         }
     };
@@ -251,7 +274,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
             detection: c.detection,
             detection_kinds: detection_kinds.clone(),
         },
-        outcome: fam.outcome,
+        outcome,
         per_operation: report::PerOperation {
             unit: unit.into(),
             operations,

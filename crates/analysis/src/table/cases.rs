@@ -330,7 +330,7 @@ pub fn cases() -> Vec<Case> {
                 c.params.insert("bits".into(), DHT_BITS.to_string());
             },
             judge: |m| {
-                let super_peers = m.report.outcome.get("super_peers").and_then(|v| v.as_u64()).unwrap_or(0);
+                let super_peers = m.report.outcome.super_peers().map_or(0, |o| o.super_peers);
                 let normal = m.n() - super_peers;
                 let mut j = m.count(normal, &f::superpeer_dht_bound(DHT_BITS, normal));
                 if m.kind("found") > normal {

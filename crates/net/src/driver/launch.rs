@@ -74,9 +74,7 @@ fn detection_candidates(family: Family, params: &BTreeMap<String, String>) -> Re
         Some("none") => {
             let off = |k: &&str| *k == "heartbeat" && params[*k].trim().trim_end_matches("ms").trim() == "0";
             if let Some(k) = DETECTION_KEYS.iter().find(|k| params.contains_key(**k) && !off(k)) {
-                return Err(NetError::Config(format!(
-                    "parameter `{k}` contradicts detector=none (no failure detector runs); drop one of them"
-                )));
+                return Err(NetError::DetectorContradiction { key: *k });
             }
             // The algorithm's own `none` if it has one, else heartbeat=0; an election without a
             // detector accepts `none` as what it already is.
@@ -103,7 +101,7 @@ pub(super) fn prepare<A: Algorithm>(cfg: &NodeConfig) -> Result<(A, Topology, Ve
     let n = members.len() as u32;
     let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(0);
     let topology =
-        ringleader_sim::topologies::build(A::TOPOLOGY, n, None, &mut rng).map_err(NetError::Config)?;
+        ringleader_sim::topologies::build(A::TOPOLOGY, n, None, &mut rng).map_err(NetError::Topology)?;
     let (candidates, report) = detection_candidates(A::FAMILY, &cfg.params)?;
     let mut errors = Vec::new();
     for (values, added) in candidates {
@@ -113,25 +111,22 @@ pub(super) fn prepare<A: Algorithm>(cfg: &NodeConfig) -> Result<(A, Topology, Ve
         let config = match A::configure(&setup) {
             Ok(c) => c,
             Err(e) => {
-                errors.push(NetError::Config(e.to_string()));
+                errors.push(NetError::Param(e));
                 continue;
             }
         };
         let unknown = params.unknown();
         if added.iter().any(|k| unknown.iter().any(|u| u == k)) {
             // This algorithm does not read what the driver added: try the next set.
-            errors.push(NetError::Config(format!("{} reads no failure-detector parameters", A::NAME)));
+            errors.push(NetError::NoDetector { algorithm: A::NAME });
             continue;
         }
         if let Some(key) = unknown.into_iter().next() {
-            return Err(NetError::Config(
-                ringleader_algorithms::ParamError::Unknown {
-                    key,
-                    algorithm: A::NAME.into(),
-                    allowed: params.asked().join(", "),
-                }
-                .to_string(),
-            ));
+            return Err(NetError::Param(ringleader_algorithms::ParamError::Unknown {
+                key,
+                algorithm: A::NAME.into(),
+                allowed: params.asked().join(", "),
+            }));
         }
         let me = members.iter().position(|&u| u == cfg.id).expect("own id is a member") as NodeId;
         return Ok((A::new(me, &config, &setup), topology, members));
