@@ -31,6 +31,7 @@ use num_bigint::BigUint;
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::time::MILLISECOND;
+use ringleader_sim::checkers::Property;
 use ringleader_sim::notation::{At, Partition};
 use ringleader_sim::scenario::{ConfigError, WorkloadKind};
 use ringleader_sim::{RunConfig, RunOptions, SimError};
@@ -286,7 +287,7 @@ fn protocol_run(n: u32, m: u32, race: Race, resets: &[bool], seed: u64) -> Resul
         cfg.recover.push(At { uid, time: 5 * MILLISECOND });
     }
     let report = ringleader_sim::run(&cfg, RunOptions::default())?.report;
-    Ok(report.violations.iter().any(|v| v.property == "safety"))
+    Ok(report.violations.iter().any(|v| v.property == Property::Safety.name()))
 }
 
 /// The Monte Carlo estimate.
