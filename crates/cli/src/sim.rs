@@ -135,6 +135,14 @@ pub struct SimArgs {
     /// [default: 0].
     #[arg(long, value_name = "PPM")]
     pub drift_ppm: Option<u32>,
+    /// Slew clock corrections in at PPM parts per million, 1..500000 [default: 500, the
+    /// `adjtime` rate: 0.5 ms per second].
+    #[arg(long, value_name = "PPM")]
+    pub slew_ppm: Option<u32>,
+    /// Let a forward clock correction step at once (a backward one always slews: a clock never
+    /// reads a time it has already shown).
+    #[arg(long)]
+    pub step_forward: bool,
     /// Algorithm parameter (repeatable), e.g. --param timeout=20ms; a time-valued parameter other
     /// than its default lies in 100us..1h.
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_param)]
@@ -255,7 +263,12 @@ impl SimArgs {
                 cycles: self.cycles,
                 fanout: self.fanout,
             },
-            clocks: ClocksSection { offset: self.clock_offset, drift_ppm: self.drift_ppm },
+            clocks: ClocksSection {
+                offset: self.clock_offset,
+                drift_ppm: self.drift_ppm,
+                slew_ppm: self.slew_ppm,
+                step_forward: self.step_forward.then_some(true),
+            },
             expect: ExpectSection { violations: self.expect.clone() },
             ..Scenario::default()
         }

@@ -69,9 +69,9 @@ fn cases() -> Vec<Case> {
         ("none", ""),
         ("loss", "--loss 0.05 --duration 1s"),
         ("crash", "--crash 1@5ms --duration 1s"),
-        ("pause", "--pause 0@2ms..40ms --duration 1s"),
+        ("pause", "--pause 1@2ms..40ms --duration 1s"),
         ("dup", "--dup 0.1 --latency uniform:1ms..3ms --duration 300ms"),
-        ("partition", "--partition 0,1|2,3@3ms..30ms --nodes 5 --duration 1s"),
+        ("partition", "--partition 1,2|3,4@3ms..30ms --nodes 5 --duration 1s"),
     ];
     for (algo, _family) in algorithms() {
         cases.push(case(format!("default/{algo}/text"), &format!("sim --algo {algo}"), false));
@@ -123,6 +123,17 @@ fn strip_wall_clock(v: &mut serde_json::Value) {
     }
 }
 
+/// A line with every number of seconds (`0.002 s`, `1.5 s)`) replaced by `_`.
+fn without_seconds(line: &str) -> String {
+    let words: Vec<&str> = line.split(' ').collect();
+    let mut kept = Vec::with_capacity(words.len());
+    for (i, w) in words.iter().enumerate() {
+        let seconds = words.get(i + 1).is_some_and(|next| next.trim_end_matches([',', ')', ';']) == "s");
+        kept.push(if seconds && w.parse::<f64>().is_ok() { "_" } else { w });
+    }
+    kept.join(" ")
+}
+
 fn hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -145,10 +156,13 @@ fn run(c: &Case, dir: &Path) -> Vec<(String, String)> {
             strip_wall_clock(&mut v);
             serde_json::to_vec_pretty(&v).unwrap()
         }
-        // Text reports print the wall time on a line of their own.
+        // Text reports print the wall time on a line of their own, or as "0.002 s" among the
+        // model checker's counts.
         _ => String::from_utf8_lossy(&out.stdout)
+            .replace(&dir.display().to_string(), "DIR")
             .lines()
             .filter(|l| !l.contains("wall") && !l.contains("states/s"))
+            .map(without_seconds)
             .collect::<Vec<_>>()
             .join("\n")
             .into_bytes(),

@@ -51,7 +51,7 @@ fn combinations(algo: &str, family: &str) -> Vec<Vec<&'static str>> {
         vec!["--seed", "3", "--ids", "random"],
         vec!["--latency", "uniform:500us..2ms", "--fifo", "--max-delay", "3ms"],
         // Faults and loss can keep retrying algorithms busy: a short explicit duration.
-        vec!["--loss", "0.05", "--dup", "0.1", "--latency", "lognormal:1ms,0.5", "--duration", "200ms"],
+        vec!["--loss", "0.05", "--dup", "0.1", "--latency", "lognormal:1ms,0.5", "--duration", "2s"],
         vec!["--pause", "2@1ms..4ms", "--crash", "3@2ms", "--recover", "3@8ms", "--duration", "2s"],
         vec![
             "--partition",

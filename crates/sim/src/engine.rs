@@ -224,7 +224,12 @@ impl<A: Algorithm> Simulation<A> {
             let (o, d) = (cfg.clock_offset as i64, cfg.clock_drift_ppm as i64);
             // Offsets spread over ±o around o rather than around 0, so that no clock reads below
             // zero near the start (readings are unsigned); pairwise skews are the same.
-            (0..n).map(|_| Clock::new(o + rng.random_range(-o..=o), rng.random_range(-d..=d))).collect()
+            (0..n)
+                .map(|_| {
+                    Clock::new(o + rng.random_range(-o..=o), rng.random_range(-d..=d))
+                        .with_correction(cfg.clock_slew_ppm, cfg.clock_step_forward)
+                })
+                .collect()
         });
         let mut sim = Simulation {
             cfg: cfg.clone(),
@@ -411,7 +416,13 @@ impl<A: Algorithm> Simulation<A> {
                 Action::AdjustClock(delta) => {
                     let n = self.uids.len();
                     let now = self.now;
-                    self.clocks.get_or_insert_with(|| vec![Clock::default(); n])[node as usize]
+                    self.clocks.get_or_insert_with(|| {
+                        vec![
+                            Clock::default()
+                                .with_correction(self.cfg.clock_slew_ppm, self.cfg.clock_step_forward);
+                            n
+                        ]
+                    })[node as usize]
                         .adjust(now, delta);
                 }
             }

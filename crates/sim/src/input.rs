@@ -437,6 +437,19 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
             &format!("drift must be 0..{MAX_DRIFT_PPM} ppm (10 %), so that no clock stops or runs backwards"),
         ));
     }
+    if let Some(r) = s.clocks.slew_ppm
+        && !(1..=crate::clock::MAX_SLEW_PPM).contains(&r)
+    {
+        return Err(blame.error(
+            "clocks.slew_ppm",
+            &r.to_string(),
+            false,
+            &format!(
+                "a slew rate must be 1..{} ppm, so that a slewing clock never stops or runs backwards",
+                crate::clock::MAX_SLEW_PPM
+            ),
+        ));
+    }
     let properties = properties_of(info);
     for v in &s.expect.violations {
         if crate::checkers::ALL_PROPERTIES.contains(&v.as_str()) && !properties.contains(&v.as_str()) {

@@ -220,6 +220,11 @@ pub struct ClocksSection {
     pub offset: Option<Duration>,
     /// Each node's drift is drawn uniformly from ±this many parts per million.
     pub drift_ppm: Option<u32>,
+    /// How fast a clock correction is slewed in, in ppm (default 500, the `adjtime` rate).
+    pub slew_ppm: Option<u32>,
+    /// Whether a forward correction steps at once instead of slewing (default false; a
+    /// backward correction always slews).
+    pub step_forward: Option<bool>,
 }
 
 /// `[expect]`: what a flaw-demonstrating scenario expects to find.
@@ -424,6 +429,8 @@ impl Scenario {
         take!(workload.fanout);
         take!(clocks.offset);
         take!(clocks.drift_ppm);
+        take!(clocks.slew_ppm);
+        take!(clocks.step_forward);
         take_list!(expect.violations);
         self
     }
@@ -579,6 +586,8 @@ impl Scenario {
             fanout,
             clock_offset: self.clocks.offset.map(|d| d.0).unwrap_or(0),
             clock_drift_ppm: self.clocks.drift_ppm.unwrap_or(0),
+            clock_slew_ppm: self.clocks.slew_ppm.unwrap_or(crate::clock::SLEW_PPM),
+            clock_step_forward: self.clocks.step_forward.unwrap_or(false),
             expect: self.expect.violations.into_iter().collect(),
             source,
         })
@@ -650,6 +659,10 @@ pub struct RunConfig {
     pub clock_offset: Time,
     /// Maximum drift in ppm.
     pub clock_drift_ppm: u32,
+    /// How fast clock corrections are slewed in, in ppm.
+    pub clock_slew_ppm: u32,
+    /// Whether forward clock corrections step at once.
+    pub clock_step_forward: bool,
     /// Expected violations.
     pub expect: BTreeSet<String>,
     /// The scenario file, if any.
@@ -752,6 +765,12 @@ impl RunConfig {
         }
         if self.clock_drift_ppm > 0 {
             s += &format!(" --drift-ppm {}", self.clock_drift_ppm);
+        }
+        if self.clock_slew_ppm != crate::clock::SLEW_PPM {
+            s += &format!(" --slew-ppm {}", self.clock_slew_ppm);
+        }
+        if self.clock_step_forward {
+            s += " --step-forward";
         }
         for (k, v) in &self.params {
             s += &format!(" --param {}", shell_word(&format!("{k}={v}")));

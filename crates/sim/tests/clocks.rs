@@ -410,3 +410,38 @@ fn vectors_that_order_concurrent_events_are_caught() {
     }
     assert!(caught > 900, "caught in only {caught} of 1000 runs");
 }
+
+/// The skew at the first sample of the timeline after `at` seconds.
+fn skew_at(r: &ringleader_sim::Report, at: f64) -> f64 {
+    let timeline = r.outcome["skew_timeline"].as_array().unwrap();
+    let point = timeline.iter().find(|p| p[0].as_f64().unwrap() >= at).unwrap();
+    point[1].as_f64().unwrap()
+}
+
+/// The slew rate is a run setting: at 5,000 ppm a 10 ms error is absorbed in 2 s, where the
+/// default 500 ppm (`adjtime`) takes 20 s; stepping forward corrects a slow clock at once.
+/// Neither ever steps a clock back.
+#[test]
+fn the_slew_rate_and_forward_steps_set_how_fast_clocks_converge() {
+    let go = |slew: u32, step: bool| {
+        let mut cfg = RunConfig::new("cristian", 20).unwrap();
+        cfg.latency = "uniform:0.8ms..1.2ms".parse().unwrap();
+        cfg.clock_offset = 10_000_000;
+        cfg.clock_drift_ppm = 20;
+        cfg.duration = 30_000_000_000;
+        cfg.workload = None;
+        cfg.clock_slew_ppm = slew;
+        cfg.clock_step_forward = step;
+        let r = run(&cfg, RunOptions::default()).unwrap().report;
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        assert_eq!(outcome_u64(&r, "backward_steps"), 0);
+        r
+    };
+    let (default, fast, step) = (go(500, false), go(5_000, false), go(500, true));
+    // At 6 s the default slew has absorbed 3 ms of errors up to 20 ms; 5,000 ppm is done.
+    assert!(skew_at(&default, 6.0) > 5.0, "default: {}", skew_at(&default, 6.0));
+    assert!(skew_at(&fast, 6.0) < 1.0, "5,000 ppm: {}", skew_at(&fast, 6.0));
+    // Stepping forward leaves only the backward corrections to slew (the fast clocks): still
+    // better than slewing both ways.
+    assert!(skew_at(&step, 6.0) < skew_at(&default, 6.0), "step: {}", skew_at(&step, 6.0));
+}

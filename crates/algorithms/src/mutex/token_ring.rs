@@ -32,6 +32,11 @@
 //!   and regenerates it with generation `g + 1`, where `g` is the highest generation it has
 //!   seen (ties between regenerators broken by position). A node that receives a token of a
 //!   lower generation than one it has already seen discards it.
+//! - **Duplicates.** Every pass numbers the token (`hops`). A node that receives a copy of the
+//!   token it has already had — same generation and origin, a pass number not above the highest
+//!   it saw — acknowledges it and discards it. A link that duplicates messages therefore cannot
+//!   multiply the token; without this rule every duplicated TOKEN would circulate for ever as a
+//!   token of its own, and their number would grow with every lap.
 //!
 //! ```text
 //!   idle ──Acquire (token parked here)──▶ holding ──Release / TOKEN→succ──▶ idle
@@ -184,6 +189,8 @@ pub struct TokenRing {
     newest: (u64, NodeId),
     /// Highest counter seen — on stable storage.
     counter_seen: u64,
+    /// Highest pass number seen of the token ranked `newest` — on stable storage.
+    hops_seen: u64,
     removed: BTreeSet<NodeId>,
 }
 
@@ -245,7 +252,11 @@ impl Process for TokenRing {
                 if token.rank() < self.newest {
                     return; // a replaced token: discard it
                 }
+                if token.rank() == self.newest && token.hops <= self.hops_seen {
+                    return; // a copy of a pass already received: discard it
+                }
                 self.newest = token.rank();
+                self.hops_seen = token.hops;
                 self.counter_seen = self.counter_seen.max(token.counter);
                 self.last_user_seen = token.last_user;
                 self.removed.extend(token.removed.iter().copied());
@@ -299,6 +310,7 @@ impl Process for TokenRing {
                     hops: 0,
                 };
                 self.newest = token.rank();
+                self.hops_seen = 0;
                 out.emit(Event::TokenRegenerated);
                 self.enter(token, out);
             }
@@ -383,6 +395,7 @@ impl Algorithm for TokenRing {
             last_user_seen: 0,
             newest: (0, 0),
             counter_seen: 0,
+            hops_seen: 0,
             removed: BTreeSet::new(),
         }
     }
@@ -422,5 +435,35 @@ mod tests {
         assert!(a < b, "the higher origin fences the lower one out: {a} vs {b}");
         // Both are above every entry of generation 0 (counter below 2³²).
         assert!(a > u64::from(u32::MAX));
+    }
+
+    /// Duplicates: a second copy of a pass already received is acknowledged and discarded, so
+    /// a duplicating link cannot multiply the token.
+    #[test]
+    fn a_duplicated_token_is_acknowledged_and_discarded() {
+        let uids = [1, 2, 3, 4];
+        let topology = Topology::Ring { n: 4 };
+        let params = Params::default();
+        let setup =
+            Setup { uids: &uids, topology: &topology, params: &params, max_delay: MILLISECOND, seed: 1 };
+        let config = TokenRing::configure(&setup).unwrap();
+        let cx = Context { me: 1, uids: &uids, topology: &topology, now: 0, random: 0 };
+        let mut p = TokenRing::new(1, &config, &setup);
+        let token = Token { generation: 0, origin: 0, counter: 0, last_user: 0, removed: vec![], hops: 1 };
+        let sent = |out: &mut Out| -> Vec<(NodeId, Msg)> {
+            out.drain()
+                .filter_map(|a| match a {
+                    Action::Send { to, msg } => Some((to, msg)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut out = Out::new();
+        p.on_message(&cx, 0, Msg::Token(token.clone()), &mut out);
+        let first = sent(&mut out);
+        assert_eq!(first.len(), 2, "ACK to 0 and the TOKEN on to 2: {first:?}");
+        assert!(matches!(first[1], (2, Msg::Token(Token { hops: 2, .. }))));
+        p.on_message(&cx, 0, Msg::Token(token), &mut out);
+        assert_eq!(sent(&mut out), vec![(0, Msg::Ack { hops: 1 })], "the copy is only acknowledged");
     }
 }
