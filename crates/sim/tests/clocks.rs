@@ -413,9 +413,8 @@ fn vectors_that_order_concurrent_events_are_caught() {
 
 /// The skew at the first sample of the timeline after `at` seconds.
 fn skew_at(r: &ringleader_sim::Report, at: f64) -> f64 {
-    let timeline = r.outcome["skew_timeline"].as_array().unwrap();
-    let point = timeline.iter().find(|p| p[0].as_f64().unwrap() >= at).unwrap();
-    point[1].as_f64().unwrap()
+    let timeline = physical_of(r).skew_timeline.as_ref().unwrap();
+    timeline.iter().find(|p| p.0 >= at).unwrap().1
 }
 
 /// The slew rate is a run setting: at 5,000 ppm a 10 ms error is absorbed in 2 s, where the
@@ -434,7 +433,7 @@ fn the_slew_rate_and_forward_steps_set_how_fast_clocks_converge() {
         cfg.clock_step_forward = step;
         let r = run(&cfg, RunOptions::default()).unwrap().report;
         assert!(r.violations.is_empty(), "{:?}", r.violations);
-        assert_eq!(outcome_u64(&r, "backward_steps"), 0);
+        assert_eq!(physical_of(&r).backward_steps, 0);
         r
     };
     let (default, fast, step) = (go(500, false), go(5_000, false), go(500, true));
