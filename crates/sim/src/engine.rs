@@ -186,7 +186,8 @@ impl<A: Algorithm> Simulation<A> {
             max_delay: cfg.max_delay,
             seed: cfg.seed,
         };
-        let config = A::configure(&setup).map_err(|source| SimError::Param { algorithm: A::NAME, source })?;
+        let config = A::configure(&setup)
+            .map_err(|source| SimError::Param { algorithm: A::NAME, source: Box::new(source) })?;
         if let Some(key) = params.unknown().into_iter().next() {
             let allowed = params.asked();
             return Err(SimError::UnknownParameter {

@@ -57,8 +57,8 @@ pub enum SimError {
     Param {
         /// The algorithm.
         algorithm: &'static str,
-        /// Why.
-        source: ringleader_algorithms::ParamError,
+        /// Why (boxed: a parameter error is large, and every `Result` of a run carries it).
+        source: Box<ringleader_algorithms::ParamError>,
     },
     /// The algorithm reads no parameter of this name.
     #[error("unknown parameter `{key}` for {algorithm}; it takes: {takes}")]

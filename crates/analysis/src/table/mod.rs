@@ -2,7 +2,7 @@
 //! measured by the simulator and set beside the formula.
 //!
 //! - [`formulas`]: the textbook counts as functions of N and the workload;
-//! - [`cases`]: each algorithm's textbook workload, formula text and judge;
+//! - [`cases`](mod@cases): each algorithm's textbook workload, formula text and judge;
 //! - [`measure`]: running a case and judging its row;
 //! - [`render`]: the row list as text, Markdown and JSON.
 //!

@@ -74,7 +74,7 @@ fn detection_candidates(family: Family, params: &BTreeMap<String, String>) -> Re
         Some("none") => {
             let off = |k: &&str| *k == "heartbeat" && params[*k].trim().trim_end_matches("ms").trim() == "0";
             if let Some(k) = DETECTION_KEYS.iter().find(|k| params.contains_key(**k) && !off(k)) {
-                return Err(NetError::DetectorContradiction { key: *k });
+                return Err(NetError::DetectorContradiction { key: k });
             }
             // The algorithm's own `none` if it has one, else heartbeat=0; an election without a
             // detector accepts `none` as what it already is.
