@@ -105,18 +105,48 @@ pub struct Options {
     pub wait_cost: f64,
 }
 
+/// The most processes a curve is drawn for.
+pub const MAX_NODES: u32 = 100;
+/// The most pauses per process, and crashes per run.
+pub const MAX_FAULTS: u32 = 1_000;
+/// The most values one curve sweeps.
+pub const MAX_VALUES: usize = 64;
+/// The longest run.
+const HOUR: Time = 3_600 * SECOND;
+
 /// Why the curve could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum CurveError {
-    /// Fewer than two processes.
-    #[error("--nodes {0}: a failure detector needs at least 2 processes")]
-    TooFewNodes(u32),
-    /// A run too short for the fault plan.
-    #[error("--duration {0}: give at least 5s so that crashes and pauses fit")]
-    TooShort(String),
-    /// A negative cost.
-    #[error("--mistake-cost and --wait-cost must be non-negative numbers")]
-    NegativeCost,
+    /// Fewer than two processes, or more than [`MAX_NODES`].
+    #[error(
+        "--nodes {0}: a failure detector's curve is drawn for 2..{MAX_NODES} processes (all-to-all heartbeats)"
+    )]
+    Nodes(u32),
+    /// A run shorter than 5 s (the fault plan does not fit) or longer than an hour.
+    #[error("--duration {0}: give 5s..1h (crashes and pauses must fit)")]
+    Duration(String),
+    /// More pauses per process or crashes than [`MAX_FAULTS`].
+    #[error("--{flag} {count}: give 0..{MAX_FAULTS}")]
+    Faults {
+        /// `pauses` or `crashes`.
+        flag: &'static str,
+        /// The count given.
+        count: u32,
+    },
+    /// A downtime under 100 ms, or too long for a crashed process to come back within the run.
+    #[error(
+        "--downtime {0}: give 100ms up to the duration less 2s, so that a crashed process comes back within the run"
+    )]
+    Downtime(String),
+    /// A median pause outside 1 ms..5 s.
+    #[error("--pause-median {0}: give 1ms..5s (pauses are drawn from 1 ms to 5 s)")]
+    PauseMedian(String),
+    /// A negative or infinite cost.
+    #[error("--mistake-cost and --wait-cost must be finite non-negative numbers")]
+    Cost,
+    /// More values than [`MAX_VALUES`].
+    #[error("--values: {0} values; a curve sweeps 1..{MAX_VALUES}")]
+    TooManyValues(usize),
     /// A heartbeat margin that is not a time.
     #[error("--values: {0}")]
     BadMargin(String),
@@ -270,6 +300,9 @@ pub fn values(a: &Options) -> Result<Vec<String>, CurveError> {
         .split(',')
         .map(|s| s.trim().to_string())
         .collect();
+    if list.len() > MAX_VALUES {
+        return Err(CurveError::TooManyValues(list.len()));
+    }
     for v in &list {
         match a.algo {
             Detector::Heartbeat => {
@@ -287,14 +320,26 @@ pub fn values(a: &Options) -> Result<Vec<String>, CurveError> {
 
 /// Checks the options and returns the values to sweep.
 pub fn validate(a: &Options) -> Result<Vec<String>, CurveError> {
-    if a.nodes < 2 {
-        return Err(CurveError::TooFewNodes(a.nodes));
+    if !(2..=MAX_NODES).contains(&a.nodes) {
+        return Err(CurveError::Nodes(a.nodes));
     }
-    if a.duration.0 < 5 * SECOND {
-        return Err(CurveError::TooShort(String::from(a.duration)));
+    if a.duration.0 < 5 * SECOND || a.duration.0 > HOUR {
+        return Err(CurveError::Duration(String::from(a.duration)));
     }
-    if !(a.mistake_cost >= 0.0 && a.wait_cost >= 0.0) {
-        return Err(CurveError::NegativeCost);
+    for (flag, count) in [("pauses", a.pauses), ("crashes", a.crashes)] {
+        if count > MAX_FAULTS {
+            return Err(CurveError::Faults { flag, count });
+        }
+    }
+    if a.downtime.0 < 100 * MILLISECOND || a.downtime.0 + 2 * SECOND > a.duration.0 {
+        return Err(CurveError::Downtime(String::from(a.downtime)));
+    }
+    if a.pause_median.0 < MILLISECOND || a.pause_median.0 > 5 * SECOND {
+        return Err(CurveError::PauseMedian(String::from(a.pause_median)));
+    }
+    let finite = a.mistake_cost.is_finite() && a.wait_cost.is_finite();
+    if !(a.mistake_cost >= 0.0 && a.wait_cost >= 0.0 && finite) {
+        return Err(CurveError::Cost);
     }
     values(a)
 }

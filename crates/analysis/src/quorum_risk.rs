@@ -76,6 +76,15 @@ pub struct Options {
     pub seed: u64,
 }
 
+/// The most coordinators `n` may be (the exact sum has m terms of m-digit binomials).
+pub const MAX_COORDINATORS: u32 = 1_000;
+/// The most samples the Monte Carlo estimate may draw.
+pub const MAX_MONTE_CARLO: u64 = 100_000_000;
+/// The most simulated runs the protocol estimate may make.
+pub const MAX_PROTOCOL_RUNS: u64 = 1_000_000;
+/// The most coordinators each simulated run may have.
+pub const MAX_PROTOCOL_COORDINATORS: u32 = 100;
+
 /// Why the estimate could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum QuorumRiskError {
@@ -85,9 +94,9 @@ pub enum QuorumRiskError {
     /// `p` is outside [0, 1].
     #[error("--p {0}: a probability must be between 0 and 1")]
     NotProbability(String),
-    /// `n` is 0.
-    #[error("--n 0: there must be at least one coordinator")]
-    NoCoordinator,
+    /// `n` is 0 or above [`MAX_COORDINATORS`].
+    #[error("--n {0}: the number of coordinators must be 1..{MAX_COORDINATORS}")]
+    Coordinators(u32),
     /// `m > n`.
     #[error("--m {m}: the quorum cannot exceed the {n} coordinators (need n/2 < m <= n)")]
     QuorumTooLarge {
@@ -104,9 +113,19 @@ pub enum QuorumRiskError {
         /// n / 2.
         half: f64,
     },
-    /// A sample count of 0.
-    #[error("--{0} 0: give a positive number of runs")]
-    NoRuns(&'static str),
+    /// A sample or run count of 0 or above its limit.
+    #[error("--{flag} {runs}: give 1..{max} runs")]
+    Runs {
+        /// The option (`monte-carlo`, `protocol`).
+        flag: &'static str,
+        /// The count given.
+        runs: u64,
+        /// Its limit.
+        max: u64,
+    },
+    /// More coordinators than the simulated runs take.
+    #[error("--n {0} with --protocol: the simulated runs take 1..{MAX_PROTOCOL_COORDINATORS} coordinators")]
+    ProtocolCoordinators(u32),
     /// A protocol run could not be configured.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -349,8 +368,8 @@ pub fn parse_probability(text: &str) -> Result<Decimal, QuorumRiskError> {
 /// Makes the estimates `o` asks for.
 pub fn evaluate(o: &Options) -> Result<QuorumRisk, QuorumRiskError> {
     let (n, m) = (o.n, o.m);
-    if n == 0 {
-        return Err(QuorumRiskError::NoCoordinator);
+    if n == 0 || n > MAX_COORDINATORS {
+        return Err(QuorumRiskError::Coordinators(n));
     }
     if m > n {
         return Err(QuorumRiskError::QuorumTooLarge { m, n });
@@ -364,8 +383,8 @@ pub fn evaluate(o: &Options) -> Result<QuorumRisk, QuorumRiskError> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(o.seed);
     let mut monte_carlo = None;
     if let Some(runs) = o.monte_carlo {
-        if runs == 0 {
-            return Err(QuorumRiskError::NoRuns("monte-carlo"));
+        if runs == 0 || runs > MAX_MONTE_CARLO {
+            return Err(QuorumRiskError::Runs { flag: "monte-carlo", runs, max: MAX_MONTE_CARLO });
         }
         let need = 2 * m - n;
         let hits = (0..runs)
@@ -383,8 +402,11 @@ pub fn evaluate(o: &Options) -> Result<QuorumRisk, QuorumRiskError> {
     }
     let mut protocol = None;
     if let Some(runs) = o.protocol {
-        if runs == 0 {
-            return Err(QuorumRiskError::NoRuns("protocol"));
+        if runs == 0 || runs > MAX_PROTOCOL_RUNS {
+            return Err(QuorumRiskError::Runs { flag: "protocol", runs, max: MAX_PROTOCOL_RUNS });
+        }
+        if n > MAX_PROTOCOL_COORDINATORS {
+            return Err(QuorumRiskError::ProtocolCoordinators(n));
         }
         let mut hits = 0u64;
         for i in 0..runs {

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 /// Measure the simulator on large rings.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Ring size.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Ring size, 1..1000000.
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     nodes: u32,
     /// Algorithm to measure.
     #[arg(long, default_value = "chang-roberts")]

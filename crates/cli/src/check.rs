@@ -141,6 +141,18 @@ impl CheckArgs {
         if self.nodes == 0 || self.nodes > 16 {
             bail!("--nodes {}: the model checker explores 1 to 16 nodes", self.nodes);
         }
+        if self.crashes > self.nodes {
+            bail!("--crashes {}: at most the {} nodes can crash", self.crashes, self.nodes);
+        }
+        if self.acquires == 0 || self.acquires > 16 {
+            bail!("--acquires {}: each requester acquires 1..16 times", self.acquires);
+        }
+        if self.threads == 0 || self.threads > 1024 {
+            bail!("--threads {}: give 1..1024 checker threads", self.threads);
+        }
+        if self.depth == Some(0) {
+            bail!("--depth 0: a search explores at least one step (give 1 or more)");
+        }
         let mut b = Bounds::new(self.nodes);
         b.network = network;
         b.crashes = self.crashes;

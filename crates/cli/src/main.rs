@@ -20,6 +20,7 @@ mod quorum_risk;
 mod sim;
 mod sweep;
 mod table;
+mod ui;
 mod verify;
 
 use std::process::ExitCode;
@@ -86,6 +87,7 @@ enum Command {
     /// Measured messages per operation beside the textbook formula, for every algorithm.
     #[command(long_about = table::LONG_ABOUT)]
     Table(table::TableArgs),
+    Ui(ui::UiArgs),
 }
 
 /// Ends the program quietly when a reader closes our stdout or stderr (`ringleader table | head
@@ -162,6 +164,7 @@ fn main() -> ExitCode {
         Command::DetectorCurve(args) => detector_curve::run(args),
         Command::Check(args) => check::run(*args),
         Command::Table(args) => table::run(args),
+        Command::Ui(args) => ui::run(args),
     };
     match result {
         Ok(status) => ExitCode::from(status.code()),

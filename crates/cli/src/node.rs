@@ -61,16 +61,16 @@ pub struct NodeArgs {
     /// Write the JSON-lines trace here (appended to, so a restarted node continues it).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// The one-way delay bound algorithms may assume (Ttrans) [default: 20ms].
+    /// The one-way delay bound algorithms may assume (Ttrans), 100us..60s [default: 20ms].
     #[arg(long, value_name = "TIME")]
     pub max_delay: Option<String>,
-    /// Maximum frame size in bytes [default: 65536].
+    /// Maximum frame size in bytes, 1024..16777216 [default: 65536].
     #[arg(long, value_name = "BYTES")]
     pub max_frame: Option<usize>,
-    /// Capacity of each peer's outgoing queue, in messages [default: 4096].
+    /// Capacity of each peer's outgoing queue, in messages, 1..1000000 [default: 4096].
     #[arg(long, value_name = "N")]
     pub queue: Option<usize>,
-    /// Maximum simultaneous inbound peer connections [default: 64].
+    /// Maximum simultaneous inbound peer connections, 1..65536 [default: 64].
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
     /// Elections: do not start one by themselves once the peers are connected (elections
@@ -159,14 +159,26 @@ impl NodeArgs {
         if let Some(d) = self.max_delay.clone().or(file.max_delay) {
             cfg.max_delay = ringleader_algorithms::params::parse_duration(&d)
                 .with_context(|| format!("--max-delay {d:?}: expected a duration such as 50ms"))?;
+            if !(100_000..=60_000_000_000).contains(&cfg.max_delay) {
+                bail!("--max-delay {d}: give 100us..60s (algorithms derive their timeouts from it)");
+            }
         }
         if let Some(m) = self.max_frame.or(file.max_frame) {
+            if !(1_024..=16 << 20).contains(&m) {
+                bail!("--max-frame {m}: give 1024..16777216 bytes");
+            }
             cfg.max_frame = m;
         }
         if let Some(q) = self.queue.or(file.queue) {
+            if !(1..=1_000_000).contains(&q) {
+                bail!("--queue {q}: give 1..1000000 messages per peer");
+            }
             cfg.queue_capacity = q;
         }
         if let Some(c) = self.max_connections.or(file.max_connections) {
+            if !(1..=65_536).contains(&c) {
+                bail!("--max-connections {c}: give 1..65536");
+            }
             cfg.max_connections = c;
         }
         cfg.elect_at_start = !self.no_elect_at_start;

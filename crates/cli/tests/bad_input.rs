@@ -83,6 +83,105 @@ fn every_numeric_input_has_a_range() {
     refused(&["sim", "--algo", "bully", "--param", "heartbeat=1ns"], &["heartbeat", "100us..1h"]);
     refused(&["sim", "--algo", "vector-clock", "--fanout", "5"], &["--fanout 5", "1..4"]);
     refused(&["sim", "--algo", "wait-die", "--cycles", "2"], &["--cycles 2", "between 0 and 1"]);
+    refused(&["sim", "--algo", "cristian", "--slew-ppm", "0"], &["--slew-ppm 0", "1..500000"]);
+    refused(&["sim", "--algo", "cristian", "--slew-ppm", "600000"], &["--slew-ppm 600000", "1..500000"]);
+    // Counts inside parameters: a window or a number of probes that would flood or fill memory.
+    refused(&["sim", "--algo", "cristian", "--param", "probes=4000000000"], &["probes", "1..1000"]);
+    refused(&["sim", "--algo", "phi-accrual", "--param", "window=100000000000"], &["window", "1..100000"]);
+    refused(&["sim", "--algo", "ntp", "--param", "window=1000000000000"], &["window", "1..10000"]);
+}
+
+/// The other commands' numeric flags have ranges too: the model checker, the benchmark, the
+/// detector curve, the quorum-risk calculator and a real node.
+#[test]
+fn every_command_s_numeric_flags_have_a_range() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["check", "--algo", "central", "--crashes", "9"], &["--crashes 9", "at most the 3 nodes"]),
+        (&["check", "--algo", "central", "--acquires", "0"], &["--acquires 0", "1..16"]),
+        (&["check", "--algo", "central", "--threads", "0"], &["--threads 0", "1..1024"]),
+        (&["check", "--algo", "bully", "--depth", "0"], &["--depth 0"]),
+        (&["bench", "--nodes", "0"], &["--nodes", "1..=1000000"]),
+        (&["detector-curve", "--nodes", "100000"], &["--nodes 100000", "2..100"]),
+        (&["detector-curve", "--pauses", "100000000"], &["--pauses 100000000", "0..1000"]),
+        (&["detector-curve", "--downtime", "0"], &["--downtime 0", "100ms"]),
+        (&["detector-curve", "--pause-median", "0"], &["--pause-median 0", "1ms..5s"]),
+        (&["detector-curve", "--duration", "7200s"], &["--duration 7200s", "5s..1h"]),
+        (
+            &["quorum-risk", "--p", "0.1", "--n", "4000000000", "--m", "3000000000"],
+            &["--n 4000000000", "1..1000"],
+        ),
+        (
+            &["quorum-risk", "--p", "0.1", "--n", "3", "--m", "2", "--monte-carlo", "100000000000000"],
+            &["--monte-carlo", "1..100000000"],
+        ),
+        (
+            &["quorum-risk", "--p", "0.1", "--n", "3", "--m", "2", "--protocol", "100000000000"],
+            &["--protocol", "1..1000000"],
+        ),
+        (
+            &[
+                "node",
+                "--id",
+                "1",
+                "--algo",
+                "central",
+                "--insecure",
+                "--listen",
+                "127.0.0.1:1",
+                "--max-frame",
+                "0",
+            ],
+            &["--max-frame 0", "1024..16777216"],
+        ),
+        (
+            &[
+                "node",
+                "--id",
+                "1",
+                "--algo",
+                "central",
+                "--insecure",
+                "--listen",
+                "127.0.0.1:1",
+                "--queue",
+                "0",
+            ],
+            &["--queue 0", "1..1000000"],
+        ),
+        (
+            &[
+                "node",
+                "--id",
+                "1",
+                "--algo",
+                "central",
+                "--insecure",
+                "--listen",
+                "127.0.0.1:1",
+                "--max-connections",
+                "0",
+            ],
+            &["--max-connections 0", "1..65536"],
+        ),
+        (
+            &[
+                "node",
+                "--id",
+                "1",
+                "--algo",
+                "central",
+                "--insecure",
+                "--listen",
+                "127.0.0.1:1",
+                "--max-delay",
+                "0",
+            ],
+            &["--max-delay 0", "100us..60s"],
+        ),
+    ];
+    for (args, needles) in cases {
+        refused(args, needles);
+    }
 }
 
 #[test]

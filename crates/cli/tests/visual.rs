@@ -11,123 +11,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use headless_chrome::protocol::cdp::types::Event;
-use headless_chrome::{Browser, LaunchOptions, Tab};
-
-fn browser_path() -> PathBuf {
-    if let Ok(b) = std::env::var("RINGLEADER_BROWSER") {
-        return b.into();
-    }
-    for name in ["chromium", "chromium-browser", "google-chrome"] {
-        if let Ok(o) = Command::new("sh").args(["-c", &format!("command -v {name}")]).output()
-            && o.status.success()
-        {
-            return String::from_utf8_lossy(&o.stdout).trim().into();
-        }
-    }
-    panic!(
-        "no Chromium found: this test drives a real browser. Run scripts/test.sh (it installs \
-         Debian's chromium), or `apt-get install chromium`, or set RINGLEADER_BROWSER"
-    );
-}
-
-/// A headless browser with one tab that records every console error and uncaught exception.
-struct Page {
-    _browser: Browser,
-    tab: Arc<Tab>,
-    errors: Arc<Mutex<Vec<String>>>,
-}
-
-impl Page {
-    fn new() -> Page {
-        let options = LaunchOptions::default_builder()
-            .path(Some(browser_path()))
-            .sandbox(false)
-            .window_size(Some((1400, 900)))
-            .idle_browser_timeout(Duration::from_secs(600))
-            .build()
-            .expect("launch options");
-        let browser = Browser::new(options).expect("Chromium starts");
-        let tab = browser.new_tab().expect("a tab");
-        tab.set_default_timeout(Duration::from_secs(60));
-        tab.enable_runtime().expect("runtime domain");
-        tab.enable_log().expect("log domain");
-        let errors = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&errors);
-        tab.add_event_listener(Arc::new(move |event: &Event| {
-            let text = match event {
-                Event::RuntimeExceptionThrown(e) => {
-                    Some(format!("exception: {:?}", e.params.exception_details))
-                }
-                Event::RuntimeConsoleAPICalled(e) if format!("{:?}", e.params.Type) == "Error" => {
-                    Some(format!("console.error: {:?}", e.params.args))
-                }
-                Event::LogEntryAdded(e) if format!("{:?}", e.params.entry.level) == "Error" => {
-                    Some(format!("log: {} {:?}", e.params.entry.text, e.params.entry.url))
-                }
-                _ => None,
-            };
-            if let Some(t) = text {
-                sink.lock().unwrap().push(t);
-            }
-        }))
-        .expect("listener");
-        Page { _browser: browser, tab, errors }
-    }
-
-    /// Opens a saved page and waits (bounded) until the viewer has drawn it.
-    fn open(&self, file: &Path) {
-        let url = format!("file://{}", file.canonicalize().expect("the page exists").display());
-        // The previous page's flag must not count for this one.
-        self.eval("document.body && document.body.removeAttribute('data-ready')");
-        self.tab.navigate_to(&url).expect("navigates");
-        self.tab.wait_until_navigated().expect("loads");
-        let t0 = Instant::now();
-        while self.eval("document.body && document.body.getAttribute('data-ready')") != serde_json::json!("1")
-        {
-            let errors = self.errors.lock().unwrap().clone();
-            assert!(errors.is_empty(), "{}: console errors while loading: {errors:?}", file.display());
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "{}: the viewer never finished drawing",
-                file.display()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn eval(&self, js: &str) -> serde_json::Value {
-        let wrapped = format!("JSON.stringify((function(){{ return ({js}); }})())");
-        let v = self.tab.evaluate(&wrapped, false).expect("evaluates");
-        match v.value {
-            Some(serde_json::Value::String(s)) => serde_json::from_str(&s).unwrap_or(serde_json::Value::Null),
-            _ => serde_json::Value::Null,
-        }
-    }
-
-    fn count(&self, selector: &str) -> u64 {
-        self.eval(&format!("document.querySelectorAll({selector:?}).length")).as_u64().expect("a count")
-    }
-
-    fn text(&self, selector: &str) -> String {
-        self.eval(&format!("(document.querySelector({selector:?}) || {{}}).textContent || ''"))
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
-    }
-
-    fn click(&self, selector: &str) {
-        self.eval(&format!("document.querySelector({selector:?}).click()"));
-    }
-
-    fn assert_no_errors(&self, what: &str) {
-        let errors = self.errors.lock().unwrap().clone();
-        assert!(errors.is_empty(), "{what}: console errors: {errors:?}");
-    }
-}
+mod browser;
+use browser::Page;
 
 fn out_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ringleader-visual-{}-{test}", std::process::id()));
@@ -402,4 +289,35 @@ fn render_time_of_ten_thousand_events() {
     }
     page.assert_no_errors("render");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Screenshots of one run per family for the README and docs/VISUAL.md: the default story of an
+/// algorithm of each family, its page at the first violation or at the last step. Run by name
+/// to refresh `docs/img/family-*.png`:
+/// `cargo test --workspace --test visual -- --ignored screenshots`.
+#[test]
+#[ignore = "writes docs/img; run it by name"]
+fn screenshots_of_one_run_per_family() {
+    use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
+    let dir = out_dir("screenshots");
+    let img = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/img");
+    let page = Page::new();
+    for (family, args) in [
+        ("election", vec![scenario("bully-worst-case.toml")]),
+        ("mutex", vec![scenario("central-timeout-paused-holder.toml")]),
+        ("clock", vec!["--algo".to_string(), "vector-clock".to_string()]),
+        ("deadlock", vec![scenario("cmh-detect-and-resolve.toml")]),
+        ("detector", vec![scenario("heartbeat-paused-process.toml")]),
+    ] {
+        let file = dir.join(format!("{family}.html"));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        sim_html(&args, &file);
+        page.open(&file);
+        page.assert_no_errors(family);
+        let png = page
+            .tab
+            .capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true)
+            .expect("a screenshot");
+        std::fs::write(img.join(format!("family-{family}.png")), png).unwrap();
+    }
 }

@@ -514,7 +514,14 @@
     }
     var box = svg.getBoundingClientRect();
     var yy = e.clientY - box.top + (parseFloat(svg.style.top) || 0);
-    var row = Math.floor((yy - TOP) / ROW_H);
+    var xx = e.clientX - box.left + (parseFloat(svg.style.left) || 0);
+    var row = Math.floor((yy - TOP) / ROW_H), col = Math.floor((xx - LEFT) / COL_W);
+    // Inside the playground (`ringleader ui`), a click near a lifeline asks for a fault of that
+    // node at that row's time.
+    if (window.parent !== window && row >= 0 && row <= lastRow && col >= 0 && col < n
+        && Math.abs(xx - x(col)) <= 12) {
+      window.parent.postMessage({ ringleader: "lifeline", uid: uids[col], time_ns: rows[row].time }, "*");
+    }
     if (row >= 0 && row <= lastRow) {
       stop();
       go(row);
@@ -533,7 +540,12 @@
   window.addEventListener("resize", function () { if (!full) draw(); });
 
   // For measurements and tests: redraw the view, go to a row.
-  window.ringleaderViewer = { draw: draw, go: go, rows: rows.length };
+  // `point(col, row)`: where a lifeline's row is on screen (client coordinates).
+  function point(col, row) {
+    var box = svg.getBoundingClientRect();
+    return { x: box.left + x(col) - (parseFloat(svg.style.left) || 0), y: box.top + y(row) - (parseFloat(svg.style.top) || 0) };
+  }
+  window.ringleaderViewer = { draw: draw, go: go, rows: rows.length, point: point };
   var started = performance.now();
   draw();
   go(violation ? violation.r0 : 0);

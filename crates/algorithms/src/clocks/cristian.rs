@@ -192,8 +192,11 @@ impl Algorithm for Cristian {
         let server = position_param(setup, "server")?;
         let period = period_param(setup)?;
         let probes: u32 = setup.params.get("probes", 4)?;
-        if probes == 0 {
-            return Err(ParamError::OutOfRange { key: "probes".into(), reason: "must be at least 1".into() });
+        if !(1..=1_000).contains(&probes) {
+            return Err(ParamError::OutOfRange {
+                key: "probes".into(),
+                reason: format!("{probes} probes: a round sends 1..1000 (each is a message and a reply)"),
+            });
         }
         Ok(Config { server, period, probes })
     }

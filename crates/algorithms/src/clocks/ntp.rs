@@ -217,8 +217,11 @@ impl Algorithm for Ntp {
         let server = position_param(setup, "server")?;
         let period = period_param(setup)?;
         let window: usize = setup.params.get("window", 8)?;
-        if window == 0 {
-            return Err(ParamError::OutOfRange { key: "window".into(), reason: "must be at least 1".into() });
+        if !(1..=10_000).contains(&window) {
+            return Err(ParamError::OutOfRange {
+                key: "window".into(),
+                reason: format!("{window} samples: the clock filter keeps 1..10000 samples"),
+            });
         }
         Ok(Config { server, period, window })
     }

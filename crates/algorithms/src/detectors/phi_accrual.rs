@@ -253,8 +253,11 @@ impl Knobs {
             });
         }
         let window: usize = setup.params.get("window", 100)?;
-        if window == 0 {
-            return Err(ParamError::OutOfRange { key: "window".into(), reason: "must be at least 1".into() });
+        if !(1..=100_000).contains(&window) {
+            return Err(ParamError::OutOfRange {
+                key: "window".into(),
+                reason: format!("{window} samples: the window holds 1..100000 inter-arrival times"),
+            });
         }
         let min_std = setup.params.duration("min_std", period / 10)?;
         Ok(Knobs { phi, window, min_std })
