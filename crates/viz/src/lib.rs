@@ -13,6 +13,8 @@
 //!   node's state at the current step and the properties' status at that step.
 //! - [`shiviz()`]: a log for ShiViz (Beschastnikh et al., "Debugging distributed systems",
 //!   CACM 2016), parsed by its documented default regular expression.
+//! - [`plot::svg`]: SVG line plots (costs against N beside the textbook curve, a detector's
+//!   detection time and mistakes against its timeout), drawn with `plotters`.
 //!
 //! The crate depends only on `ringleader-core`, so the simulator, the model checker and the
 //! real-network verifier can all use it.
@@ -20,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod html;
+pub mod plot;
 pub mod shiviz;
 
 pub use html::{RunView, html};

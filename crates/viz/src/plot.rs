@@ -1,0 +1,226 @@
+//! SVG line plots, drawn with `plotters`: messages per operation against N beside the textbook
+//! curve, a detector's detection time and false suspicions against its timeout, clock skew over
+//! time.
+//!
+//! `plotters` lays text out with a font it measures; the SVG it writes names the font family
+//! and leaves drawing the glyphs to the browser. The measuring font, DejaVu Sans (Bitstream Vera
+//! licence, `assets/fonts/DejaVuSans.LICENSE`), is embedded so that a plot looks the same on
+//! every machine and needs no system font library.
+
+use std::sync::Once;
+
+use plotters::prelude::*;
+use plotters::style::{FontStyle, register_font};
+
+const FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
+static REGISTER: Once = Once::new();
+
+/// One line of a plot.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Its name in the legend.
+    pub name: String,
+    /// Its points, in x order.
+    pub points: Vec<(f64, f64)>,
+    /// Dashed (a formula) rather than solid with markers (a measurement).
+    pub dashed: bool,
+}
+
+/// A plot: title, axis labels, series, and whether each axis is logarithmic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plot {
+    /// Title above the plot.
+    pub title: String,
+    /// Label of the x axis.
+    pub x_label: String,
+    /// Label of the y axis.
+    pub y_label: String,
+    /// The lines.
+    pub series: Vec<Series>,
+    /// Logarithmic x axis.
+    pub log_x: bool,
+    /// Logarithmic y axis.
+    pub log_y: bool,
+}
+
+/// A plot could not be drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// No series has a point (or, on a logarithmic axis, a positive one).
+    #[error("plot {0:?}: nothing to draw")]
+    Empty(String),
+    /// The drawing backend failed.
+    #[error("plot {title:?}: {message}")]
+    Draw {
+        /// The plot's title.
+        title: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+const COLOURS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+/// The range of `values`: from zero (or below the smallest negative value) to a little above the
+/// largest, or on a log axis around the positive values.
+fn range(values: impl Iterator<Item = f64>, log: bool) -> Option<(f64, f64)> {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.filter(|v| v.is_finite() && (!log || *v > 0.0)) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if lo > hi {
+        return None;
+    }
+    Some(if log {
+        (lo / 1.5, hi * 1.5)
+    } else {
+        // Counts and times start at zero, so that a line's height reads as its size.
+        let pad = ((hi - lo) * 0.05).max(hi.abs() * 0.05).max(1e-9);
+        (if lo >= 0.0 { 0.0 } else { lo - pad }, hi + pad)
+    })
+}
+
+/// Draws `plot` as an SVG document of `width` × `height` pixels.
+pub fn svg(plot: &Plot, width: u32, height: u32) -> Result<String, PlotError> {
+    REGISTER.call_once(|| {
+        // The embedded font is valid; a failure would only leave text unmeasured.
+        let _ = register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+    let xs = range(plot.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)), plot.log_x);
+    let ys = range(plot.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)), plot.log_y);
+    let (Some((x0, x1)), Some((y0, y1))) = (xs, ys) else {
+        return Err(PlotError::Empty(plot.title.clone()));
+    };
+    let draw_err =
+        |e: &dyn std::fmt::Display| PlotError::Draw { title: plot.title.clone(), message: e.to_string() };
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| draw_err(&e))?;
+        let mut builder = ChartBuilder::on(&root);
+        builder
+            .caption(&plot.title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64);
+        // One body for the four axis kinds: plotters types a chart by its coordinates.
+        macro_rules! draw {
+            ($x:expr, $y:expr) => {{
+                let mut chart = builder.build_cartesian_2d($x, $y).map_err(|e| draw_err(&e))?;
+                chart
+                    .configure_mesh()
+                    .x_desc(plot.x_label.as_str())
+                    .y_desc(plot.y_label.as_str())
+                    .label_style(("sans-serif", 12))
+                    .light_line_style(RGBColor(238, 238, 238))
+                    .draw()
+                    .map_err(|e| draw_err(&e))?;
+                for (i, s) in plot.series.iter().enumerate() {
+                    let colour = COLOURS[i % COLOURS.len()];
+                    let points: Vec<(f64, f64)> = s
+                        .points
+                        .iter()
+                        .copied()
+                        .filter(|(x, y)| x.is_finite() && y.is_finite())
+                        .filter(|(x, y)| (!plot.log_x || *x > 0.0) && (!plot.log_y || *y > 0.0))
+                        .collect();
+                    let style = ShapeStyle { color: colour.to_rgba(), filled: false, stroke_width: 2 };
+                    let legend = move |(x, y): (i32, i32)| PathElement::new(vec![(x, y), (x + 18, y)], style);
+                    if s.dashed {
+                        chart
+                            .draw_series(DashedLineSeries::new(points, 6, 4, style))
+                            .map_err(|e| draw_err(&e))?
+                            .label(s.name.as_str())
+                            .legend(legend);
+                    } else {
+                        chart
+                            .draw_series(LineSeries::new(points.clone(), style))
+                            .map_err(|e| draw_err(&e))?
+                            .label(s.name.as_str())
+                            .legend(legend);
+                        chart
+                            .draw_series(points.iter().map(|p| Circle::new(*p, 3, colour.filled())))
+                            .map_err(|e| draw_err(&e))?;
+                    }
+                }
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK)
+                    .label_font(("sans-serif", 12))
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .draw()
+                    .map_err(|e| draw_err(&e))?;
+            }};
+        }
+        match (plot.log_x, plot.log_y) {
+            (false, false) => draw!(x0..x1, y0..y1),
+            (true, false) => draw!((x0..x1).log_scale(), y0..y1),
+            (false, true) => draw!(x0..x1, (y0..y1).log_scale()),
+            (true, true) => draw!((x0..x1).log_scale(), (y0..y1).log_scale()),
+        }
+        root.present().map_err(|e| draw_err(&e))?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plot(log: bool) -> Plot {
+        Plot {
+            title: "messages per election".into(),
+            x_label: "N".into(),
+            y_label: "messages".into(),
+            series: vec![
+                Series {
+                    name: "measured".into(),
+                    points: vec![(4.0, 10.0), (8.0, 36.0), (16.0, 136.0)],
+                    dashed: false,
+                },
+                Series {
+                    name: "N(N+1)/2 − 1".into(),
+                    points: vec![(4.0, 9.0), (8.0, 35.0), (16.0, 135.0)],
+                    dashed: true,
+                },
+            ],
+            log_x: log,
+            log_y: log,
+        }
+    }
+
+    #[test]
+    fn a_plot_is_an_svg_with_its_title_axes_and_legend() {
+        for log in [false, true] {
+            let s = svg(&plot(log), 640, 400).unwrap();
+            // Left in the temporary directory for a look: `ringleader-plot-{log}.svg`.
+            let _ = std::fs::write(std::env::temp_dir().join(format!("ringleader-plot-{log}.svg")), &s);
+            assert!(s.starts_with("<svg"), "{}", &s[..80.min(s.len())]);
+            for text in ["messages per election", "measured", "N(N+1)/2 − 1", "messages"] {
+                assert!(s.contains(text), "log {log}: {text} missing in {s}");
+            }
+            // Three markers for the measured series, none for the formula.
+            assert_eq!(s.matches("<circle").count(), 3, "log {log}");
+        }
+    }
+
+    #[test]
+    fn nothing_to_draw_is_an_error_not_a_panic() {
+        let mut p = plot(true);
+        for s in &mut p.series {
+            s.points = vec![(0.0, 0.0)];
+        }
+        assert!(matches!(svg(&p, 640, 400), Err(PlotError::Empty(_))));
+    }
+}
