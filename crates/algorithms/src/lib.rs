@@ -1,12 +1,13 @@
 //! # ringleader-algorithms
 //!
-//! Every algorithm of the seeds, one file each, each opening with an essay: the idea, the
-//! rules, the costs, the assumptions, the known flaws and the seed section it comes from.
+//! Every algorithm, one file each, each opening with an essay: the papers and textbooks it
+//! comes from, the idea, the numbered rules (each with a unit test named after it), the costs,
+//! the assumptions and the known flaws.
 //!
 //! - [`election`]: leader election (Chang-Roberts, …);
 //! - [`mutex`]: distributed mutual exclusion (centralized coordinator, …);
 //! - [`clocks`]: logical clocks (Lamport, vector) and clock synchronization (Cristian,
-//!   Berkeley, NTP), and seed 004's `make` story.
+//!   Berkeley, NTP), and the textbook's `make` story.
 //! - [`deadlock`]: deadlock detection (Chandy-Misra-Haas) and prevention (wait-die, wound-wait);
 //! - [`detectors`]: failure detectors (heartbeat timeout, φ-accrual).
 //!
@@ -23,6 +24,8 @@ pub mod mutex;
 pub use ringleader_core::Message;
 pub mod params;
 pub mod registry;
+#[cfg(test)]
+mod testing;
 
 pub use params::{ParamError, Params};
 pub use registry::{Info, Visitor, all, dispatch, find};

@@ -1,7 +1,9 @@
 //! Exact message counts of Lamport, Ricart-Agrawala, Roucairol-Carvalho, Maekawa, Suzuki-Kasami
 //! and Raymond under the `sequential` workload (one request at a time, requesters 1, 2, … in
 //! turn; node 0 holds the token / is the tree root), against the textbook formulas that
-//! `ringleader table` prints. Messages to oneself are local steps and are not counted.
+//! `ringleader table` prints (Lamport, CACM 1978; Ricart & Agrawala, CACM 1981; Carvalho &
+//! Roucairol, CACM 1983; Maekawa, ACM TOCS 1985; Suzuki & Kasami, ACM TOCS 1985; Raymond, ACM
+//! TOCS 1989). Messages to oneself are local steps and are not counted.
 
 use ringleader_analysis::table::formulas;
 use ringleader_sim::scenario::WorkloadKind;

@@ -67,7 +67,7 @@
 //! let out = check("central-timeout", Bounds::new(3), &Options::default()).unwrap();
 //! let safety = out.property("safety").unwrap();
 //! assert!(!safety.holds);
-//! assert_eq!(safety.length, Some(7)); // the seed 003 story, step by step
+//! assert_eq!(safety.length, Some(7)); // the two-holder story, step by step
 //! ```
 
 #![warn(missing_docs)]

@@ -160,7 +160,7 @@ fn simulator_judges(out: &Outcome, property: &str) -> Violations {
 }
 
 // ---------------------------------------------------------------------------------------------
-// central-timeout: the seed 003 red rectangle.
+// central-timeout: two holders (the red rectangle).
 
 #[test]
 fn central_timeout_puts_two_holders_in_the_section_in_seven_steps() {

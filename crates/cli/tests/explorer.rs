@@ -1,5 +1,5 @@
 //! `ringleader check --explore` in a real browser: headless Chromium loads stateright's
-//! explorer served by the binary, runs its JavaScript, and renders seed 003's counterexample
+//! explorer served by the binary, runs its JavaScript, and renders the counterexample
 //! for `central-timeout` (two participants holding at once).
 //!
 //! Needs a Chromium binary (`chromium`, `chromium-browser`, or the path in

@@ -502,7 +502,7 @@ fn node_flags_are_checked() {
     assert!(err.contains("`heartbeat` contradicts detector=none") && err.lines().count() == 1, "{err}");
 }
 
-/// Seed 003's flaw on real processes: `central-timeout` re-grants when the holder is silent,
+/// The timeout coordinator's flaw on real processes: `central-timeout` re-grants when the holder is silent,
 /// and a holder that is only paused (SIGSTOP) overlaps with the next one. `verify` finds it.
 #[test]
 fn central_timeout_paused_holder_overlaps_and_verify_finds_it() {

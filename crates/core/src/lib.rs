@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 mod event;
+pub mod harness;
 mod process;
 pub mod time;
 mod topology;

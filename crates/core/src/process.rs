@@ -190,8 +190,8 @@ pub trait Process: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     /// The algorithm's timers: a closed enum named after each timer's purpose.
     type Timer: Clone + Eq + Ord + Hash + Debug + Send + Sync + 'static;
 
-    /// The node starts.
-    fn on_start(&mut self, cx: &Context, out: &mut Outbox<Self::Msg, Self::Timer>);
+    /// The node starts. Default: nothing (the node waits for a message or a request).
+    fn on_start(&mut self, _cx: &Context, _out: &mut Outbox<Self::Msg, Self::Timer>) {}
 
     /// A message from position `from` arrives.
     fn on_message(
@@ -206,9 +206,15 @@ pub trait Process: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     fn on_timer(&mut self, cx: &Context, timer: Self::Timer, out: &mut Outbox<Self::Msg, Self::Timer>);
 
     /// The application asks something. Requests an algorithm does not serve are ignored.
-    fn on_request(&mut self, cx: &Context, req: Request, out: &mut Outbox<Self::Msg, Self::Timer>);
+    /// Default: every request is ignored.
+    fn on_request(&mut self, _cx: &Context, _req: Request, _out: &mut Outbox<Self::Msg, Self::Timer>) {}
 
     /// The node comes back after a crash: forget volatile state, keep stable state, act.
+    ///
+    /// Deliberately without a default: what survives a crash (stable storage) and what is lost
+    /// (memory) is a decision every algorithm must make explicitly. A default would silently
+    /// keep everything, and a process that "remembers" through a crash is exactly the hidden
+    /// assumption the simulator and the model checker exist to expose.
     fn on_recover(&mut self, cx: &Context, out: &mut Outbox<Self::Msg, Self::Timer>);
 
     /// The leader this node currently believes in, if the algorithm elects one (read by the

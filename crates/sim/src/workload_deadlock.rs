@@ -3,7 +3,7 @@
 //! Every process runs transactions one after the other. A transaction holds the process's
 //! resource (the process itself, in wait-for-graph terms) from its start to its commit, and in
 //! the middle asks for resources other transactions hold — *hold and wait*, the second of the
-//! seed's four conditions:
+//! four necessary conditions (Coffman, Elphick & Shoshani 1971):
 //!
 //! ```text
 //!   thinking ──begin: WaitFor{[]} (a transaction that needs nothing yet)──▶ holding

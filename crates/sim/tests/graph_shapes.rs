@@ -9,6 +9,8 @@
 //!   every workload, and under `sequential` every entry costs exactly 2·d (d the tree distance
 //!   from the previous holder to the requester), hence at most 2·diameter — 2(N − 1) on a line.
 
+mod common;
+
 use proptest::prelude::*;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -17,16 +19,12 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::election::yoyo::YoYo;
 use ringleader_algorithms::mutex::raymond::Raymond;
 use ringleader_core::trace::RecordKind;
-use ringleader_core::{Event, Message, NodeId, Process, Topology};
+use ringleader_core::{Event, NodeId, Topology};
 use ringleader_sim::notation::Latency;
 use ringleader_sim::scenario::{IdArrangement, Initiators, WorkloadKind};
 use ringleader_sim::topologies::{EdgeList, Shape, parse_edge_list};
 use ringleader_sim::trace::Tracer;
 use ringleader_sim::{RunConfig, Simulation, Stop};
-
-fn log2_ceil(n: u64) -> u64 {
-    n.next_power_of_two().trailing_zeros() as u64
-}
 
 /// Hop distances from `from` to every position.
 fn distances(t: &Topology, from: NodeId) -> Vec<u64> {
@@ -98,25 +96,8 @@ fn yoyo(
     sim.run(&mut |_| {});
     let m = sim.topology().edge_count();
     assert_eq!(m, shape.edge_count(n, None), "{what}");
-    assert!(sim.violations().is_empty(), "{what}: {:?}", sim.violations().list());
     assert_eq!(sim.stopped(), Stop::Quiescent, "{what}");
-    let min = *sim.uids().iter().min().unwrap();
-    assert!(sim.states().iter().all(|s| s.leader() == Some(min)), "{what}: not everyone names {min}");
-    let sent = |kind: &str| {
-        let i = <YoYo as Process>::Msg::KINDS.iter().position(|k| *k == kind).unwrap();
-        sim.counters().sent_by_kind[i]
-    };
-    assert_eq!(sent("setup"), 2 * m, "{what}");
-    assert_eq!(sent("coordinator"), 2 * m - (n as u64 - 1), "{what}");
-    let proper = sent("setup") + sent("yo") + sent("yes") + sent("no");
-    let leader = sim.uids().iter().position(|&u| u == min).unwrap();
-    assert!(!sim.states()[leader].has_left(), "{what}: the leader was pruned");
-    let iterations = sim.states()[leader].iterations() as u64;
-    if n > 1 {
-        let log = log2_ceil(n as u64);
-        assert!(iterations <= log + 1, "{what}: {iterations} iterations");
-        assert!(proper <= 2 * m + 2 * m * (log + 1), "{what}: {proper} messages");
-    }
+    let (proper, iterations) = common::check_yoyo(&sim, m, &what);
     (m, proper, iterations)
 }
 
@@ -330,7 +311,7 @@ fn table_yoyo_shapes() {
         for n in [100u32, 1000, 10_000] {
             let (m, proper, iterations) =
                 yoyo(n, &shape, 1, IdArrangement::Random, false, Latency::Constant(1_000_000));
-            let log = log2_ceil(n as u64);
+            let log = common::log2_ceil(n as u64);
             println!(
                 "| {shape} | {n} | {m} | {proper} | {:.2} | {} | {iterations} | {} |",
                 proper as f64 / m as f64,

@@ -1,6 +1,8 @@
 //! # The Berkeley algorithm
 //!
-//! *Seed 004, "Sincronização física de relógios"; Gusella and Zatti, TEMPO (1989).*
+//! *Gusella and Zatti, "The accuracy of the clock synchronization achieved by TEMPO in Berkeley
+//! UNIX 4.3BSD", IEEE Transactions on Software Engineering 15(7), 1989; Tanenbaum & van Steen,
+//! Distributed Systems, clock synchronization.*
 //!
 //! ## The idea
 //! No clock is the reference: the machines agree on their *average*. A master polls every
@@ -10,15 +12,17 @@
 //! delay of that last message does not matter.
 //!
 //! ## The rules
-//! Master, every `period` (parameter, default 1 s): send POLL(t0) to every other node, t0 its
-//! local time; its own offset is 0. A node answers POLL(t0) with TIME(t0, T), T its clock. On
-//! TIME the master estimates the node's offset as T + RTT/2 − now. When every node answered,
-//! or when the collection deadline (2·Ttrans + 1 ms of local time) expires, the master takes
-//! the *fault-tolerant average*: the mean of the offsets within `tolerance` (parameter, default
-//! 10 ms) of their median — outliers are left out of the mean but are still corrected. Each
-//! node i gets ADJUST(avg − offsetᵢ); the master applies its own delta, avg, locally. A node
-//! applies a delta by slewing (`adjust_clock`), never stepping back. Answers from an earlier
-//! round are ignored.
+//! 1. Master, every `period` (parameter, default 1 s): send POLL(t0) to every other node, t0
+//!    its local time; its own offset is 0.
+//! 2. A node answers POLL(t0) with TIME(t0, T), T its clock.
+//! 3. On TIME the master estimates the node's offset as T + RTT/2 − now.
+//! 4. When every node answered, or when the collection deadline (2·Ttrans + 1 ms of local time)
+//!    expires, the master takes the *fault-tolerant average*: the mean of the offsets within
+//!    `tolerance` (parameter, default 10 ms) of their median — outliers are left out of the
+//!    mean but are still corrected.
+//! 5. Each node i gets ADJUST(avg − offsetᵢ); the master applies its own delta, avg, locally. A
+//!    node applies a delta by slewing (`adjust_clock`), never stepping back.
+//! 6. Answers from an earlier round are ignored.
 //!
 //! ```text
 //!   master: idle ──period: POLL(t0) to all──▶ collecting ──all TIME in, or deadline──▶ ADJUST(avg − offsetᵢ) to each ──▶ idle
@@ -249,44 +253,121 @@ impl Algorithm for Berkeley {
 
 #[cfg(test)]
 mod tests {
-    use ringleader_core::{Action, Topology};
+    use ringleader_core::Action;
 
     use super::*;
-    use crate::Params;
+
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    const MS: Time = MILLISECOND;
+
+    /// Position `me` of three; the master is position 0; the collection deadline is 3 ms.
+    fn node(me: NodeId) -> Node<Berkeley> {
+        World::new(3).node(me)
+    }
+
+    /// The master at local time 100 ms, its round started.
+    fn master() -> Node<Berkeley> {
+        let mut m = node(0);
+        m.at(100 * MS).start();
+        m
+    }
+
+    /// Rule 1: every period the master polls every other node with its local time.
+    #[test]
+    fn rule_1_the_master_polls_everyone_each_period() {
+        let mut m = node(0);
+        m.at(100 * MS);
+        let step = m.start();
+        assert_eq!(step.sent(), vec![(1, Msg::Poll { t0: 100 * MS }), (2, Msg::Poll { t0: 100 * MS })]);
+        assert_eq!(step.set(), vec![(Timer::Deadline, 3 * MS), (Timer::Round, 1_000 * MS)]);
+        assert!(node(1).start().is_empty(), "only the master polls");
+    }
+
+    /// Rule 2: a node answers POLL(t0) with TIME(t0, its clock).
+    #[test]
+    fn rule_2_a_node_answers_a_poll_with_its_clock() {
+        let mut p = node(1);
+        p.at(50 * MS);
+        assert_eq!(p.deliver(0, Msg::Poll { t0: 7 }).sent(), vec![(0, Msg::Time { t0: 7, time: 50 * MS })]);
+    }
+
+    /// Rule 3: the master estimates an offset as T + RTT/2 − now.
+    #[test]
+    fn rule_3_the_offset_is_t_plus_half_the_round_trip_minus_now() {
+        let mut m = master();
+        m.at(102 * MS);
+        assert!(m.deliver(1, Msg::Time { t0: 100 * MS, time: 105 * MS }).is_empty(), "2 has not answered");
+        assert_eq!(m.process.offsets, vec![Some(0), Some(4 * MS as i64), None]);
+    }
+
+    /// Rule 4: at the deadline the master averages what it has, leaving outliers out.
+    #[test]
+    fn rule_4_the_deadline_averages_the_offsets_known_without_outliers() {
+        let mut m = master();
+        m.at(102 * MS);
+        m.deliver(1, Msg::Time { t0: 100 * MS, time: 105 * MS });
+        let step = m.fire(Timer::Deadline);
+        let ms = MS as i64;
+        assert_eq!(step.adjustments(), vec![2 * ms]);
+        assert_eq!(step.sent(), vec![(1, Msg::Adjust { delta: -2 * ms })], "no answer from 2: no delta");
+        assert_eq!(fault_tolerant_average(&[0, ms, 2 * ms, 500 * ms], 10 * MS), ms, "500 ms is left out");
+    }
+
+    /// Rule 5: every node gets avg − its offset; a node slews by the delta it receives.
+    #[test]
+    fn rule_5_each_node_slews_by_its_delta() {
+        let mut m = master();
+        m.at(102 * MS);
+        m.deliver(1, Msg::Time { t0: 100 * MS, time: 107 * MS });
+        let step = m.deliver(2, Msg::Time { t0: 100 * MS, time: 101 * MS });
+        let ms = MS as i64;
+        assert_eq!(
+            step.sent(),
+            vec![(1, Msg::Adjust { delta: -4 * ms }), (2, Msg::Adjust { delta: 2 * ms })]
+        );
+        assert_eq!(step.emitted(), vec![Event::ClockAdjusted { delta: 2 * ms }]);
+        assert_eq!(step.cancelled(), vec![Timer::Deadline]);
+        let step = node(1).deliver(0, Msg::Adjust { delta: -5 });
+        assert_eq!(step.adjustments(), vec![-5]);
+        assert_eq!(step.emitted(), vec![Event::ClockAdjusted { delta: -5 }]);
+    }
+
+    /// Rule 6: a TIME answering an earlier round's POLL is ignored.
+    #[test]
+    fn rule_6_answers_from_an_earlier_round_are_ignored() {
+        let mut m = master();
+        m.at(1_100 * MS);
+        m.fire(Timer::Round);
+        assert!(m.deliver(1, Msg::Time { t0: 100 * MS, time: 105 * MS }).is_empty());
+        assert_eq!(m.process.offsets, vec![Some(0), None, None]);
+    }
 
     /// One round driven by hand on 5 nodes: node 4's clock is 900 ms ahead, the others 0, 1, 3
     /// and 4 ms (the master is node 0, at 0). The average leaves node 4 out — (0 + 1 + 3 + 4)/4
     /// = 2 ms — and every node, node 4 included, is sent the delta to that average.
     #[test]
     fn a_round_sends_deltas_to_the_fault_tolerant_average() {
-        let uids = [1, 2, 3, 4, 5];
-        let topology = Topology::Complete { n: 5 };
-        let params = Params::default();
-        let setup =
-            Setup { uids: &uids, topology: &topology, params: &params, max_delay: MILLISECOND, seed: 1 };
-        let config = Berkeley::configure(&setup).unwrap();
-        let mut master = Berkeley::new(0, &config, &setup);
-        let cx = |now| Context { me: 0, uids: &uids, topology: &topology, now, random: 0 };
-        let mut out = Out::new();
-        master.on_start(&cx(1_000 * MILLISECOND), &mut out);
-        let polls = out.drain().filter(|a| matches!(a, Action::Send { msg: Msg::Poll { .. }, .. })).count();
-        assert_eq!(polls, 4);
+        let mut master = World::new(5).node::<Berkeley>(0);
+        assert_eq!(master.at(1_000 * MS).start().sent().len(), 4);
         // Each answer comes back after a 2 ms round trip, the reading taken halfway.
         let ahead = [0, 1, 3, 4, 900];
+        let mut actions = Vec::new();
         for node in 1..5u32 {
-            let remote = 1_001 * MILLISECOND + ahead[node as usize] * MILLISECOND;
-            let msg = Msg::Time { t0: 1_000 * MILLISECOND, time: remote };
-            master.on_message(&cx(1_002 * MILLISECOND), node, msg, &mut out);
+            let remote = 1_001 * MS + ahead[node as usize] * MS;
+            let msg = Msg::Time { t0: 1_000 * MS, time: remote };
+            actions.extend(master.at(1_002 * MS).deliver(node, msg).actions);
         }
         let mut deltas = vec![None; 5];
-        for action in out.drain() {
+        for action in actions {
             match action {
                 Action::Send { to, msg: Msg::Adjust { delta } } => deltas[to as usize] = Some(delta),
                 Action::AdjustClock(delta) => deltas[0] = Some(delta),
                 _ => {}
             }
         }
-        let ms = MILLISECOND as i64;
+        let ms = MS as i64;
         assert_eq!(deltas, vec![Some(2 * ms), Some(ms), Some(-ms), Some(-2 * ms), Some(-898 * ms)]);
     }
 

@@ -1,7 +1,7 @@
 //! # Cristian's algorithm
 //!
-//! *Seed 004, "Sincronização física de relógios" (Cristian and Berkeley are named there);
-//! Cristian, "Probabilistic clock synchronization" (1989).*
+//! *Cristian, "Probabilistic clock synchronization", Distributed Computing 3(3), 1989;
+//! Tanenbaum & van Steen, Distributed Systems, clock synchronization.*
 //!
 //! ## The idea
 //! One node, the *time server*, has the reference clock. A client asks it for the time; the
@@ -10,14 +10,14 @@
 //! the server's clock read T half a round trip ago, so the client sets its clock to T + RTT/2.
 //!
 //! ## The rules
-//! Every `period` (parameter, default 1 s) each client starts a round: it sends `probes`
-//! (default 4) REQUEST(t0) messages at once, t0 being its local send time. The server answers
-//! each with REPLY(t0, T), T its clock when answering. On REPLY the client measures
-//! RTT = now − t0 and, if this is the smallest RTT of the round so far (*keep the minimum-RTT
-//! sample*), corrects its clock by θ = T + RTT/2 − now. A correction is slewed (the clock runs
-//! faster or slower for a while) and replaces any part of the previous one not yet absorbed, so
-//! the clock never goes back. A reply from an earlier round (t0 before the round started) is
-//! ignored.
+//! 1. Every `period` (parameter, default 1 s) each client starts a round: it sends `probes`
+//!    (default 4) REQUEST(t0) messages at once, t0 being its local send time.
+//! 2. The server answers each with REPLY(t0, T), T its clock when answering.
+//! 3. On REPLY the client measures RTT = now − t0 and, if this is the smallest RTT of the round
+//!    so far (*keep the minimum-RTT sample*), corrects its clock by θ = T + RTT/2 − now. A
+//!    correction is slewed (the clock runs faster or slower for a while) and replaces any part
+//!    of the previous one not yet absorbed, so the clock never goes back.
+//! 4. A reply from an earlier round (t0 before the round started) is ignored.
 //!
 //! ```text
 //!   client: ──round: REQUEST(t0)×probes──▶ awaiting replies ──REPLY(t0,T), RTT minimal──▶ adjust(T + RTT/2 − now)
@@ -208,36 +208,82 @@ impl Algorithm for Cristian {
 
 #[cfg(test)]
 mod tests {
-    use ringleader_core::{Action, Topology};
-
     use super::*;
-    use crate::Params;
+
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    const MS: Time = MILLISECOND;
+
+    /// Position `me` of three; the server is position 0.
+    fn node(me: NodeId) -> Node<Cristian> {
+        World::new(3).node(me)
+    }
+
+    /// Rule 1: a client's round sends `probes` REQUEST(t0) to the server and arms the next
+    /// round; the server itself does nothing.
+    #[test]
+    fn rule_1_each_round_sends_probes_requests_stamped_with_the_local_time() {
+        let mut c = node(2);
+        c.at(10 * MS);
+        let step = c.start();
+        assert_eq!(step.sent(), vec![(0, Msg::Request { t0: 10 * MS }); 4]);
+        assert_eq!(step.set(), vec![(Timer::Round, 1_000 * MS)]);
+        c.at(1_010 * MS);
+        assert_eq!(c.fire(Timer::Round).sent(), vec![(0, Msg::Request { t0: 1_010 * MS }); 4]);
+        assert!(node(0).start().is_empty());
+    }
+
+    /// Rule 2: the server answers every REQUEST with its clock.
+    #[test]
+    fn rule_2_the_server_answers_with_its_clock() {
+        let mut s = node(0);
+        s.at(55 * MS);
+        assert_eq!(
+            s.deliver(2, Msg::Request { t0: 7 }).sent(),
+            vec![(2, Msg::Reply { t0: 7, time: 55 * MS })]
+        );
+        assert!(node(1).deliver(2, Msg::Request { t0: 7 }).is_empty(), "only the server answers");
+    }
+
+    /// Rule 3: the minimum-RTT reply corrects the clock by T + RTT/2 − now, slewed.
+    #[test]
+    fn rule_3_a_new_minimum_rtt_corrects_by_t_plus_half_the_round_trip() {
+        let mut c = node(1);
+        c.at(10 * MS).start();
+        c.at(16 * MS);
+        let step = c.deliver(0, Msg::Reply { t0: 10 * MS, time: 30 * MS });
+        let delta = (30 + 3 - 16) * MS as i64;
+        assert_eq!(step.adjustments(), vec![delta]);
+        assert_eq!(step.emitted(), vec![Event::ClockAdjusted { delta }]);
+        c.at(18 * MS);
+        assert!(c.deliver(0, Msg::Reply { t0: 10 * MS, time: 30 * MS }).is_empty(), "a longer RTT");
+    }
+
+    /// Rule 4: replies to an earlier round are ignored.
+    #[test]
+    fn rule_4_replies_from_an_earlier_round_are_ignored() {
+        let mut c = node(1);
+        c.at(10 * MS).start();
+        c.at(1_010 * MS);
+        c.fire(Timer::Round);
+        assert!(c.deliver(0, Msg::Reply { t0: 10 * MS, time: 5 }).is_empty());
+    }
 
     /// A client's round: the first reply corrects, a slower one does not, a faster one does
     /// again, and a reply to an earlier round is ignored.
     #[test]
     fn only_a_new_minimum_round_trip_corrects_the_clock() {
-        let uids = [1, 2];
-        let topology = Topology::Complete { n: 2 };
-        let params = Params::default();
-        let setup =
-            Setup { uids: &uids, topology: &topology, params: &params, max_delay: MILLISECOND, seed: 1 };
-        let config = Cristian::configure(&setup).unwrap();
-        let mut client = Cristian::new(1, &config, &setup);
-        let cx = |now| Context { me: 1, uids: &uids, topology: &topology, now, random: 0 };
-        let ms = MILLISECOND;
-        let mut out = Outbox::new();
-        client.on_start(&cx(10 * ms), &mut out);
-        assert_eq!(out.drain().filter(|a| matches!(a, Action::Send { to: 0, .. })).count(), 4);
-        let mut reply = |client: &mut Cristian, now: Time, t0: Time, time: Time| {
-            client.on_message(&cx(now), 0, Msg::Reply { t0, time }, &mut out);
-            out.drain().find_map(|a| if let Action::AdjustClock(d) = a { Some(d) } else { None })
+        let mut client = World::new(2).node::<Cristian>(1);
+        assert_eq!(client.at(10 * MS).start().sent().len(), 4);
+        let mut reply = |now: Time, t0: Time, time: Time| {
+            client.at(now).deliver(0, Msg::Reply { t0, time }).adjustments()
         };
         // RTT 4 ms, server read 20 ms: it is 20 + 2 − 14 = 8 ms ahead.
-        assert_eq!(reply(&mut client, 14 * ms, 10 * ms, 20 * ms), Some(8 * ms as i64));
-        assert_eq!(reply(&mut client, 16 * ms, 10 * ms, 21 * ms), None);
+        assert_eq!(reply(14 * MS, 10 * MS, 20 * MS), vec![8 * MS as i64]);
+        assert!(reply(16 * MS, 10 * MS, 21 * MS).is_empty());
         // RTT 2 ms, server read 19 ms: 19 + 1 − 12 = 8 ms, from a tighter sample.
-        assert_eq!(reply(&mut client, 12 * ms, 10 * ms, 19 * ms), Some(8 * ms as i64));
-        assert_eq!(reply(&mut client, 13 * ms, 5 * ms, 0), None, "a reply to an earlier round");
+        assert_eq!(reply(12 * MS, 10 * MS, 19 * MS), vec![8 * MS as i64]);
+        assert!(reply(13 * MS, 5 * MS, 0).is_empty(), "a reply to an earlier round");
     }
 }

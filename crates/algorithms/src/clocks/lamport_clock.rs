@@ -1,7 +1,7 @@
 //! # Lamport's logical clock
 //!
-//! *Seed 004, "Relógios Lógicos"; Lamport, "Time, clocks, and the ordering of events in a
-//! distributed system" (1978).*
+//! *Lamport, "Time, clocks, and the ordering of events in a distributed system", CACM 21(7),
+//! 1978; Tanenbaum & van Steen, Distributed Systems, logical clocks.*
 //!
 //! ## The idea
 //! What `make` needs is not the time of day but agreement on the *order* of events. Lamport's
@@ -87,8 +87,6 @@ impl Process for LamportClock {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Outbox<Msg, Timer>) {}
-
     fn on_message(&mut self, _cx: &Context, _from: NodeId, msg: Msg, out: &mut Outbox<Msg, Timer>) {
         let Msg::Message { id, lamport } = msg;
         self.clock = self.clock.max(lamport) + 1;
@@ -148,31 +146,72 @@ impl Algorithm for LamportClock {
 
 #[cfg(test)]
 mod tests {
-    use ringleader_core::{Action, Topology};
-
     use super::*;
-    use crate::Params;
+
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    fn node(me: NodeId) -> Node<LamportClock> {
+        World::new(2).node(me)
+    }
+
+    /// Rule 1: every event — local, send, receive — increments L first.
+    #[test]
+    fn rule_1_every_event_increments_the_clock() {
+        let mut p = node(0);
+        assert_eq!(p.request(Request::Local).emitted(), vec![Event::Stamped { lamport: 1, vector: vec![] }]);
+        assert_eq!(p.request(Request::Local).emitted(), vec![Event::Stamped { lamport: 2, vector: vec![] }]);
+        let step = p.request(Request::SendTo { to: 1 });
+        let id = message_id(0, 0);
+        assert_eq!(
+            step.emitted(),
+            vec![Event::StampedMessage { message: id, receive: false, lamport: 3, vector: vec![] }]
+        );
+    }
+
+    /// Rule 2: a message carries the sender's L after its send event's increment.
+    #[test]
+    fn rule_2_a_message_carries_the_senders_clock() {
+        let mut p = node(1);
+        p.request(Request::Local);
+        let step = p.request(Request::SendTo { to: 0 });
+        assert_eq!(step.sent(), vec![(0, Msg::Message { id: message_id(1, 0), lamport: 2 })]);
+        let next = p.request(Request::SendTo { to: 0 });
+        assert_eq!(
+            next.sent(),
+            vec![(0, Msg::Message { id: message_id(1, 1), lamport: 3 })],
+            "ids count sends"
+        );
+    }
+
+    /// Rule 3: a receive sets L := max(L, t) + 1.
+    #[test]
+    fn rule_3_a_receive_jumps_past_the_carried_clock() {
+        let mut p = node(1);
+        p.request(Request::Local);
+        let step = p.deliver(0, Msg::Message { id: 9, lamport: 6 });
+        assert_eq!(
+            step.emitted(),
+            vec![Event::StampedMessage { message: 9, receive: true, lamport: 7, vector: vec![] }]
+        );
+        assert!(step.sent().is_empty());
+        p.deliver(0, Msg::Message { id: 10, lamport: 2 });
+        assert_eq!(p.process.value(), 8, "an older stamp still ticks");
+    }
 
     /// P0 has two local events and sends at 3; P1, after one local event (1), receives at
     /// max(1, 3) + 1 = 4; a late message with an old stamp still ticks (5).
     #[test]
     fn the_receive_takes_the_max_then_ticks() {
-        let uids = [1, 2];
-        let topology = Topology::Complete { n: 2 };
-        let params = Params::default();
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 0, seed: 1 };
-        let mut p: Vec<LamportClock> = (0..2).map(|i| LamportClock::new(i, &(), &setup)).collect();
-        let cx = |me| Context { me, uids: &uids, topology: &topology, now: 0, random: 0 };
-        let mut out = Outbox::new();
-        p[0].on_request(&cx(0), Request::Local, &mut out);
-        p[0].on_request(&cx(0), Request::Local, &mut out);
-        p[0].on_request(&cx(0), Request::SendTo { to: 1 }, &mut out);
-        let msg = out.drain().find_map(|a| if let Action::Send { msg, .. } = a { Some(msg) } else { None });
-        assert_eq!(msg, Some(Msg::Message { id: super::super::message_id(0, 0), lamport: 3 }));
-        p[1].on_request(&cx(1), Request::Local, &mut out);
-        p[1].on_message(&cx(1), 0, msg.unwrap(), &mut out);
-        assert_eq!(p[1].value(), 4, "max(1, 3) + 1");
-        p[1].on_message(&cx(1), 0, Msg::Message { id: 7, lamport: 1 }, &mut out);
-        assert_eq!(p[1].value(), 5, "an old stamp still ticks");
+        let (mut p0, mut p1) = (node(0), node(1));
+        p0.request(Request::Local);
+        p0.request(Request::Local);
+        let sent = p0.request(Request::SendTo { to: 1 }).sent();
+        assert_eq!(sent, vec![(1, Msg::Message { id: message_id(0, 0), lamport: 3 })]);
+        p1.request(Request::Local);
+        p1.deliver(0, sent[0].1.clone());
+        assert_eq!(p1.process.value(), 4, "max(1, 3) + 1");
+        p1.deliver(0, Msg::Message { id: 7, lamport: 1 });
+        assert_eq!(p1.process.value(), 5, "an old stamp still ticks");
     }
 }

@@ -1,6 +1,7 @@
 //! # The `make` story: skewed clocks skip a needed rebuild
 //!
-//! *Seed 004, the opening example of "Sincronização de relógio".*
+//! *The example that opens the clock-synchronization chapter of Tanenbaum & van Steen,
+//! Distributed Systems (physical clocks: "when each machine has its own clock").*
 //!
 //! ## The story
 //! `make` rebuilds `output.o` only when `output.c` is newer, comparing the two files'
@@ -11,7 +12,19 @@
 //! to the builder (WRITE, carrying the edit's timestamp); the builder runs make. If the
 //! editor's clock is behind the builder's by more than the think time plus a message delay, the
 //! edit is stamped *earlier* than the object file: make skips the rebuild and the program mixes
-//! old and new code — the seed's `output.c` 2143 against `output.o` 2144.
+//! old and new code — the textbook's `output.c` 2143 against `output.o` 2144.
+//!
+//! ## The rules
+//! 1. At `compile_at` (default 1 s) the builder compiles: it stamps `output.o` and sends BUILT
+//!    to the editor.
+//! 2. `think` after BUILT the editor edits `output.c`, stamps it and sends WRITE(stamp).
+//! 3. On WRITE the builder runs make: it compiles again when the source's stamp is newer than
+//!    the object's, and skips otherwise.
+//! 4. Stamps are local clock readings (`timestamps = "physical"`) or Lamport clock values
+//!    (`timestamps = "lamport"`: every stamp ticks the clock, BUILT and WRITE carry it, a
+//!    receive jumps past it).
+//! 5. With `synchronize = true` the editor first asks the builder for its time (TIME_REQUEST,
+//!    TIME_REPLY) and slews its clock by Cristian's estimate.
 //!
 //! ## The variants (parameter `timestamps`, and `synchronize`)
 //! - `timestamps = "physical"` (default): file times are local clock readings. Under skewed
@@ -36,7 +49,7 @@
 //! judges `make_rebuilds`: make must not skip when the last edit came after the last compile.
 
 use ringleader_core::time::{MILLISECOND, SECOND};
-use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time, Touch};
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Time, Touch};
 use serde::{Deserialize, Serialize};
 
 use super::remote_offset;
@@ -208,8 +221,6 @@ impl Process for Make {
         }
     }
 
-    fn on_request(&mut self, _cx: &Context, _req: Request, _out: &mut Out) {}
-
     /// The story does not model crashes: files and clocks are stable, nothing is forgotten.
     fn on_recover(&mut self, _cx: &Context, _out: &mut Out) {}
 }
@@ -218,7 +229,7 @@ impl Algorithm for Make {
     const NAME: &'static str = "make";
     const FAMILY: Family = Family::Clock;
     const SUMMARY: &'static str =
-        "seed 004's make story: an edit stamped by a lagging clock looks older than the object file";
+        "the textbook's make story: an edit stamped by a lagging clock looks older than the object file";
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {
@@ -247,5 +258,101 @@ impl Algorithm for Make {
 
     fn new(me: NodeId, c: &Config, _setup: &Setup) -> Self {
         Make { me, config: *c, lamport: 0, object: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    const MS: Time = MILLISECOND;
+
+    fn node(me: NodeId, params: &[(&str, &str)]) -> Node<Make> {
+        params.iter().fold(World::new(2), |w, (k, v)| w.param(k, v)).node(me)
+    }
+
+    fn touched(what: Touch, time: Time) -> Event {
+        Event::Touched { what, time }
+    }
+
+    /// Rule 1: at `compile_at` the builder compiles, stamps the object and sends BUILT.
+    #[test]
+    fn rule_1_the_builder_compiles_at_compile_at_and_reports_built() {
+        let mut b = node(BUILDER, &[]);
+        assert_eq!(b.start().set(), vec![(Timer::Compile, 1_000 * MS)]);
+        b.at(1_000 * MS);
+        let step = b.fire(Timer::Compile);
+        assert_eq!(step.emitted(), vec![touched(Touch::Compile, 1_000 * MS)]);
+        assert_eq!(step.sent(), vec![(EDITOR, Msg::Built { lamport: 0 })]);
+        assert!(node(EDITOR, &[]).start().is_empty(), "the editor waits for BUILT");
+    }
+
+    /// Rule 2: `think` after BUILT the editor stamps its edit and sends WRITE.
+    #[test]
+    fn rule_2_the_editor_edits_think_after_built_and_writes() {
+        let mut e = node(EDITOR, &[]);
+        assert_eq!(e.deliver(BUILDER, Msg::Built { lamport: 0 }).set(), vec![(Timer::Edit, MS)]);
+        e.at(998 * MS);
+        let step = e.fire(Timer::Edit);
+        assert_eq!(step.emitted(), vec![touched(Touch::Edit, 998 * MS)]);
+        assert_eq!(step.sent(), vec![(BUILDER, Msg::Write { mtime: 998 * MS, lamport: 0 })]);
+    }
+
+    /// Rule 3: make rebuilds a source newer than the object and skips an older one.
+    #[test]
+    fn rule_3_make_compiles_only_a_newer_source() {
+        let mut b = node(BUILDER, &[]);
+        b.start();
+        b.at(1_000 * MS).fire(Timer::Compile);
+        b.at(1_002 * MS);
+        assert_eq!(
+            b.deliver(EDITOR, Msg::Write { mtime: 999 * MS, lamport: 0 }).emitted(),
+            vec![touched(Touch::Skip, 999 * MS)]
+        );
+        assert_eq!(
+            b.deliver(EDITOR, Msg::Write { mtime: 1_001 * MS, lamport: 0 }).emitted(),
+            vec![touched(Touch::Compile, 1_002 * MS)]
+        );
+    }
+
+    /// Rule 4: Lamport stamps tick per stamp, travel on BUILT and WRITE and jump past a receive.
+    #[test]
+    fn rule_4_lamport_stamps_order_the_edit_after_the_compile() {
+        let lamport = [("timestamps", "lamport")];
+        let mut b = node(BUILDER, &lamport);
+        b.start();
+        let step = b.fire(Timer::Compile);
+        assert_eq!(step.emitted(), vec![touched(Touch::Compile, 1)]);
+        assert_eq!(step.sent(), vec![(EDITOR, Msg::Built { lamport: 1 })]);
+        let mut e = node(EDITOR, &lamport);
+        e.deliver(BUILDER, Msg::Built { lamport: 1 });
+        let step = e.fire(Timer::Edit);
+        assert_eq!(step.sent(), vec![(BUILDER, Msg::Write { mtime: 3, lamport: 3 })]);
+        assert_eq!(
+            b.deliver(EDITOR, Msg::Write { mtime: 3, lamport: 3 }).emitted(),
+            vec![touched(Touch::Compile, 5)]
+        );
+    }
+
+    /// Rule 5: with `synchronize` the editor asks the builder's time first and slews by
+    /// Cristian's estimate.
+    #[test]
+    fn rule_5_synchronize_makes_one_cristian_exchange_first() {
+        let mut e = node(EDITOR, &[("synchronize", "true")]);
+        e.at(10 * MS);
+        assert_eq!(e.start().sent(), vec![(BUILDER, Msg::TimeRequest { t0: 10 * MS })]);
+        let mut b = node(BUILDER, &[]);
+        b.at(60 * MS);
+        assert_eq!(
+            b.deliver(EDITOR, Msg::TimeRequest { t0: 10 * MS }).sent(),
+            vec![(EDITOR, Msg::TimeReply { t0: 10 * MS, time: 60 * MS })]
+        );
+        e.at(12 * MS);
+        let step = e.deliver(BUILDER, Msg::TimeReply { t0: 10 * MS, time: 60 * MS });
+        let delta = (60 + 1 - 12) * MS as i64;
+        assert_eq!(step.adjustments(), vec![delta]);
+        assert_eq!(step.emitted(), vec![Event::ClockAdjusted { delta }]);
     }
 }

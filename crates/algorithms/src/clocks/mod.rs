@@ -1,11 +1,11 @@
-//! Logical and physical clocks (seed 004, "Sincronização de relógio").
+//! Logical and physical clocks (Tanenbaum & van Steen, Distributed Systems, synchronization).
 //!
 //! - [`lamport_clock`]: Lamport's logical clock (e → f ⇒ L(e) < L(f));
 //! - [`vector_clock`]: vector clocks (e → f ⇔ V(e) < V(f));
 //! - [`cristian`]: ask a time server, set to T + RTT/2, keep the minimum-RTT sample;
 //! - [`berkeley`]: a master polls, averages with a fault-tolerant average, sends deltas;
 //! - [`ntp`]: offset and delay from four timestamps, minimum-delay filter over the last 8;
-//! - [`make`]: the seed's `make` story, where skewed clocks skip a needed rebuild.
+//! - [`make`]: the textbook's `make` story, where skewed clocks skip a needed rebuild.
 //!
 //! Logical clocks run under the `messages` workload (`Request::Local`, `Request::SendTo`) and
 //! report every event with [`ringleader_core::Event::Stamped`] (local) or

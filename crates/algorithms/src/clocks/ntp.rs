@@ -1,7 +1,8 @@
 //! # NTP-style synchronization (offset and delay from four timestamps)
 //!
-//! *Seed 004, "Sincronização física de relógios"; Mills, RFC 5905 (the on-wire protocol and
-//! the clock filter).*
+//! *Mills, Martin, Burbank and Kasch, "Network Time Protocol Version 4", RFC 5905, 2010 (the
+//! on-wire protocol and the clock filter); Mills, "Internet time synchronization: the Network
+//! Time Protocol", IEEE Transactions on Communications 39(10), 1991.*
 //!
 //! ## The idea
 //! Cristian's client trusts the server to answer instantly and takes RTT/2 on faith. NTP
@@ -18,13 +19,15 @@
 //! filter* keeps the last 8 samples and trusts the one with the minimum delay.
 //!
 //! ## The rules
-//! Every `period` (parameter, default 1 s) each client sends REQUEST(T1) to the server
-//! (parameter `server`, a position, default 0), which answers REPLY(T1, T2, T3). On REPLY the
-//! client computes (θ, δ), appends it to its window of the last `window` samples (default 8),
-//! and picks the window's minimum-delay sample. As in RFC 5905 a sample is used at most once,
-//! and never one older than the last sample used: if the chosen sample is newer than the last
-//! one used, the client corrects its clock by its θ (slewed, never stepping back) and marks it
-//! used; otherwise it waits for a better sample.
+//! 1. Every `period` (parameter, default 1 s) each client sends REQUEST(T1) to the server
+//!    (parameter `server`, a position, default 0).
+//! 2. The server answers REPLY(T1, T2, T3).
+//! 3. On REPLY the client computes (θ, δ), appends it to its window of the last `window`
+//!    samples (default 8), and picks the window's minimum-delay sample.
+//! 4. As in RFC 5905 a sample is used at most once, and never one older than the last sample
+//!    used: if the chosen sample is newer than the last one used, the client corrects its clock
+//!    by its θ (slewed, never stepping back) and marks it used; otherwise it waits for a better
+//!    sample.
 //!
 //! ```text
 //!   client: ──period: REQUEST(T1)──▶ ──REPLY(T1,T2,T3) at T4──▶ window += (θ, δ) ──min-δ sample newer than last used?──▶ adjust(θ)
@@ -234,6 +237,76 @@ impl Algorithm for Ntp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+    use ringleader_core::time::MILLISECOND as MS;
+
+    /// Position `me` of three; the server is position 0.
+    fn node(me: NodeId) -> Node<Ntp> {
+        World::new(3).node(me)
+    }
+
+    /// Rule 1: every period a client sends REQUEST(T1) to the server.
+    #[test]
+    fn rule_1_a_client_polls_the_server_every_period() {
+        let mut c = node(1);
+        c.at(10 * MS);
+        let step = c.start();
+        assert_eq!(step.sent(), vec![(0, Msg::Request { t1: 10 * MS })]);
+        assert_eq!(step.set(), vec![(Timer::Poll, 1_000 * MS)]);
+        c.at(1_010 * MS);
+        assert_eq!(c.fire(Timer::Poll).sent(), vec![(0, Msg::Request { t1: 1_010 * MS })]);
+        assert!(node(0).start().is_empty());
+    }
+
+    /// Rule 2: the server answers with T1 and its receive and send times.
+    #[test]
+    fn rule_2_the_server_answers_with_three_timestamps() {
+        let mut s = node(0);
+        s.at(40 * MS);
+        assert_eq!(
+            s.deliver(2, Msg::Request { t1: 33 }).sent(),
+            vec![(2, Msg::Reply { t1: 33, t2: 40 * MS, t3: 40 * MS })]
+        );
+    }
+
+    /// Rule 3: the reply gives θ = ((T2 − T1) + (T3 − T4))/2 and δ = (T4 − T1) − (T3 − T2), and the
+    /// minimum-delay sample of the window is chosen.
+    #[test]
+    fn rule_3_the_reply_gives_offset_and_delay_and_the_filter_picks_the_minimum_delay() {
+        let mut c = node(1);
+        c.at(110 * MS);
+        let step = c.deliver(0, Msg::Reply { t1: 100 * MS, t2: 106 * MS, t3: 108 * MS });
+        let theta = 2 * MS as i64;
+        assert_eq!(step.adjustments(), vec![theta]);
+        assert_eq!(step.emitted(), vec![Event::ClockAdjusted { delta: theta }]);
+        assert_eq!(c.process.samples[0], Sample { seq: 0, offset: theta, delay: 8 * MS as i64 });
+        c.at(220 * MS);
+        assert!(
+            c.deliver(0, Msg::Reply { t1: 200 * MS, t2: 201 * MS, t3: 201 * MS }).is_empty(),
+            "δ 20 ms > 8 ms"
+        );
+    }
+
+    /// Rule 4: a sample is used once and never one older than the last used.
+    #[test]
+    fn rule_4_a_sample_is_used_once_and_never_an_older_one() {
+        let mut c = node(1);
+        c.at(110 * MS);
+        assert_eq!(
+            c.deliver(0, Msg::Reply { t1: 100 * MS, t2: 106 * MS, t3: 108 * MS }).adjustments().len(),
+            1
+        );
+        c.at(204 * MS);
+        let step = c.deliver(0, Msg::Reply { t1: 200 * MS, t2: 202 * MS, t3: 202 * MS });
+        assert_eq!(step.adjustments(), vec![0], "δ 4 ms beats 8 ms and is newer; θ = (2 − 2)/2");
+        c.at(310 * MS);
+        assert!(
+            c.deliver(0, Msg::Reply { t1: 300 * MS, t2: 301 * MS, t3: 301 * MS }).is_empty(),
+            "the best is used"
+        );
+    }
 
     #[test]
     fn four_timestamps_separate_offset_from_delay() {

@@ -1,6 +1,9 @@
 //! # Vector clocks
 //!
-//! *Seed 004, "Relógios Lógicos" (the step beyond Lamport); Fidge (1988), Mattern (1989).*
+//! *Fidge, "Timestamps in message-passing systems that preserve the partial ordering" (11th
+//! Australian Computer Science Conference, 1988); Mattern, "Virtual time and global states of
+//! distributed systems" (Parallel and Distributed Algorithms, 1989); Tanenbaum & van Steen,
+//! Distributed Systems, vector clocks.*
 //!
 //! ## The idea
 //! A Lamport clock orders causally related events but also orders concurrent ones arbitrarily,
@@ -86,8 +89,6 @@ impl Process for VectorClock {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Outbox<Msg, Timer>) {}
-
     fn on_message(&mut self, _cx: &Context, _from: NodeId, msg: Msg, out: &mut Outbox<Msg, Timer>) {
         let Msg::Message { id, vector } = msg;
         for (mine, theirs) in self.clock.iter_mut().zip(&vector) {
@@ -150,39 +151,72 @@ impl Algorithm for VectorClock {
 
 #[cfg(test)]
 mod tests {
-    use ringleader_core::{Action, Topology};
-
     use super::*;
-    use crate::Params;
+
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    fn node(me: NodeId) -> Node<VectorClock> {
+        World::new(3).node(me)
+    }
+
+    /// Rule 1: every event increments the process's own entry.
+    #[test]
+    fn rule_1_every_event_increments_its_own_entry() {
+        let mut p = node(1);
+        assert_eq!(
+            p.request(Request::Local).emitted(),
+            vec![Event::Stamped { lamport: 0, vector: vec![0, 1, 0] }]
+        );
+        let step = p.request(Request::SendTo { to: 2 });
+        let id = message_id(1, 0);
+        assert_eq!(
+            step.emitted(),
+            vec![Event::StampedMessage { message: id, receive: false, lamport: 0, vector: vec![0, 2, 0] }]
+        );
+    }
+
+    /// Rule 2: a message carries the sender's vector after its send event.
+    #[test]
+    fn rule_2_a_message_carries_the_senders_vector() {
+        let mut p = node(2);
+        let step = p.request(Request::SendTo { to: 0 });
+        assert_eq!(step.sent(), vec![(0, Msg::Message { id: message_id(2, 0), vector: vec![0, 0, 1] })]);
+    }
+
+    /// Rule 3: a receive takes the componentwise maximum, then increments its own entry.
+    #[test]
+    fn rule_3_a_receive_takes_the_componentwise_max_then_ticks() {
+        let mut p = node(1);
+        p.request(Request::Local);
+        p.request(Request::Local);
+        let step = p.deliver(0, Msg::Message { id: 4, vector: vec![3, 1, 5] });
+        assert_eq!(
+            step.emitted(),
+            vec![Event::StampedMessage { message: 4, receive: true, lamport: 0, vector: vec![3, 3, 5] }]
+        );
+        assert!(step.sent().is_empty());
+    }
 
     /// The essay's picture: P0 sends to P1 after P1's local event; P2 is concurrent to both.
     #[test]
     fn the_receive_takes_the_componentwise_max_then_ticks() {
-        let uids = [1, 2, 3];
-        let topology = Topology::Complete { n: 3 };
-        let params = Params::default();
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 0, seed: 1 };
-        let mut p: Vec<VectorClock> = (0..3).map(|i| VectorClock::new(i, &(), &setup)).collect();
-        let cx = |me| Context { me, uids: &uids, topology: &topology, now: 0, random: 0 };
-        let mut out = Outbox::new();
-        p[0].on_request(&cx(0), Request::SendTo { to: 1 }, &mut out);
-        let msg = out.drain().find_map(|a| if let Action::Send { msg, .. } = a { Some(msg) } else { None });
-        p[1].on_request(&cx(1), Request::Local, &mut out);
-        p[1].on_message(&cx(1), 0, msg.unwrap(), &mut out);
-        p[2].on_request(&cx(2), Request::Local, &mut out);
-        assert_eq!(p[0].value(), [1, 0, 0]);
-        assert_eq!(p[1].value(), [1, 2, 0]);
-        assert_eq!(p[2].value(), [0, 0, 1]);
-        let receive =
-            out.drain().find(|a| matches!(a, Action::Emit(Event::StampedMessage { receive: true, .. })));
+        let mut p: Vec<Node<VectorClock>> = (0..3).map(node).collect();
+        let sent = p[0].request(Request::SendTo { to: 1 }).sent();
+        p[1].request(Request::Local);
+        let receive = p[1].deliver(0, sent[0].1.clone());
+        p[2].request(Request::Local);
+        assert_eq!(p[0].process.value(), [1, 0, 0]);
+        assert_eq!(p[1].process.value(), [1, 2, 0]);
+        assert_eq!(p[2].process.value(), [0, 0, 1]);
         assert_eq!(
-            receive,
-            Some(Action::Emit(Event::StampedMessage {
-                message: super::super::message_id(0, 0),
+            receive.emitted(),
+            vec![Event::StampedMessage {
+                message: message_id(0, 0),
                 receive: true,
                 lamport: 0,
                 vector: vec![1, 2, 0]
-            }))
+            }]
         );
     }
 }

@@ -1,6 +1,8 @@
 //! # Chandy-Misra-Haas: edge-chasing deadlock detection, AND model (1983)
 //!
-//! *Seed 004, "Algoritmo de detecção distribuída".*
+//! *Chandy, Misra and Haas, "Distributed deadlock detection", ACM TOCS 1(2), 1983;
+//! Tanenbaum & van Steen, Distributed Systems (distributed deadlock detection); Coulouris et al.,
+//! Distributed Systems: Concepts and Design (edge chasing).*
 //!
 //! ## The idea
 //! A process that must wait for resources held by others is *blocked*; the global wait-for
@@ -39,7 +41,7 @@
 //!   blocked ──own probe returns──▶ DeadlockDetected ──victim: Aborted──▶ running
 //! ```
 //!
-//! Two details the seed leaves open, made explicit here:
+//! Two details the textbook presentations leave open, made explicit here:
 //! - **Initiations are numbered.** Each probe carries the path it took, as (process, wait
 //!   number) pairs; `path[0]` is the initiator and the number of its wait. "Has not yet
 //!   forwarded" is per initiation (`seen[i]` holds the latest wait number of P_i forwarded), so a
@@ -63,7 +65,7 @@
 //!
 //! ## Known flaws
 //! Sound only while requests are never withdrawn. If a process on the cycle aborts for another
-//! reason (here: `give_up = T`, a process that waited T gives up, the seed's "timeout" reflex)
+//! reason (here: `give_up = T`, a process that waited T gives up, the "timeout" reflex)
 //! while a probe is in flight, the probe still comes back and reports a **phantom deadlock**: a
 //! cycle that no longer exists. `scenarios/cmh-phantom-deadlock.toml` shows it; the deadlock
 //! checker's `soundness` property catches it. Resolution withdraws requests too: with
@@ -229,8 +231,6 @@ impl Process for ChandyMisraHaas {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, cx: &Context, _from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Probe { initiator, path, .. } => {
@@ -335,5 +335,78 @@ impl Algorithm for ChandyMisraHaas {
             wait: 0,
             seen: vec![0; setup.uids.len()],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    fn node(me: NodeId, params: &[(&str, &str)]) -> Node<ChandyMisraHaas> {
+        params.iter().fold(World::new(3), |w, (k, v)| w.param(k, v)).node(me)
+    }
+
+    /// `me` of three, blocked (first wait) on `holders`.
+    fn blocked(me: NodeId, holders: &[NodeId], params: &[(&str, &str)]) -> Node<ChandyMisraHaas> {
+        let mut p = node(me, params);
+        p.request(Request::WaitFor { holders: holders.to_vec() });
+        p
+    }
+
+    fn probe(initiator: NodeId, sender: NodeId, receiver: NodeId, path: &[(NodeId, u64)]) -> Msg {
+        Msg::Probe { initiator, sender, receiver, path: path.to_vec() }
+    }
+
+    const CYCLE: [(NodeId, u64); 3] = [(0, 1), (1, 1), (2, 1)];
+
+    /// Rule 1: a process that blocks sends probe(i, i, k) to every holder it waits for.
+    #[test]
+    fn rule_1_blocking_sends_a_probe_to_every_holder() {
+        let mut p = node(0, &[]);
+        let step = p.request(Request::WaitFor { holders: vec![2, 1, 0, 1] });
+        assert_eq!(step.sent(), vec![(1, probe(0, 0, 1, &[(0, 1)])), (2, probe(0, 0, 2, &[(0, 1)]))]);
+    }
+
+    /// Rule 2: a blocked process forwards an initiation once along its own edges; a running one
+    /// discards it; the initiator's own probe back, in the same wait, is a deadlock.
+    #[test]
+    fn rule_2_probes_are_forwarded_once_discarded_when_running_and_detect_on_return() {
+        let mut p = blocked(1, &[2], &[]);
+        let step = p.deliver(0, probe(0, 0, 1, &[(0, 1)]));
+        assert_eq!(step.sent(), vec![(2, probe(0, 1, 2, &[(0, 1), (1, 1)]))]);
+        assert!(p.deliver(0, probe(0, 0, 1, &[(0, 1)])).is_empty(), "already forwarded");
+        assert!(node(2, &[]).deliver(1, probe(0, 1, 2, &[(0, 1), (1, 1)])).is_empty(), "running");
+
+        let mut i = blocked(0, &[1], &[("resolve", "false")]);
+        let step = i.deliver(2, probe(0, 2, 0, &CYCLE));
+        assert_eq!(step.emitted(), vec![Event::DeadlockDetected { cycle: vec![0, 1, 2] }]);
+        assert!(step.sent().is_empty());
+        assert!(i.deliver(2, probe(0, 2, 0, &[(0, 7), (1, 1), (2, 1)])).is_empty(), "a stale wait");
+    }
+
+    /// Rule 3: one victim per cycle, the highest id: the detector sends it ABORT; the victim,
+    /// still in that wait, reports and aborts (with `confirm`, after a CONFIRM round).
+    #[test]
+    fn rule_3_the_highest_id_on_the_cycle_is_the_one_victim() {
+        let mut i = blocked(0, &[1], &[]);
+        let step = i.deliver(2, probe(0, 2, 0, &CYCLE));
+        assert_eq!(step.sent(), vec![(2, Msg::Abort { path: CYCLE.to_vec() })]);
+        assert!(step.emitted().is_empty(), "the victim reports");
+
+        let mut v = blocked(2, &[0], &[]);
+        let step = v.deliver(0, Msg::Abort { path: CYCLE.to_vec() });
+        assert_eq!(step.emitted(), vec![Event::DeadlockDetected { cycle: vec![2, 0, 1] }, Event::Aborted]);
+        assert!(v.deliver(0, Msg::Abort { path: CYCLE.to_vec() }).is_empty(), "no longer blocked");
+
+        let mut c = blocked(2, &[0], &[("confirm", "true")]);
+        let rotated = vec![(2, 1), (0, 1), (1, 1)];
+        assert_eq!(
+            c.deliver(0, Msg::Abort { path: CYCLE.to_vec() }).sent(),
+            vec![(0, Msg::Confirm { path: rotated.clone(), hop: 1 })]
+        );
+        let step = c.deliver(1, Msg::Confirm { path: rotated, hop: 3 });
+        assert_eq!(step.emitted(), vec![Event::DeadlockDetected { cycle: vec![2, 0, 1] }, Event::Aborted]);
     }
 }

@@ -1,9 +1,10 @@
 //! Distributed deadlock: detection (Chandy-Misra-Haas) and prevention (wait-die, wound-wait).
 //!
-//! Seed 004 ("4.4 Deadlock") names the four necessary conditions — mutual exclusion, hold and
+//! The textbooks (Coffman, Elphick and Shoshani, "System deadlocks", ACM Computing Surveys
+//! 3(2), 1971; Tanenbaum, Modern Operating Systems, deadlocks) name the four necessary conditions — mutual exclusion, hold and
 //! wait, no preemption, circular wait — and four strategies: ignore the problem (the ostrich),
-//! detect and recover, prevent statically, avoid by careful allocation. The detection algorithm
-//! it describes is Chandy-Misra-Haas; the prevention schemes break *no preemption* (wound-wait)
+//! detect and recover, prevent statically, avoid by careful allocation. The distributed
+//! detection algorithm of Tanenbaum & van Steen's Distributed Systems is Chandy-Misra-Haas; the prevention schemes break *no preemption* (wound-wait)
 //! or *hold and wait with circular order* (wait-die) using transaction timestamps.
 //!
 //! Every algorithm here is driven by the simulator's deadlock workload through

@@ -131,8 +131,6 @@ impl<R: Rule> Process for Transactions<R> {
     type Msg = Msg;
     type Timer = ();
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, _cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Request { ts } => match R::decide(ts < self.ts, self.stage == Stage::Committing) {

@@ -1,14 +1,14 @@
 //! # Wait-die: non-preemptive deadlock prevention (Rosenkrantz, Stearns, Lewis 1978)
 //!
-//! *Seed 004, "prevenção": make deadlock impossible statically, here by forbidding circular
-//! wait.*
+//! *Rosenkrantz, Stearns and Lewis, "System level concurrency control for distributed database
+//! systems", ACM TODS 3(2), 1978; Tanenbaum & van Steen, Distributed Systems (deadlock
+//! prevention): make deadlock impossible statically, here by forbidding circular wait.*
 //!
-//! ## The rule
-//! When transaction T_i asks for a resource held by T_j (timestamps kept across restarts,
-//! smaller = older):
-//! - T_i older than T_j: T_i **waits**;
-//! - T_i younger: T_i **dies** — it aborts, releases what it holds, and restarts later with its
-//!   original timestamp.
+//! ## The rules
+//! When transaction T_i asks for a resource held by T_j (smaller timestamp = older):
+//! 1. T_i older than T_j: T_i **waits**.
+//! 2. T_i younger: T_i **dies** — it aborts, releases what it holds, and restarts later.
+//! 3. A transaction takes its timestamp when it starts and keeps it across restarts.
 //!
 //! Older waits for younger, never the reverse, so every edge of the wait-for graph points from
 //! an older to a younger transaction and no cycle can form. Nothing is ever preempted: only the
@@ -46,3 +46,56 @@ impl Rule for WaitDieRule {
 
 /// `wait-die`.
 pub type WaitDie = Transactions<WaitDieRule>;
+
+#[cfg(test)]
+mod tests {
+    use ringleader_core::harness::Node;
+    use ringleader_core::{Event, NodeId, Request, Time};
+
+    use super::*;
+    use crate::deadlock::transaction::Msg;
+    use crate::testing::World;
+
+    /// Position `me` of three (uid = position + 1) with a transaction begun at local time `at`.
+    fn started(me: NodeId, at: Time) -> Node<WaitDie> {
+        let mut p = World::new(3).node(me);
+        p.at(at).request(Request::WaitFor { holders: vec![] });
+        p
+    }
+
+    /// Rule 1: an older requester is let wait (the holder reports the wait-for edge).
+    #[test]
+    fn rule_1_an_older_requester_waits() {
+        let mut holder = started(1, 50);
+        let step = holder.deliver(0, Msg::Request { ts: (10, 1) });
+        assert_eq!(step.emitted(), vec![Event::Queued { node: 0, transaction: Some(10) }]);
+        assert!(step.sent().is_empty());
+    }
+
+    /// Rule 2: a younger requester is told to die, and dies.
+    #[test]
+    fn rule_2_a_younger_requester_dies() {
+        let mut holder = started(1, 50);
+        assert_eq!(
+            holder.deliver(0, Msg::Request { ts: (90, 1) }).sent(),
+            vec![(0, Msg::Die { ts: (90, 1) })]
+        );
+        let mut requester = started(0, 90);
+        let step = requester.request(Request::WaitFor { holders: vec![1] });
+        assert_eq!(step.emitted(), vec![Event::Requested { ts: 90 }]);
+        assert_eq!(step.sent(), vec![(1, Msg::Request { ts: (90, 1) })]);
+        assert_eq!(requester.deliver(1, Msg::Die { ts: (90, 1) }).emitted(), vec![Event::Aborted]);
+    }
+
+    /// Rule 3: the timestamp is taken at the start and kept by the restart.
+    #[test]
+    fn rule_3_a_restart_keeps_the_original_timestamp() {
+        let mut p = started(0, 90);
+        assert_eq!(p.process.timestamp(), (90, 1));
+        p.request(Request::WaitFor { holders: vec![1] });
+        p.deliver(1, Msg::Die { ts: (90, 1) });
+        let step = p.at(500).request(Request::WaitFor { holders: vec![] });
+        assert_eq!(step.emitted(), vec![Event::Restarted]);
+        assert_eq!(p.process.timestamp(), (90, 1));
+    }
+}

@@ -1,15 +1,18 @@
 //! # Heartbeat failure detector: suspect after T + D of silence
 //!
-//! *Seed 001 (the bully algorithm's timeout T = 2·Ttrans + Tprocess) and seed 003 ("Qual deve
-//! ser um timeout razoável?").*
+//! *The timeout-based detector of the textbooks: Tanenbaum & van Steen, Distributed Systems
+//! (failure detection), and the bully algorithm's timeout T = 2·Ttrans + Tprocess
+//! (Garcia-Molina, "Elections in a distributed computing system", IEEE TC C-31(1), 1982);
+//! Chandra and Toueg, "Unreliable failure detectors for reliable distributed systems", JACM
+//! 43(2), 1996, for what such a detector can and cannot promise.*
 //!
 //! ## The idea
 //! Every process sends HEARTBEAT to every other process every **T** (`period`). A monitor that
 //! has heard nothing from a peer for **T + D** (`margin` D, the allowance for delay and jitter)
 //! *suspects* it; a heartbeat from a suspected peer makes the monitor *trust* it again. In a
 //! synchronous system with one-way delay at most Ttrans the margin D = Ttrans is enough and the
-//! detector is perfect — seed 001's T = 2·Ttrans + Tprocess is the same reasoning for a
-//! request/reply round trip. In an asynchronous system no finite D is safe: a slow (paused)
+//! detector is perfect — the bully algorithm's T = 2·Ttrans + Tprocess is the same reasoning for
+//! a request/reply round trip. In an asynchronous system no finite D is safe: a slow (paused)
 //! process and a crashed one look alike, and D only trades detection time for false suspicions.
 //!
 //! ## The rules
@@ -30,15 +33,15 @@
 //! Eventually accurate only if delays and pauses are eventually shorter than D; under a
 //! heavy-tailed latency or a GC-like pause it wrongly suspects live processes. `ringleader
 //! detector-curve` measures both sides of the trade-off and picks the D that minimises the
-//! seed 003 cost (docs/DETECTORS.md). Defaults: T = 10 ms, D = 2·max_delay (the network's Ttrans
-//! bound) — seed 001's rule with Tprocess = 0.
+//! expected cost of waiting and of mistakes (docs/DETECTORS.md). Defaults: T = 10 ms,
+//! D = 2·max_delay (the network's Ttrans bound) — the bully's rule with Tprocess = 0.
 //!
 //! The detector logic is [`HeartbeatDetector`], a plain struct. The elections embed it to watch
 //! their coordinator (the default `detector = heartbeat`, `crate::election::watch`), with T + D
 //! = their `suspect_after` or `election_timeout`.
 
 use ringleader_core::time::MILLISECOND;
-use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time};
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Time};
 use serde::{Deserialize, Serialize};
 
 use crate::{Algorithm, Family, ParamError, Setup};
@@ -182,8 +185,6 @@ impl Process for Heartbeat {
         }
     }
 
-    fn on_request(&mut self, _cx: &Context, _req: Request, _out: &mut Out) {}
-
     /// A recovered monitor has lost its observations: it trusts everyone and starts over.
     fn on_recover(&mut self, cx: &Context, out: &mut Out) {
         self.start(cx, out);
@@ -211,5 +212,58 @@ impl Algorithm for Heartbeat {
             period: config.period,
             detector: HeartbeatDetector::new(setup.uids.len(), config.period + config.margin),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    const MS: Time = MILLISECOND;
+    /// T + D with the defaults: 10 ms + 2 · 1 ms.
+    const SILENCE: Time = 12 * MS;
+
+    fn node(me: NodeId) -> Node<Heartbeat> {
+        World::new(3).node(me)
+    }
+
+    /// Rule 1: every T a process sends HEARTBEAT to every peer.
+    #[test]
+    fn rule_1_heartbeat_to_every_peer_every_period() {
+        let mut p = node(1);
+        let step = p.start();
+        assert_eq!(step.sent(), vec![(0, Msg::Heartbeat), (2, Msg::Heartbeat)]);
+        assert_eq!(
+            step.set(),
+            vec![(Timer::Beat, 10 * MS), (Timer::Silence(0), SILENCE), (Timer::Silence(2), SILENCE)]
+        );
+        let step = p.at(10 * MS).fire(Timer::Beat);
+        assert_eq!(step.sent(), vec![(0, Msg::Heartbeat), (2, Msg::Heartbeat)]);
+        assert_eq!(step.set(), vec![(Timer::Beat, 10 * MS)]);
+    }
+
+    /// Rule 2: a heartbeat re-arms its sender's silence timer, and trusts a suspected sender.
+    #[test]
+    fn rule_2_a_heartbeat_rearms_the_silence_timer_and_restores_trust() {
+        let mut p = node(1);
+        p.start();
+        let step = p.at(5 * MS).deliver(0, Msg::Heartbeat);
+        assert_eq!(step.set(), vec![(Timer::Silence(0), SILENCE)]);
+        assert!(step.emitted().is_empty());
+        p.at(17 * MS).fire(Timer::Silence(0));
+        let step = p.at(30 * MS).deliver(0, Msg::Heartbeat);
+        assert_eq!(step.emitted(), vec![Event::Trust { node: 0 }]);
+    }
+
+    /// Rule 3: the silence timer firing suspects the peer (once).
+    #[test]
+    fn rule_3_silence_for_t_plus_d_suspects_the_peer() {
+        let mut p = node(1);
+        p.start();
+        assert_eq!(p.at(SILENCE).fire(Timer::Silence(2)).emitted(), vec![Event::Suspect { node: 2 }]);
+        assert!(p.process.detector.is_suspected(2));
+        assert!(!p.process.detector.is_suspected(0));
     }
 }

@@ -1,4 +1,4 @@
-//! Failure detectors: who suspects whom, and how wrong they are (seeds 001, 003).
+//! Failure detectors: who suspects whom, and how wrong they are (Chandra & Toueg, JACM 1996).
 //!
 //! In an asynchronous system a slow process and a crashed one look the same from outside; a
 //! failure detector turns silence into *suspicion*, and every detector trades detection time

@@ -1,7 +1,8 @@
 //! # φ-accrual failure detector (Hayashibara, Défago, Yared, Katayama 2004)
 //!
-//! *Beyond the seeds; answers seed 003's question "what is a reasonable timeout?" by letting the
-//! timeout follow the network.*
+//! *Hayashibara, Défago, Yared and Katayama, "The φ accrual failure detector", 23rd IEEE
+//! Symposium on Reliable Distributed Systems (SRDS), 2004. It answers the classic question
+//! "what is a reasonable timeout?" by letting the timeout follow the network.*
 //!
 //! ## The idea
 //! Instead of a yes/no verdict after a fixed silence, a monitor outputs a *suspicion level*
@@ -49,7 +50,7 @@
 use std::collections::VecDeque;
 
 use ringleader_core::time::MILLISECOND;
-use ringleader_core::{Context, Event, NodeId, Outbox, Process, Request, Time};
+use ringleader_core::{Context, Event, NodeId, Outbox, Process, Time};
 
 use super::heartbeat::Msg;
 use crate::{Algorithm, Family, ParamError, Setup};
@@ -344,8 +345,6 @@ impl Process for PhiAccrual {
         }
     }
 
-    fn on_request(&mut self, _cx: &Context, _req: Request, _out: &mut Out) {}
-
     /// A recovered monitor has lost its windows: it trusts everyone and starts over.
     fn on_recover(&mut self, cx: &Context, out: &mut Out) {
         self.start(cx, out);
@@ -380,6 +379,63 @@ impl Algorithm for PhiAccrual {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    const MS: Time = MILLISECOND;
+
+    /// Position 1 of three, Φ = 8 (z ≈ 5.612), T = 10 ms, σ floor 1 ms, window `w`.
+    fn node(w: &str) -> Node<PhiAccrual> {
+        World::new(3).param("window", w).node(1)
+    }
+
+    /// μ + 5.612·σ (ns), to within the bisection's and the z table's rounding.
+    fn near(after: Time, mean: f64, std: f64) -> bool {
+        (after as f64 - (mean + 5.612 * std)).abs() < 2_000.0
+    }
+
+    /// Rule 1: every T a process sends HEARTBEAT to every peer; before any interval is measured
+    /// the deadline assumes one of T.
+    #[test]
+    fn rule_1_heartbeat_to_every_peer_every_period() {
+        let mut p = node("100");
+        let step = p.start();
+        assert_eq!(step.sent(), vec![(0, Msg::Heartbeat), (2, Msg::Heartbeat)]);
+        let set = step.set();
+        assert_eq!(set[0], (Timer::Beat, 10 * MS));
+        assert_eq!((set[1].0, set[2].0), (Timer::Suspicion(0), Timer::Suspicion(2)));
+        assert!(near(set[1].1, 10e6, 1e6), "{set:?}");
+        assert_eq!(p.at(10 * MS).fire(Timer::Beat).sent(), vec![(0, Msg::Heartbeat), (2, Msg::Heartbeat)]);
+    }
+
+    /// Rule 2: a heartbeat pushes its inter-arrival time into a window of W, re-arms the timer
+    /// where φ reaches Φ, and trusts a suspected sender again.
+    #[test]
+    fn rule_2_heartbeats_fill_the_window_and_move_the_deadline() {
+        let mut p = node("2");
+        p.start();
+        for at in [10, 20, 32] {
+            p.at(at * MS).deliver(0, Msg::Heartbeat);
+        }
+        let step = p.at(48 * MS).deliver(0, Msg::Heartbeat);
+        assert_eq!(p.process.detector.intervals[0], VecDeque::from([12 * MS, 16 * MS]), "W = 2");
+        let [(Timer::Suspicion(0), after)] = step.set()[..] else { panic!("{step:?}") };
+        assert!(near(after, 14e6, 2e6), "μ = 14 ms, σ = 2 ms: {after}");
+        assert!(step.emitted().is_empty());
+        p.at(48 * MS + after).fire(Timer::Suspicion(0));
+        assert_eq!(p.at(100 * MS).deliver(0, Msg::Heartbeat).emitted(), vec![Event::Trust { node: 0 }]);
+    }
+
+    /// Rule 3: the timer firing at the deadline suspects the peer.
+    #[test]
+    fn rule_3_the_deadline_suspects_the_peer() {
+        let mut p = node("100");
+        let step = p.start();
+        let after = step.set()[2].1;
+        assert_eq!(p.at(after).fire(Timer::Suspicion(2)).emitted(), vec![Event::Suspect { node: 2 }]);
+        assert!(p.process.detector.is_suspected(2));
+    }
 
     #[test]
     fn normal_tail_matches_known_values() {

@@ -1,14 +1,15 @@
 //! # Bully: the highest id takes over (Garcia-Molina, 1982)
 //!
-//! *Seeds 000 ("Algoritmo de Valentão"), 001 ("O algoritmo valentão"), 002 ("Bully
-//! algorithm"), 003 ("Algoritmo do Brigão") and 004 ("Algoritmo de Bully").*
+//! *Garcia-Molina, "Elections in a distributed computing system", IEEE Transactions on Computers
+//! C-31(1), 1982; Tanenbaum & van Steen, Distributed Systems (election algorithms: the bully
+//! algorithm); Coulouris et al., Distributed Systems: Concepts and Design, §15.3.*
 //!
 //! ## The idea
 //! Every process knows every id. The best candidate is the highest live id, and a process that
 //! wants to lead only has to ask those above it whether any is alive: if none answers within a
 //! timeout, it is the highest one left. Bigger processes "bully" smaller ones out of the race.
 //!
-//! ## The rules (ALGORITHMS.md §1.1)
+//! ## The rules
 //! 1. When P suspects the coordinator: if P has the highest id of all, it sends COORDINATOR to
 //!    every lower id and is done.
 //! 2. Otherwise P sends ELECTION to every higher id and arms timer T = 2·Ttrans + Tprocess.
@@ -66,7 +67,7 @@
 //! believes it holds it, until the COORDINATOR message reaches it (at most Ttrans).
 //!
 //! ## Known flaws
-//! - *A slow process is not a dead one* (seed 003): a coordinator paused longer than the
+//! - *A slow process is not a dead one* (the asynchronous model's lesson): a coordinator paused longer than the
 //!   detector's deadline is replaced, and when it resumes two processes believe they are
 //!   coordinator — `scenarios/bully-paused-coordinator.toml`.
 //! - *Split brain*: under a partition each side elects its own highest id —
@@ -81,12 +82,12 @@ use serde::{Deserialize, Serialize};
 use super::watch::{Watch, WatchTimer};
 use crate::{Algorithm, Family, ParamError, Setup};
 
-/// Bully messages; each carries the sender's id, as in the seeds' (ELEICAO, p).
+/// Bully messages; each carries the sender's id, as in the textbook's ELECTION(p).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
     /// ELECTION(p): p asks every higher id whether it is alive.
     Election(Uid),
-    /// ANSWER(q) (the seeds' OK): q is alive and higher, and takes the election over.
+    /// ANSWER(q) (the textbook's OK): q is alive and higher, and takes the election over.
     Answer(Uid),
     /// COORDINATOR(j): j is the new coordinator.
     Coordinator(Uid),
@@ -342,5 +343,114 @@ impl Algorithm for Bully {
             t_prime: config.t_prime,
             watch: config.watch.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    /// T = 2·Ttrans + Tprocess with Ttrans = 1 ms and the default Tprocess = 0.1 ms.
+    const T: Time = 2_100_000;
+    /// T' = T + 2·Ttrans.
+    const T_PRIME: Time = 4_100_000;
+
+    /// Three processes, uids 1, 2, 3 at positions 0, 1, 2.
+    fn node(me: NodeId) -> Node<Bully> {
+        World::new(3).node(me)
+    }
+
+    /// Rule 1: the highest id announces itself to every lower id at once.
+    #[test]
+    fn rule_1_the_highest_id_sends_coordinator_to_every_lower_id() {
+        let mut p = node(2);
+        let step = p.request(Request::StartElection);
+        assert_eq!(step.sent(), vec![(0, Msg::Coordinator(3)), (1, Msg::Coordinator(3))]);
+        assert_eq!(step.emitted(), vec![Event::ElectionStarted, Event::Leader { leader: 3, term: 0 }]);
+        assert!(step.set().is_empty());
+        assert_eq!(p.process.leader(), Some(3));
+    }
+
+    /// Rule 2: otherwise ELECTION goes to every higher id and timer T is armed.
+    #[test]
+    fn rule_2_a_lower_id_sends_election_to_every_higher_id_and_arms_t() {
+        let mut p = node(0);
+        let step = p.request(Request::StartElection);
+        assert_eq!(step.sent(), vec![(1, Msg::Election(1)), (2, Msg::Election(1))]);
+        assert_eq!(step.set(), vec![(Timer::Answer, T)]);
+        assert_eq!(step.emitted(), vec![Event::ElectionStarted]);
+        assert_eq!(p.process.phase(), Phase::Electing);
+    }
+
+    /// Rule 3: ELECTION from a lower id is answered, and starts an election unless one runs.
+    #[test]
+    fn rule_3_election_from_a_lower_id_is_answered_and_starts_an_election_once() {
+        let mut p = node(1);
+        let step = p.deliver(0, Msg::Election(1));
+        assert_eq!(step.sent(), vec![(0, Msg::Answer(2)), (2, Msg::Election(2))]);
+        assert_eq!(step.set(), vec![(Timer::Answer, T)]);
+        let again = p.deliver(0, Msg::Election(1));
+        assert_eq!(again.sent(), vec![(0, Msg::Answer(2))], "already electing: answer only");
+        assert!(again.set().is_empty());
+        assert!(p.deliver(2, Msg::Election(3)).is_empty(), "ELECTION from a higher id is ignored");
+    }
+
+    /// Rule 4: T expires with no ANSWER: the process is coordinator and tells every lower id.
+    #[test]
+    fn rule_4_silence_for_t_makes_the_process_coordinator() {
+        let mut p = node(1);
+        p.request(Request::StartElection);
+        let step = p.fire(Timer::Answer);
+        assert_eq!(step.sent(), vec![(0, Msg::Coordinator(2))]);
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 2, term: 0 }]);
+        assert_eq!(p.process.leader(), Some(2));
+        assert_eq!(p.process.phase(), Phase::Idle);
+    }
+
+    /// Rule 5: an ANSWER replaces T with T'; T' expiring starts the election again.
+    #[test]
+    fn rule_5_an_answer_waits_t_prime_for_coordinator_then_starts_again() {
+        let mut p = node(0);
+        p.request(Request::StartElection);
+        let step = p.deliver(2, Msg::Answer(3));
+        assert_eq!(step.cancelled(), vec![Timer::Answer]);
+        assert_eq!(step.set(), vec![(Timer::Coordinator, T_PRIME)]);
+        assert!(step.sent().is_empty());
+        assert_eq!(p.process.phase(), Phase::Awaiting);
+        let again = p.fire(Timer::Coordinator);
+        assert_eq!(again.sent(), vec![(1, Msg::Election(1)), (2, Msg::Election(1))]);
+        assert_eq!(again.set(), vec![(Timer::Answer, T)]);
+    }
+
+    /// Rule 6: COORDINATOR(j) from a higher id sets coordinator := j.
+    #[test]
+    fn rule_6_coordinator_from_a_higher_id_is_adopted() {
+        let mut p = node(0);
+        p.request(Request::StartElection);
+        let step = p.deliver(2, Msg::Coordinator(3));
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 3, term: 0 }]);
+        assert!(step.sent().is_empty());
+        assert_eq!(step.cancelled(), vec![Timer::Answer, Timer::Coordinator]);
+        assert_eq!(p.process.leader(), Some(3));
+        assert!(p.armed().is_empty());
+    }
+
+    /// Rule 7: a recovered process starts an election at once, and a COORDINATOR from a lower
+    /// id makes the higher process bully it.
+    #[test]
+    fn rule_7_recovery_and_a_lower_coordinator_start_an_election() {
+        let mut p = node(1);
+        p.deliver(2, Msg::Coordinator(3));
+        p.crash();
+        let step = p.recover();
+        assert_eq!(step.sent(), vec![(2, Msg::Election(2))]);
+        assert_eq!(step.emitted(), vec![Event::ElectionStarted]);
+        assert_eq!(p.process.leader(), None, "the coordinator was volatile");
+
+        let mut top = node(2);
+        let step = top.deliver(0, Msg::Coordinator(1));
+        assert_eq!(step.sent(), vec![(0, Msg::Coordinator(3)), (1, Msg::Coordinator(3))]);
     }
 }

@@ -1,6 +1,8 @@
 //! # Chang-Roberts: election on a unidirectional ring (1979)
 //!
-//! *Seeds 001 ("Algoritmo de Chang e Roberts") and 003 ("Algoritmo de Chang & Robert").*
+//! *Chang and Roberts, "An improved algorithm for decentralized extrema-finding in circular
+//! configurations of processes", CACM 22(5), 1979; Le Lann's ring election (IFIP 1977) that it
+//! improves.*
 //!
 //! ## The idea
 //! Processes sit on a ring and only know their successor. An initiator sends its own id around;
@@ -127,8 +129,6 @@ impl Process for ChangRoberts {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, cx: &Context, _from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Election(j) => self.recv_election(cx, j, out),
@@ -176,19 +176,62 @@ impl Algorithm for ChangRoberts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ringleader_core::{Action, Topology};
+    use crate::testing::World;
+    use ringleader_core::Topology;
+    use ringleader_core::harness::Node;
 
+    /// Position `me` of a ring of three, uids 1, 2, 3.
+    fn node(me: NodeId) -> Node<ChangRoberts> {
+        World::new(3).topology(Topology::Ring { n: 3 }).node(me)
+    }
+
+    /// Rule 1: an initiator becomes participant and sends ELECTION(own id) to its successor.
+    #[test]
+    fn rule_1_an_initiator_sends_its_own_id_to_the_successor() {
+        let mut p = node(0);
+        let step = p.request(Request::StartElection);
+        assert_eq!(step.sent(), vec![(1, Msg::Election(1))]);
+        assert_eq!(step.emitted(), vec![Event::ElectionStarted]);
+        assert!(p.process.participant);
+        assert!(p.request(Request::StartElection).is_empty(), "a participant does not start again");
+    }
+
+    /// Rule 2: a larger id is forwarded, a smaller one replaced (non-participant) or discarded
+    /// (participant), one's own id back means elected.
+    #[test]
+    fn rule_2_larger_ids_pass_smaller_ids_are_replaced_or_discarded_and_ones_own_elects() {
+        let mut p = node(1);
+        assert_eq!(p.deliver(0, Msg::Election(3)).sent(), vec![(2, Msg::Election(3))]);
+        assert!(p.process.participant);
+        let mut fresh = node(1);
+        assert_eq!(fresh.deliver(0, Msg::Election(1)).sent(), vec![(2, Msg::Election(2))]);
+        assert!(fresh.deliver(0, Msg::Election(1)).is_empty(), "a participant discards a smaller id");
+        let step = fresh.deliver(0, Msg::Election(2));
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 2, term: 0 }]);
+        assert_eq!(step.sent(), vec![(2, Msg::Elected(2))]);
+        assert!(!fresh.process.participant);
+    }
+
+    /// Rule 3: ELECTED(j) is recorded and forwarded by everyone but j, where it stops.
+    #[test]
+    fn rule_3_elected_is_recorded_forwarded_and_stops_at_the_winner() {
+        let mut p = node(1);
+        p.deliver(0, Msg::Election(3));
+        let step = p.deliver(0, Msg::Elected(3));
+        assert_eq!(step.sent(), vec![(2, Msg::Elected(3))]);
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 3, term: 0 }]);
+        assert!(!p.process.participant);
+        assert!(p.deliver(0, Msg::Elected(2)).is_empty(), "back at the winner");
+    }
+
+    /// Alone on the ring, an initiator's id has already come back: it decides locally.
     #[test]
     fn alone_on_the_ring_it_elects_itself_without_sending() {
-        let uids = [7];
-        let topology = Topology::Ring { n: 1 };
-        let cx = Context { me: 0, uids: &uids, topology: &topology, now: 0, random: 0 };
-        let mut p = ChangRoberts { uid: 7, participant: false, leader: None };
-        let mut out = Out::new();
-        p.on_request(&cx, Request::StartElection, &mut out);
-        assert!(out.actions().iter().all(|a| !matches!(a, Action::Send { .. })), "{:?}", out.actions());
-        assert!(out.actions().contains(&Action::Emit(Event::Leader { leader: 7, term: 0 })));
-        assert_eq!(p.leader(), Some(7));
-        assert!(!p.participant);
+        let mut p = World::new(1).uids(&[7]).topology(Topology::Ring { n: 1 }).node::<ChangRoberts>(0);
+        let step = p.request(Request::StartElection);
+        assert!(step.sent().is_empty(), "{step:?}");
+        assert_eq!(step.emitted(), vec![Event::ElectionStarted, Event::Leader { leader: 7, term: 0 }]);
+        assert_eq!(p.process.leader(), Some(7));
+        assert!(!p.process.participant);
     }
 }

@@ -1,7 +1,6 @@
 //! # Hirschberg-Sinclair: election on a bidirectional ring in O(N log N) messages (1980)
 //!
-//! *Beyond the seeds: seeds 001 and 003 teach Chang-Roberts, whose worst case is N(N + 1)/2
-//! messages; Hirschberg and Sinclair ("Decentralized extrema-finding in circular configurations
+//! *Chang-Roberts' worst case is N(N + 1)/2 messages; Hirschberg and Sinclair ("Decentralized extrema-finding in circular configurations
 //! of processors", CACM 1980) bring it down to O(N log N) when links work both ways.*
 //!
 //! ## The idea
@@ -225,8 +224,6 @@ impl Process for HirschbergSinclair {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, cx: &Context, _from: NodeId, msg: Msg, out: &mut Out) {
         self.wake(cx, out);
         match msg {
@@ -277,5 +274,84 @@ impl Algorithm for HirschbergSinclair {
 
     fn new(me: NodeId, _config: &(), setup: &Setup) -> Self {
         HirschbergSinclair { uid: setup.uids[me as usize], role: Role::Asleep, leader: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::Topology;
+    use ringleader_core::harness::Node;
+
+    /// Position 2 (uid 3) of a bidirectional ring of five, uids 1..=5: its right neighbour is
+    /// position 3, its left neighbour position 1. Already a candidate when `awake`.
+    fn node(awake: bool) -> Node<HirschbergSinclair> {
+        let mut p = World::new(5).topology(Topology::BiRing { n: 5 }).node(2);
+        if awake {
+            p.request(Request::StartElection);
+        }
+        p
+    }
+
+    fn probe(uid: Uid, phase: u32, hops: u64, dir: Dir) -> Msg {
+        Msg::Probe { uid, phase, hops, dir }
+    }
+
+    /// Rule 1: a candidate in phase 0 probes one hop both ways.
+    #[test]
+    fn rule_1_a_candidate_probes_both_ways() {
+        let mut p = node(false);
+        let step = p.request(Request::StartElection);
+        assert_eq!(step.sent(), vec![(3, probe(3, 0, 1, Dir::Right)), (1, probe(3, 0, 1, Dir::Left))]);
+        assert_eq!(step.emitted(), vec![Event::ElectionStarted]);
+        assert_eq!(p.process.phase(), Some(0));
+        let mut asleep = node(false);
+        let woken = asleep.deliver(1, probe(1, 0, 1, Dir::Right));
+        assert_eq!(woken.sent().len(), 2, "a sleeping process wakes up as a candidate: {woken:?}");
+    }
+
+    /// Rule 2: a larger probe is relayed within 2^k hops and turned back at 2^k; a smaller one
+    /// is swallowed; one's own probe coming round elects.
+    #[test]
+    fn rule_2_probes_are_relayed_turned_back_swallowed_or_elect() {
+        let mut p = node(true);
+        assert_eq!(p.deliver(1, probe(5, 1, 1, Dir::Right)).sent(), vec![(3, probe(5, 1, 2, Dir::Right))]);
+        assert_eq!(p.process.phase(), None, "beaten by a larger id");
+        assert_eq!(
+            p.deliver(3, probe(5, 0, 1, Dir::Left)).sent(),
+            vec![(3, Msg::Reply { uid: 5, phase: 0, dir: Dir::Right })]
+        );
+        let mut q = node(true);
+        assert!(q.deliver(1, probe(1, 0, 1, Dir::Right)).is_empty());
+        assert_eq!(q.process.phase(), Some(0));
+        let step = q.deliver(1, probe(3, 3, 5, Dir::Right));
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 3, term: 0 }]);
+        assert_eq!(step.sent(), vec![(3, Msg::Elected(3))]);
+    }
+
+    /// Rule 3: another's reply is relayed onward; a candidate's two own replies start its next
+    /// phase.
+    #[test]
+    fn rule_3_replies_are_relayed_or_counted_and_two_advance_the_phase() {
+        let mut p = node(true);
+        assert_eq!(
+            p.deliver(3, Msg::Reply { uid: 1, phase: 0, dir: Dir::Left }).sent(),
+            vec![(1, Msg::Reply { uid: 1, phase: 0, dir: Dir::Left })]
+        );
+        assert!(p.deliver(3, Msg::Reply { uid: 3, phase: 0, dir: Dir::Left }).is_empty());
+        let step = p.deliver(1, Msg::Reply { uid: 3, phase: 0, dir: Dir::Right });
+        assert_eq!(step.sent(), vec![(3, probe(3, 1, 1, Dir::Right)), (1, probe(3, 1, 1, Dir::Left))]);
+        assert_eq!(p.process.phase(), Some(1));
+    }
+
+    /// Rule 4: ELECTED(j) is recorded and forwarded; it stops at j.
+    #[test]
+    fn rule_4_elected_goes_round_once() {
+        let mut p = node(true);
+        let step = p.deliver(1, Msg::Elected(5));
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 5, term: 0 }]);
+        assert_eq!(step.sent(), vec![(3, Msg::Elected(5))]);
+        assert!(p.deliver(1, Msg::Elected(3)).is_empty(), "back at the winner");
     }
 }

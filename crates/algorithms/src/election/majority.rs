@@ -1,8 +1,8 @@
-//! # Majority election with terms (the seeds' fix for split brain; Raft's election)
+//! # Majority election with terms (the classic fix for split brain; Raft's election)
 //!
-//! *Seed 003, "Questões importantes → Split Brain": "Use primeiro algoritmo e só eleja líder
-//! após maioria de votos." The shape below is the leader election of Raft (Ongaro and
-//! Ousterhout, 2014) without the log.*
+//! *The textbook remedy for split brain — elect a leader only with a majority of votes — in the
+//! shape of Raft's leader election without the log: Ongaro and Ousterhout, "In search of an
+//! understandable consensus algorithm", USENIX ATC 2014.*
 //!
 //! ## The idea
 //! Bully and ring elect whoever they can reach, so two sides of a partition elect two leaders.
@@ -293,7 +293,7 @@ impl Algorithm for Majority {
     const NAME: &'static str = "majority";
     const FAMILY: Family = Family::Election;
     const SUMMARY: &'static str =
-        "terms, one vote per term, a majority to lead, randomized timeouts (seed 003's split-brain fix)";
+        "terms, one vote per term, a majority to lead, randomized timeouts (the split-brain fix; Raft 2014)";
     const LEADER_RULE: LeaderRule = LeaderRule::Any;
     type Config = Watch;
 
@@ -321,5 +321,115 @@ impl Algorithm for Majority {
             votes: BTreeSet::new(),
             watch: config.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::Time;
+    use ringleader_core::harness::Node;
+
+    /// The default heartbeat period under a 1 ms delay bound: 5 ms.
+    const PERIOD: Time = 5_000_000;
+    /// The default election timeout E = 3·heartbeat.
+    const E: Time = 15_000_000;
+
+    /// `n` processes with uids 1..=n.
+    fn node(n: u32, me: NodeId) -> Node<Majority> {
+        World::new(n).node(me)
+    }
+
+    /// Rule 1: silence for the randomized timeout in [E, 2E) makes a follower a candidate of
+    /// the next term that votes for itself and asks everyone else.
+    #[test]
+    fn rule_1_a_silent_timeout_makes_a_candidate_of_the_next_term() {
+        let mut p = node(3, 0);
+        p.random = 4_000_000;
+        assert_eq!(p.start().set(), vec![(Timer::Watch(WatchTimer::Silence), E + 4_000_000)]);
+        p.at(E + 4_000_000);
+        let step = p.fire(Timer::Watch(WatchTimer::Silence));
+        assert_eq!(step.emitted(), vec![Event::ElectionStarted]);
+        assert_eq!(step.sent(), vec![(1, Msg::RequestVote { term: 1 }), (2, Msg::RequestVote { term: 1 })]);
+        assert_eq!(p.process.term(), 1);
+        assert_eq!(p.process.role(), Role::Candidate);
+        assert_eq!(p.process.voted_for, Some(0));
+    }
+
+    /// Rule 2: one vote per term: the first candidate of a term gets it, another does not, a
+    /// stale term is refused with the voter's term, and a larger term is adopted.
+    #[test]
+    fn rule_2_one_vote_per_term() {
+        let mut p = node(3, 1);
+        let step = p.deliver(0, Msg::RequestVote { term: 1 });
+        assert_eq!(step.sent(), vec![(0, Msg::Vote { term: 1, granted: true })]);
+        assert_eq!(step.set(), vec![(Timer::Watch(WatchTimer::Silence), E)], "granting resets the timeout");
+        assert_eq!(
+            p.deliver(2, Msg::RequestVote { term: 1 }).sent(),
+            vec![(2, Msg::Vote { term: 1, granted: false })]
+        );
+        assert_eq!(
+            p.deliver(0, Msg::RequestVote { term: 1 }).sent(),
+            vec![(0, Msg::Vote { term: 1, granted: true })]
+        );
+        let step = p.deliver(2, Msg::RequestVote { term: 2 });
+        assert_eq!(step.sent(), vec![(2, Msg::Vote { term: 2, granted: true })]);
+        assert_eq!(p.process.term(), 2);
+        assert_eq!(
+            p.deliver(0, Msg::RequestVote { term: 1 }).sent(),
+            vec![(0, Msg::Vote { term: 2, granted: false })]
+        );
+    }
+
+    /// Rule 3: a strict majority of distinct voters (itself included) makes the candidate
+    /// leader, which sends HEARTBEAT at once and arms its period.
+    #[test]
+    fn rule_3_a_strict_majority_of_votes_makes_the_leader() {
+        let mut p = node(5, 0);
+        p.request(Request::StartElection);
+        assert!(p.deliver(1, Msg::Vote { term: 1, granted: true }).is_empty());
+        assert!(p.deliver(1, Msg::Vote { term: 1, granted: true }).is_empty(), "a duplicate counts once");
+        assert!(p.deliver(2, Msg::Vote { term: 1, granted: false }).is_empty());
+        let step = p.deliver(3, Msg::Vote { term: 1, granted: true });
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 1, term: 1 }]);
+        let beat = Msg::Heartbeat { term: 1 };
+        assert_eq!(step.sent(), vec![(1, beat.clone()), (2, beat.clone()), (3, beat.clone()), (4, beat)]);
+        assert_eq!(step.set(), vec![(Timer::Watch(WatchTimer::Beat), PERIOD)]);
+        assert_eq!(p.process.role(), Role::Leader);
+    }
+
+    /// Rule 4: a heartbeat of the current or a larger term makes the receiver a follower of its
+    /// sender; an older one is ignored; a larger term makes a leader step down.
+    #[test]
+    fn rule_4_heartbeats_make_followers_and_larger_terms_depose_leaders() {
+        let mut p = node(3, 1);
+        let step = p.deliver(0, Msg::Heartbeat { term: 2 });
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 1, term: 2 }]);
+        assert_eq!(p.process.term(), 2);
+        assert!(p.deliver(2, Msg::Heartbeat { term: 1 }).is_empty(), "an older term is ignored");
+
+        let mut leader = node(3, 0);
+        leader.request(Request::StartElection);
+        leader.deliver(1, Msg::Vote { term: 1, granted: true });
+        assert_eq!(leader.process.role(), Role::Leader);
+        let step = leader.deliver(2, Msg::RequestVote { term: 3 });
+        assert_eq!(step.emitted(), vec![Event::LeaderLost]);
+        assert_eq!(step.sent(), vec![(2, Msg::Vote { term: 3, granted: true })]);
+        assert_eq!(leader.process.role(), Role::Follower);
+    }
+
+    /// Term and vote are stable: a recovered process keeps them and cannot vote twice.
+    #[test]
+    fn term_and_vote_survive_a_crash() {
+        let mut p = node(3, 1);
+        p.deliver(0, Msg::RequestVote { term: 4 });
+        p.crash();
+        p.recover();
+        assert_eq!(p.process.term(), 4);
+        assert_eq!(
+            p.deliver(2, Msg::RequestVote { term: 4 }).sent(),
+            vec![(2, Msg::Vote { term: 4, granted: false })]
+        );
     }
 }

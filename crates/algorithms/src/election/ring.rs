@@ -1,7 +1,9 @@
 //! # Ring election with a list (Tanenbaum)
 //!
-//! *Seeds 000 ("Algoritmo em Anel"), 002, 003 ("Algoritmo do Anel": "escolhe menor id em S, por
-//! exemplo") and 004 ("Algoritmo do Anel", ELEIÇÃO / COORDENADOR).*
+//! *Tanenbaum & van Steen, Distributed Systems (election algorithms: a ring algorithm); the
+//! collected-list ring goes back to Le Lann, "Distributed systems — towards a formal approach"
+//! (IFIP Congress 1977). Choosing the lowest id instead of the highest ("pick, say, the
+//! smallest id in the list") is the `ring-min` variant.*
 //!
 //! ## The idea
 //! Processes sit on a logical ring and every process knows the ring's configuration, so it can
@@ -10,13 +12,13 @@
 //! picks the winner, and a COORDINATOR message goes around once more to tell everyone the
 //! winner and the new membership of the ring.
 //!
-//! ## The rules (ALGORITHMS.md §1.2)
+//! ## The rules
 //! 1. An initiator sends ELECTION[list = (self)] to its successor. A successor that is down is
 //!    skipped: the sender tries the next one, and so on.
 //! 2. Each receiver appends itself to the list and forwards it.
 //! 3. A process that receives an ELECTION already holding its own id has seen the message go
 //!    all the way round: it picks the winner, `max(list)` for `ring` or `min(list)` for
-//!    `ring-min` (the seed 003 variant), and sends COORDINATOR(winner, list) along the list;
+//!    `ring-min`, and sends COORDINATOR(winner, list) along the list;
 //!    each receiver records the winner and the membership and forwards it to the next member;
 //!    the message is removed when it is back where it started.
 //! 4. Concurrent initiators each complete their two rounds; every list holds every live process,
@@ -35,7 +37,7 @@
 //! algorithm when asked for the other rule.
 //!
 //! ## Skipping a dead successor: the ACK
-//! A process learns that its successor is down the way the seeds describe it — by trying.
+//! A process learns that its successor is down the way the textbook describes it — by trying.
 //! Every ELECTION and COORDINATOR hop is acknowledged by an ACK; a sender that gets no ACK
 //! within T = 2·Ttrans + Tprocess (the bully's timer; `timeout`, `process_time`) tries the next
 //! process on the ring. So a skipped dead successor costs exactly one extra send, the ELECTION
@@ -58,7 +60,7 @@
 //! after a partition heals — unless this process itself is better than that coordinator: it was
 //! left out of that election, so it ignores the heartbeat and its silence deadline starts an
 //! election that includes it. A process that recovers starts an election, so it re-enters the ring
-//! (seed 004: "quais os novos membros do anel").
+//! (the COORDINATOR message tells everyone the ring's new members).
 //!
 //! ## Costs (messages are sends; ACKs and heartbeats counted apart)
 //! One initiator, L live processes, d dead ones to skip: L ELECTION hops + d failed sends, then
@@ -187,7 +189,7 @@ pub struct RingElection<const MIN: bool> {
 
 /// The ring election that elects the highest id.
 pub type Ring = RingElection<false>;
-/// The ring election that elects the lowest id (seed 003).
+/// The ring election that elects the lowest id.
 pub type RingMin = RingElection<true>;
 
 type Out = Outbox<Msg, Timer>;
@@ -378,7 +380,7 @@ impl<const MIN: bool> Algorithm for RingElection<MIN> {
     const NAME: &'static str = if MIN { "ring-min" } else { "ring" };
     const FAMILY: Family = Family::Election;
     const SUMMARY: &'static str = if MIN {
-        "ring election collecting a list; the lowest id in it wins (seed 003's variant)"
+        "ring election collecting a list; the lowest id in it wins (the textbook's variant)"
     } else {
         "ring election collecting a list; the highest id in it wins (Tanenbaum)"
     };
@@ -422,5 +424,96 @@ impl<const MIN: bool> Algorithm for RingElection<MIN> {
             t: config.t,
             watch: config.watch.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::Topology;
+    use ringleader_core::harness::Node;
+
+    /// T = 2·Ttrans + Tprocess with Ttrans = 1 ms and the default Tprocess = 0.1 ms.
+    const T: Time = 2_100_000;
+
+    /// Four processes on a ring, uids 1..=4 at positions 0..=3.
+    fn node<const MIN: bool>(me: NodeId) -> Node<RingElection<MIN>> {
+        World::new(4).topology(Topology::Ring { n: 4 }).node(me)
+    }
+
+    fn all() -> Vec<Member> {
+        vec![(0, 1), (1, 2), (2, 3), (3, 4)]
+    }
+
+    /// Rule 1: the initiator sends ELECTION[(self)] to its successor, and skips it when no ACK
+    /// comes within T.
+    #[test]
+    fn rule_1_the_initiator_sends_its_list_to_the_successor_and_skips_a_dead_one() {
+        let mut p = node::<false>(0);
+        let step = p.request(Request::StartElection);
+        assert_eq!(step.sent(), vec![(1, Msg::Election { seq: 1, list: vec![(0, 1)] })]);
+        assert_eq!(step.set(), vec![(Timer::Ack(1), T)]);
+        assert_eq!(step.emitted(), vec![Event::ElectionStarted]);
+        let skip = p.fire(Timer::Ack(1));
+        assert_eq!(skip.sent(), vec![(2, Msg::Election { seq: 2, list: vec![(0, 1)] })]);
+        assert_eq!(skip.set(), vec![(Timer::Ack(2), T)]);
+        let ack = p.deliver(2, Msg::Ack(2));
+        assert_eq!(ack.cancelled(), vec![Timer::Ack(2)]);
+        assert!(p.armed().is_empty());
+    }
+
+    /// Rule 2: each receiver acknowledges, appends itself and forwards.
+    #[test]
+    fn rule_2_a_receiver_appends_itself_and_forwards() {
+        let mut p = node::<false>(1);
+        let step = p.deliver(0, Msg::Election { seq: 5, list: vec![(0, 1)] });
+        assert_eq!(
+            step.sent(),
+            vec![(0, Msg::Ack(5)), (2, Msg::Election { seq: 1, list: vec![(0, 1), (1, 2)] })]
+        );
+        assert!(step.emitted().is_empty());
+    }
+
+    /// Rule 3: an ELECTION holding the receiver's own id has gone round; the winner (max for
+    /// `ring`, min for `ring-min`) travels in COORDINATOR along the list and stops at its origin.
+    #[test]
+    fn rule_3_the_list_back_home_names_the_winner_and_coordinator_goes_round_once() {
+        let mut p = node::<false>(0);
+        let step = p.deliver(3, Msg::Election { seq: 7, list: all() });
+        let coordinator = Msg::Coordinator { seq: 1, winner: 4, origin: 0, list: all() };
+        assert_eq!(step.sent(), vec![(3, Msg::Ack(7)), (1, coordinator)]);
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 4, term: 0 }]);
+
+        let mut q = node::<false>(1);
+        let step = q.deliver(0, Msg::Coordinator { seq: 1, winner: 4, origin: 0, list: all() });
+        let forwarded = Msg::Coordinator { seq: 1, winner: 4, origin: 0, list: all() };
+        assert_eq!(step.sent(), vec![(0, Msg::Ack(1)), (2, forwarded)]);
+        assert_eq!(q.process.members(), &all()[..]);
+        assert_eq!(q.process.leader(), Some(4));
+
+        let back = p.deliver(3, Msg::Coordinator { seq: 9, winner: 4, origin: 0, list: all() });
+        assert_eq!(back.sent(), vec![(3, Msg::Ack(9))], "removed at its origin");
+
+        let mut min = node::<true>(0);
+        let step = min.deliver(3, Msg::Election { seq: 7, list: all() });
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 1, term: 0 }]);
+    }
+
+    /// Rule 4: concurrent initiators are not suppressed; lists with the same members, in any
+    /// order, name the same winner.
+    #[test]
+    fn rule_4_concurrent_rounds_both_complete_and_agree() {
+        let mut p = node::<false>(1);
+        p.request(Request::StartElection);
+        let step = p.deliver(0, Msg::Election { seq: 3, list: vec![(0, 1)] });
+        assert_eq!(
+            step.sent(),
+            vec![(0, Msg::Ack(3)), (2, Msg::Election { seq: 2, list: vec![(0, 1), (1, 2)] })]
+        );
+        let mut q = node::<false>(2);
+        let rotated = vec![(2, 3), (3, 4), (0, 1), (1, 2)];
+        let step = q.deliver(1, Msg::Election { seq: 1, list: rotated });
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 4, term: 0 }]);
     }
 }

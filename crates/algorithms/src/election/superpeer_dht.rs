@@ -1,8 +1,9 @@
 //! # Super-peers in a DHT: reserve the leftmost k bits of the identifier space
 //!
-//! *Seed 002, "Elections in large-scale systems" (after Lo et al. and Tanenbaum & van Steen):
-//! "en los sistemas basados en DHT … se podrían reservar los primeros k bits para identificar a
-//! los super peers".*
+//! *Tanenbaum & van Steen, Distributed Systems (elections in large-scale systems: in a DHT,
+//! reserve the first k bits of the identifier space for super-peers); Lo, Zhou, Liu,
+//! GauthierDickey and Li, "Scalable supernode selection in peer-to-peer overlay networks" (HOT-P2P
+//! 2005); Stoica et al., "Chord", SIGCOMM 2001, for the DHT.*
 //!
 //! ## The idea
 //! A large system does not elect one leader but a *set* of super-peers that serve the normal
@@ -17,7 +18,7 @@
 //! ## The rules
 //! 1. The DHT is Chord: identifiers are the m-bit hash of the node's uid (and `salt`), as Chord
 //!    hashes the address; a node knows its predecessor and its fingers (finger i is the node
-//!    responsible for id + 2^i). The overlay is given, as the seed assumes: it is built from the
+//!    responsible for id + 2^i). The overlay is given, as the textbook assumes: it is built from the
 //!    membership when the node is created, not by a join protocol.
 //! 2. k = ⌈log2(N · fraction)⌉, so that 2^k ≥ N · fraction super-peers are aimed for.
 //! 3. At start, a node responsible for a reserved key (one lies in (predecessor, self]) is a
@@ -52,11 +53,11 @@
 //! ## Known flaws
 //! The fraction is only approximate (between the target fraction and twice it, since 2^k is a
 //! power of two) and super-peers are spread evenly in *identifier* space, which says nothing of
-//! network latency: requirement 1 of the seed (low-latency access) is not met by construction —
+//! network latency: the first requirement the textbook states for super-peer selection (low-latency access) is not met by construction —
 //! the geometric variant addresses it. A crashed super-peer's block is orphaned until the DHT
 //! repairs itself and its nodes look up again (not modelled).
 
-use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process};
 use serde::{Deserialize, Serialize};
 
 use crate::{Algorithm, Family, LeaderRule, ParamError, Setup, TopologyKind};
@@ -247,8 +248,6 @@ impl Process for SuperPeerDht {
         match timer {}
     }
 
-    fn on_request(&mut self, _cx: &Context, _req: Request, _out: &mut Out) {}
-
     /// The DHT state (identifier, fingers) is stable; the role is recomputed as at start.
     fn on_recover(&mut self, cx: &Context, out: &mut Out) {
         self.is_super_peer = false;
@@ -371,6 +370,125 @@ mod tests {
         let params = Params::new(salt.map(|s| ("salt".to_string(), s.to_string())).into_iter().collect());
         let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 1, seed };
         SuperPeerDht::configure(&setup).unwrap().ids
+    }
+
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    /// Sixteen nodes, an 8-bit identifier space, a quarter of them aimed for as super-peers:
+    /// k = 2, blocks of 64 identifiers, reserved keys 0, 64, 128, 192.
+    fn world() -> World {
+        World::new(16).param("bits", "8").param("fraction", "0.25")
+    }
+
+    fn node(me: NodeId) -> Node<SuperPeerDht> {
+        world().node(me)
+    }
+
+    /// The positions responsible for the four reserved keys.
+    fn super_peers() -> Vec<NodeId> {
+        let c = world().config::<SuperPeerDht>();
+        let mut sps: Vec<NodeId> = (0..4).map(|r| c.successor(r * 64).1).collect();
+        sps.dedup();
+        sps
+    }
+
+    /// Rule 1: the predecessor is the previous identifier on the ring and finger i is the node
+    /// responsible for id + 2^i (distinct fingers, the successor first).
+    #[test]
+    fn rule_1_the_overlay_is_chord_predecessor_and_fingers() {
+        let c = world().config::<SuperPeerDht>();
+        for (i, &(id, me)) in c.ring.iter().enumerate() {
+            let p = node(me).process;
+            assert_eq!(p.id, id);
+            assert_eq!(p.predecessor, c.ring[(i + 15) % 16].0);
+            assert_eq!(p.fingers[0], c.ring[(i + 1) % 16], "finger 0 is the successor");
+            for b in 0..8 {
+                let f = c.successor((id + (1 << b)) & 255);
+                assert!(f.1 == me || p.fingers.contains(&f), "finger {b} of {me}");
+            }
+        }
+    }
+
+    /// Rule 2: k = ⌈log2(N · fraction)⌉.
+    #[test]
+    fn rule_2_k_is_the_ceiling_log_of_the_wanted_count() {
+        assert_eq!((node(0).process.k, node(0).process.target), (2, 4));
+        let five = World::new(16).param("bits", "8").param("fraction", "0.3").node::<SuperPeerDht>(0);
+        assert_eq!((five.process.k, five.process.target), (3, 8), "4.8 super-peers wanted: 2^3");
+    }
+
+    /// Rule 3: a node responsible for a reserved key is a super-peer from the start and serves
+    /// itself, without a message.
+    #[test]
+    fn rule_3_the_node_responsible_for_a_reserved_key_is_a_super_peer() {
+        let sps = super_peers();
+        assert!(!sps.is_empty());
+        for me in 0..16 {
+            let mut p = node(me);
+            let step = p.start();
+            if sps.contains(&me) {
+                assert_eq!(
+                    step.emitted(),
+                    vec![
+                        Event::SuperPeer,
+                        Event::ServedBy { super_peer: me, distance: 0, round: 0, target: 4 }
+                    ]
+                );
+                assert!(step.sent().is_empty());
+                assert!(p.process.is_super_peer());
+            } else {
+                assert!(!step.emitted().contains(&Event::SuperPeer), "{me}: {step:?}");
+                assert_eq!(step.sent().len(), 1, "{me}: one LOOKUP or one JOIN");
+            }
+        }
+    }
+
+    /// Rule 4: a LOOKUP reaching the predecessor of the responsible node is answered with FOUND
+    /// to its origin, which JOINs its super-peer and reports being served; elsewhere it hops to
+    /// a finger that precedes the key.
+    #[test]
+    fn rule_4_lookup_hops_found_answers_and_the_origin_joins() {
+        let c = world().config::<SuperPeerDht>();
+        let sps = super_peers();
+        // A client whose super-peer's ring predecessor is another node.
+        let (origin, key, sp_id, sp, i, before) = (0..16)
+            .filter(|p| !sps.contains(p))
+            .map(|origin| {
+                let key = c.ids[origin as usize] & !63;
+                let (sp_id, sp) = c.successor(key);
+                let i = c.ring.iter().position(|&(_, n)| n == sp).unwrap();
+                (origin, key, sp_id, sp, i, c.ring[(i + 15) % 16].1)
+            })
+            .find(|&(origin, .., before)| before != origin)
+            .unwrap();
+        let mut p = node(before);
+        let step = p.deliver(origin, Msg::Lookup { key, origin, hops: 3 });
+        assert_eq!(step.sent(), vec![(origin, Msg::Found { super_peer: sp, id: sp_id, hops: 4 })]);
+
+        let mut o = node(origin);
+        let step = o.deliver(before, Msg::Found { super_peer: sp, id: sp_id, hops: 4 });
+        assert_eq!(step.sent(), vec![(sp, Msg::Join)]);
+        let id = c.ids[origin as usize];
+        let d = id.abs_diff(sp_id).min(256 - id.abs_diff(sp_id));
+        assert_eq!(
+            step.emitted(),
+            vec![Event::ServedBy { super_peer: sp, distance: d * 1000 / 64, round: 4, target: 4 }]
+        );
+        let mut s = node(sp);
+        assert!(s.deliver(origin, Msg::Join).is_empty());
+        assert_eq!(s.process.clients(), 1);
+
+        // Far from the key, the lookup hops to a finger between this node and the key.
+        let far = c.ring[(i + 8) % 16].1;
+        let step = node(far).deliver(origin, Msg::Lookup { key, origin, hops: 0 });
+        let [(to, Msg::Lookup { key: k, origin: o2, hops: 1 })] = step.sent()[..] else { panic!("{step:?}") };
+        assert_eq!((k, o2), (key, origin));
+        let (far_id, to_id) = (c.ids[far as usize], c.ids[to as usize]);
+        assert!(
+            to_id.wrapping_sub(far_id) & 255 < key.wrapping_sub(far_id) & 255,
+            "the finger precedes the key"
+        );
     }
 
     #[test]

@@ -1,10 +1,9 @@
 //! # Super-peers by repelling tokens in a geometric space
 //!
-//! *Seed 002, "Elections in large-scale systems": "posicionar los nodos en un espacio geométrico
-//! m-dimensional … un total de N tokens distribuidos en N nodos elegidos aleatoriamente. Ningún
-//! nodo puede retener más de un token. Cada token representa una fuerza de repulsión … protocolo
-//! de gossiping … si un nodo descubre que la fuerza total actuando sobre él supera un límite
-//! traslada el token en la dirección de la fuerza resultante."*
+//! *Tanenbaum & van Steen, Distributed Systems (elections in large-scale systems: place the nodes
+//! in an m-dimensional geometric space, hand N tokens to N random nodes, no node holding more
+//! than one; tokens repel one another, their positions spread by gossiping, and a node that
+//! feels a total force above a threshold moves its token in the direction of that force).*
 //!
 //! ## The idea
 //! Place the nodes in a space where distance stands for latency. Drop as many tokens as
@@ -14,32 +13,32 @@
 //! Nobody sees the whole picture: token positions travel by gossip, with ages.
 //!
 //! ## The rules
-//! - **Space.** The unit torus [0, 1)² (no border, so no border force); a node's position is a
-//!   hash of its uid and `salt`; its overlay neighbours are its `neighbours` nearest nodes.
-//! - **Tokens.** T = ⌈N · fraction⌉ tokens start on the T nodes with the smallest hash (at most
-//!   one per node). Token t carries a version, bumped at every move and when it settles.
-//! - **Gossip (rounds of `period`).** A node keeps, per token, the newest entry it heard:
-//!   (version, holder, position, settled, age). Every round it ages its entries by one. When it
-//!   learns something new (a higher version), it pushes its entries younger than `max_age` rounds
-//!   to `fanout` random neighbours in each of the next `pushes` rounds (rumour mongering with
-//!   ages: the age bounds how far news travel, `pushes` how often a node repeats it). Nodes with
-//!   no news fall silent, so the run goes quiet once every token has settled.
-//! - **Force.** Distances are measured in units of the ideal spacing s = 1/√T. A token at
-//!   distance ρ·s pushes with magnitude 1/ρ² − 1/4 for ρ < 2 (zero beyond: the cut-off keeps
-//!   the law local and continuous). The holder sums the pushes of the tokens it knows.
-//! - **Move.** Every round, if the net force exceeds θ·(1 + moves/8) — `threshold`, raised by an
-//!   eighth for every move the token already made, so that every token stops after finitely many
-//!   moves — the holder passes the token (TOKEN) to the neighbour best aligned with the force that
-//!   is not known to hold a token. A node that already holds one passes an arriving token on to a
-//!   random neighbour (at most one token per node).
-//! - **Settle.** A holder that kept its token for `tau` rounds becomes a super-peer
-//!   (`SuperPeer`) and announces it (a new version, settled). A super-peer that must move its
-//!   token later stops being one (`SuperPeerLost`) and sends RESIGN to its clients.
-//! - **Service.** Every node is served by the nearest settled token it knows: it sends JOIN to it
-//!   and reports `ServedBy` (distance in thousandths of s). A node that is not (or no longer) a
-//!   super-peer answers JOIN with RESIGN, and a client that gets RESIGN picks again. A node that
-//!   knows no super-peer PULLs the entries of a random neighbour every `max_age` rounds until it
-//!   does — this closes the gaps that probabilistic gossip leaves.
+//! 1. **Space.** The unit torus [0, 1)² (no border, so no border force); a node's position is a
+//!    hash of its uid and `salt`; its overlay neighbours are its `neighbours` nearest nodes.
+//! 2. **Tokens.** T = ⌈N · fraction⌉ tokens start on the T nodes with the smallest hash (at most
+//!    one per node). Token t carries a version, bumped at every move and when it settles.
+//! 3. **Gossip (rounds of `period`).** A node keeps, per token, the newest entry it heard:
+//!    (version, holder, position, settled, age). Every round it ages its entries by one. When it
+//!    learns something new (a higher version), it pushes its entries younger than `max_age` rounds
+//!    to `fanout` random neighbours in each of the next `pushes` rounds (rumour mongering with
+//!    ages: the age bounds how far news travel, `pushes` how often a node repeats it). Nodes with
+//!    no news fall silent, so the run goes quiet once every token has settled.
+//! 4. **Force.** Distances are measured in units of the ideal spacing s = 1/√T. A token at
+//!    distance ρ·s pushes with magnitude 1/ρ² − 1/4 for ρ < 2 (zero beyond: the cut-off keeps
+//!    the law local and continuous). The holder sums the pushes of the tokens it knows.
+//! 5. **Move.** Every round, if the net force exceeds θ·(1 + moves/8) — `threshold`, raised by an
+//!    eighth for every move the token already made, so that every token stops after finitely many
+//!    moves — the holder passes the token (TOKEN) to the neighbour best aligned with the force that
+//!    is not known to hold a token. A node that already holds one passes an arriving token on to a
+//!    random neighbour (at most one token per node).
+//! 6. **Settle.** A holder that kept its token for `tau` rounds becomes a super-peer
+//!    (`SuperPeer`) and announces it (a new version, settled). A super-peer that must move its
+//!    token later stops being one (`SuperPeerLost`) and sends RESIGN to its clients.
+//! 7. **Service.** Every node is served by the nearest settled token it knows: it sends JOIN to it
+//!    and reports `ServedBy` (distance in thousandths of s). A node that is not (or no longer) a
+//!    super-peer answers JOIN with RESIGN, and a client that gets RESIGN picks again. A node that
+//!    knows no super-peer PULLs the entries of a random neighbour every `max_age` rounds until it
+//!    does — this closes the gaps that probabilistic gossip leaves.
 //!
 //! ## Parameters (defaults chosen by measurement, see `docs/ELECTIONS-LARGE.md`)
 //! `fraction` 0.02 (T = ⌈N · fraction⌉ tokens), `neighbours` 8, `fanout` 2, `pushes` 2, `tau` 8
@@ -57,7 +56,7 @@
 //! 100,000, where 2,000 tokens make a close pair likelier).
 //!
 //! ## Assumptions
-//! Positions reflect latency (the space is given, as in the seed); reliable channels; rounds
+//! Positions reflect latency (the space is given, as in the textbook); reliable channels; rounds
 //! longer than a message delay; no failures.
 //!
 //! ## Known flaws
@@ -66,7 +65,7 @@
 //! a threshold, so spacing is even only up to that threshold; the cooling guarantees termination
 //! at the price of freezing some tokens early. A crashed holder takes its token with it.
 
-use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time, time::MILLISECOND};
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Time, time::MILLISECOND};
 use serde::{Deserialize, Serialize};
 
 use super::superpeer_dht::mix64;
@@ -498,8 +497,6 @@ impl Process for SuperPeerGeometric {
         }
     }
 
-    fn on_request(&mut self, _cx: &Context, _req: Request, _out: &mut Out) {}
-
     /// Knowledge and tokens are volatile: a recovered node starts empty.
     fn on_recover(&mut self, _cx: &Context, _out: &mut Out) {
         self.known.clear();
@@ -684,4 +681,216 @@ fn nearest(positions: &[(u32, u32)], k: usize) -> Vec<Vec<NodeId>> {
         result.push(cand.iter().take(k).map(|c| c.1).collect());
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    /// 100 nodes, a quarter of them aimed for as super-peers: T = 25 tokens, spacing s = 0.2
+    /// of the side, `max_age` ⌈√4⌉ + 3 = 5 rounds, rounds of 10 ms.
+    fn world() -> World {
+        World::new(100).param("fraction", "0.25")
+    }
+
+    const PERIOD: Time = 10 * MILLISECOND;
+    const MAX_AGE: u8 = 5;
+
+    fn node(me: NodeId) -> Node<SuperPeerGeometric> {
+        world().node(me)
+    }
+
+    fn holders() -> Vec<NodeId> {
+        (0..100).filter(|&p| node(p).process.holds_token()).collect()
+    }
+
+    fn plain() -> NodeId {
+        (0..100).find(|&p| !node(p).process.holds_token()).unwrap()
+    }
+
+    /// `rho` spacings east of `at` (s = 0.2 of the side).
+    fn east(at: (u32, u32), rho: f64) -> (u32, u32) {
+        (at.0.wrapping_add((rho * 0.2 * 4_294_967_296.0) as u32), at.1)
+    }
+
+    fn entry(token: NodeId, version: u32, holder: NodeId, at: (u32, u32), settled: bool) -> Entry {
+        Entry { token, version, holder, at, settled, age: 0 }
+    }
+
+    /// Rule 1 (space): a node's overlay neighbours are its `neighbours` (8) nearest nodes on
+    /// the torus.
+    #[test]
+    fn rule_1_space_neighbours_are_the_nearest_nodes() {
+        let c = world().config::<SuperPeerGeometric>();
+        for me in [0, 17, 99] {
+            let p = node(me).process;
+            let mut by_distance: Vec<NodeId> = (0..100).filter(|&j| j != me).collect();
+            by_distance.sort_by(|&a, &b| {
+                distance(p.at, c.positions[a as usize]).total_cmp(&distance(p.at, c.positions[b as usize]))
+            });
+            let mut mine: Vec<NodeId> = p.neighbours.iter().map(|&(n, _)| n).collect();
+            let mut nearest = by_distance[..8].to_vec();
+            mine.sort_unstable();
+            nearest.sort_unstable();
+            assert_eq!(mine, nearest, "node {me}");
+        }
+    }
+
+    /// Rule 2 (tokens): T = ⌈N · fraction⌉ tokens, one per node; a holder announces its token
+    /// and starts its rounds, every node arms its pull check.
+    #[test]
+    fn rule_2_tokens_start_one_per_node_on_t_nodes() {
+        let hs = holders();
+        assert_eq!(hs.len(), 25);
+        let mut h = node(hs[0]);
+        let step = h.start();
+        assert_eq!(step.set(), vec![(Timer::Check, PERIOD * MAX_AGE as Time), (Timer::Round, PERIOD)]);
+        assert_eq!(h.process.known, vec![entry(hs[0], 0, hs[0], h.process.at, false)]);
+        let mut p = node(plain());
+        assert_eq!(p.start().set(), vec![(Timer::Check, PERIOD * MAX_AGE as Time)]);
+    }
+
+    /// Rule 3 (gossip): news (a higher version) is pushed, aged, to `fanout` (2) distinct
+    /// neighbours in each of the next `pushes` (2) rounds; old news is not news.
+    #[test]
+    fn rule_3_gossip_pushes_news_to_fanout_neighbours_for_pushes_rounds() {
+        let me = plain();
+        let mut p = node(me);
+        p.start();
+        let from = p.process.neighbours[0].0;
+        let e = entry(3, 2, 7, (1, 1), false);
+        let step = p.deliver(from, Msg::Gossip(vec![e]));
+        assert_eq!(step.set(), vec![(Timer::Round, PERIOD)]);
+        assert!(p.deliver(from, Msg::Gossip(vec![e])).is_empty(), "the same version is no news");
+        for round in 1..=2u8 {
+            let step = p.fire(Timer::Round);
+            let sent = step.sent();
+            assert_eq!(sent.len(), 2, "round {round}: {step:?}");
+            assert_ne!(sent[0].0, sent[1].0);
+            let aged = Entry { age: round, ..e };
+            for (to, msg) in sent {
+                assert!(p.process.neighbours.iter().any(|&(n, _)| n == to));
+                assert_eq!(msg, Msg::Gossip(vec![aged]));
+            }
+        }
+        assert!(!p.is_armed(&Timer::Round), "no news left: silent");
+    }
+
+    /// Rule 4 (force): a token ρ spacings away pushes with 1/ρ² − 1/4, away from itself, and
+    /// not at all from 2 spacings on.
+    #[test]
+    fn rule_4_force_is_inverse_square_with_a_cut_off_at_two_spacings() {
+        let mut p = node(plain()).process;
+        p.known = vec![entry(1, 0, 1, east(p.at, 1.0), false)];
+        let (fx, fy) = p.force(u32::MAX);
+        assert!((fx + 0.75).abs() < 1e-6 && fy.abs() < 1e-6, "({fx}, {fy})");
+        p.known = vec![entry(1, 0, 1, east(p.at, 0.5), false)];
+        assert!((p.force(u32::MAX).0 + 3.75).abs() < 1e-6);
+        p.known = vec![entry(1, 0, 1, east(p.at, 2.2), false)];
+        assert_eq!(p.force(u32::MAX), (0.0, 0.0));
+        assert_eq!(p.force(1), (0.0, 0.0), "a token does not push itself");
+    }
+
+    /// Rule 5 (move): a holder pushed beyond the threshold passes the token, with a new version,
+    /// to the free neighbour best aligned with the force; a node that already holds a token passes
+    /// an arriving one on.
+    #[test]
+    fn rule_5_a_pushed_holder_passes_its_token_along_the_force() {
+        let me = holders()[0];
+        let mut h = node(me);
+        h.start();
+        h.process.known.push(entry(u32::MAX, 0, u32::MAX, east(h.process.at, 0.5), false));
+        h.process.known.sort_by_key(|e| e.token);
+        let step = h.fire(Timer::Round);
+        let (to, msg) = step.sent()[0].clone();
+        assert_eq!(msg, Msg::Token { token: me, version: 1, moves: 1 });
+        let best = h
+            .process
+            .neighbours
+            .iter()
+            .map(|&(n, p)| (n, -delta(p.0, h.process.at.0)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
+        assert_eq!(to, best.0, "the neighbour furthest west, away from the pushing token");
+        assert!(!h.process.holds_token());
+
+        let mut other = node(holders()[1]);
+        let from = other.process.neighbours[0].0;
+        let step = other.deliver(from, Msg::Token { token: 5, version: 3, moves: 2 });
+        let [(to, Msg::Token { token: 5, version: 3, moves: 2 })] = step.sent()[..] else {
+            panic!("{step:?}")
+        };
+        assert_ne!(to, from);
+    }
+
+    /// Rule 6 (settle): a holder that kept its token for `tau` rounds becomes a super-peer and
+    /// announces it; one that must move it later resigns to its clients.
+    #[test]
+    fn rule_6_a_still_holder_settles_and_a_moved_super_peer_resigns() {
+        let me = holders()[0];
+        let mut h =
+            World::new(100).param("fraction", "0.25").param("tau", "1").node::<SuperPeerGeometric>(me);
+        h.start();
+        h.at(PERIOD);
+        let step = h.fire(Timer::Round);
+        assert_eq!(
+            step.emitted(),
+            vec![Event::SuperPeer, Event::ServedBy { super_peer: me, distance: 0, round: 1, target: 25 }]
+        );
+        assert!(h.process.is_super_peer());
+        assert_eq!(h.process.known[0], entry(me, 1, me, h.process.at, true));
+
+        let client = plain();
+        assert!(h.deliver(client, Msg::Join).is_empty());
+        h.process.known.push(entry(u32::MAX, 0, u32::MAX, east(h.process.at, 0.5), false));
+        let step = h.fire(Timer::Round);
+        assert_eq!(step.emitted(), vec![Event::SuperPeerLost]);
+        assert!(step.sent().contains(&(client, Msg::Resign)), "{step:?}");
+        assert!(!h.process.is_super_peer());
+    }
+
+    /// Rule 7 (service): a node joins the nearest super-peer it knows; a node that is not one
+    /// answers JOIN with RESIGN; a client left without one pulls from a neighbour.
+    #[test]
+    fn rule_7_nodes_join_the_nearest_super_peer_and_pull_when_they_know_none() {
+        let c = world().config::<SuperPeerGeometric>();
+        let me = plain();
+        let mut p = node(me);
+        p.start();
+        let (near, far) = (holders()[0], holders()[1]);
+        let (dn, df) = (
+            distance(p.process.at, c.positions[near as usize]),
+            distance(p.process.at, c.positions[far as usize]),
+        );
+        let (near, far, d) = if dn < df { (near, far, dn) } else { (far, near, df) };
+        let gossip = Msg::Gossip(vec![
+            entry(near, 1, near, c.positions[near as usize], true),
+            entry(far, 1, far, c.positions[far as usize], true),
+        ]);
+        let step = p.deliver(far, gossip);
+        assert_eq!(step.sent(), vec![(near, Msg::Join)]);
+        let milli = (d / 0.2 * 1000.0).round() as u64;
+        assert_eq!(
+            step.emitted(),
+            vec![Event::ServedBy { super_peer: near, distance: milli, round: 0, target: 25 }]
+        );
+
+        assert_eq!(node(me).deliver(near, Msg::Join).sent(), vec![(near, Msg::Resign)]);
+        let mut client = p.clone();
+        assert_eq!(client.deliver(near, Msg::Resign).sent(), vec![(far, Msg::Join)], "a RESIGN: pick again");
+
+        let mut lonely = node(me);
+        lonely.start();
+        let step = lonely.fire(Timer::Check);
+        let [(to, Msg::Pull)] = step.sent()[..] else { panic!("{step:?}") };
+        assert!(lonely.process.neighbours.iter().any(|&(n, _)| n == to));
+        assert!(lonely.is_armed(&Timer::Check));
+        assert_eq!(
+            p.deliver(to, Msg::Pull).sent(),
+            vec![(to, Msg::Gossip(p.process.known.clone()))],
+            "a PULL is answered with everything known"
+        );
+    }
 }

@@ -1,6 +1,6 @@
 //! # YoYo: minimum finding on an arbitrary connected graph (Santoro)
 //!
-//! *Seed 003, "Algoritmo do YoYo" (grafos incompletos, duas fases); N. Santoro, "Design and
+//! *Minimum finding on arbitrary graphs, in two phases (setup, then YO-/-YO iterations); N. Santoro, "Design and
 //! Analysis of Distributed Algorithms" (2007), §3.8.*
 //!
 //! ## The idea
@@ -318,8 +318,6 @@ impl Process for YoYo {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Setup(j) => {
@@ -399,5 +397,134 @@ impl Algorithm for YoYo {
             iterations: 0,
             leader: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::Topology;
+    use ringleader_core::harness::Node;
+
+    const YES: Msg = Msg::Vote { yes: true, prune: false };
+    const NO: Msg = Msg::Vote { yes: false, prune: false };
+    const PRUNE: Msg = Msg::Vote { yes: true, prune: true };
+
+    /// Position 0 at the centre of a star with leaves 1, 2, 3, holding `uids[0]`; the leaves'
+    /// ids have been exchanged (setup done) unless `setup` is false.
+    fn centre(uids: [Uid; 4], setup: bool) -> Node<YoYo> {
+        let topology = Topology::from_edges(4, &[(0, 1), (0, 2), (0, 3)]);
+        let mut p = World::new(4).uids(&uids).topology(topology).node(0);
+        if setup {
+            p.request(Request::StartElection);
+            for k in 1..4 {
+                p.deliver(k, Msg::Setup(uids[k as usize]));
+            }
+        }
+        p
+    }
+
+    /// Rule 1: a woken node sends its id on every edge and orients each edge toward the larger
+    /// id once it knows them all.
+    #[test]
+    fn rule_1_setup_sends_the_id_on_every_edge_then_orients() {
+        let mut p = centre([5, 1, 7, 9], false);
+        let step = p.request(Request::StartElection);
+        assert_eq!(step.sent(), vec![(1, Msg::Setup(5)), (2, Msg::Setup(5)), (3, Msg::Setup(5))]);
+        assert_eq!(step.emitted(), vec![Event::ElectionStarted]);
+        assert!(p.deliver(1, Msg::Setup(1)).is_empty());
+        assert!(p.deliver(2, Msg::Setup(7)).is_empty());
+        assert!(p.deliver(3, Msg::Setup(9)).is_empty(), "internal: it waits for its in-edge's value");
+        let links: Vec<Link> = p.process.edges.iter().map(|e| e.link).collect();
+        assert_eq!(links, vec![Link::In, Link::Out, Link::Out]);
+        let mut asleep = centre([5, 1, 7, 9], false);
+        assert_eq!(asleep.deliver(1, Msg::Setup(1)).sent().len(), 3, "a setup message wakes a node");
+    }
+
+    /// Rule 2: a source sends its id down at once; an internal node waits for every in-edge
+    /// and passes their minimum down.
+    #[test]
+    fn rule_2_yo_down_sources_send_and_internal_nodes_pass_the_minimum() {
+        let mut source = centre([1, 2, 3, 4], false);
+        source.request(Request::StartElection);
+        source.deliver(1, Msg::Setup(2));
+        source.deliver(2, Msg::Setup(3));
+        let step = source.deliver(3, Msg::Setup(4));
+        assert_eq!(step.sent(), vec![(1, Msg::Yo(1)), (2, Msg::Yo(1)), (3, Msg::Yo(1))]);
+
+        let mut p = centre([5, 1, 2, 9], true);
+        assert!(p.deliver(2, Msg::Yo(2)).is_empty(), "one in-edge still silent");
+        assert_eq!(p.deliver(1, Msg::Yo(1)).sent(), vec![(3, Msg::Yo(1))]);
+    }
+
+    /// Rule 3: a sink votes YES where its minimum came from and NO elsewhere; an internal node
+    /// that got a NO votes NO upward; a source that got a NO stops being a source.
+    #[test]
+    fn rule_3_votes_go_up_yes_for_the_minimum_no_for_the_rest() {
+        let mut sink = centre([9, 1, 2, 3], true);
+        sink.deliver(1, Msg::Yo(1));
+        sink.deliver(2, Msg::Yo(2));
+        assert_eq!(sink.deliver(3, Msg::Yo(3)).sent(), vec![(1, YES), (2, NO), (3, NO)]);
+
+        let mut internal = centre([5, 1, 8, 9], true);
+        internal.deliver(1, Msg::Yo(1));
+        assert!(internal.deliver(2, YES).is_empty(), "one out-edge has not voted");
+        assert_eq!(internal.deliver(3, NO).sent(), vec![(1, NO)]);
+
+        let mut source = centre([1, 2, 3, 4], true);
+        source.deliver(1, YES);
+        source.deliver(2, YES);
+        assert!(source.deliver(3, NO).is_empty());
+        assert_eq!(source.process.edges[2].link, Link::In, "no longer a source");
+        assert_eq!(source.process.iterations(), 2);
+    }
+
+    /// Rule 4: every edge that carried a NO reverses.
+    #[test]
+    fn rule_4_edges_that_carried_no_flip() {
+        let mut sink = centre([9, 1, 2, 3], true);
+        sink.deliver(1, Msg::Yo(1));
+        sink.deliver(2, Msg::Yo(2));
+        sink.deliver(3, Msg::Yo(3));
+        let links: Vec<Link> = sink.process.edges.iter().map(|e| e.link).collect();
+        assert_eq!(links, vec![Link::In, Link::Out, Link::Out]);
+        assert_eq!(sink.deliver(1, Msg::Yo(1)).sent(), vec![(2, Msg::Yo(1)), (3, Msg::Yo(1))]);
+    }
+
+    /// Rule 5: duplicate values keep one edge and prune the others; a sink left with one
+    /// in-neighbour prunes it too and leaves.
+    #[test]
+    fn rule_5_duplicates_and_a_lone_sink_edge_are_pruned() {
+        let mut p = centre([9, 1, 2, 3], true);
+        p.deliver(1, Msg::Yo(1));
+        p.deliver(2, Msg::Yo(1));
+        assert_eq!(p.deliver(3, Msg::Yo(3)).sent(), vec![(2, PRUNE), (1, YES), (3, NO)]);
+        assert!(!p.process.has_left());
+
+        let mut q = centre([9, 1, 2, 3], true);
+        q.deliver(1, Msg::Yo(1));
+        q.deliver(2, Msg::Yo(1));
+        assert_eq!(q.deliver(3, Msg::Yo(1)).sent(), vec![(2, PRUNE), (3, PRUNE), (1, PRUNE)]);
+        assert!(q.process.has_left());
+    }
+
+    /// Rule 6: a source whose edges were all pruned leads and floods COORDINATOR over the
+    /// original graph; every node forwards the first copy to all but its sender.
+    #[test]
+    fn rule_6_the_last_source_leads_and_coordinator_floods() {
+        let mut p = centre([1, 2, 3, 4], true);
+        p.deliver(1, PRUNE);
+        p.deliver(2, PRUNE);
+        let step = p.deliver(3, PRUNE);
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 1, term: 0 }]);
+        let c = Msg::Coordinator(1);
+        assert_eq!(step.sent(), vec![(1, c.clone()), (2, c.clone()), (3, c.clone())]);
+
+        let mut q = centre([5, 1, 7, 9], true);
+        let step = q.deliver(1, c.clone());
+        assert_eq!(step.sent(), vec![(2, c.clone()), (3, c.clone())]);
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 1, term: 0 }]);
+        assert!(q.deliver(2, c).is_empty(), "only the first copy is forwarded");
     }
 }

@@ -1,23 +1,29 @@
 //! # Centralized coordinator (and its timeout variant)
 //!
-//! *Seed 003 "Exclusão Mútua → Coordenador" and "Lidando com Falhas"; seed 004.*
+//! The centralized algorithm of the textbooks: Tanenbaum & van Steen, *Distributed Systems*,
+//! mutual exclusion (a centralized algorithm); Coulouris, Dollimore, Kindberg & Blair,
+//! *Distributed Systems: Concepts and Design*, §15.2 (the central server algorithm).
 //!
 //! ## The idea
 //! Step back to a centralized system: one process, the *coordinator*, owns the permission and
 //! hands it out in the order requests arrive. Every other process is a *participant*.
 //!
 //! ## The rules
-//! Participant: send REQUEST to the coordinator; wait for GRANT; access; send RELEASE.
-//! Coordinator: the resource starts free; queue every REQUEST; on RELEASE mark it free; whenever
-//! it is free and the queue is not empty, dequeue the head, send it GRANT, mark it busy.
-//! A process may play both roles; its own request and grant are local steps, not messages.
+//! 1. A participant that wants the critical section sends REQUEST to the coordinator and waits
+//!    for GRANT.
+//! 2. On GRANT it enters; when done it leaves and sends RELEASE to the coordinator.
+//! 3. The coordinator (the resource starts free) queues every REQUEST in arrival order.
+//! 4. On RELEASE from the holder the coordinator marks the resource free.
+//! 5. Whenever the resource is free and the queue is not empty, the coordinator dequeues the
+//!    head, sends it GRANT and marks the resource busy.
+//! 6. A process may play both roles; its own request and grant are local steps, not messages.
 //!
 //! ```text
 //!   coordinator:  free ──queue non-empty / GRANT(head)──▶ busy(holder) ──RELEASE(holder)──▶ free
 //!   participant:  idle ──Acquire / REQUEST──▶ awaiting-grant ──GRANT──▶ holding ──Release / RELEASE──▶ idle
 //! ```
 //!
-//! The seed's diagram also acknowledges every release ("ResponseFree"); that message carries no
+//! Some presentations also acknowledge every release ("ResponseFree"); that message carries no
 //! information the protocol needs, so it is left out and an entry costs three messages.
 //!
 //! ## Costs
@@ -33,29 +39,34 @@
 //! single point of failure: if it crashes the permission is lost with it (pair it with an
 //! election); if the holder crashes, nobody enters again.
 //!
-//! `central-timeout` is the seed's "obvious" fix: if the holder does not release within
-//! `timeout` (parameter, default 10 ms), the coordinator assumes it crashed and grants the next
-//! request. With a holder that is only *slow* (paused), this puts two processes in the critical
-//! section — the red rectangle of seed 003, found by the safety checker in
+//! `central-timeout` is the "obvious" fix of the course notes (the textbooks warn against it,
+//! Tanenbaum & van Steen, *Distributed Systems*, mutual exclusion; Coulouris et al.,
+//! *Distributed Systems: Concepts and Design*, §15.2), its rule 7:
+//! 7. If the holder does not release within `timeout` (parameter, default 10 ms), the
+//!    coordinator assumes it crashed and grants the next request.
+//!
+//! With a holder that is only *slow* (paused), this puts two processes in the critical
+//! section at once, found by the safety checker in
 //! `scenarios/central-timeout-paused-holder.toml`.
 //!
 //! ## Coordinator failover (parameter `failover = true`): a stand-in for an election
-//! Seed 003 pairs the coordinator with an election ("e se substituíssemos o coordenador no caso
-//! de falhas?"). The real elections (bully, majority) live in their own files; this is a
-//! deliberately simple stand-in inside the centralized family, honest about its assumptions:
-//! - a participant that waits for a GRANT PROBEs the coordinator every `probe_every` (default
-//!   2·Ttrans + 1 ms; PROBE and ALIVE are counted as detection traffic); a PROBE still
-//!   unanswered at the next period makes it *suspect* the coordinator;
-//! - it then asks the highest-id node it does not suspect to TAKEOVER (itself, if that is it);
-//!   a candidate that does not answer within a period is suspected in turn, and so on down —
-//!   with a synchronous network (delays below Ttrans) this picks the highest live id;
-//! - the new coordinator takes epoch + 1, announces itself with COORDINATOR to every node, and
-//!   listens for `2·Ttrans + 1 ms` before granting anything: waiting participants re-send their
-//!   REQUEST, and the holder (if any) reports HOLDING, so the new coordinator rebuilds its
-//!   queue (in the order the re-sent requests arrive — the old FIFO order is lost) and knows
-//!   the section is busy;
-//! - a GRANT from an older epoch is ignored; fencing tokens are `epoch · 2³² + counter`, so they
-//!   keep increasing across coordinators.
+//! The textbooks pair the coordinator with an election when it fails (Tanenbaum & van Steen,
+//! *Distributed Systems*, mutual exclusion and election algorithms). The real elections (bully,
+//! majority) live in their own files; this is a deliberately simple stand-in inside the
+//! centralized family, honest about its assumptions:
+//! 8. A participant that waits for a GRANT PROBEs the coordinator every `probe_every` (default
+//!    2·Ttrans + 1 ms; PROBE and ALIVE are counted as detection traffic); a PROBE still
+//!    unanswered at the next period makes it *suspect* the coordinator.
+//! 9. It then asks the highest-id node it does not suspect to TAKEOVER (itself, if that is it);
+//!    a candidate that does not answer within a period is suspected in turn, and so on down —
+//!    with a synchronous network (delays below Ttrans) this picks the highest live id.
+//! 10. The new coordinator takes epoch + 1, announces itself with COORDINATOR to every node, and
+//!     listens for `2·Ttrans + 1 ms` before granting anything: waiting participants re-send their
+//!     REQUEST, and the holder (if any) reports HOLDING, so the new coordinator rebuilds its
+//!     queue (in the order the re-sent requests arrive — the old FIFO order is lost) and knows
+//!     the section is busy.
+//! 11. A GRANT from an older epoch is ignored; fencing tokens are `epoch · 2³² + counter`, so
+//!     they keep increasing across coordinators.
 //!
 //! Not handled (a real election is needed): a coordinator that was only slow (two coordinators
 //! then coexist), a partition, a recovered old coordinator (it comes back as a plain
@@ -164,7 +175,7 @@ pub struct Config {
     pub probe_every: Time,
 }
 
-/// A process of the centralized algorithm; `TIMEOUT` selects the seed's timeout variant.
+/// A process of the centralized algorithm; `TIMEOUT` selects the timeout variant.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CentralCoordinator<const TIMEOUT: bool> {
     me: NodeId,
@@ -340,8 +351,6 @@ impl<const TIMEOUT: bool> Process for CentralCoordinator<TIMEOUT> {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Grant { fencing } => self.participant_receives_grant(fencing, out),
@@ -383,7 +392,7 @@ impl<const TIMEOUT: bool> Process for CentralCoordinator<TIMEOUT> {
             && fencing == self.fencing
             && let Some(holder) = coord.holder.take()
         {
-            // The seed's rule: silence means the holder crashed. It may only be slow.
+            // Rule 7: silence means the holder crashed. It may only be slow.
             out.emit(Event::Suspect { node: holder });
             self.grant_if_free(cx, out);
         }
@@ -429,7 +438,7 @@ impl<const TIMEOUT: bool> Algorithm for CentralCoordinator<TIMEOUT> {
     const NAME: &'static str = if TIMEOUT { "central-timeout" } else { "central" };
     const FAMILY: Family = Family::Mutex;
     const SUMMARY: &'static str = if TIMEOUT {
-        "coordinator that re-grants when the holder is silent too long (seed 003's unsafe fix)"
+        "coordinator that re-grants when the holder is silent too long (the unsafe obvious fix)"
     } else {
         "one coordinator queues REQUESTs and GRANTs in FIFO order; 3 messages per entry"
     };
@@ -469,5 +478,187 @@ impl<const TIMEOUT: bool> Algorithm for CentralCoordinator<TIMEOUT> {
             coord: (me == config.coordinator).then(Coordinator::default),
             fencing: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    /// The failover probing period: 2·Ttrans + 1 ms with Ttrans = 1 ms.
+    const PROBE: Time = 3 * MILLISECOND;
+
+    /// Position `me` of three (uids 1, 2, 3), the coordinator at position 0.
+    fn node<const T: bool>(me: NodeId) -> Node<CentralCoordinator<T>> {
+        World::new(3).node(me)
+    }
+
+    fn failover(me: NodeId) -> Node<Central> {
+        World::new(3).param("failover", "true").node(me)
+    }
+
+    fn queued(node: NodeId) -> Event {
+        Event::Queued { node, transaction: None }
+    }
+
+    /// Rule 1: a participant sends REQUEST to the coordinator and waits.
+    #[test]
+    fn rule_1_a_participant_requests_from_the_coordinator() {
+        let mut p = node::<false>(1);
+        let step = p.request(Request::Acquire);
+        assert_eq!(step.sent(), vec![(0, Msg::Request)]);
+        assert!(step.emitted().is_empty());
+        assert!(p.request(Request::Acquire).is_empty(), "one request at a time");
+    }
+
+    /// Rule 2: GRANT lets it in; leaving sends RELEASE.
+    #[test]
+    fn rule_2_grant_enters_and_leaving_releases() {
+        let mut p = node::<false>(1);
+        p.request(Request::Acquire);
+        assert_eq!(p.deliver(0, Msg::Grant { fencing: 1 }).emitted(), vec![Event::Entered { fencing: 1 }]);
+        assert!(p.process.in_critical_section());
+        let step = p.request(Request::Release);
+        assert_eq!(step.emitted(), vec![Event::Exited]);
+        assert_eq!(step.sent(), vec![(0, Msg::Release)]);
+    }
+
+    /// Rule 3: the coordinator queues every REQUEST in arrival order.
+    #[test]
+    fn rule_3_the_coordinator_queues_requests_in_arrival_order() {
+        let mut c = node::<false>(0);
+        c.deliver(1, Msg::Request);
+        assert_eq!(c.deliver(2, Msg::Request).emitted(), vec![queued(2)]);
+        assert!(c.deliver(2, Msg::Request).sent().is_empty(), "busy: queued only");
+        assert_eq!(c.process.coord.as_ref().unwrap().queue, VecDeque::from([2, 2]));
+    }
+
+    /// Rule 4: only the holder's RELEASE frees the resource.
+    #[test]
+    fn rule_4_release_from_the_holder_frees_the_resource() {
+        let mut c = node::<false>(0);
+        c.deliver(1, Msg::Request);
+        assert!(c.deliver(2, Msg::Release).is_empty(), "not the holder");
+        assert!(c.deliver(1, Msg::Release).is_empty());
+        assert_eq!(c.process.coord.as_ref().unwrap().holder, None);
+    }
+
+    /// Rule 5: free with a non-empty queue, the coordinator grants the head with the next
+    /// fencing token.
+    #[test]
+    fn rule_5_a_free_coordinator_grants_the_head_of_the_queue() {
+        let mut c = node::<false>(0);
+        let step = c.deliver(1, Msg::Request);
+        assert_eq!(step.sent(), vec![(1, Msg::Grant { fencing: 1 })]);
+        assert_eq!(step.emitted(), vec![queued(1), Event::Granted { node: 1 }]);
+        c.deliver(2, Msg::Request);
+        let step = c.deliver(1, Msg::Release);
+        assert_eq!(step.sent(), vec![(2, Msg::Grant { fencing: 2 })]);
+        assert_eq!(step.emitted(), vec![Event::Granted { node: 2 }]);
+    }
+
+    /// Rule 6: the coordinator's own request and grant are local steps.
+    #[test]
+    fn rule_6_the_coordinators_own_request_is_local() {
+        let mut c = node::<false>(0);
+        let step = c.request(Request::Acquire);
+        assert!(step.sent().is_empty());
+        assert_eq!(
+            step.emitted(),
+            vec![queued(0), Event::Granted { node: 0 }, Event::Entered { fencing: 1 }]
+        );
+        c.deliver(1, Msg::Request);
+        let step = c.request(Request::Release);
+        assert_eq!(step.emitted(), vec![Event::Exited, Event::Granted { node: 1 }]);
+        assert_eq!(step.sent(), vec![(1, Msg::Grant { fencing: 2 })]);
+    }
+
+    /// Rule 7 (`central-timeout`): a holder silent for `timeout` is suspected and the next
+    /// request is granted; a RELEASE in time disarms the timer.
+    #[test]
+    fn rule_7_a_silent_holder_is_timed_out_and_the_next_is_granted() {
+        let mut c = node::<true>(0);
+        assert_eq!(
+            c.deliver(1, Msg::Request).set(),
+            vec![(Timer::HolderSilent { fencing: 1 }, 10 * MILLISECOND)]
+        );
+        c.deliver(2, Msg::Request);
+        let step = c.fire(Timer::HolderSilent { fencing: 1 });
+        assert_eq!(step.emitted(), vec![Event::Suspect { node: 1 }, Event::Granted { node: 2 }]);
+        assert_eq!(step.sent(), vec![(2, Msg::Grant { fencing: 2 })]);
+        assert_eq!(c.deliver(2, Msg::Release).cancelled(), vec![Timer::HolderSilent { fencing: 2 }]);
+        assert!(c.armed().is_empty());
+    }
+
+    /// Rule 8 (failover): a waiting participant probes the coordinator every period and suspects
+    /// it when a probe is still unanswered at the next period.
+    #[test]
+    fn rule_8_a_waiting_participant_probes_and_suspects_a_silent_coordinator() {
+        let mut p = failover(1);
+        assert_eq!(p.request(Request::Acquire).set(), vec![(Timer::ProbeDue, PROBE)]);
+        let step = p.fire(Timer::ProbeDue);
+        assert_eq!(step.sent(), vec![(0, Msg::Probe)]);
+        p.deliver(0, Msg::Alive);
+        let step = p.fire(Timer::ProbeDue);
+        assert_eq!(step.sent(), vec![(0, Msg::Probe)], "answered: probe again");
+        assert!(step.emitted().is_empty());
+        let step = p.fire(Timer::ProbeDue);
+        assert_eq!(step.emitted(), vec![Event::Suspect { node: 0 }]);
+        assert_eq!(step.sent(), vec![(2, Msg::Takeover { epoch: 1 })]);
+        assert!(node::<false>(0).deliver(1, Msg::Probe).sent() == vec![(1, Msg::Alive)]);
+    }
+
+    /// Rule 9 (failover): a silent candidate is suspected in turn, down to the asker itself.
+    #[test]
+    fn rule_9_takeover_goes_down_the_ids_to_the_highest_unsuspected() {
+        let mut p = failover(1);
+        p.request(Request::Acquire);
+        p.fire(Timer::ProbeDue);
+        p.fire(Timer::ProbeDue);
+        let step = p.fire(Timer::ProbeDue);
+        assert_eq!(
+            step.emitted(),
+            vec![Event::Suspect { node: 2 }, Event::Leader { leader: 2, term: 1 }, queued(1)]
+        );
+        assert_eq!(step.sent(), vec![(0, Msg::Coordinator { epoch: 1 }), (2, Msg::Coordinator { epoch: 1 })]);
+    }
+
+    /// Rule 10 (failover): the new coordinator opens epoch + 1, announces it, rebuilds its queue
+    /// from re-sent requests and HOLDING reports, and grants only after listening a period.
+    #[test]
+    fn rule_10_a_new_coordinator_announces_listens_then_grants() {
+        let mut c = failover(2);
+        let step = c.deliver(1, Msg::Takeover { epoch: 1 });
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 3, term: 1 }]);
+        assert_eq!(step.sent(), vec![(0, Msg::Coordinator { epoch: 1 }), (1, Msg::Coordinator { epoch: 1 })]);
+        assert_eq!(step.set(), vec![(Timer::RecoveryOver, PROBE)]);
+        assert_eq!(c.deliver(1, Msg::Request).emitted(), vec![queued(1)], "no grant while listening");
+        let step = c.fire(Timer::RecoveryOver);
+        assert_eq!(step.sent(), vec![(1, Msg::Grant { fencing: (1 << 32) | 1 })]);
+
+        let mut waiting = failover(1);
+        waiting.request(Request::Acquire);
+        let step = waiting.deliver(2, Msg::Coordinator { epoch: 1 });
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 3, term: 1 }]);
+        assert_eq!(step.sent(), vec![(2, Msg::Request)]);
+        let mut holder = failover(1);
+        holder.request(Request::Acquire);
+        holder.deliver(0, Msg::Grant { fencing: 1 });
+        assert_eq!(holder.deliver(2, Msg::Coordinator { epoch: 1 }).sent(), vec![(2, Msg::Holding)]);
+    }
+
+    /// Rule 11 (failover): a GRANT of an older epoch is ignored.
+    #[test]
+    fn rule_11_a_grant_of_an_older_epoch_is_ignored() {
+        let mut p = failover(1);
+        p.request(Request::Acquire);
+        p.deliver(2, Msg::Coordinator { epoch: 1 });
+        assert!(p.deliver(0, Msg::Grant { fencing: 5 }).is_empty());
+        assert_eq!(
+            p.deliver(2, Msg::Grant { fencing: (1 << 32) | 1 }).emitted(),
+            vec![Event::Entered { fencing: (1 << 32) | 1 }]
+        );
     }
 }

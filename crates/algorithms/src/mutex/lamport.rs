@@ -1,7 +1,8 @@
 //! # Lamport's mutual exclusion (1978)
 //!
-//! *Seed 003 "TODO" list ("usa relógios lógicos"); ALGORITHMS.md §2.4; Lamport, "Time, Clocks,
-//! and the Ordering of Events in a Distributed System", CACM 1978.*
+//! *Lamport, "Time, Clocks, and the Ordering of Events in a Distributed System", CACM 21(7),
+//! 1978 (the mutual-exclusion example of §3); the textbook treatment is Coulouris et al.,
+//! Distributed Systems: Concepts and Design, §15.2.*
 //!
 //! ## The idea
 //! Every process keeps a replica of one request queue, ordered by (Lamport timestamp, id). If
@@ -10,11 +11,11 @@
 //! from everybody, because channels are FIFO.
 //!
 //! ## The rules
-//! - Request: tick the clock; put REQUEST(ts, i) in your own queue and send it to all others.
-//! - On REQUEST(ts, j): queue it; answer with a timestamped REPLY.
-//! - Enter when your request heads your queue *and* you have received from every other process
-//!   a message stamped later than your request (in the (timestamp, id) order).
-//! - Exit: remove your request; send a timestamped RELEASE to all; receivers remove j's request.
+//! 1. Request: tick the clock; put REQUEST(ts, i) in your own queue and send it to all others.
+//! 2. On REQUEST(ts, j): queue it; answer with a timestamped REPLY.
+//! 3. Enter when your request heads your queue *and* you have received from every other process
+//!    a message stamped later than your request (in the (timestamp, id) order).
+//! 4. Exit: remove your request; send a timestamped RELEASE to all; receivers remove j's request.
 //!
 //! ```text
 //!   idle ──Acquire / REQUEST to all──▶ waiting ──head of queue ∧ later message from all──▶ holding
@@ -129,8 +130,6 @@ impl Process for Lamport {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         let ts = msg.ts();
         self.clock.observe(ts);
@@ -210,5 +209,76 @@ impl Algorithm for Lamport {
             mine: None,
             holding: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    /// Position `me` of three, uids 1, 2, 3 (ranks 0, 1, 2).
+    fn node(me: NodeId) -> Node<Lamport> {
+        World::new(3).node(me)
+    }
+
+    /// Rule 1: a request ticks the clock, is queued locally and sent to all others.
+    #[test]
+    fn rule_1_a_request_is_stamped_queued_and_sent_to_all() {
+        let mut p = node(0);
+        let step = p.request(Request::Acquire);
+        assert_eq!(step.emitted(), vec![Event::Requested { ts: 1 }]);
+        assert_eq!(step.sent(), vec![(1, Msg::Request { ts: 1 }), (2, Msg::Request { ts: 1 })]);
+        assert_eq!(p.process.queue.len(), 1);
+    }
+
+    /// Rule 2: a REQUEST is queued and answered with a REPLY stamped after it.
+    #[test]
+    fn rule_2_a_request_is_queued_and_answered() {
+        let mut p = node(1);
+        assert_eq!(p.deliver(0, Msg::Request { ts: 1 }).sent(), vec![(0, Msg::Reply { ts: 3 })]);
+        assert!(p.process.queue.contains(&Stamp { ts: 1, uid: 1, node: 0 }));
+    }
+
+    /// Rule 3: enter only at the head of the queue and after a later message from everyone.
+    #[test]
+    fn rule_3_enter_at_the_head_after_a_later_message_from_everyone() {
+        let mut p = node(0);
+        p.request(Request::Acquire);
+        assert!(p.deliver(1, Msg::Reply { ts: 3 }).is_empty(), "nothing later from position 2 yet");
+        assert_eq!(p.deliver(2, Msg::Reply { ts: 2 }).emitted(), vec![Event::Entered { fencing: 1 << 20 }]);
+
+        let mut q = node(1);
+        q.request(Request::Acquire);
+        q.deliver(0, Msg::Request { ts: 1 });
+        q.deliver(2, Msg::Reply { ts: 9 });
+        assert!(
+            q.deliver(0, Msg::Reply { ts: 9 }).is_empty(),
+            "(1, uid 1) precedes (1, uid 2): not the head"
+        );
+    }
+
+    /// Rule 4: leaving removes the request and sends RELEASE to all; a receiver removes the
+    /// releaser's request, which may put its own at the head.
+    #[test]
+    fn rule_4_release_removes_the_request_everywhere() {
+        let mut p = node(0);
+        p.request(Request::Acquire);
+        p.deliver(1, Msg::Reply { ts: 3 });
+        p.deliver(2, Msg::Reply { ts: 2 });
+        let step = p.request(Request::Release);
+        assert_eq!(step.emitted(), vec![Event::Exited]);
+        assert_eq!(step.sent(), vec![(1, Msg::Release { ts: 6 }), (2, Msg::Release { ts: 6 })]);
+        assert!(p.process.queue.is_empty());
+
+        let mut q = node(2);
+        q.deliver(0, Msg::Request { ts: 1 });
+        assert_eq!(q.request(Request::Acquire).emitted(), vec![Event::Requested { ts: 4 }]);
+        assert!(q.deliver(1, Msg::Reply { ts: 5 }).is_empty());
+        assert_eq!(
+            q.deliver(0, Msg::Release { ts: 6 }).emitted(),
+            vec![Event::Entered { fencing: (4 << 20) | 2 }]
+        );
     }
 }

@@ -1,33 +1,33 @@
 //! # Maekawa's quorum algorithm (1985)
 //!
-//! *Seed 003 "TODO" list ("diminui número de votos necessários"); ALGORITHMS.md §2.6; Maekawa,
-//! "A √N algorithm for mutual exclusion in decentralized systems", ACM TOCS 1985; the deadlock
-//! fix for INQUIRE/YIELD follows Sanders (1987).*
+//! *Maekawa, "A √N algorithm for mutual exclusion in decentralized systems", ACM TOCS 3(2),
+//! 1985; the deadlock fix for INQUIRE/YIELD follows Sanders, "The information structure of
+//! distributed mutual exclusion algorithms", ACM TOCS 5(3), 1987.*
 //!
 //! ## The idea
 //! Ricart-Agrawala asks everybody; it is enough to ask a *quorum*, as long as every two quorums
 //! intersect: the process in the intersection votes for only one of the two at a time. Every
 //! process is both a requester and an arbiter holding one vote.
 //!
-//! ## Quorums
-//! Grid quorums: the N positions fill a grid of c = ⌈√N⌉ columns row by row; the quorum of
-//! position p is its row ∪ its column (itself included). Two quorums always meet: the cell at
-//! (row of p, column of q) or (row of q, column of p) exists even when the last row is short.
-//! For a square N, K = 2√N − 1 (N = 9: a 3 × 3 grid, K = 5).
-//!
 //! ## The rules
 //! Requests are stamped (Lamport timestamp, uid); smaller has priority.
-//! - Requester: send REQUEST(ts) to its quorum; enter after a REPLY from every member; on exit
-//!   send RELEASE to its quorum.
-//! - Arbiter: if its vote is free, lock it for the requester and REPLY; otherwise queue the
-//!   request (in priority order). On RELEASE, give the vote to the best queued request.
-//! - Deadlock handling (parameter `deadlock_handling`, default true): a queued request that is
-//!   not the best one the arbiter knows (holder included) receives FAILED, once; when a queued
-//!   request beats the holder, the arbiter sends the holder INQUIRE, once per lock. A requester
-//!   answers an INQUIRE with YIELD (giving the vote back) if it has received a FAILED or has
-//!   already yielded during this request; otherwise it keeps the inquiry until one of those
-//!   happens, or drops it when it enters (the RELEASE answers it). On YIELD the arbiter queues
-//!   the yielder again and locks for the best request.
+//! 1. **Quorums.** The N positions fill a grid of c = ⌈√N⌉ columns row by row; the quorum of
+//!    position p is its row ∪ its column (itself included). Two quorums always meet: the cell at
+//!    (row of p, column of q) or (row of q, column of p) exists even when the last row is short.
+//!    For a square N, K = 2√N − 1 (N = 9: a 3 × 3 grid, K = 5).
+//! 2. **Requester.** Send REQUEST(ts) to its quorum; enter after a REPLY from every member; on
+//!    exit send RELEASE to its quorum.
+//! 3. **Arbiter.** If its vote is free, lock it for the requester and REPLY; otherwise queue the
+//!    request (in priority order). On RELEASE, give the vote to the best queued request.
+//!
+//! Deadlock handling (parameter `deadlock_handling`, default true):
+//! 4. A queued request that is not the best one the arbiter knows (holder included) receives
+//!    FAILED, once; when a queued request beats the holder, the arbiter sends the holder
+//!    INQUIRE, once per lock.
+//! 5. A requester answers an INQUIRE with YIELD (giving the vote back) if it has received a
+//!    FAILED or has already yielded during this request; otherwise it keeps the inquiry until
+//!    one of those happens, or drops it when it enters (the RELEASE answers it).
+//! 6. On YIELD the arbiter queues the yielder again and locks for the best request.
 //!
 //! A process's request to itself as arbiter, and the answers, are local steps (not messages).
 //!
@@ -334,8 +334,6 @@ impl Process for Maekawa {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         self.handle(cx, from, msg, out);
         self.drain_local(cx, out);
@@ -426,6 +424,108 @@ impl Algorithm for Maekawa {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    /// Position `me` of `n` (uid = position + 1), with or without deadlock handling.
+    fn node(n: u32, me: NodeId, handling: bool) -> Node<Maekawa> {
+        World::new(n).param("deadlock_handling", if handling { "true" } else { "false" }).node(me)
+    }
+
+    /// Rule 1: a grid of ⌈√N⌉ columns; the quorum is the row and the column, and any two meet.
+    #[test]
+    fn rule_1_quorums_are_a_row_and_a_column_of_the_grid() {
+        assert_eq!(grid_quorums(4), vec![vec![0, 1, 2], vec![0, 1, 3], vec![0, 2, 3], vec![1, 2, 3]]);
+        assert_eq!(node(9, 4, true).process.quorum, vec![1, 3, 4, 5, 7]);
+    }
+
+    /// Rule 2: REQUEST to the quorum (its own vote locally), enter with every member's REPLY,
+    /// RELEASE to the quorum on exit.
+    #[test]
+    fn rule_2_a_requester_needs_a_reply_from_every_quorum_member() {
+        let mut p = node(4, 0, true);
+        let step = p.request(Request::Acquire);
+        assert_eq!(step.sent(), vec![(1, Msg::Request { ts: 1 }), (2, Msg::Request { ts: 1 })]);
+        assert!(p.deliver(1, Msg::Reply { ts: 1, clock: 1 }).is_empty());
+        assert_eq!(
+            p.deliver(2, Msg::Reply { ts: 1, clock: 1 }).emitted(),
+            vec![Event::Entered { fencing: 7 << 20 }]
+        );
+        let step = p.request(Request::Release);
+        assert_eq!(step.emitted(), vec![Event::Exited]);
+        assert_eq!(
+            step.sent(),
+            vec![(1, Msg::Release { ts: 1, clock: 9 }), (2, Msg::Release { ts: 1, clock: 10 })]
+        );
+    }
+
+    /// Rule 3: a free arbiter locks and replies; a locked one queues; RELEASE hands the vote
+    /// to the best queued request.
+    #[test]
+    fn rule_3_an_arbiter_votes_for_one_request_at_a_time_best_first() {
+        let mut a = node(9, 4, false);
+        assert_eq!(a.deliver(1, Msg::Request { ts: 5 }).sent(), vec![(1, Msg::Reply { ts: 5, clock: 7 })]);
+        assert!(a.deliver(3, Msg::Request { ts: 9 }).is_empty());
+        assert!(a.deliver(5, Msg::Request { ts: 7 }).is_empty());
+        assert!(a.deliver(3, Msg::Release { ts: 9, clock: 1 }).is_empty(), "not the holder's release");
+        assert_eq!(
+            a.deliver(1, Msg::Release { ts: 5, clock: 1 }).sent(),
+            vec![(5, Msg::Reply { ts: 7, clock: 14 })]
+        );
+    }
+
+    /// Rule 4: a queued request that is not the best gets FAILED once; one that beats the
+    /// holder makes the arbiter INQUIRE the holder once.
+    #[test]
+    fn rule_4_failed_to_losers_and_inquire_to_an_outranked_holder() {
+        let mut a = node(9, 4, true);
+        a.deliver(1, Msg::Request { ts: 5 });
+        assert_eq!(a.deliver(3, Msg::Request { ts: 9 }).sent(), vec![(3, Msg::Failed { ts: 9, clock: 11 })]);
+        assert_eq!(a.deliver(5, Msg::Request { ts: 3 }).sent(), vec![(1, Msg::Inquire { ts: 5, clock: 13 })]);
+        assert!(
+            a.deliver(7, Msg::Request { ts: 2 })
+                .sent()
+                .iter()
+                .all(|(_, m)| !matches!(m, Msg::Inquire { .. })),
+            "once per lock"
+        );
+    }
+
+    /// Rule 5: an INQUIRE is answered with YIELD once a FAILED came (or after a first yield);
+    /// before that it is kept.
+    #[test]
+    fn rule_5_yield_to_an_inquiry_only_after_failed_or_a_yield() {
+        let mut p = node(4, 0, true);
+        p.request(Request::Acquire);
+        p.deliver(1, Msg::Reply { ts: 1, clock: 1 });
+        assert!(p.deliver(1, Msg::Inquire { ts: 1, clock: 1 }).is_empty(), "kept");
+        assert_eq!(
+            p.deliver(2, Msg::Failed { ts: 1, clock: 1 }).sent(),
+            vec![(1, Msg::Yield { ts: 1, clock: 8 })]
+        );
+        p.deliver(1, Msg::Reply { ts: 1, clock: 1 });
+        assert_eq!(
+            p.deliver(1, Msg::Inquire { ts: 1, clock: 1 }).sent(),
+            vec![(1, Msg::Yield { ts: 1, clock: 11 })]
+        );
+    }
+
+    /// Rule 6: on YIELD the arbiter queues the yielder and votes for the best request.
+    #[test]
+    fn rule_6_a_yielded_vote_goes_to_the_best_request() {
+        let mut a = node(9, 4, true);
+        a.deliver(1, Msg::Request { ts: 5 });
+        a.deliver(5, Msg::Request { ts: 3 });
+        assert_eq!(
+            a.deliver(1, Msg::Yield { ts: 5, clock: 1 }).sent(),
+            vec![(5, Msg::Reply { ts: 3, clock: 11 })]
+        );
+        assert_eq!(
+            a.deliver(5, Msg::Release { ts: 3, clock: 1 }).sent(),
+            vec![(1, Msg::Reply { ts: 5, clock: 13 })]
+        );
+    }
 
     #[test]
     fn grid_quorums_intersect_pairwise() {

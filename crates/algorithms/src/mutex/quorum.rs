@@ -1,30 +1,37 @@
 //! # Quorum voting with forgetful coordinators
 //!
-//! *Seed 003 "Exclusão Mútua → Quórum".*
+//! Quorum-based voting as in Tanenbaum & van Steen, *Distributed Systems* (mutual exclusion: a
+//! decentralized algorithm, with its analysis of coordinators that reset), after Lin, Lian,
+//! Chen and Zhang, "A practical distributed mutual exclusion protocol in dynamic peer-to-peer
+//! systems" (IJAHUC 2004); majority voting itself is Thomas, "A majority consensus approach to
+//! concurrency control for multiple copy databases" (ACM TODS 1979).
 //!
 //! ## The idea
 //! Replace the single coordinator by `n` of them, each running the centralized protocol, and
 //! let a participant enter once a *quorum* of `m > n/2` of them granted it: two quorums always
 //! intersect, so two participants cannot both hold a quorum — as long as the coordinators
-//! remember. The seed's twist: grants live in memory only, and a coordinator that crashes and
+//! remember. The twist: grants live in memory only, and a coordinator that crashes and
 //! recovers *forgets* the grants it gave. Mutual exclusion becomes probabilistic.
 //!
 //! ## The rules
 //! Coordinators are the positions `0 .. n` (`coordinators` = n, default every node); the quorum
 //! is `quorum` = m (default ⌊n/2⌋ + 1). Every node is a participant.
-//! - Coordinator (the centralized protocol): queue every REQUEST; whenever free and the queue is
-//!   not empty, GRANT the head and mark busy; on RELEASE by the holder mark free. A RELEASE also
-//!   withdraws the sender's queued requests, and REQUESTs of an attempt already released are
-//!   ignored (links need not be FIFO).
-//! - Participant: send REQUEST(attempt) to all n coordinators; on the m-th GRANT of this attempt,
-//!   enter; on leaving, send RELEASE to all n. Its own vote, when it is a coordinator, is a local
-//!   step.
-//! - **Liveness fix** (the seed leaves it open): queueing coordinators can deadlock — two
-//!   participants each holding some grants and queued behind each other elsewhere, neither
-//!   reaching m. A participant that has not gathered m grants within `patience` (default
-//!   100 ms) gives every vote back (RELEASE to all n, which also withdraws its queued requests),
-//!   waits a random back-off uniform in [0, `backoff`) (default 10 ms), and tries again with a
-//!   new attempt number. Grants of an old attempt are ignored (the RELEASE frees them).
+//! 1. Coordinator (the centralized protocol): queue every REQUEST; whenever free and the queue
+//!    is not empty, GRANT the head and mark busy; on RELEASE by the holder mark free. A RELEASE
+//!    also withdraws the sender's queued requests, and REQUESTs of an attempt already released
+//!    are ignored (links need not be FIFO).
+//! 2. Participant: send REQUEST(attempt) to all n coordinators; on the m-th GRANT of this
+//!    attempt, enter; on leaving, send RELEASE to all n. Its own vote, when it is a coordinator,
+//!    is a local step.
+//! 3. **Liveness fix** (the course notes leave it open): queueing coordinators can deadlock — two
+//!    participants each holding some grants and queued behind each other elsewhere, neither
+//!    reaching m. A participant that has not gathered m grants within `patience` (default
+//!    100 ms) gives every vote back (RELEASE to all n, which also withdraws its queued requests),
+//!    waits a random back-off uniform in [0, `backoff`) (default 10 ms), and tries again with a
+//!    new attempt number. Grants of an old attempt are ignored (the RELEASE frees them).
+//! 4. **Forgetting.** A coordinator keeps its grants and its queue in memory only: one that
+//!    crashes and recovers is free with an empty queue (its grant counter, on stable storage,
+//!    survives).
 //!
 //! ```text
 //!   coordinator:  free ──queue non-empty / GRANT(head)──▶ busy(holder) ──RELEASE(holder)──▶ free
@@ -34,7 +41,7 @@
 //! ```
 //!
 //! ## Costs
-//! With the seed's queueing coordinators every coordinator eventually grants, so an entry
+//! With queueing coordinators every coordinator eventually grants, so an entry
 //! without conflict costs 3n messages (REQUEST, GRANT, RELEASE with every coordinator), or
 //! 3(n − 1) when the participant is itself a coordinator (its own vote is local). Each failed
 //! attempt adds 2n (REQUEST and RELEASE to all) plus the grants it received. Synchronization
@@ -49,7 +56,7 @@
 //! ## Assumptions and known flaws
 //! Safe while coordinators do not forget. If every coordinator of the intersection of two
 //! quorums crashes and recovers while the first participant holds the section, the second
-//! gathers a quorum too: `scenarios/quorum-forgetful-coordinator.toml` replays the seed's n = 7,
+//! gathers a quorum too: `scenarios/quorum-forgetful-coordinator.toml` replays an n = 7,
 //! m = 4 story and the checker finds the safety violation. The probability of that is what
 //! `ringleader quorum-risk` computes (docs/MUTEX.md). A coordinator that crashes for good is
 //! tolerated as long as m coordinators stay up; a participant that crashes while holding keeps
@@ -250,8 +257,6 @@ impl Process for Quorum {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Grant { attempt, fencing } => {
@@ -288,7 +293,7 @@ impl Process for Quorum {
         }
     }
 
-    /// The seed's forgetful coordinator: a recovered coordinator has forgotten its holder, its
+    /// Rule 4, the forgetful coordinator: a recovered coordinator has forgotten its holder, its
     /// queue and what was released (only its grant counter survives); a recovered participant
     /// has forgotten its request (only its attempt number survives).
     fn on_recover(&mut self, _cx: &Context, _out: &mut Out) {
@@ -307,8 +312,7 @@ impl Process for Quorum {
 impl Algorithm for Quorum {
     const NAME: &'static str = "quorum";
     const FAMILY: Family = Family::Mutex;
-    const SUMMARY: &'static str =
-        "n queueing coordinators, enter with m > n/2 GRANTs; recovered coordinators forget (seed 003)";
+    const SUMMARY: &'static str = "n queueing coordinators, enter with m > n/2 GRANTs; recovered coordinators forget (Tanenbaum & van Steen)";
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {
@@ -349,5 +353,93 @@ impl Algorithm for Quorum {
             votes: (me < config.coordinators).then(Votes::default),
             counter: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    /// Position `me` of five nodes, all coordinators, quorum 3.
+    fn node(me: NodeId) -> Node<Quorum> {
+        World::new(5).node(me)
+    }
+
+    /// Rule 1: a coordinator grants the head when free, queues otherwise, frees on the
+    /// holder's RELEASE (raising its counter to the RELEASE's fencing token) and ignores a
+    /// REQUEST its sender already released.
+    #[test]
+    fn rule_1_a_coordinator_grants_one_at_a_time_in_queue_order() {
+        let mut c = node(0);
+        assert_eq!(
+            c.deliver(1, Msg::Request { attempt: 1 }).sent(),
+            vec![(1, Msg::Grant { attempt: 1, fencing: 1 })]
+        );
+        assert!(c.deliver(2, Msg::Request { attempt: 1 }).is_empty(), "busy: queued");
+        let step = c.deliver(1, Msg::Release { attempt: 1, fencing: 7 });
+        assert_eq!(step.sent(), vec![(2, Msg::Grant { attempt: 1, fencing: 8 })]);
+        c.deliver(3, Msg::Release { attempt: 4, fencing: 0 });
+        c.deliver(2, Msg::Release { attempt: 1, fencing: 8 });
+        assert!(c.deliver(3, Msg::Request { attempt: 4 }).is_empty(), "overtaken by its own RELEASE");
+        assert_eq!(
+            c.deliver(3, Msg::Request { attempt: 5 }).sent(),
+            vec![(3, Msg::Grant { attempt: 5, fencing: 9 })]
+        );
+    }
+
+    /// Rule 2: a participant asks every coordinator (its own vote is local), enters on the m-th
+    /// grant with the largest fencing token, and releases everyone.
+    #[test]
+    fn rule_2_a_participant_enters_with_a_quorum_and_releases_all() {
+        let mut p = node(4);
+        let step = p.request(Request::Acquire);
+        let ask = Msg::Request { attempt: 1 };
+        assert_eq!(step.sent(), vec![(0, ask.clone()), (1, ask.clone()), (2, ask.clone()), (3, ask)]);
+        assert_eq!(step.set(), vec![(Timer::Patience { attempt: 1 }, 100 * MILLISECOND)]);
+        assert!(p.deliver(0, Msg::Grant { attempt: 1, fencing: 3 }).is_empty(), "two grants of three");
+        let step = p.deliver(1, Msg::Grant { attempt: 1, fencing: 2 });
+        assert_eq!(step.emitted(), vec![Event::Entered { fencing: 3 }]);
+        assert_eq!(step.cancelled(), vec![Timer::Patience { attempt: 1 }]);
+        let step = p.request(Request::Release);
+        assert_eq!(step.emitted(), vec![Event::Exited]);
+        let release = Msg::Release { attempt: 1, fencing: 3 };
+        assert_eq!(
+            step.sent(),
+            vec![(0, release.clone()), (1, release.clone()), (2, release.clone()), (3, release)]
+        );
+    }
+
+    /// Rule 3: without a quorum in `patience` the participant gives every vote back, backs
+    /// off a random time in [0, backoff) and retries with a new attempt; old grants are ignored.
+    #[test]
+    fn rule_3_no_quorum_in_time_releases_backs_off_and_retries() {
+        let mut p = node(4);
+        p.request(Request::Acquire);
+        p.random = 7_000_000;
+        let step = p.fire(Timer::Patience { attempt: 1 });
+        let back = Msg::Release { attempt: 1, fencing: 0 };
+        assert_eq!(step.sent(), vec![(0, back.clone()), (1, back.clone()), (2, back.clone()), (3, back)]);
+        assert_eq!(step.set(), vec![(Timer::Retry, 7 * MILLISECOND)]);
+        let step = p.fire(Timer::Retry);
+        assert_eq!(step.sent().len(), 4);
+        assert_eq!(step.sent()[0], (0, Msg::Request { attempt: 2 }));
+        assert!(p.deliver(0, Msg::Grant { attempt: 1, fencing: 1 }).is_empty());
+        assert!(p.deliver(1, Msg::Grant { attempt: 1, fencing: 1 }).is_empty(), "old grants do not count");
+    }
+
+    /// Rule 4: a recovered coordinator has forgotten its grant and grants again, with a larger
+    /// fencing token (the counter is stable).
+    #[test]
+    fn rule_4_a_recovered_coordinator_forgets_its_grants() {
+        let mut c = node(0);
+        c.deliver(1, Msg::Request { attempt: 1 });
+        c.crash();
+        assert!(c.recover().is_empty());
+        assert_eq!(
+            c.deliver(2, Msg::Request { attempt: 1 }).sent(),
+            vec![(2, Msg::Grant { attempt: 1, fencing: 2 })]
+        );
     }
 }

@@ -1,7 +1,6 @@
 //! # Raymond's tree-based token algorithm (1989)
 //!
-//! *Seed 003 "TODO" list and beyond; ALGORITHMS.md §2.6; Raymond, "A tree-based algorithm for
-//! distributed mutual exclusion", ACM TOCS 1989.*
+//! *Raymond, "A tree-based algorithm for distributed mutual exclusion", ACM TOCS 7(1), 1989.*
 //!
 //! ## The idea
 //! Arrange the processes in a static spanning tree and orient every edge toward the token: each
@@ -13,18 +12,18 @@
 //! ## The rules (Raymond's variables and procedures)
 //! HOLDER (self or a neighbour), REQUEST_Q (FIFO of neighbours and self that asked), USING (in
 //! the critical section), ASKED (a REQUEST was sent to HOLDER and not yet answered).
-//! - ASSIGN_PRIVILEGE: if HOLDER = self ∧ ¬USING ∧ REQUEST_Q ≠ ∅: HOLDER := dequeue; ASKED :=
-//!   false; if HOLDER = self, USING := true and enter, else send PRIVILEGE to HOLDER.
-//! - MAKE_REQUEST: if HOLDER ≠ self ∧ REQUEST_Q ≠ ∅ ∧ ¬ASKED: send REQUEST to HOLDER; ASKED :=
-//!   true.
-//! - Acquire: enqueue self. On REQUEST from a neighbour: enqueue it. On PRIVILEGE: HOLDER :=
-//!   self. Release: USING := false. After each of these: ASSIGN_PRIVILEGE, then MAKE_REQUEST.
+//! 1. ASSIGN_PRIVILEGE: if HOLDER = self ∧ ¬USING ∧ REQUEST_Q ≠ ∅: HOLDER := dequeue; ASKED :=
+//!    false; if HOLDER = self, USING := true and enter, else send PRIVILEGE to HOLDER.
+//! 2. MAKE_REQUEST: if HOLDER ≠ self ∧ REQUEST_Q ≠ ∅ ∧ ¬ASKED: send REQUEST to HOLDER; ASKED :=
+//!    true.
+//! 3. Acquire: enqueue self. On REQUEST from a neighbour: enqueue it. On PRIVILEGE: HOLDER :=
+//!    self. Release: USING := false. After each of these: ASSIGN_PRIVILEGE, then MAKE_REQUEST.
+//! 4. The token starts at position 0, so every HOLDER initially points to the neighbour on the
+//!    tree path to it (computed once, by breadth-first search from position 0).
 //!
 //! The tree is the driver's `Tree` topology: by default a balanced binary tree rooted at
 //! position 0 (position i's parent is (i − 1)/2); a run may choose another with `--graph line`,
-//! `star`, `random-tree` or `file:PATH` (the drivers refuse graphs with cycles). The token starts
-//! at position 0, so every HOLDER initially points to the neighbour on the tree path to it
-//! (computed once, by breadth-first search from position 0).
+//! `star`, `random-tree` or `file:PATH` (the drivers refuse graphs with cycles).
 //!
 //! ```text
 //!   not holder ──REQUEST_Q non-empty, ¬ASKED / REQUEST to HOLDER──▶ asked ──PRIVILEGE──▶ holder
@@ -136,8 +135,6 @@ impl Process for Raymond {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, _cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Request => self.request_q.push_back(from),
@@ -224,5 +221,85 @@ impl Algorithm for Raymond {
             asked: false,
             entries: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::Topology;
+    use ringleader_core::harness::Node;
+
+    /// Position `me` of the balanced binary tree on seven positions (0 the root; 1 and 2 its
+    /// children; 3, 4 under 1; 5, 6 under 2).
+    fn node(me: NodeId) -> Node<Raymond> {
+        let tree = Topology::from_edges(7, &[(0, 1), (0, 2), (1, 3), (1, 4), (2, 5), (2, 6)]);
+        World::new(7).topology(tree).node(me)
+    }
+
+    /// Rule 1: the idle holder gives the privilege to the head of REQUEST_Q: itself (it enters)
+    /// or a neighbour (PRIVILEGE); not while using it.
+    #[test]
+    fn rule_1_assign_privilege_to_the_head_of_the_queue() {
+        let mut root = node(0);
+        assert_eq!(root.deliver(1, Msg::Request).sent(), vec![(1, Msg::Privilege { entries: 0 })]);
+        assert_eq!(root.process.holder, 1);
+        let mut busy = node(0);
+        assert_eq!(busy.request(Request::Acquire).emitted(), vec![Event::Entered { fencing: 1 }]);
+        assert!(busy.deliver(2, Msg::Request).is_empty(), "using: queued");
+        let step = busy.request(Request::Release);
+        assert_eq!(step.emitted(), vec![Event::Exited]);
+        assert_eq!(step.sent(), vec![(2, Msg::Privilege { entries: 1 })]);
+    }
+
+    /// Rule 2: a non-holder with a non-empty queue asks its HOLDER once, until answered.
+    #[test]
+    fn rule_2_make_request_asks_the_holder_once() {
+        let mut leaf = node(3);
+        assert_eq!(leaf.request(Request::Acquire).sent(), vec![(1, Msg::Request)]);
+        let mut inner = node(1);
+        assert_eq!(inner.deliver(3, Msg::Request).sent(), vec![(0, Msg::Request)]);
+        assert!(inner.deliver(4, Msg::Request).is_empty(), "already asked for the subtree");
+        let mut root = node(0);
+        root.request(Request::Acquire);
+        root.deliver(1, Msg::Request);
+        root.deliver(2, Msg::Request);
+        assert_eq!(
+            root.request(Request::Release).sent(),
+            vec![(1, Msg::Privilege { entries: 1 }), (1, Msg::Request)],
+            "the token leaves with 2 still queued: ask it back"
+        );
+    }
+
+    /// Rule 3: PRIVILEGE makes this node HOLDER, then the privilege is assigned and the
+    /// remaining queue asked for.
+    #[test]
+    fn rule_3_privilege_makes_the_node_holder_and_passes_down() {
+        let mut inner = node(1);
+        inner.deliver(3, Msg::Request);
+        inner.deliver(4, Msg::Request);
+        assert_eq!(
+            inner.deliver(0, Msg::Privilege { entries: 5 }).sent(),
+            vec![(3, Msg::Privilege { entries: 5 }), (3, Msg::Request)]
+        );
+        let mut leaf = node(3);
+        leaf.request(Request::Acquire);
+        assert_eq!(
+            leaf.deliver(1, Msg::Privilege { entries: 5 }).emitted(),
+            vec![Event::Entered { fencing: 6 }]
+        );
+        assert!(leaf.process.in_critical_section());
+    }
+
+    /// Rule 4: HOLDER starts pointing along the tree path to position 0.
+    #[test]
+    fn rule_4_holder_starts_on_the_path_to_the_token() {
+        let holders: Vec<NodeId> = (0..7).map(|p| node(p).process.holder).collect();
+        assert_eq!(holders, vec![0, 0, 0, 1, 1, 2, 2]);
+        let line = Topology::from_edges(4, &[(3, 2), (2, 1), (1, 0)]);
+        let h: Vec<NodeId> =
+            (0..4).map(|p| World::new(4).topology(line.clone()).node::<Raymond>(p).process.holder).collect();
+        assert_eq!(h, vec![0, 0, 1, 2]);
     }
 }

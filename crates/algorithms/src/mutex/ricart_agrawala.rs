@@ -1,6 +1,8 @@
 //! # Ricart-Agrawala (1981)
 //!
-//! *Seed 003 "TODO" list ("melhora o algoritmo de Lamport"); seed 004; ALGORITHMS.md §2.5.*
+//! *Ricart and Agrawala, "An optimal algorithm for mutual exclusion in computer networks",
+//! CACM 24(1), 1981; the textbook treatment is Tanenbaum & van Steen, Distributed Systems
+//! (mutual exclusion: a distributed algorithm).*
 //!
 //! ## The idea
 //! Lamport's algorithm without the RELEASE broadcast: a process that must wait for you simply
@@ -8,15 +10,15 @@
 //! requests the smaller stamp wins, and the loser's REPLY is *deferred* until the winner leaves.
 //!
 //! ## The rules
-//! - Request: state := WANTED; stamp the request (ts, id) with the Lamport clock; send
-//!   REQUEST(ts, id) to the N−1 others.
-//! - On REQUEST(ts_j, j): defer it if HELD, or if WANTED and (ts_i, i) < (ts_j, j); otherwise
-//!   send REPLY at once.
-//! - Enter after a REPLY from each of the N−1 others (state := HELD). The requester records
-//!   *who* replied, not how many replies came: a duplicated REPLY (the network may deliver one
-//!   twice) must not count as another process's permission. A REPLY names the request it
-//!   answers (its timestamp), so a late duplicate of an earlier round's REPLY is ignored too.
-//! - Exit: state := RELEASED; REPLY to every deferred request.
+//! 1. Request: state := WANTED; stamp the request (ts, id) with the Lamport clock; send
+//!    REQUEST(ts, id) to the N−1 others.
+//! 2. On REQUEST(ts_j, j): defer it if HELD, or if WANTED and (ts_i, i) < (ts_j, j); otherwise
+//!    send REPLY at once.
+//! 3. Enter after a REPLY from each of the N−1 others (state := HELD). The requester records
+//!    *who* replied, not how many replies came: a duplicated REPLY (the network may deliver one
+//!    twice) must not count as another process's permission. A REPLY names the request it
+//!    answers (its timestamp), so a late duplicate of an earlier round's REPLY is ignored too.
+//! 4. Exit: state := RELEASED; REPLY to every deferred request.
 //!
 //! ```text
 //!   RELEASED ──Acquire / REQUEST to all──▶ WANTED ──N−1 REPLYs──▶ HELD ──Release / REPLY to deferred──▶ RELEASED
@@ -115,8 +117,6 @@ impl Process for RicartAgrawala {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Request { ts } => {
@@ -209,33 +209,90 @@ impl Algorithm for RicartAgrawala {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Params;
-    use ringleader_core::{Action, Topology};
 
-    fn entered(out: &Out) -> bool {
-        out.actions().iter().any(|a| matches!(a, Action::Emit(Event::Entered { .. })))
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    /// Position `me` of three, uids 1, 2, 3 (ranks 0, 1, 2).
+    fn node(me: NodeId) -> Node<RicartAgrawala> {
+        World::new(3).node(me)
+    }
+
+    /// Rule 1: a request is stamped with the ticked clock and sent to the N − 1 others.
+    #[test]
+    fn rule_1_a_request_is_stamped_and_sent_to_all_others() {
+        let mut p = node(1);
+        let step = p.request(Request::Acquire);
+        assert_eq!(step.emitted(), vec![Event::Requested { ts: 1 }]);
+        assert_eq!(step.sent(), vec![(0, Msg::Request { ts: 1 }), (2, Msg::Request { ts: 1 })]);
+    }
+
+    /// Rule 2: a REQUEST is answered at once unless this process holds the section or wants it
+    /// with a smaller stamp, in which case the REPLY is deferred.
+    #[test]
+    fn rule_2_reply_at_once_unless_holding_or_wanting_with_priority() {
+        let mut idle = node(1);
+        assert_eq!(idle.deliver(0, Msg::Request { ts: 4 }).sent(), vec![(0, Msg::Reply { ts: 4 })]);
+        let mut p = node(1);
+        p.request(Request::Acquire);
+        assert!(p.deliver(2, Msg::Request { ts: 1 }).is_empty(), "(1, uid 2) < (1, uid 3): deferred");
+        assert_eq!(
+            p.deliver(0, Msg::Request { ts: 1 }).sent(),
+            vec![(0, Msg::Reply { ts: 1 })],
+            "(1, uid 1) wins"
+        );
+        p.deliver(0, Msg::Reply { ts: 1 });
+        p.deliver(2, Msg::Reply { ts: 1 });
+        assert!(p.process.in_critical_section());
+        assert!(p.deliver(0, Msg::Request { ts: 9 }).is_empty(), "held: deferred");
+    }
+
+    /// Rule 3: enter after a REPLY from each other process, counted by sender.
+    #[test]
+    fn rule_3_enter_after_a_reply_from_each_other_process() {
+        let mut p = node(1);
+        p.request(Request::Acquire);
+        assert!(p.deliver(0, Msg::Reply { ts: 1 }).is_empty());
+        assert!(p.deliver(0, Msg::Reply { ts: 1 }).is_empty(), "a duplicate is the same permission");
+        assert_eq!(
+            p.deliver(2, Msg::Reply { ts: 1 }).emitted(),
+            vec![Event::Entered { fencing: (1 << 20) | 1 }]
+        );
+    }
+
+    /// Rule 4: leaving replies to every deferred request.
+    #[test]
+    fn rule_4_leaving_replies_to_every_deferred_request() {
+        let mut p = node(1);
+        p.request(Request::Acquire);
+        p.deliver(2, Msg::Request { ts: 1 });
+        p.deliver(0, Msg::Reply { ts: 1 });
+        p.deliver(2, Msg::Reply { ts: 1 });
+        p.deliver(0, Msg::Request { ts: 5 });
+        let step = p.request(Request::Release);
+        assert_eq!(step.emitted(), vec![Event::Exited]);
+        assert_eq!(step.sent(), vec![(2, Msg::Reply { ts: 1 }), (0, Msg::Reply { ts: 5 })]);
+        assert_eq!(p.deliver(2, Msg::Request { ts: 7 }).sent(), vec![(2, Msg::Reply { ts: 7 })], "released");
     }
 
     /// Three processes: P0 asks; P1's REPLY arrives twice. The duplicate is not P2's
     /// permission, and neither is a stale REPLY naming an earlier request.
     #[test]
     fn a_duplicated_reply_does_not_let_a_process_in_early() {
-        let uids = [1, 2, 3];
-        let topology = Topology::Complete { n: 3 };
-        let params = Params::default();
-        let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 1, seed: 1 };
-        let cx = Context { me: 0, uids: &uids, topology: &topology, now: 0, random: 0 };
-        let mut p = RicartAgrawala::new(0, &(), &setup);
-        let mut out = Out::new();
-        p.on_request(&cx, Request::Acquire, &mut out);
-        let State::Wanted(mine) = p.state else { panic!("{:?}", p.state) };
-        out.drain().for_each(drop);
-        p.on_message(&cx, 1, Msg::Reply { ts: mine.ts }, &mut out);
-        p.on_message(&cx, 1, Msg::Reply { ts: mine.ts }, &mut out);
-        assert!(!entered(&out) && !p.in_critical_section(), "two REPLYs from P1 are one permission");
-        p.on_message(&cx, 2, Msg::Reply { ts: mine.ts - 1 }, &mut out);
-        assert!(!entered(&out), "a REPLY to an earlier request is no permission");
-        p.on_message(&cx, 2, Msg::Reply { ts: mine.ts }, &mut out);
-        assert!(entered(&out) && p.in_critical_section());
+        let mut p = node(0);
+        p.request(Request::Acquire);
+        let State::Wanted(mine) = p.process.state else { panic!("{:?}", p.process.state) };
+        assert!(p.deliver(1, Msg::Reply { ts: mine.ts }).is_empty());
+        assert!(p.deliver(1, Msg::Reply { ts: mine.ts }).is_empty(), "two REPLYs from P1 are one permission");
+        assert!(!p.process.in_critical_section());
+        assert!(
+            p.deliver(2, Msg::Reply { ts: mine.ts - 1 }).is_empty(),
+            "a REPLY to an earlier request is no permission"
+        );
+        assert_eq!(
+            p.deliver(2, Msg::Reply { ts: mine.ts }).emitted(),
+            vec![Event::Entered { fencing: mine.fencing(&p.uids) }]
+        );
+        assert!(p.process.in_critical_section());
     }
 }

@@ -1,7 +1,7 @@
 //! # Roucairol-Carvalho (1983)
 //!
-//! *Seed 003 "TODO" list and beyond; ALGORITHMS.md §2.6; Carvalho and Roucairol, "On mutual
-//! exclusion in computer networks", CACM 1983.*
+//! *Carvalho and Roucairol, "On mutual exclusion in computer networks", CACM 26(2), 1983 (a
+//! technical correspondence on Ricart and Agrawala, CACM 1981).*
 //!
 //! ## The idea
 //! Ricart-Agrawala asks everybody every time. But a permission P_j gave me stays good until I
@@ -11,13 +11,13 @@
 //! ## The rules
 //! Ricart-Agrawala's, plus a set `authorized` of the processes whose permission we hold
 //! (initially empty: nobody holds anything, so the first entry of each process asks everybody).
-//! - Request: state := WANTED; stamp (ts, id); send REQUEST(ts, id) to every process *not* in
-//!   `authorized`. Enter at once if that is nobody.
-//! - On REPLY from j: add j to `authorized`; enter when everybody is in it.
-//! - On REQUEST(ts_j, j): defer it if HELD, or if WANTED and (ts_i, i) < (ts_j, j). Otherwise
-//!   REPLY and remove j from `authorized` — and if we are WANTED and had counted on j's old
-//!   permission (we did not ask j), ask j now with our request's stamp.
-//! - Exit: state := RELEASED; REPLY to every deferred request (removing each from `authorized`).
+//! 1. Request: state := WANTED; stamp (ts, id); send REQUEST(ts, id) to every process *not* in
+//!    `authorized`. Enter at once if that is nobody.
+//! 2. On REPLY from j: add j to `authorized`; enter when everybody is in it.
+//! 3. On REQUEST(ts_j, j): defer it if HELD, or if WANTED and (ts_i, i) < (ts_j, j). Otherwise
+//!    REPLY and remove j from `authorized` — and if we are WANTED and had counted on j's old
+//!    permission (we did not ask j), ask j now with our request's stamp.
+//! 4. Exit: state := RELEASED; REPLY to every deferred request (removing each from `authorized`).
 //!
 //! ```text
 //!   RELEASED ──Acquire / REQUEST to the unauthorized──▶ WANTED ──authorized = all──▶ HELD
@@ -122,8 +122,6 @@ impl Process for RoucairolCarvalho {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Request { ts } => {
@@ -209,5 +207,88 @@ impl Algorithm for RoucairolCarvalho {
             authorized: BTreeSet::new(),
             deferred: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    /// Position 1 (uid 2, rank 1) of three.
+    fn node() -> Node<RoucairolCarvalho> {
+        World::new(3).node(1)
+    }
+
+    /// Entered with clock value `clock` at position 1 (rank 1).
+    fn entered(clock: u64) -> Event {
+        Event::Entered { fencing: (clock << 20) | 1 }
+    }
+
+    /// Enters once (clock 8 at entry: REPLYs stamped 5 and 2) and leaves, holding both
+    /// permissions.
+    fn after_one_entry() -> Node<RoucairolCarvalho> {
+        let mut p = node();
+        p.request(Request::Acquire);
+        p.deliver(0, Msg::Reply { clock: 5 });
+        p.deliver(2, Msg::Reply { clock: 2 });
+        p.request(Request::Release);
+        p
+    }
+
+    /// Rule 1: a request goes only to the processes whose permission is not held; with every
+    /// permission held, the process enters at once without a message.
+    #[test]
+    fn rule_1_ask_only_the_unauthorized_and_re_enter_for_free() {
+        let mut p = node();
+        assert_eq!(
+            p.request(Request::Acquire).sent(),
+            vec![(0, Msg::Request { ts: 1 }), (2, Msg::Request { ts: 1 })]
+        );
+        let mut q = after_one_entry();
+        let step = q.request(Request::Acquire);
+        assert!(step.sent().is_empty());
+        assert_eq!(step.emitted(), vec![entered(10)]);
+    }
+
+    /// Rule 2: every REPLY adds a permission; the last one lets the process in, with the clock
+    /// ticked at entry as its fencing token.
+    #[test]
+    fn rule_2_replies_collect_permissions_until_all_are_held() {
+        let mut p = node();
+        p.request(Request::Acquire);
+        assert!(p.deliver(0, Msg::Reply { clock: 5 }).is_empty());
+        assert_eq!(p.deliver(2, Msg::Reply { clock: 2 }).emitted(), vec![entered(8)]);
+    }
+
+    /// Rule 3: a REQUEST is deferred when held or outranked; otherwise answered, which gives
+    /// the permission away — and a waiting process that had counted on it asks again.
+    #[test]
+    fn rule_3_answering_a_request_gives_the_permission_away() {
+        let mut p = after_one_entry();
+        assert_eq!(p.deliver(0, Msg::Request { ts: 3 }).sent(), vec![(0, Msg::Reply { clock: 10 })]);
+        assert_eq!(
+            p.request(Request::Acquire).sent(),
+            vec![(0, Msg::Request { ts: 11 })],
+            "only 0 was given back"
+        );
+        let step = p.deliver(2, Msg::Request { ts: 1 });
+        assert_eq!(step.sent(), vec![(2, Msg::Reply { clock: 13 }), (2, Msg::Request { ts: 11 })]);
+        assert!(p.deliver(0, Msg::Request { ts: 20 }).is_empty(), "(20, uid 1) is outranked: deferred");
+    }
+
+    /// Rule 4: leaving answers every deferred request.
+    #[test]
+    fn rule_4_leaving_answers_the_deferred_requests() {
+        let mut p = node();
+        p.request(Request::Acquire);
+        p.deliver(0, Msg::Reply { clock: 5 });
+        p.deliver(2, Msg::Reply { clock: 2 });
+        assert!(p.deliver(0, Msg::Request { ts: 9 }).is_empty(), "held: deferred");
+        let step = p.request(Request::Release);
+        assert_eq!(step.emitted(), vec![Event::Exited]);
+        assert_eq!(step.sent(), vec![(0, Msg::Reply { clock: 11 })]);
+        assert_eq!(p.request(Request::Acquire).sent(), vec![(0, Msg::Request { ts: 12 })]);
     }
 }

@@ -1,7 +1,6 @@
 //! # Suzuki-Kasami broadcast token (1985)
 //!
-//! *Seed 003 "TODO" list and beyond; ALGORITHMS.md §2.6; Suzuki and Kasami, "A distributed
-//! mutual exclusion algorithm", ACM TOCS 1985.*
+//! *Suzuki and Kasami, "A distributed mutual exclusion algorithm", ACM TOCS 3(4), 1985.*
 //!
 //! ## The idea
 //! One token; whoever holds it may enter. A process without the token broadcasts its wish, so
@@ -10,14 +9,14 @@
 //! ## The rules
 //! Every process keeps RN[1..N], the highest request number heard from each process. The token
 //! carries LN[1..N] (the request number each process last had served) and a queue Q.
-//! - Request: if we hold the idle token, enter (no message). Otherwise RN\[i\] += 1 and send
-//!   REQUEST(i, RN\[i\]) to all others.
-//! - On REQUEST(j, sn): RN\[j\] := max(RN\[j\], sn); if we hold the token, are not in the critical
-//!   section, and RN\[j\] = LN\[j\] + 1 (an outstanding request), send TOKEN to j.
-//! - On TOKEN: enter.
-//! - Exit: LN\[i\] := RN\[i\]; append to Q every j with RN\[j\] = LN\[j\] + 1 not already in it
-//!   (scanning i+1, i+2, …, i−1 so that nobody is favoured); if Q is not empty, send the token
-//!   to its head.
+//! 1. Request: if we hold the idle token, enter (no message). Otherwise RN\[i\] += 1 and send
+//!    REQUEST(i, RN\[i\]) to all others.
+//! 2. On REQUEST(j, sn): RN\[j\] := max(RN\[j\], sn); if we hold the token, are not in the
+//!    critical section, and RN\[j\] = LN\[j\] + 1 (an outstanding request), send TOKEN to j.
+//! 3. On TOKEN: enter.
+//! 4. Exit: LN\[i\] := RN\[i\]; append to Q every j with RN\[j\] = LN\[j\] + 1 not already in
+//!    it (scanning i+1, i+2, …, i−1 so that nobody is favoured); if Q is not empty, send the
+//!    token to its head.
 //!
 //! The token starts at node 0.
 //!
@@ -118,8 +117,6 @@ impl Process for SuzukiKasami {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, _cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Request { sn } => {
@@ -212,5 +209,83 @@ impl Algorithm for SuzukiKasami {
             requesting: false,
             in_cs: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    /// Position `me` of four; the token starts at position 0.
+    fn node(me: NodeId) -> Node<SuzukiKasami> {
+        World::new(4).node(me)
+    }
+
+    fn token(ln: [u64; 4], q: &[NodeId], entries: u64) -> Token {
+        Token { ln: ln.to_vec(), q: q.iter().copied().collect(), entries }
+    }
+
+    /// Rule 1: with the idle token, enter without a message; otherwise broadcast the next
+    /// request number.
+    #[test]
+    fn rule_1_enter_with_the_token_or_broadcast_a_numbered_request() {
+        let mut holder = node(0);
+        let step = holder.request(Request::Acquire);
+        assert!(step.sent().is_empty());
+        assert_eq!(step.emitted(), vec![Event::Entered { fencing: 1 }]);
+        let mut p = node(2);
+        let ask = Msg::Request { sn: 1 };
+        assert_eq!(p.request(Request::Acquire).sent(), vec![(0, ask.clone()), (1, ask.clone()), (3, ask)]);
+        assert_eq!(p.process.rn, vec![0, 0, 1, 0]);
+    }
+
+    /// Rule 2: an outstanding request reaching the idle holder gets the token; an old one, or
+    /// one reaching a holder in the section, does not.
+    #[test]
+    fn rule_2_the_idle_holder_sends_the_token_to_an_outstanding_request() {
+        let mut holder = node(0);
+        assert_eq!(
+            holder.deliver(2, Msg::Request { sn: 1 }).sent(),
+            vec![(2, Msg::Token(token([0; 4], &[], 0)))]
+        );
+        let mut busy = node(0);
+        busy.request(Request::Acquire);
+        assert!(busy.deliver(2, Msg::Request { sn: 1 }).is_empty(), "in the section");
+        let mut stale = node(0);
+        stale.process.token.as_mut().unwrap().ln[2] = 1;
+        assert!(stale.deliver(2, Msg::Request { sn: 1 }).is_empty(), "already served");
+        assert_eq!(stale.process.rn[2], 1);
+    }
+
+    /// Rule 3: the token lets a waiting process in.
+    #[test]
+    fn rule_3_the_token_lets_the_requester_in() {
+        let mut p = node(2);
+        p.request(Request::Acquire);
+        assert_eq!(
+            p.deliver(0, Msg::Token(token([0; 4], &[], 4))).emitted(),
+            vec![Event::Entered { fencing: 5 }]
+        );
+    }
+
+    /// Rule 4: on exit LN[i] := RN[i], outstanding requests join Q in ring order after i, and
+    /// the token goes to Q's head.
+    #[test]
+    fn rule_4_exit_queues_outstanding_requests_in_ring_order_and_passes_to_the_head() {
+        let mut p = node(2);
+        p.request(Request::Acquire);
+        p.deliver(0, Msg::Token(token([0; 4], &[], 0)));
+        p.deliver(1, Msg::Request { sn: 1 });
+        p.deliver(3, Msg::Request { sn: 1 });
+        p.deliver(0, Msg::Request { sn: 1 });
+        let step = p.request(Request::Release);
+        assert_eq!(step.emitted(), vec![Event::Exited]);
+        assert_eq!(step.sent(), vec![(3, Msg::Token(token([0, 0, 1, 0], &[0, 1], 1)))]);
+        let mut alone = node(0);
+        alone.request(Request::Acquire);
+        assert!(alone.request(Request::Release).sent().is_empty(), "Q empty: the token stays");
+        assert!(alone.process.token.is_some());
     }
 }

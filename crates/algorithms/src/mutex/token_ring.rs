@@ -1,6 +1,8 @@
 //! # Token ring (with a parked idle token, skipped successors and token regeneration)
 //!
-//! *Seed 003 "Exclusão Mútua → Anel" and "Lidando com Falhas"; seed 004.*
+//! *The token-ring algorithm of Tanenbaum & van Steen, Distributed Systems (mutual exclusion: a
+//! token-ring algorithm), with Le Lann's ring ("Distributed systems — towards a formal
+//! approach", IFIP Congress 1977) and the lost-token problem the textbooks discuss.*
 //!
 //! ## The idea
 //! The processes form a logical ring; one TOKEN circulates, and only its holder may enter the
@@ -9,34 +11,34 @@
 //! one lap.
 //!
 //! ## The rules
-//! - **Visit.** A node that receives the TOKEN and wants the section enters (the token's counter
-//!   goes up by one and the token records the node as `last_user`); on leaving it passes the
-//!   token to its successor. A node that does not want it passes it on at once.
-//! - **Parking (how runs end).** A token that circulates for ever never lets a run go quiet, and
-//!   the per-entry message count of the light-load workload would be undefined. So the token
-//!   *parks*: a node that receives it back with `last_user` equal to itself — a full lap during
-//!   which nobody entered — keeps it. Every node saw that token pass with the same `last_user`,
-//!   so every node knows where it parks. A node that wants the section while the token is parked
-//!   elsewhere sends one REQUEST to the `last_user` it last saw; a parked holder that receives a
-//!   REQUEST sends the token round again; a non-parked node that receives one remembers it
-//!   (`wake`) and does not park the token on its next visit. The token starts parked at node 0.
-//!   A REQUEST may be stale (the token was still circulating and would have come anyway): at
-//!   worst it costs one extra idle lap.
-//! - **Skipping a crashed successor.** Every node knows the ring configuration. Each TOKEN pass
-//!   is acknowledged (ACK, counted as detection traffic); a sender keeps a copy of the token
-//!   until the ACK arrives. With no ACK within `ack_timeout` (default 2·Ttrans + 1 ms), the
-//!   successor is declared crashed, *removed* from the ring (the token carries the removed set,
-//!   so every node learns it on the next visit), and the copy goes to the next node.
-//! - **Regeneration (explicit detection rule).** A node that has wanted the section for
-//!   `regen_timeout` (parameter, default 500 ms) without receiving the token declares it lost
-//!   and regenerates it with generation `g + 1`, where `g` is the highest generation it has
-//!   seen (ties between regenerators broken by position). A node that receives a token of a
-//!   lower generation than one it has already seen discards it.
-//! - **Duplicates.** Every pass numbers the token (`hops`). A node that receives a copy of the
-//!   token it has already had — same generation and origin, a pass number not above the highest
-//!   it saw — acknowledges it and discards it. A link that duplicates messages therefore cannot
-//!   multiply the token; without this rule every duplicated TOKEN would circulate for ever as a
-//!   token of its own, and their number would grow with every lap.
+//! 1. **Visit.** A node that receives the TOKEN and wants the section enters (the token's counter
+//!    goes up by one and the token records the node as `last_user`); on leaving it passes the
+//!    token to its successor. A node that does not want it passes it on at once.
+//! 2. **Parking (how runs end).** A token that circulates for ever never lets a run go quiet, and
+//!    the per-entry message count of the light-load workload would be undefined. So the token
+//!    *parks*: a node that receives it back with `last_user` equal to itself — a full lap during
+//!    which nobody entered — keeps it. Every node saw that token pass with the same `last_user`,
+//!    so every node knows where it parks. A node that wants the section while the token is parked
+//!    elsewhere sends one REQUEST to the `last_user` it last saw; a parked holder that receives a
+//!    REQUEST sends the token round again; a non-parked node that receives one remembers it
+//!    (`wake`) and does not park the token on its next visit. The token starts parked at node 0.
+//!    A REQUEST may be stale (the token was still circulating and would have come anyway): at
+//!    worst it costs one extra idle lap.
+//! 3. **Skipping a crashed successor.** Every node knows the ring configuration. Each TOKEN pass
+//!    is acknowledged (ACK, counted as detection traffic); a sender keeps a copy of the token
+//!    until the ACK arrives. With no ACK within `ack_timeout` (default 2·Ttrans + 1 ms), the
+//!    successor is declared crashed, *removed* from the ring (the token carries the removed set,
+//!    so every node learns it on the next visit), and the copy goes to the next node.
+//! 4. **Regeneration (explicit detection rule).** A node that has wanted the section for
+//!    `regen_timeout` (parameter, default 500 ms) without receiving the token declares it lost
+//!    and regenerates it with generation `g + 1`, where `g` is the highest generation it has
+//!    seen (ties between regenerators broken by position). A node that receives a token of a
+//!    lower generation than one it has already seen discards it.
+//! 5. **Duplicates.** Every pass numbers the token (`hops`). A node that receives a copy of the
+//!    token it has already had — same generation and origin, a pass number not above the highest
+//!    it saw — acknowledges it and discards it. A link that duplicates messages therefore cannot
+//!    multiply the token; without this rule every duplicated TOKEN would circulate for ever as a
+//!    token of its own, and their number would grow with every lap.
 //!
 //! ```text
 //!   idle ──Acquire (token parked here)──▶ holding ──Release / TOKEN→succ──▶ idle
@@ -76,9 +78,9 @@
 //! removes a live node and duplicates the token in the same way. A removed node that recovers
 //! stays out of the ring (there is no re-join protocol).
 //!
-//! Seed section: "o algoritmo do anel também sofre com falhas: se um participante falha
-//! enquanto com o token … o anel não conseguirá circular"; the timeout-based fix is the seed's
-//! "dois tokens no sistema".
+//! The textbooks name both sides: a process that crashes while holding the token stops the
+//! ring, and detecting a lost token is hard because the time between two appearances is
+//! unbounded — a timeout-based regeneration can put two tokens in the system.
 
 use std::collections::BTreeSet;
 
@@ -243,8 +245,6 @@ impl Process for TokenRing {
     type Msg = Msg;
     type Timer = Timer;
 
-    fn on_start(&mut self, _cx: &Context, _out: &mut Out) {}
-
     fn on_message(&mut self, _cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
             Msg::Token(token) => {
@@ -407,6 +407,102 @@ mod tests {
     use crate::Params;
     use ringleader_core::{Action, Topology};
 
+    use crate::testing::World;
+    use ringleader_core::harness::Node;
+
+    /// The ACK timeout: 2·Ttrans + 1 ms with Ttrans = 1 ms.
+    const ACK: Time = 3 * MILLISECOND;
+
+    /// Position `me` of a ring of four; the token starts parked at position 0.
+    fn node(me: NodeId) -> Node<TokenRing> {
+        World::new(4).topology(Topology::Ring { n: 4 }).node(me)
+    }
+
+    fn token(counter: u64, last_user: NodeId, removed: &[NodeId], hops: u64) -> Token {
+        Token { generation: 0, origin: 0, counter, last_user, removed: removed.to_vec(), hops }
+    }
+
+    /// Rule 1: a node that wants the section enters with the arriving token and passes it on
+    /// when it leaves; one that does not passes it on at once. Every TOKEN is acknowledged.
+    #[test]
+    fn rule_1_a_visit_enters_if_wanted_and_passes_the_token_on() {
+        let mut p = node(1);
+        let step = p.request(Request::Acquire);
+        assert_eq!(step.sent(), vec![(0, Msg::Request)]);
+        assert_eq!(step.set(), vec![(Timer::TokenSilent, 500 * MILLISECOND)]);
+        let step = p.deliver(0, Msg::Token(token(0, 0, &[], 1)));
+        assert_eq!(step.sent(), vec![(0, Msg::Ack { hops: 1 })]);
+        assert_eq!(step.emitted(), vec![Event::Entered { fencing: 1 }]);
+        assert_eq!(step.cancelled(), vec![Timer::TokenSilent]);
+        let step = p.request(Request::Release);
+        assert_eq!(step.emitted(), vec![Event::Exited]);
+        assert_eq!(step.sent(), vec![(2, Msg::Token(token(1, 1, &[], 2)))]);
+        assert_eq!(step.set(), vec![(Timer::AckWait { to: 2 }, ACK)]);
+        assert_eq!(p.deliver(2, Msg::Ack { hops: 2 }).cancelled(), vec![Timer::AckWait { to: 2 }]);
+
+        let mut q = node(2);
+        assert_eq!(
+            q.deliver(1, Msg::Token(token(1, 1, &[], 2))).sent(),
+            vec![(1, Msg::Ack { hops: 2 }), (3, Msg::Token(token(1, 1, &[], 3)))]
+        );
+    }
+
+    /// Rule 2: after an idle lap the token parks at its last user; a REQUEST sends it round
+    /// again; a REQUEST that finds no parked token keeps the next visit from parking it.
+    #[test]
+    fn rule_2_the_token_parks_after_an_idle_lap_and_a_request_wakes_it() {
+        let mut p = node(1);
+        assert_eq!(
+            p.deliver(0, Msg::Token(token(3, 1, &[], 9))).sent(),
+            vec![(0, Msg::Ack { hops: 9 })],
+            "parked"
+        );
+        assert_eq!(p.deliver(3, Msg::Request).sent(), vec![(2, Msg::Token(token(3, 1, &[], 10)))]);
+
+        let mut first = node(0);
+        assert_eq!(
+            first.request(Request::Acquire).emitted(),
+            vec![Event::Entered { fencing: 1 }],
+            "parked at 0"
+        );
+
+        let mut q = node(1);
+        assert!(q.deliver(2, Msg::Request).is_empty());
+        assert_eq!(
+            q.deliver(0, Msg::Token(token(3, 1, &[], 9))).sent(),
+            vec![(0, Msg::Ack { hops: 9 }), (2, Msg::Token(token(3, 1, &[], 10)))],
+            "woken: not parked"
+        );
+    }
+
+    /// Rule 3: with no ACK in time the successor is removed, the token carries the removal and
+    /// goes to the next node.
+    #[test]
+    fn rule_3_an_unacknowledged_successor_is_removed_and_skipped() {
+        let mut p = node(1);
+        p.deliver(0, Msg::Token(token(0, 0, &[], 1)));
+        let step = p.fire(Timer::AckWait { to: 2 });
+        assert_eq!(step.emitted(), vec![Event::Suspect { node: 2 }]);
+        assert_eq!(step.sent(), vec![(3, Msg::Token(token(0, 0, &[2], 3)))]);
+        assert_eq!(step.set(), vec![(Timer::AckWait { to: 3 }, ACK)]);
+    }
+
+    /// Rule 4: a waiter silent for `regen_timeout` regenerates the token with the next
+    /// generation; a token of an older generation is then discarded.
+    #[test]
+    fn rule_4_a_long_wait_regenerates_the_token_and_older_tokens_are_discarded() {
+        let mut p = node(1);
+        p.request(Request::Acquire);
+        let step = p.fire(Timer::TokenSilent);
+        assert_eq!(step.emitted(), vec![Event::TokenRegenerated, Event::Entered { fencing: (5 << 32) | 1 }]);
+        p.request(Request::Release);
+        assert_eq!(
+            p.deliver(0, Msg::Token(token(0, 0, &[], 1))).sent(),
+            vec![(0, Msg::Ack { hops: 1 })],
+            "discarded"
+        );
+    }
+
     /// Two waiters time out together and both regenerate generation 1: their entries must
     /// carry different fencing tokens, or fencing cannot expose the double token.
     #[test]
@@ -437,33 +533,15 @@ mod tests {
         assert!(a > u64::from(u32::MAX));
     }
 
-    /// Duplicates: a second copy of a pass already received is acknowledged and discarded, so
-    /// a duplicating link cannot multiply the token.
+    /// Rule 5: a second copy of a pass already received is acknowledged and discarded, so a
+    /// duplicating link cannot multiply the token.
     #[test]
-    fn a_duplicated_token_is_acknowledged_and_discarded() {
-        let uids = [1, 2, 3, 4];
-        let topology = Topology::Ring { n: 4 };
-        let params = Params::default();
-        let setup =
-            Setup { uids: &uids, topology: &topology, params: &params, max_delay: MILLISECOND, seed: 1 };
-        let config = TokenRing::configure(&setup).unwrap();
-        let cx = Context { me: 1, uids: &uids, topology: &topology, now: 0, random: 0 };
-        let mut p = TokenRing::new(1, &config, &setup);
-        let token = Token { generation: 0, origin: 0, counter: 0, last_user: 0, removed: vec![], hops: 1 };
-        let sent = |out: &mut Out| -> Vec<(NodeId, Msg)> {
-            out.drain()
-                .filter_map(|a| match a {
-                    Action::Send { to, msg } => Some((to, msg)),
-                    _ => None,
-                })
-                .collect()
-        };
-        let mut out = Out::new();
-        p.on_message(&cx, 0, Msg::Token(token.clone()), &mut out);
-        let first = sent(&mut out);
-        assert_eq!(first.len(), 2, "ACK to 0 and the TOKEN on to 2: {first:?}");
-        assert!(matches!(first[1], (2, Msg::Token(Token { hops: 2, .. }))));
-        p.on_message(&cx, 0, Msg::Token(token), &mut out);
-        assert_eq!(sent(&mut out), vec![(0, Msg::Ack { hops: 1 })], "the copy is only acknowledged");
+    fn rule_5_a_duplicated_token_is_acknowledged_and_discarded() {
+        let mut p = node(1);
+        let step = p.deliver(0, Msg::Token(token(0, 0, &[], 1)));
+        assert_eq!(step.sent(), vec![(0, Msg::Ack { hops: 1 }), (2, Msg::Token(token(0, 0, &[], 2)))]);
+        let copy = p.deliver(0, Msg::Token(token(0, 0, &[], 1)));
+        assert_eq!(copy.sent(), vec![(0, Msg::Ack { hops: 1 })], "the copy is only acknowledged");
+        assert!(copy.set().is_empty());
     }
 }

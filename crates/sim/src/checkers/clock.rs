@@ -29,7 +29,7 @@
 //! as the property `monotonic` (must be 0); `skew_timeline` — the largest skew in each of up to
 //! 20 equal slices of the run, as `[end of slice in s, skew in ms]`.
 //!
-//! **make** (seed 004). [`Event::Touched`] with `what` = `compile`, `edit` or `skip` (decided
+//! **make** (the textbook's story). [`Event::Touched`] with `what` = `compile`, `edit` or `skip` (decided
 //! by comparing the recorded timestamps). `make_rebuilds` is violated when make skips although
 //! the last edit really happened (in virtual time) after the last compile.
 

@@ -19,7 +19,7 @@
 //!   before the monitor suspected it;
 //! - `waiting_ms`: total time crashed processes went unsuspected, summed over live monitors
 //!   (suspicion, recovery or end of run, minus the crash — or the monitor's own recovery if it
-//!   was down too) — the "cost of waiting" of seed 003;
+//!   was down too) — the "cost of waiting" (docs/DETECTORS.md);
 //! - `mistake_ms`: total time live processes spent wrongly suspected, summed over monitors;
 //! - latency `detection_time`: crash (or the monitor's recovery) → first suspicion, per
 //!   (monitor, crash).

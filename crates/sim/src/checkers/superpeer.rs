@@ -1,6 +1,6 @@
 //! Super-peer properties: coverage, fraction, balanced load.
 //!
-//! Large-scale elections (seed 002) elect a *set*: nodes report `Event::SuperPeer` /
+//! Large-scale elections (Tanenbaum & van Steen, Distributed Systems) elect a *set*: nodes report `Event::SuperPeer` /
 //! `Event::SuperPeerLost` for themselves and `Event::ServedBy` for the super-peer that serves
 //! them. Judged when the run is over, on the live nodes:
 //!
