@@ -93,13 +93,13 @@ fn measure(algo: &str, nodes: u32, latency: &Latency) -> anyhow::Result<Measurem
         events_per_second: r.events as f64 / r.wall_seconds,
         delivered_per_second: r.messages.delivered as f64 / r.wall_seconds,
         peak_rss_mib: peak_rss_mib(),
-        leader: r.outcome.get("leader").cloned().unwrap_or_default(),
+        leader: r.outcome.election().and_then(|e| e.leader).map_or(serde_json::Value::Null, Into::into),
         properties_hold: r.properties.iter().all(|p| p.holds),
     })
 }
 
 /// Runs `ringleader bench`.
-pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
+pub fn run(args: BenchArgs) -> crate::Outcome {
     let latencies = if args.latency.is_empty() {
         vec![Latency::Constant(1_000_000), Latency::Uniform(1_000_000, 2_000_000)]
     } else {
@@ -108,7 +108,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
     if args.single {
         let m = measure(&args.algo, args.nodes, &latencies[0])?;
         println!("{}", serde_json::to_string(&m)?);
-        return Ok(0);
+        return Ok(crate::ExitStatus::Ok);
     }
     let exe = std::env::current_exe().context("cannot find the ringleader executable")?;
     // The recorded figures use the `perf` profile (thin LTO); say so when this build is another.
@@ -169,5 +169,5 @@ pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
             );
         }
     }
-    Ok(if results.iter().all(|m| m.properties_hold) { 0 } else { 2 })
+    Ok(crate::ExitStatus::violation_unless(results.iter().all(|m| m.properties_hold)))
 }

@@ -223,7 +223,7 @@ fn human(out: &Outcome, chosen: Option<&PropertyOutcome>, args: &CheckArgs) -> S
 }
 
 /// Runs `ringleader check`; returns the exit status.
-pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
+pub fn run(args: CheckArgs) -> crate::Outcome {
     if ringleader_algorithms::find(&args.algo).is_none() {
         let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
         bail!("unknown algorithm {:?}; known: {}", args.algo, names.join(", "));
@@ -234,7 +234,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
             .map_err(|e| anyhow::anyhow!("--explore {addr}: cannot listen there: {e}"))?;
         eprintln!("explorer   http://{addr}/ (Ctrl-C to stop)");
         ringleader_check::explore(&args.algo, bounds, addr, args.threads).map_err(anyhow::Error::msg)?;
-        return Ok(0);
+        return Ok(crate::ExitStatus::Ok);
     }
     let opts = Options {
         depth: args.depth,
@@ -329,7 +329,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<i32> {
         .map(|p| p.name)
         .collect();
     let want: BTreeSet<&str> = args.expect.iter().map(String::as_str).collect();
-    Ok(if found == want { 0 } else { 2 })
+    Ok(crate::ExitStatus::violation_unless(found == want))
 }
 
 /// The HTML page of the path `ringleader check` shows (`--html`).

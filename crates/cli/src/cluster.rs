@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, bail};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::process::Command;
@@ -85,8 +85,8 @@ pub enum ClusterCmd {
     /// Send one control command to a running launcher.
     Ctl {
         /// kill | restart | pause | resume | status
-        #[arg(value_parser = ["kill", "restart", "pause", "resume", "status"])]
-        action: String,
+        #[arg(value_enum)]
+        action: CtlAction,
         /// The node id (not for status).
         id: Option<u64>,
         /// The launcher's control address [default: 127.0.0.1:8000].
@@ -96,6 +96,37 @@ pub enum ClusterCmd {
         #[arg(long, value_name = "FILE")]
         secret_file: Option<PathBuf>,
     },
+}
+
+/// A control command's action. (The variants carry no doc comments: clap would list them in
+/// `--help`; the argument's own help names them.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CtlAction {
+    Kill,
+    Restart,
+    Pause,
+    Resume,
+    Status,
+}
+
+impl CtlAction {
+    /// The word on the control channel.
+    pub fn name(self) -> &'static str {
+        match self {
+            CtlAction::Kill => "kill",
+            CtlAction::Restart => "restart",
+            CtlAction::Pause => "pause",
+            CtlAction::Resume => "resume",
+            CtlAction::Status => "status",
+        }
+    }
+
+    /// The action a control-channel word names.
+    pub fn from_word(word: &str) -> Option<CtlAction> {
+        [CtlAction::Kill, CtlAction::Restart, CtlAction::Pause, CtlAction::Resume, CtlAction::Status]
+            .into_iter()
+            .find(|a| a.name() == word)
+    }
 }
 
 /// One node's child process.
@@ -254,8 +285,11 @@ impl Launcher {
             Some(_) => return format!("error: node id must be 1..{}", self.args.nodes),
             None => None,
         };
-        match (words.first().copied(), id) {
-            (Some("status"), _) => {
+        let Some(action) = words.first().and_then(|w| CtlAction::from_word(w)) else {
+            return "error: commands are kill ID, restart ID, pause ID, resume ID, status".into();
+        };
+        match (action, id) {
+            (CtlAction::Status, _) => {
                 let slots = self.slots.lock().expect("slots");
                 let parts: Vec<String> = (1..=self.args.nodes)
                     .map(|i| {
@@ -270,35 +304,34 @@ impl Launcher {
                     .collect();
                 format!("ok {}", parts.join(" "))
             }
-            (Some("kill"), Some(id)) => {
+            (CtlAction::Kill, Some(id)) => {
                 if self.kill(id, libc::SIGKILL).await {
                     format!("ok killed {id}")
                 } else {
                     format!("error: node {id} is not running")
                 }
             }
-            (Some("restart"), Some(id)) => {
+            (CtlAction::Restart, Some(id)) => {
                 self.kill(id, libc::SIGKILL).await;
                 match self.spawn(id) {
                     Ok(()) => format!("ok restarted {id}"),
                     Err(e) => format!("error: {e:#}"),
                 }
             }
-            (Some("pause"), Some(id)) => match self.pause(id).await {
+            (CtlAction::Pause, Some(id)) => match self.pause(id).await {
                 Ok(()) => format!("ok paused {id}"),
                 Err(e) => format!("error: {e}"),
             },
-            (Some("resume"), Some(id)) => {
+            (CtlAction::Resume, Some(id)) => {
                 if self.signal(id, libc::SIGCONT, false).is_some() {
                     format!("ok resumed {id}")
                 } else {
                     format!("error: node {id} is not running")
                 }
             }
-            (Some(w @ ("kill" | "restart" | "pause" | "resume")), None) => {
-                format!("error: {w} needs a node id")
+            (CtlAction::Kill | CtlAction::Restart | CtlAction::Pause | CtlAction::Resume, None) => {
+                format!("error: {} needs a node id", action.name())
             }
-            _ => "error: commands are kill ID, restart ID, pause ID, resume ID, status".into(),
         }
     }
 }
@@ -318,11 +351,11 @@ fn all_threads_stopped(pid: i32) -> bool {
 }
 
 /// Runs `ringleader cluster`.
-pub fn run(args: ClusterArgs) -> anyhow::Result<i32> {
+pub fn run(args: ClusterArgs) -> crate::Outcome {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {
         if let Some(ClusterCmd::Ctl { action, id, ctl, secret_file }) = &args.ctl {
-            return ctl_send(action, *id, ctl, secret_file.as_deref()).await;
+            return ctl_send(*action, *id, ctl, secret_file.as_deref()).await;
         }
         launch(args).await
     })
@@ -340,14 +373,14 @@ async fn read_line_timeout<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> any
 }
 
 async fn ctl_send(
-    action: &str,
+    action: CtlAction,
     id: Option<u64>,
     addr: &str,
     secret_file: Option<&std::path::Path>,
-) -> anyhow::Result<i32> {
+) -> crate::Outcome {
     let command = match id {
-        Some(id) => format!("{action} {id}"),
-        None => action.to_string(),
+        Some(id) => format!("{} {id}", action.name()),
+        None => action.name().to_string(),
     };
     let stream = tokio::net::TcpStream::connect(addr)
         .await
@@ -374,7 +407,7 @@ async fn ctl_send(
     w.write_all(format!("{line}\n").as_bytes()).await?;
     let answer = read_line_timeout(&mut r).await?;
     println!("{answer}");
-    Ok(if answer.starts_with("ok") { 0 } else { 1 })
+    Ok(if answer.starts_with("ok") { crate::ExitStatus::Ok } else { crate::ExitStatus::Input })
 }
 
 /// Checks a control line `HMAC COMMAND` against the nonce of this connection; returns the
@@ -387,7 +420,7 @@ fn authenticate<'a>(secret: &ringleader_net::auth::Secret, nonce: &str, line: &'
         .then_some(command)
 }
 
-async fn launch(args: ClusterArgs) -> anyhow::Result<i32> {
+async fn launch(args: ClusterArgs) -> crate::Outcome {
     let Some(algo) = args.algo.clone() else { bail!("missing --algo NAME (see `ringleader list`)") };
     let Some(info) = ringleader_algorithms::find(&algo) else {
         let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
@@ -482,5 +515,5 @@ async fn launch(args: ClusterArgs) -> anyhow::Result<i32> {
             launcher.kill(id, libc::SIGKILL).await;
         }
     }
-    Ok(0)
+    Ok(crate::ExitStatus::Ok)
 }

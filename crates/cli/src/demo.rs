@@ -28,10 +28,10 @@ const DEMOS: &[(&str, &str)] = &[
 ];
 
 /// Runs every demonstration; the exit status is 2 if any did not behave as its scenario says.
-pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
+pub fn run(args: DemoArgs) -> crate::Outcome {
     let dir = args.html_dir.unwrap_or_else(|| std::env::temp_dir().join("ringleader-demo"));
     std::fs::create_dir_all(&dir).with_context(|| format!("--html-dir {}", dir.display()))?;
-    let mut worst = 0;
+    let mut worst = crate::ExitStatus::Ok;
     for (i, (file, text)) in DEMOS.iter().enumerate() {
         let cfg = Scenario::parse(text, &format!("scenarios/{file}"))?.resolve(None)?;
         let result = ringleader_sim::run(&cfg, RunOptions { keep_trace: true, ..RunOptions::default() })?;
@@ -47,7 +47,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
         std::fs::write(&page, crate::sim::html_page(&result, cfg.name.as_deref())?)
             .with_context(|| format!("{}", page.display()))?;
         println!("html       {}", page.display());
-        worst = worst.max(result.report.exit_code());
+        worst = worst.max(crate::ExitStatus::violation_unless(result.report.as_expected()));
     }
     println!();
     println!(
@@ -59,14 +59,13 @@ pub fn run(args: DemoArgs) -> anyhow::Result<i32> {
 /// What the numbers of `report` mean, in words, for the fields a demonstration prints: the
 /// report's names are terse, and a reader should not need a glossary.
 fn reading(report: &ringleader_sim::Report) -> Vec<String> {
-    let out = &report.outcome;
-    let num = |k: &str| out.get(k).and_then(|v| v.as_f64());
+    let (election, mutex) = (report.outcome.election(), report.outcome.mutex());
     let mut lines = Vec::new();
     let mut say = |text: String| {
         let prefix = if lines.is_empty() { "reading    " } else { "           " };
         lines.push(format!("{prefix}{text}"));
     };
-    if let Some(ms) = num("election_ms") {
+    if let Some(ms) = election.and_then(|e| e.election_ms) {
         say(format!(
             "election_ms = {ms}: from the first process starting an election until the last one \
              learned the leader"
@@ -78,17 +77,17 @@ fn reading(report: &ringleader_sim::Report) -> Vec<String> {
             p.max
         ));
     }
-    if let Some(n) = num("max_concurrent_holders") {
+    if let Some(n) = mutex.map(|m| m.max_concurrent_holders) {
         say(format!("max_concurrent_holders = {n}: the most processes in the critical section at once"));
     }
-    if let Some(n) = num("max_overtaken") {
+    if let Some(n) = mutex.map(|m| m.max_overtaken) {
         say(format!(
             "max_overtaken = {n}: the most entries by others while one request waited, counted from \
              when it was issued; fifo compares arrivals at the coordinator, so a request that arrives \
              last may be overtaken while fifo holds"
         ));
     }
-    if let Some(n) = num("suspicions") {
+    if let Some(n) = mutex.and_then(|m| m.suspicions) {
         say(format!("suspicions = {n}: times a holder was taken for failed (its timeout fired)"));
     }
     if let Some(p) = report.latency.get("response_time") {

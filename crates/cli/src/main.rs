@@ -1,8 +1,14 @@
 //! `ringleader`: the command line.
 //!
-//! Exit status: 0 when every checked property holds (or exactly the violations a scenario
-//! declares were found), 1 for a usage or input error (one line on stderr), 2 when a property
-//! was violated unexpectedly.
+//! Exit status ([`ExitStatus`]): 0 when every checked property holds (or exactly the violations
+//! a scenario declares were found), 1 for a usage or input error (one line on stderr), 2 when a
+//! property was violated unexpectedly.
+//!
+//! Errors: the libraries return typed errors (`thiserror` enums such as `SimError`,
+//! `NetError`, `TableError`), so that a caller can tell one failure from another and a test
+//! can match on it. This crate is the last caller: all it does with an error is print it on one
+//! line and exit with status 1, so it collects them in `anyhow::Error`, adding the context only
+//! it knows (which flag, which file) on the way.
 
 mod bench;
 mod check;
@@ -20,6 +26,37 @@ mod verify;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+/// How a command ends: the process's exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ExitStatus {
+    /// 0: done, and every checked property holds (or exactly the expected violations were
+    /// found).
+    Ok,
+    /// 1: bad usage or input, or a request the other side refused; one line on stderr.
+    Input,
+    /// 2: a property was violated unexpectedly (or a table row is `off`).
+    Violation,
+}
+
+impl ExitStatus {
+    /// [`ExitStatus::Ok`] when `expected`, else [`ExitStatus::Violation`].
+    pub fn violation_unless(expected: bool) -> ExitStatus {
+        if expected { ExitStatus::Ok } else { ExitStatus::Violation }
+    }
+
+    /// The number the process exits with.
+    pub fn code(self) -> u8 {
+        match self {
+            ExitStatus::Ok => 0,
+            ExitStatus::Input => 1,
+            ExitStatus::Violation => 2,
+        }
+    }
+}
+
+/// What a subcommand returns.
+pub type Outcome = anyhow::Result<ExitStatus>;
 
 /// Leader election, mutual exclusion, clocks, deadlock and failure detection — the classical
 /// coordination algorithms, each written once and run by a seeded simulator with faults and
@@ -106,7 +143,7 @@ fn main() -> ExitCode {
             let text = e.render().to_string();
             let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: bad arguments");
             eprintln!("{first} (see --help)");
-            return ExitCode::from(1);
+            return ExitCode::from(ExitStatus::Input.code());
         }
     };
     let result = match cli.command {
@@ -114,7 +151,7 @@ fn main() -> ExitCode {
             for info in ringleader_algorithms::all() {
                 println!("{:<22} {:<9} {}", info.name, info.family.name(), info.summary);
             }
-            Ok(0)
+            Ok(ExitStatus::Ok)
         }
         Command::Sim(args) => sim::run(*args),
         Command::Sweep(args) => sweep::run(*args),
@@ -130,7 +167,7 @@ fn main() -> ExitCode {
         Command::Ui(args) => ui::run(args),
     };
     match result {
-        Ok(code) => ExitCode::from(code as u8),
+        Ok(status) => ExitCode::from(status.code()),
         Err(e)
             if e.chain().any(|c| {
                 c.downcast_ref::<std::io::Error>()
@@ -142,7 +179,7 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("error: {}", one_line(&e));
-            ExitCode::from(1)
+            ExitCode::from(ExitStatus::Input.code())
         }
     }
 }

@@ -196,7 +196,7 @@ impl NodeArgs {
 }
 
 /// Runs the node until Ctrl-C or SIGTERM.
-pub fn run(args: NodeArgs) -> anyhow::Result<i32> {
+pub fn run(args: NodeArgs) -> crate::Outcome {
     let cfg = args.to_config()?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {
@@ -216,6 +216,6 @@ pub fn run(args: NodeArgs) -> anyhow::Result<i32> {
         eprintln!("[id {id}] stopping");
         handle.shutdown.cancel();
         handle.stopped.cancelled().await;
-        Ok(0)
+        Ok(crate::ExitStatus::Ok)
     })
 }

@@ -1,48 +1,27 @@
-//! `ringleader quorum-risk`: how likely is seed 003's quorum voting to break mutual exclusion?
-//!
-//! Two quorums of size `m` out of `n` coordinators intersect in at least `2m − n` of them. If
-//! every coordinator of the intersection resets (crashes and recovers, forgetting its grant)
-//! within the window, a second participant can gather a quorum while the first holds the
-//! section. With `P` the probability that one given coordinator resets within the window:
-//!
-//! ```text
-//!   P_v = Σ_{k = 2m−n}^{m} C(m, k) · P^k · (1 − P)^(m − k)
-//! ```
-//!
-//! Three estimates, side by side:
-//! - **exact**: `P` is read as an exact decimal `a / 10^d`, so `P_v` is the exact fraction
-//!   `Σ C(m,k)·a^k·(10^d − a)^(m−k) / 10^(d·m)` — a terminating decimal, computed with big
-//!   integers (no floating-point underflow at 1e-59) and printed to 4 significant digits and in
-//!   full;
-//! - **Monte Carlo** (`--monte-carlo RUNS`): samples the formula's own model (each of the `m`
-//!   coordinators of the first quorum resets with probability `P`; a violation when at least
-//!   `2m − n` did) and reports the estimate with a 95 % Wilson confidence interval;
-//! - **protocol** (`--protocol RUNS`): runs the `quorum` algorithm in the simulator, with `n`
-//!   coordinators and two participants, each coordinator crashing and recovering inside the
-//!   window with probability `P`, and counts runs where the safety checker finds two holders.
-//!   `--race staged` (default) stages the seed's race — the first participant's votes come from
-//!   `m` coordinators, the second's from the other `n − m` — so the protocol reproduces the
-//!   formula's model; `--race none` lets the first participant be queued first everywhere, so
-//!   it holds all `n` votes and the second needs `m` resets: `Σ_{k=m}^{n} C(n,k)·P^k·(1−P)^(n−k)`,
-//!   printed beside it. docs/MUTEX.md explains the difference.
+//! `ringleader quorum-risk`: the arguments of [`ringleader_analysis::quorum_risk`], which
+//! computes the probability that quorum voting with forgetful coordinators violates mutual
+//! exclusion.
 
-use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
-use num_bigint::BigUint;
-use rand::{RngExt, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
-use ringleader_sim::scenario::WorkloadKind;
-use ringleader_sim::{RunConfig, RunOptions};
-use serde_json::json;
+use ringleader_analysis::quorum_risk::{self, Options};
 
-/// How the protocol-level simulation orders the two participants' requests.
+/// `--race`: how the protocol-level simulation orders the two participants' requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Race {
-    /// The seed's race: the first participant's votes come from m coordinators, the second's
-    /// from the other n − m (the formula's model).
+    /// The formula's race: the first participant's votes come from m coordinators, the
+    /// second's from the other n − m.
     Staged,
     /// No staging: the first participant is queued first at every coordinator.
     None,
+}
+
+impl From<Race> for quorum_risk::Race {
+    fn from(r: Race) -> quorum_risk::Race {
+        match r {
+            Race::Staged => quorum_risk::Race::Staged,
+            Race::None => quorum_risk::Race::None,
+        }
+    }
 }
 
 /// Probability that quorum voting with forgetful coordinators violates mutual exclusion.
@@ -75,330 +54,25 @@ pub struct QuorumRiskArgs {
     json: bool,
 }
 
-/// An exact probability in [0, 1]: `numerator / 10^scale`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Decimal {
-    /// The digits.
-    pub numerator: BigUint,
-    /// Decimal places.
-    pub scale: u32,
-}
-
-impl Decimal {
-    /// Reads `0.05`, `1e-4`, `2.5E-3`, `1`, `0` exactly.
-    pub fn parse(text: &str) -> Option<Decimal> {
-        let t = text.trim();
-        let (mantissa, exp) = match t.find(['e', 'E']) {
-            Some(i) => (&t[..i], t[i + 1..].parse::<i64>().ok()?),
-            None => (t, 0),
-        };
-        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-        if int.is_empty() && frac.is_empty() {
-            return None;
-        }
-        if !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        let digits = format!("{int}{frac}");
-        let mut numerator: BigUint = if digits.is_empty() { BigUint::ZERO } else { digits.parse().ok()? };
-        let mut scale = frac.len() as i64 - exp;
-        if scale < 0 {
-            numerator *= BigUint::from(10u32).pow((-scale) as u32);
-            scale = 0;
-        }
-        if scale > 10_000 {
-            return None;
-        }
-        Some(Decimal { numerator, scale: scale as u32 })
-    }
-
-    fn one(scale: u32) -> BigUint {
-        BigUint::from(10u32).pow(scale)
-    }
-
-    /// True when the value lies in [0, 1].
-    pub fn is_probability(&self) -> bool {
-        self.numerator <= Self::one(self.scale)
-    }
-
-    /// The value as a float (for sampling).
-    pub fn to_f64(&self) -> f64 {
-        let s = self.plain();
-        s.parse().unwrap_or(f64::NAN)
-    }
-
-    /// Every digit, in plain notation (`0.18549375`), trailing zeros removed.
-    pub fn plain(&self) -> String {
-        let digits = self.numerator.to_string();
-        let scale = self.scale as usize;
-        if scale == 0 {
-            return digits;
-        }
-        let padded = if digits.len() <= scale {
-            format!("{}{digits}", "0".repeat(scale + 1 - digits.len()))
-        } else {
-            digits
-        };
-        let (int, frac) = padded.split_at(padded.len() - scale);
-        let frac = frac.trim_end_matches('0');
-        if frac.is_empty() { int.to_string() } else { format!("{int}.{frac}") }
-    }
-
-    /// Four significant digits, rounded half up, in `%.4g` style: plain notation for values
-    /// from 1e-4 up, scientific below (`0.1855`, `7.349e-59`).
-    pub fn four_digits(&self) -> String {
-        if self.numerator == BigUint::ZERO {
-            return "0".into();
-        }
-        let digits = self.numerator.to_string();
-        let mut exp = digits.len() as i64 - 1 - self.scale as i64;
-        // Round to 4 significant digits.
-        let head: u64 = digits[..digits.len().min(4)].parse().expect("digits");
-        let mut head = head * 10u64.pow(4 - digits.len().min(4) as u32);
-        if digits.len() > 4 && digits.as_bytes()[4] >= b'5' {
-            head += 1;
-            if head == 10_000 {
-                head = 1_000;
-                exp += 1;
-            }
-        }
-        let m = head.to_string();
-        if (-4..4).contains(&exp) {
-            // Plain: place the point.
-            let value = Decimal { numerator: BigUint::from(head), scale: (3 - exp) as u32 };
-            value.plain()
-        } else {
-            let frac = m[1..].trim_end_matches('0');
-            let mant = if frac.is_empty() { m[..1].to_string() } else { format!("{}.{frac}", &m[..1]) };
-            format!("{mant}e{}{:02}", if exp < 0 { "-" } else { "+" }, exp.abs())
-        }
-    }
-}
-
-fn binomial(n: u32, k: u32) -> BigUint {
-    let mut c = BigUint::from(1u32);
-    for i in 0..k {
-        c = c * BigUint::from(n - i) / BigUint::from(i + 1);
-    }
-    c
-}
-
-/// `Σ_{k=lo}^{hi} C(size,k)·P^k·(1−P)^(size−k)` exactly, for `P = p`.
-pub fn binomial_tail(p: &Decimal, size: u32, lo: u32) -> Decimal {
-    let one = Decimal::one(p.scale);
-    let q = &one - &p.numerator;
-    let mut sum = BigUint::ZERO;
-    for k in lo..=size {
-        sum += binomial(size, k) * p.numerator.pow(k) * q.pow(size - k);
-    }
-    Decimal { numerator: sum, scale: p.scale * size }
-}
-
-/// The seed's `P_v` for `P = p`, `n` coordinators, quorum `m`.
-pub fn violation_probability(p: &Decimal, n: u32, m: u32) -> Decimal {
-    binomial_tail(p, m, 2 * m - n)
-}
-
-/// 95 % Wilson score interval for `hits` successes in `runs` trials.
-fn wilson(hits: u64, runs: u64) -> (f64, f64) {
-    let (z, n) = (1.959_963_984_540_054_f64, runs as f64);
-    let phat = hits as f64 / n;
-    let denom = 1.0 + z * z / n;
-    let centre = (phat + z * z / (2.0 * n)) / denom;
-    let half = z * (phat * (1.0 - phat) / n + z * z / (4.0 * n * n)).sqrt() / denom;
-    ((centre - half).max(0.0), (centre + half).min(1.0))
-}
-
-/// A rate for people: four decimals, or scientific notation below 1e-3.
-fn rate(x: f64) -> String {
-    if x != 0.0 && x < 1e-3 { format!("{x:.3e}") } else { format!("{x:.4}") }
-}
-
-/// One protocol-level run: was mutual exclusion violated?
-fn protocol_run(n: u32, m: u32, race: Race, resets: &[bool], seed: u64) -> Result<bool> {
-    let (a, b) = (n as u64 + 1, n as u64 + 2);
-    let mut cfg = RunConfig::new("quorum", n + 2)?;
-    cfg.seed = seed;
-    cfg.params.insert("coordinators".into(), n.to_string());
-    cfg.params.insert("quorum".into(), m.to_string());
-    cfg.params.insert("patience".into(), "10ms".into());
-    cfg.params.insert("backoff".into(), "1ms".into());
-    cfg.workload = Some(WorkloadKind::Saturated);
-    cfg.entries = 2;
-    cfg.hold = 50_000_000;
-    cfg.requesters = Some(vec![a, b]);
-    let list = |r: std::ops::RangeInclusive<u32>| r.map(|x| x.to_string()).collect::<Vec<_>>().join(",");
-    if race == Race::Staged {
-        if m < n {
-            cfg.partition
-                .push(format!("{a}>{}@0..2ms", list(m + 1..=n)).parse().map_err(anyhow::Error::msg)?);
-        }
-        cfg.partition.push(format!("{b}>{}@0..2ms", list(1..=m)).parse().map_err(anyhow::Error::msg)?);
-    }
-    for (i, _) in resets.iter().enumerate().filter(|(_, r)| **r) {
-        let id = i + 1;
-        cfg.crash.push(format!("{id}@4ms").parse().map_err(anyhow::Error::msg)?);
-        cfg.recover.push(format!("{id}@5ms").parse().map_err(anyhow::Error::msg)?);
-    }
-    let report = ringleader_sim::run(&cfg, RunOptions::default())?.report;
-    Ok(report.violations.iter().any(|v| v.property == "safety"))
-}
-
-/// The most coordinators `--n` may name (the exact sum has m terms of m-digit binomials).
-const MAX_COORDINATORS: u32 = 1_000;
-/// The most samples `--monte-carlo` may draw.
-const MAX_MONTE_CARLO: u64 = 100_000_000;
-/// The most simulated runs `--protocol` may make, and the most coordinators each may have.
-const MAX_PROTOCOL_RUNS: u64 = 1_000_000;
-const MAX_PROTOCOL_COORDINATORS: u32 = 100;
-
 /// Runs the subcommand; returns the exit status.
-pub fn run(args: QuorumRiskArgs) -> Result<i32> {
-    let Some(p) = Decimal::parse(&args.p) else {
-        bail!("--p {:?}: not a decimal number; give a probability in [0, 1] such as 0.05 or 1e-4", args.p);
+pub fn run(args: QuorumRiskArgs) -> crate::Outcome {
+    let p = quorum_risk::parse_probability(&args.p)?;
+    let options = Options {
+        p,
+        n: args.n,
+        m: args.m,
+        monte_carlo: args.monte_carlo,
+        protocol: args.protocol,
+        race: args.race.into(),
+        seed: args.seed,
     };
-    if !p.is_probability() {
-        bail!("--p {}: a probability must be between 0 and 1", args.p);
-    }
-    let (n, m) = (args.n, args.m);
-    if n == 0 || n > MAX_COORDINATORS {
-        bail!("--n {n}: the number of coordinators must be 1..{MAX_COORDINATORS}");
-    }
-    if m > n {
-        bail!("--m {m}: the quorum cannot exceed the {n} coordinators (need n/2 < m <= n)");
-    }
-    if 2 * m <= n {
-        bail!("--m {m}: a quorum must be a majority, m > n/2 = {} (need n/2 < m <= n)", n as f64 / 2.0);
-    }
-    let exact = violation_probability(&p, n, m);
-    let mut out = json!({
-        "p": p.plain(),
-        "n": n,
-        "m": m,
-        "intersection": 2 * m - n,
-        "formula": "P_v = sum_{k=2m-n}^{m} C(m,k) P^k (1-P)^(m-k)",
-        "p_v": exact.four_digits(),
-        "p_v_exact": exact.plain(),
-    });
-    let mut lines = vec![
-        format!(
-            "quorum-risk  P = {}, n = {n}, m = {m}: quorums intersect in k >= 2m - n = {}",
-            p.plain(),
-            2 * m - n
-        ),
-        format!("P_v          {}", exact.four_digits()),
-        format!("exact        {}", exact.plain()),
-    ];
-    let pf = p.to_f64();
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(args.seed);
-    if let Some(runs) = args.monte_carlo {
-        if runs == 0 || runs > MAX_MONTE_CARLO {
-            bail!("--monte-carlo {runs}: give 1..{MAX_MONTE_CARLO} runs");
-        }
-        let need = 2 * m - n;
-        let hits = (0..runs)
-            .filter(|_| (0..m).filter(|_| rng.random::<f64>() < pf).count() as u32 >= need)
-            .count() as u64;
-        let (lo, hi) = wilson(hits, runs);
-        let est = hits as f64 / runs as f64;
-        let ef = exact.to_f64();
-        let ok = lo <= ef && ef <= hi;
-        out["monte_carlo"] = json!({
-            "runs": runs, "seed": args.seed, "violations": hits, "estimate": est,
-            "ci95": [lo, hi], "contains_exact": ok,
-        });
-        lines.push(format!(
-            "monte carlo  {} ({hits} of {runs} samples), 95% CI [{}, {}]: {} the exact value",
-            rate(est),
-            rate(lo),
-            rate(hi),
-            if ok { "contains" } else { "does NOT contain" }
-        ));
-    }
-    if let Some(runs) = args.protocol {
-        if runs == 0 || runs > MAX_PROTOCOL_RUNS {
-            bail!("--protocol {runs}: give 1..{MAX_PROTOCOL_RUNS} runs");
-        }
-        if n > MAX_PROTOCOL_COORDINATORS {
-            bail!(
-                "--n {n} with --protocol: the simulated runs take 1..{MAX_PROTOCOL_COORDINATORS} coordinators"
-            );
-        }
-        let mut hits = 0u64;
-        for i in 0..runs {
-            let resets: Vec<bool> = (0..n).map(|_| rng.random::<f64>() < pf).collect();
-            if protocol_run(n, m, args.race, &resets, args.seed.wrapping_add(i))? {
-                hits += 1;
-            }
-        }
-        let (lo, hi) = wilson(hits, runs);
-        let est = hits as f64 / runs as f64;
-        let model = match args.race {
-            Race::Staged => exact.clone(),
-            Race::None => binomial_tail(&p, n, m),
-        };
-        let mf = model.to_f64();
-        out["protocol"] = json!({
-            "runs": runs, "race": format!("{:?}", args.race).to_lowercase(), "violations": hits,
-            "rate": est, "ci95": [lo, hi], "model_exact": model.four_digits(),
-            "contains_model": lo <= mf && mf <= hi,
-        });
-        lines.push(format!(
-            "protocol     {} ({hits} of {runs} simulated runs of `quorum`, race {}), 95% CI [{}, {}]",
-            rate(est),
-            format!("{:?}", args.race).to_lowercase(),
-            rate(lo),
-            rate(hi)
-        ));
-        lines.push(format!(
-            "             this race's model: {} ({})",
-            model.four_digits(),
-            match args.race {
-                Race::Staged => "the formula: the first quorum is exactly m coordinators",
-                Race::None => "the first participant holds all n votes: at least m of n must reset",
-            }
-        ));
-    }
+    let risk = quorum_risk::evaluate(&options)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", serde_json::to_string_pretty(&risk.json())?);
     } else {
-        for l in lines {
+        for l in risk.lines() {
             println!("{l}");
         }
     }
-    Ok(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exact_reference_values() {
-        let p = Decimal::parse("0.0001").unwrap();
-        assert_eq!(violation_probability(&p, 32, 24).four_digits(), "7.349e-59");
-        let p = Decimal::parse("0.05").unwrap();
-        let v = violation_probability(&p, 7, 4);
-        assert_eq!(v.plain(), "0.18549375");
-        assert_eq!(v.four_digits(), "0.1855");
-        assert_eq!(Decimal::parse("1e-4"), Decimal::parse("0.0001"));
-    }
-
-    #[test]
-    fn formatting_and_parsing() {
-        let d = |s: &str| Decimal::parse(s).unwrap();
-        assert_eq!(d("0.5").four_digits(), "0.5");
-        assert_eq!(d("1").four_digits(), "1");
-        assert_eq!(d("0").four_digits(), "0");
-        assert_eq!(d("0.99996").four_digits(), "1");
-        assert_eq!(d("0.000123456").four_digits(), "0.0001235");
-        assert_eq!(d("0.0000123456").four_digits(), "1.235e-05");
-        assert_eq!(d("2.5E-3").plain(), "0.0025");
-        assert!(Decimal::parse("abc").is_none());
-        assert!(Decimal::parse("-0.1").is_none());
-        assert!(!d("1.5").is_probability());
-        // P = 1: every coordinator resets, so a violation is certain; P = 0: impossible.
-        assert_eq!(violation_probability(&d("1"), 7, 4).plain(), "1");
-        assert_eq!(violation_probability(&d("0"), 7, 4).plain(), "0");
-    }
+    Ok(crate::ExitStatus::Ok)
 }

@@ -43,8 +43,8 @@ pub struct SimArgs {
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
     /// How ids are laid out over positions [default: ascending].
-    #[arg(long, value_name = "ARRANGEMENT", value_parser = ["ascending", "descending", "random"])]
-    pub ids: Option<String>,
+    #[arg(long, value_name = "ARRANGEMENT", value_enum)]
+    pub ids: Option<IdsArg>,
     /// Who starts an election at time 0: all, lowest, highest, none, or ids like 3 or 1,4
     /// (lowest/highest mean the lowest/highest live id); elections only [default: lowest].
     #[arg(long, value_name = "WHO")]
@@ -103,8 +103,8 @@ pub struct SimArgs {
     /// Workload: sequential, saturated, poisson (mutual exclusion); messages (clocks: local
     /// events and sends) [default: sequential for mutex, messages for clock algorithms].
     /// Elections and detectors have no workload and take none of the workload flags.
-    #[arg(long, value_name = "KIND", value_parser = ["sequential", "saturated", "poisson", "messages"])]
-    pub workload: Option<String>,
+    #[arg(long, value_name = "KIND", value_enum)]
+    pub workload: Option<WorkloadArg>,
     /// Critical-section entries (mutex), transactions (deadlock) or events (messages workload)
     /// to request in total, 0..10000000 [default: 10].
     #[arg(long, value_name = "E")]
@@ -182,20 +182,51 @@ pub fn parse_param(s: &str) -> Result<(String, String), String> {
     Ok((k.trim().into(), v.trim().into()))
 }
 
+/// `--ids`: how ids are laid out over positions, by [`IdArrangement::name`]. (The variants
+/// carry no doc comments: clap would list them in `--help`, which shows the names on one line.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum IdsArg {
+    Ascending,
+    Descending,
+    Random,
+}
+
+impl From<IdsArg> for IdArrangement {
+    fn from(a: IdsArg) -> IdArrangement {
+        match a {
+            IdsArg::Ascending => IdArrangement::Ascending,
+            IdsArg::Descending => IdArrangement::Descending,
+            IdsArg::Random => IdArrangement::Random,
+        }
+    }
+}
+
+/// `--workload`: the request pattern, by [`WorkloadKind::name`] (no doc comments on the
+/// variants, as for [`IdsArg`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WorkloadArg {
+    Sequential,
+    Saturated,
+    Poisson,
+    Messages,
+}
+
+impl From<WorkloadArg> for WorkloadKind {
+    fn from(a: WorkloadArg) -> WorkloadKind {
+        match a {
+            WorkloadArg::Sequential => WorkloadKind::Sequential,
+            WorkloadArg::Saturated => WorkloadKind::Saturated,
+            WorkloadArg::Poisson => WorkloadKind::Poisson,
+            WorkloadArg::Messages => WorkloadKind::Messages,
+        }
+    }
+}
+
 impl SimArgs {
     /// The flags as a scenario overlay.
     pub fn overlay(&self) -> Scenario {
-        let ids = self.ids.as_deref().map(|s| match s {
-            "descending" => IdArrangement::Descending,
-            "random" => IdArrangement::Random,
-            _ => IdArrangement::Ascending,
-        });
-        let workload = self.workload.as_deref().map(|s| match s {
-            "saturated" => WorkloadKind::Saturated,
-            "poisson" => WorkloadKind::Poisson,
-            "messages" => WorkloadKind::Messages,
-            _ => WorkloadKind::Sequential,
-        });
+        let ids = self.ids.map(IdArrangement::from);
+        let workload = self.workload.map(WorkloadKind::from);
         Scenario {
             algorithm: self.algo.clone(),
             nodes: self.nodes,
@@ -259,7 +290,7 @@ pub fn resolve_config(args: &SimArgs, extra: Scenario) -> anyhow::Result<ringlea
 }
 
 /// Runs `ringleader sim`; returns the exit status.
-pub fn run(args: SimArgs) -> anyhow::Result<i32> {
+pub fn run(args: SimArgs) -> crate::Outcome {
     let cfg = resolve_config(&args, Scenario::default())?;
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let bar = show_progress.then(|| {
@@ -319,7 +350,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<i32> {
             println!("shiviz     {}", p.display());
         }
     }
-    Ok(report.exit_code())
+    Ok(crate::ExitStatus::violation_unless(report.as_expected()))
 }
 
 /// The HTML page of a simulated run (`--html`, `demo`).

@@ -96,7 +96,7 @@ struct VariantFlags {
 }
 
 /// Runs `ringleader sweep`; returns the exit status.
-pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
+pub fn run(args: SweepArgs) -> crate::Outcome {
     if let Some(MergeCommand::Merge(m)) = args.merge {
         return merge(m);
     }
@@ -175,10 +175,10 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
         b.finish_and_clear();
     }
     print_output(&out, args.sim.json, args.csv)?;
-    Ok(if out.as_expected() { 0 } else { 2 })
+    Ok(crate::ExitStatus::violation_unless(out.as_expected()))
 }
 
-fn merge(m: MergeArgs) -> anyhow::Result<i32> {
+fn merge(m: MergeArgs) -> crate::Outcome {
     let mut parts = Vec::new();
     for f in &m.files {
         let text = std::fs::read_to_string(f).with_context(|| format!("{}", f.display()))?;
@@ -189,7 +189,7 @@ fn merge(m: MergeArgs) -> anyhow::Result<i32> {
     }
     let out = sweep::merge(parts)?;
     print_output(&out, m.json, m.csv)?;
-    Ok(if out.as_expected() { 0 } else { 2 })
+    Ok(crate::ExitStatus::violation_unless(out.as_expected()))
 }
 
 fn print_output(out: &SweepOutput, json: bool, csv: bool) -> anyhow::Result<()> {

@@ -146,7 +146,7 @@ fn execute(req: RunRequest) -> Result<RunResponse, String> {
             trace.push('\n');
         }
         Ok(RunResponse {
-            exit: result.report.exit_code(),
+            exit: i32::from(crate::ExitStatus::violation_unless(result.report.as_expected()).code()),
             verdict,
             html: html_page(&result, cfg.name.as_deref())?,
             repro: result.report.repro.clone(),
@@ -226,7 +226,7 @@ async fn page() -> impl IntoResponse {
 }
 
 /// Runs `ringleader ui` until interrupted.
-pub fn run(args: UiArgs) -> anyhow::Result<i32> {
+pub fn run(args: UiArgs) -> crate::Outcome {
     let addr: SocketAddr = args.listen.parse().map_err(|_| {
         anyhow::anyhow!("--listen {:?}: expected HOST:PORT such as 127.0.0.1:8080", args.listen)
     })?;
@@ -248,7 +248,7 @@ pub fn run(args: UiArgs) -> anyhow::Result<i32> {
                 let _ = tokio::signal::ctrl_c().await;
             })
             .await?;
-        Ok(0)
+        Ok(crate::ExitStatus::Ok)
     })
 }
 

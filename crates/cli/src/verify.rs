@@ -37,9 +37,8 @@ pub struct VerifyArgs {
 }
 
 /// Runs `ringleader verify`.
-pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
-    let report =
-        ringleader_net::verify::verify_files(&args.traces, &args.down).map_err(anyhow::Error::msg)?;
+pub fn run(args: VerifyArgs) -> crate::Outcome {
+    let report = ringleader_net::verify::verify_files(&args.traces, &args.down)?;
     if args.html.is_some() || args.shiviz.is_some() {
         write_pictures(&args, &report)?;
     }
@@ -48,7 +47,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<i32> {
     } else {
         println!("{report}");
     }
-    Ok(if report.violations.is_empty() { 0 } else { 2 })
+    Ok(crate::ExitStatus::violation_unless(report.violations.is_empty()))
 }
 
 /// `--html` and `--shiviz`: the merged traces, in time order, one row per record.

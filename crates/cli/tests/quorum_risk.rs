@@ -75,7 +75,7 @@ fn bad_input_is_one_line_and_exit_one() {
         (vec!["--p", "abc", "--n", "7", "--m", "4"], "not a decimal"),
         (vec!["--p", "0.1", "--n", "7", "--m", "3"], "m > n/2"),
         (vec!["--p", "0.1", "--n", "7", "--m", "8"], "cannot exceed"),
-        (vec!["--p", "0.1", "--n", "0", "--m", "0"], "at least one coordinator"),
+        (vec!["--p", "0.1", "--n", "0", "--m", "0"], "the number of coordinators must be 1.."),
     ] {
         let mut all = vec!["quorum-risk"];
         all.extend_from_slice(&args);

@@ -110,13 +110,6 @@ pub enum Event {
         /// The correction, in nanoseconds (negative slows the clock down).
         delta: i64,
     },
-    /// An application-level observation with a free-form label (clock workloads and demos).
-    Note {
-        /// What happened.
-        label: String,
-        /// An associated value.
-        value: i64,
-    },
     /// A logical timestamp attached to a local, send or receive event (clock algorithms).
     Stamped {
         /// The Lamport value, or 0.
@@ -126,8 +119,8 @@ pub enum Event {
     },
     /// A file-system-like observation for the `make` story: `what` was done at local `time`.
     Touched {
-        /// What was done (`edit`, `compile`, `skip`).
-        what: String,
+        /// What was done.
+        what: Touch,
         /// The local timestamp recorded.
         time: Time,
     },
@@ -168,6 +161,18 @@ pub enum Event {
     },
 }
 
+/// What the `make` story did to a file ([`Event::Touched`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Touch {
+    /// The source was edited; `time` is its new modification time.
+    Edit,
+    /// The object was rebuilt; `time` is its modification time.
+    Compile,
+    /// The rebuild was skipped: the object looked newer than the source.
+    Skip,
+}
+
 impl Event {
     /// A short snake_case name for the event kind.
     pub fn name(&self) -> &'static str {
@@ -188,7 +193,6 @@ impl Event {
             Event::Aborted => "aborted",
             Event::Restarted => "restarted",
             Event::ClockAdjusted { .. } => "clock_adjusted",
-            Event::Note { .. } => "note",
             Event::Stamped { .. } => "stamped",
             Event::Touched { .. } => "touched",
             Event::Requested { .. } => "requested",

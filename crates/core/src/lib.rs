@@ -25,7 +25,7 @@ pub mod time;
 mod topology;
 pub mod trace;
 
-pub use event::{Event, Request};
+pub use event::{Event, Request, Touch};
 pub use process::{Action, Context, Message, Outbox, Process};
 pub use time::Time;
 pub use topology::{Neighbors, Topology};

@@ -98,7 +98,7 @@ pub fn render(records: &[TraceRecord], uids: &[Uid], violation_window: Option<(u
                 format!("P{p}-x{to}: {} ({})", msg_label(r), label(r.detail.as_deref().unwrap_or("dropped")))
             }),
             (RecordKind::Emit, Some(n)) => r.event.as_ref().and_then(|e| match e {
-                Event::Stamped { .. } | Event::StampedMessage { .. } | Event::Note { .. } => None,
+                Event::Stamped { .. } | Event::StampedMessage { .. } => None,
                 e => Some(format!("note over {n}: {}", label(&event_label(e, r.uid)))),
             }),
             (RecordKind::Timer, Some(n)) => {

@@ -123,16 +123,13 @@ impl NodeConfig {
     pub fn validate(&self) -> Result<(), NetError> {
         let ids = self.members();
         if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-            return Err(NetError::Config(format!(
-                "id {} appears twice in the membership (this node and its --peer list must have distinct ids)",
-                w[0]
-            )));
+            return Err(NetError::DuplicateId(w[0]));
         }
         if self.max_frame < 64 {
-            return Err(NetError::Config("max frame size must be at least 64 bytes".into()));
+            return Err(NetError::FrameTooSmall);
         }
         if self.queue_capacity == 0 || self.max_connections == 0 {
-            return Err(NetError::Config("queue capacity and connection limit must be positive".into()));
+            return Err(NetError::ZeroCapacity);
         }
         Ok(())
     }
@@ -141,10 +138,42 @@ impl NodeConfig {
 /// Why a node could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
-    /// Bad configuration (algorithm, membership, detector parameters).
+    /// An id appears twice in the membership.
+    #[error("id {0} appears twice in the membership (this node and its --peer list must have distinct ids)")]
+    DuplicateId(Uid),
+    /// The maximum frame size is below 64 bytes.
+    #[error("max frame size must be at least 64 bytes")]
+    FrameTooSmall,
+    /// A queue capacity or connection limit of 0.
+    #[error("queue capacity and connection limit must be positive")]
+    ZeroCapacity,
+    /// No algorithm has this name.
+    #[error("unknown algorithm {name:?}; known: {known}")]
+    UnknownAlgorithm {
+        /// The name asked for.
+        name: String,
+        /// The algorithms there are, comma-separated.
+        known: String,
+    },
+    /// The algorithm's communication graph cannot be built for this membership.
     #[error("{0}")]
-    Config(String),
-    /// The algorithm refused its parameters.
+    Topology(String),
+    /// A parameter is unknown to the algorithm or out of range.
+    #[error(transparent)]
+    Param(#[from] ringleader_algorithms::ParamError),
+    /// `detector=none` together with a detector's setting.
+    #[error("parameter `{key}` contradicts detector=none (no failure detector runs); drop one of them")]
+    DetectorContradiction {
+        /// The detector setting given.
+        key: &'static str,
+    },
+    /// The algorithm watches no coordinator: it reads no failure-detector parameters.
+    #[error("{algorithm} reads no failure-detector parameters")]
+    NoDetector {
+        /// The algorithm.
+        algorithm: &'static str,
+    },
+    /// The algorithm refused its parameters (unknown or out of range).
     #[error(transparent)]
     Configure(#[from] ringleader_algorithms::ConfigError),
     /// A socket or file could not be opened.
@@ -179,7 +208,7 @@ pub async fn start(cfg: NodeConfig) -> Result<NodeHandle, NetError> {
     let name = cfg.algorithm.clone();
     let fut = ringleader_algorithms::dispatch(&name, driver::StartVisitor { cfg }).ok_or_else(|| {
         let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
-        NetError::Config(format!("unknown algorithm {name:?}; known: {}", names.join(", ")))
+        NetError::UnknownAlgorithm { name: name.clone(), known: names.join(", ") }
     })?;
     fut.await
 }

@@ -74,9 +74,48 @@ impl fmt::Display for VerifyReport {
     }
 }
 
+/// Why traces could not be judged.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    /// A trace file could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A line of a trace file is not a trace record.
+    #[error("{}:{line}: not a trace record: {source}", path.display())]
+    NotARecord {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The 1-based line.
+        line: usize,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// No node's start record.
+    #[error("no start record: these are not node traces")]
+    NoStart,
+    /// The start record names an algorithm there is not.
+    #[error("unknown algorithm {0:?} in the traces")]
+    UnknownAlgorithm(String),
+    /// The start record names no members.
+    #[error("start record names no members")]
+    NoMembers,
+    /// Two start records describe different setups.
+    #[error("traces disagree on the setup: {0:?} vs {1:?}")]
+    Disagree(String, String),
+    /// `--down` names an id that is not a member.
+    #[error("--down names an id that is not a member ({0:?})")]
+    NotAMember(Vec<Uid>),
+}
+
 /// Reads one trace file.
-pub fn read_trace(path: &Path) -> Result<Vec<TraceRecord>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn read_trace(path: &Path) -> Result<Vec<TraceRecord>, VerifyError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| VerifyError::Read { path: path.to_path_buf(), source })?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -86,18 +125,20 @@ pub fn read_trace(path: &Path) -> Result<Vec<TraceRecord>, String> {
             Ok(r) => out.push(r),
             // A node killed mid-write leaves a partial last line: skip it, refuse anything else.
             Err(_) if i + 1 == text.lines().count() && !text.ends_with('\n') => {}
-            Err(e) => return Err(format!("{}:{}: not a trace record: {e}", path.display(), i + 1)),
+            Err(source) => {
+                return Err(VerifyError::NotARecord { path: path.to_path_buf(), line: i + 1, source });
+            }
         }
     }
     Ok(out)
 }
 
 /// Judges the merged `records` of every node; `down` lists ids killed for good.
-pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyReport, String> {
+pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyReport, VerifyError> {
     let start = records
         .iter()
         .find(|r| r.kind == RecordKind::Start && r.detail.is_some())
-        .ok_or("no start record: these are not node traces")?;
+        .ok_or(VerifyError::NoStart)?;
     let detail = start.detail.clone().unwrap_or_default();
     let mut algorithm = String::new();
     let mut members: Vec<Uid> = Vec::new();
@@ -109,16 +150,16 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
         }
     }
     let info = ringleader_algorithms::find(&algorithm)
-        .ok_or_else(|| format!("unknown algorithm {algorithm:?} in the traces"))?;
+        .ok_or_else(|| VerifyError::UnknownAlgorithm(algorithm.clone()))?;
     if members.is_empty() {
-        return Err("start record names no members".into());
+        return Err(VerifyError::NoMembers);
     }
     for r in &records {
         if r.kind == RecordKind::Start
             && let Some(d) = &r.detail
             && *d != detail
         {
-            return Err(format!("traces disagree on the setup: {detail:?} vs {d:?}"));
+            return Err(VerifyError::Disagree(detail, d.clone()));
         }
     }
     let n = members.len();
@@ -133,7 +174,7 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
     let down_positions: Vec<NodeId> =
         down.iter().filter_map(|d| members.iter().position(|m| m == d).map(|p| p as NodeId)).collect();
     if down_positions.len() != down.len() {
-        return Err(format!("--down names an id that is not a member ({members:?})"));
+        return Err(VerifyError::NotAMember(members));
     }
 
     let mut checker = checkers::for_family(info.family, n);
@@ -218,7 +259,7 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
 }
 
 /// Reads and judges trace files.
-pub fn verify_files(paths: &[impl AsRef<Path>], down: &[Uid]) -> Result<VerifyReport, String> {
+pub fn verify_files(paths: &[impl AsRef<Path>], down: &[Uid]) -> Result<VerifyReport, VerifyError> {
     let mut all = Vec::new();
     for p in paths {
         all.extend(read_trace(p.as_ref())?);

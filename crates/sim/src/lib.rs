@@ -11,7 +11,7 @@
 //! cfg.initiators = ringleader_sim::scenario::Initiators::All;
 //! let result = run(&cfg, RunOptions::default()).unwrap();
 //! assert_eq!(result.report.messages.by_kind["election"], 15);
-//! assert_eq!(result.report.outcome["leader"], 8);
+//! assert_eq!(result.report.outcome.election().unwrap().leader, Some(8));
 //! ```
 
 #![warn(missing_docs)]
@@ -42,10 +42,13 @@ pub use scenario::{RunConfig, Scenario};
 /// Why a run could not start or finish.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    /// The configuration cannot run (impossible topology, unknown algorithm …).
+    /// No algorithm has this name.
+    #[error("unknown algorithm {0:?}")]
+    UnknownAlgorithm(String),
+    /// The communication graph cannot be built (impossible shape, bad edge count …).
     #[error("{0}")]
-    Config(String),
-    /// The algorithm refused its parameters.
+    Topology(String),
+    /// The algorithm refused its parameters (a value out of range, or a name it does not read).
     #[error(transparent)]
     Configure(#[from] ringleader_algorithms::ConfigError),
     /// The trace could not be written.
@@ -104,7 +107,7 @@ impl Visitor for RunVisitor<'_, '_> {
 /// Runs the configured algorithm.
 pub fn run(cfg: &RunConfig, opts: RunOptions) -> Result<RunResult, SimError> {
     ringleader_algorithms::dispatch(&cfg.algorithm, RunVisitor { cfg, opts })
-        .unwrap_or_else(|| Err(SimError::Config(format!("unknown algorithm {:?}", cfg.algorithm))))
+        .unwrap_or_else(|| Err(SimError::UnknownAlgorithm(cfg.algorithm.clone())))
 }
 
 /// Runs algorithm `A` (the configuration's algorithm name is not consulted).
@@ -192,7 +195,9 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
     } else {
         c.sent() - c.detection
     };
-    let prevention = fam.outcome.contains_key("restarts");
+    let outcome = report::Outcome::from_fields(fam.outcome)
+        .expect("a property checker reports the fields of its family's outcome");
+    let prevention = outcome.prevention().is_some();
     let (unit, count) = operation_unit(A::NAME, &sim.info, prevention);
     let kind_index = |k: &str| kinds.iter().position(|&x| x == k);
     let operations = match count {
@@ -203,7 +208,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
             kind_index(k).map_or(0, |i| c.bursts_by_kind[i].div_ceil(u64::from(cfg.nodes)))
         }
         OpCount::NormalNodes => {
-            let super_peers = fam.outcome.get("super_peers").and_then(|v| v.as_u64()).unwrap_or(0);
+            let super_peers = outcome.super_peers().map_or(0, |o| o.super_peers);
             u64::from(cfg.nodes).saturating_sub(super_peers)
         }
     };
@@ -250,7 +255,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
             detection: c.detection,
             detection_kinds: detection_kinds.clone(),
         },
-        outcome: fam.outcome,
+        outcome,
         per_operation: report::PerOperation {
             unit: unit.into(),
             operations,

@@ -265,10 +265,8 @@ fn record(config: usize, report: &crate::Report) -> RunRecord {
     for (name, p) in &report.latency {
         metrics.insert(name.clone(), p.mean);
     }
-    for (name, v) in &report.outcome {
-        if let Some(x) = v.as_f64().filter(|_| !v.is_boolean()) {
-            metrics.entry(name.clone()).or_insert(x);
-        }
+    for (name, x) in report.outcome.numbers() {
+        metrics.entry(name).or_insert(x);
     }
     let mut violated: Vec<String> = report.violations.iter().map(|v| v.property.to_string()).collect();
     violated.sort();

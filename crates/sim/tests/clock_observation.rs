@@ -16,10 +16,11 @@ fn a_crashed_berkeley_master_does_not_end_the_observation_early() {
     cfg.crash = vec!["1@30s".parse::<At>().unwrap()];
     let r = run(&cfg, RunOptions::default()).unwrap().report;
     assert_eq!(r.sim_time, 60_000.0, "observed to the end: {}", r.repro);
-    let timeline = r.outcome["skew_timeline"].as_array().unwrap();
-    let last = timeline.last().unwrap().as_array().unwrap();
-    assert_eq!(last[0].as_f64(), Some(60.0), "{timeline:?}");
+    let clock = r.outcome.physical_clock().unwrap();
+    let timeline = clock.skew_timeline.as_ref().unwrap();
+    let last = timeline.last().unwrap();
+    assert_eq!(last.0, 60.0, "{timeline:?}");
     // Unsynchronized for 30 s at up to ±20 ppm, the clocks drift apart again.
-    let at_crash = timeline.iter().find(|p| p[0].as_f64().unwrap() >= 30.0).unwrap()[1].as_f64().unwrap();
-    assert!(r.outcome["max_skew_after"].as_f64().unwrap() > at_crash, "{timeline:?}");
+    let at_crash = timeline.iter().find(|p| p.0 >= 30.0).unwrap().1;
+    assert!(clock.max_skew_after > at_crash, "{timeline:?}");
 }

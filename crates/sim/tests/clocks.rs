@@ -5,6 +5,7 @@
 use ringleader_algorithms::{Algorithm, Family, ParamError, Setup};
 use ringleader_core::trace::RecordKind;
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
+use ringleader_sim::report::{LogicalClockOutcome, PhysicalClockOutcome};
 use ringleader_sim::{RunConfig, RunOptions, run, run_algorithm};
 use serde::{Deserialize, Serialize};
 
@@ -24,8 +25,12 @@ fn small_run(algorithm: &str, seed: u64) -> RunConfig {
     cfg
 }
 
-fn outcome_u64(r: &ringleader_sim::Report, key: &str) -> u64 {
-    r.outcome[key].as_u64().unwrap_or_else(|| panic!("outcome {key} missing: {:?}", r.outcome))
+fn logical_of(r: &ringleader_sim::Report) -> &LogicalClockOutcome {
+    r.outcome.logical_clock().unwrap_or_else(|| panic!("a logical clock's outcome: {:?}", r.outcome))
+}
+
+fn physical_of(r: &ringleader_sim::Report) -> &PhysicalClockOutcome {
+    r.outcome.physical_clock().unwrap_or_else(|| panic!("a physical clock's outcome: {:?}", r.outcome))
 }
 
 /// Runs `algorithm` over 10,000 seeds; every run must hold `property` on every checked pair.
@@ -40,14 +45,14 @@ fn sweep(algorithm: &str, property: &str) -> (u64, u64) {
             "seed {seed}: {:?}",
             r.properties
         );
-        let stamped = outcome_u64(&r, "stamped_events");
+        let stamped = logical_of(&r).stamped_events;
         // Every local event, every send and every delivery is stamped, once; a send event of
         // fan-out k is k sends.
         let sends = r.messages.sent;
         let local = cfg.entries - sends / cfg.fanout as u64;
         assert_eq!(stamped, local + sends + r.messages.delivered, "seed {seed}");
         events += stamped;
-        pairs += outcome_u64(&r, "pairs_checked");
+        pairs += logical_of(&r).pairs_checked;
     }
     (events, pairs)
 }
@@ -216,25 +221,24 @@ fn check_skew(algorithm: &str, bound_ns: f64) {
     // Two 5-minute runs and one of an hour.
     for (seed, seconds) in [(1, 300), (2, 300), (3, 3_600)] {
         let r = physical(algorithm, seed, seconds);
-        let ms = |k: &str| r.outcome[k].as_f64().unwrap();
+        let clock = physical_of(&r);
         assert!(r.violations.is_empty(), "{algorithm} seed {seed}: {:?}", r.violations);
-        assert_eq!(outcome_u64(&r, "backward_steps"), 0);
+        assert_eq!(physical_of(&r).backward_steps, 0);
         assert!(
-            ms("max_skew_before") > 10.0,
+            clock.max_skew_before > 10.0,
             "{algorithm}: clocks started {} ms apart",
-            ms("max_skew_before")
+            clock.max_skew_before
         );
         let bound = bound_ns / 1e6;
         assert!(
-            ms("max_skew_after") <= bound,
+            clock.max_skew_after <= bound,
             "{algorithm} seed {seed}: {} ms > {bound} ms",
-            ms("max_skew_after")
+            clock.max_skew_after
         );
         // Over the long run: every slice of the timeline that starts at 60 s or later stays
         // under the bound.
         let mut start = 0.0;
-        for point in r.outcome["skew_timeline"].as_array().unwrap() {
-            let (end, skew) = (point[0].as_f64().unwrap(), point[1].as_f64().unwrap());
+        for &(end, skew) in clock.skew_timeline.as_ref().unwrap() {
             if start >= 60.0 {
                 assert!(skew <= bound, "{algorithm} seed {seed}: {skew} ms in {start}..{end} s > {bound} ms");
             }
@@ -277,7 +281,7 @@ fn synchronization_rounds_cost_the_textbook_messages() {
         cfg.workload = None;
         let r = run(&cfg, RunOptions::default()).unwrap().report;
         assert!(r.violations.is_empty(), "{algorithm}: {:?}", r.violations);
-        (r.messages.by_kind.clone(), outcome_u64(&r, "adjustments"))
+        (r.messages.by_kind.clone(), physical_of(&r).adjustments)
     };
     let (berkeley, adjusted) = count("berkeley");
     assert_eq!((berkeley["poll"], berkeley["time"], berkeley["adjust"]), (44, 44, 44));
@@ -299,7 +303,7 @@ fn make_skips_the_rebuild_only_with_skewed_physical_timestamps() {
         let cfg = ringleader_sim::Scenario::load(&path).unwrap().resolve(Some(path)).unwrap();
         let r = run(&cfg, RunOptions::default()).unwrap().report;
         let violated: Vec<&str> = r.violations.iter().map(|v| v.property).collect();
-        (outcome_u64(&r, "rebuilds"), outcome_u64(&r, "skips"), violated, r.as_expected())
+        (physical_of(&r).rebuilds.unwrap_or(0), physical_of(&r).skips.unwrap_or(0), violated, r.as_expected())
     };
     assert_eq!(story("make-skewed-clocks.toml"), (1, 1, vec!["make_rebuilds"], true));
     assert_eq!(story("make-lamport.toml"), (2, 0, vec![], true));
@@ -317,7 +321,7 @@ fn large_runs_are_checked_on_a_seeded_sample_of_pairs() {
         cfg.latency = "uniform:0.1ms..3ms".parse().unwrap();
         let r = run(&cfg, RunOptions::default()).unwrap().report;
         assert!(r.violations.is_empty(), "{algorithm}: {:?}", r.violations);
-        let (stamped, pairs) = (outcome_u64(&r, "stamped_events"), outcome_u64(&r, "pairs_checked"));
+        let (stamped, pairs) = (logical_of(&r).stamped_events, logical_of(&r).pairs_checked);
         assert!(stamped > 1_500, "{stamped}");
         let edges = stamped - 8 + r.messages.delivered;
         assert!(
@@ -325,7 +329,7 @@ fn large_runs_are_checked_on_a_seeded_sample_of_pairs() {
             "{algorithm}: {pairs} pairs, {edges} edges"
         );
         let again = run(&cfg, RunOptions::default()).unwrap().report;
-        assert_eq!(outcome_u64(&again, "pairs_checked"), pairs);
+        assert_eq!(logical_of(&again).pairs_checked, pairs);
     }
 }
 
@@ -409,9 +413,8 @@ fn vectors_that_order_concurrent_events_are_caught() {
 
 /// The skew at the first sample of the timeline after `at` seconds.
 fn skew_at(r: &ringleader_sim::Report, at: f64) -> f64 {
-    let timeline = r.outcome["skew_timeline"].as_array().unwrap();
-    let point = timeline.iter().find(|p| p[0].as_f64().unwrap() >= at).unwrap();
-    point[1].as_f64().unwrap()
+    let timeline = physical_of(r).skew_timeline.as_ref().unwrap();
+    timeline.iter().find(|p| p.0 >= at).unwrap().1
 }
 
 /// The slew rate is a run setting: at 5,000 ppm a 10 ms error is absorbed in 2 s, where the
@@ -430,7 +433,7 @@ fn the_slew_rate_and_forward_steps_set_how_fast_clocks_converge() {
         cfg.clock_step_forward = step;
         let r = run(&cfg, RunOptions::default()).unwrap().report;
         assert!(r.violations.is_empty(), "{:?}", r.violations);
-        assert_eq!(outcome_u64(&r, "backward_steps"), 0);
+        assert_eq!(physical_of(&r).backward_steps, 0);
         r
     };
     let (default, fast, step) = (go(500, false), go(5_000, false), go(500, true));

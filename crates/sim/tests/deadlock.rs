@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ringleader_core::trace::RecordKind;
 use ringleader_core::{Event, NodeId, Request};
 use ringleader_sim::notation::Latency;
+use ringleader_sim::report::{DetectionOutcome, PreventionOutcome};
 use ringleader_sim::{RunConfig, RunOptions, run};
 
 fn config(algo: &str, n: u32, seed: u64, entries: u64, fanout: u32, cycles: f64) -> RunConfig {
@@ -25,8 +26,12 @@ fn config(algo: &str, n: u32, seed: u64, entries: u64, fanout: u32, cycles: f64)
     cfg
 }
 
-fn outcome(r: &ringleader_sim::Report, key: &str) -> u64 {
-    r.outcome[key].as_u64().unwrap_or_else(|| panic!("outcome {key}"))
+fn detection(r: &ringleader_sim::Report) -> &DetectionOutcome {
+    r.outcome.detection().unwrap_or_else(|| panic!("a detection outcome: {:?}", r.outcome))
+}
+
+fn prevention(r: &ringleader_sim::Report) -> &PreventionOutcome {
+    r.outcome.prevention().unwrap_or_else(|| panic!("a prevention outcome: {:?}", r.outcome))
 }
 
 #[test]
@@ -38,9 +43,9 @@ fn chandy_misra_haas_reports_exactly_the_real_deadlocks() {
             cfg.params.insert("resolve".into(), "false".into());
             let r = run(&cfg, RunOptions::default()).unwrap().report;
             assert!(r.violations.is_empty(), "n {n} seed {seed}: {:?}", r.violations);
-            let real = outcome(&r, "deadlocks_real");
-            assert_eq!(outcome(&r, "deadlocks_reported"), real, "{}", r.repro);
-            assert_eq!(outcome(&r, "phantom_reports"), 0, "n {n} seed {seed}");
+            let real = detection(&r).deadlocks_real;
+            assert_eq!(detection(&r).deadlocks_reported, real, "{}", r.repro);
+            assert_eq!(detection(&r).phantom_reports, 0, "n {n} seed {seed}");
             assert_eq!(r.messages.by_kind["abort"], 0);
             real_total += real;
         }
@@ -156,16 +161,16 @@ fn with_resolution_every_deadlock_is_broken_by_a_victim() {
         // Completeness always holds: nothing is left deadlocked at the end.
         assert!(r.properties.iter().any(|p| p.name == "completeness" && p.holds), "seed {seed}");
         assert_eq!(r.stopped, "quiescent");
-        let ph = outcome(&r, "phantom_reports");
+        let ph = detection(&r).phantom_reports;
         phantoms += ph;
         runs_with_phantoms += (ph > 0) as u64;
-        real += outcome(&r, "deadlocks_real");
-        victims += outcome(&r, "victims");
+        real += detection(&r).deadlocks_real;
+        victims += detection(&r).victims;
         // One report per victim: the victim reports.
-        assert_eq!(outcome(&r, "reports"), outcome(&r, "victims"), "seed {seed}");
+        assert_eq!(detection(&r).reports, detection(&r).victims, "seed {seed}");
         // A run without a phantom has no needless abort: one victim per broken cycle.
         if ph == 0 {
-            assert_eq!(outcome(&r, "needless_aborts"), 0, "seed {seed}");
+            assert_eq!(detection(&r).needless_aborts, 0, "seed {seed}");
             assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
         }
     }
@@ -189,10 +194,10 @@ fn wait_die_and_wound_wait_never_deadlock_and_never_starve() {
                 assert_eq!(names, ["no_deadlock", "no_starvation"], "{algo} n {n} seed {seed}");
                 assert_eq!(r.stopped, "quiescent");
                 // Every abort is followed by a restart with the same timestamp.
-                assert_eq!(outcome(&r, "aborts"), outcome(&r, "restarts"), "{algo} n {n} seed {seed}");
-                assert_eq!(outcome(&r, "deadlocks_real"), 0);
-                aborts += outcome(&r, "aborts");
-                requests += outcome(&r, "requests");
+                assert_eq!(prevention(&r).aborts, prevention(&r).restarts, "{algo} n {n} seed {seed}");
+                assert_eq!(prevention(&r).deadlocks_real, 0);
+                aborts += prevention(&r).aborts;
+                requests += prevention(&r).requests;
             }
         }
         assert!(aborts > 100, "{algo}: only {aborts} aborts — the workload did not conflict");
@@ -207,5 +212,5 @@ fn the_checker_catches_a_deadlock_that_prevention_would_have_stopped() {
     let mut cfg = config("chandy-misra-haas", 6, 3, 40, 2, 0.5);
     cfg.params.insert("resolve".into(), "false".into());
     let r = run(&cfg, RunOptions::default()).unwrap().report;
-    assert!(outcome(&r, "deadlocks_real") > 0);
+    assert!(detection(&r).deadlocks_real > 0);
 }

@@ -3,6 +3,7 @@
 
 use ringleader_core::time::MILLISECOND;
 use ringleader_sim::notation::Latency;
+use ringleader_sim::report::DetectorOutcome;
 use ringleader_sim::{RunConfig, RunOptions, run};
 
 fn config(algo: &str, n: u32, seed: u64) -> RunConfig {
@@ -14,8 +15,8 @@ fn config(algo: &str, n: u32, seed: u64) -> RunConfig {
     cfg
 }
 
-fn num(r: &ringleader_sim::Report, key: &str) -> f64 {
-    r.outcome[key].as_f64().unwrap()
+fn outcome(r: &ringleader_sim::Report) -> &DetectorOutcome {
+    r.outcome.detector().unwrap()
 }
 
 #[test]
@@ -26,8 +27,8 @@ fn synchronous_heartbeats_detect_every_crash_within_t_plus_d_and_never_lie() {
             cfg.crash = vec![format!("{n}@700ms").parse().unwrap()];
             let r = run(&cfg, RunOptions::default()).unwrap().report;
             assert!(r.violations.is_empty(), "n {n} seed {seed}: {:?}", r.violations);
-            assert_eq!(num(&r, "false_suspicions"), 0.0);
-            assert_eq!(num(&r, "detections"), (n - 1) as f64);
+            assert_eq!(outcome(&r).false_suspicions, 0);
+            assert_eq!(outcome(&r).detections, u64::from(n - 1));
             // T + D = 10 ms + 2·3 ms; the last heartbeat left at most one period before.
             assert!(r.latency["detection_time"].max <= 16.0, "{:?}", r.latency["detection_time"]);
         }
@@ -47,7 +48,7 @@ fn a_quiet_system_is_never_suspected() {
                 cfg.max_delay = MILLISECOND;
                 let r = run(&cfg, RunOptions::default()).unwrap().report;
                 assert!(r.violations.is_empty(), "{algo} n {n} seed {seed}: {:?}", r.violations);
-                assert_eq!(num(&r, "false_suspicions"), 0.0, "{algo} n {n} seed {seed}");
+                assert_eq!(outcome(&r).false_suspicions, 0, "{algo} n {n} seed {seed}");
             }
         }
     }
@@ -61,16 +62,16 @@ fn a_paused_process_is_wrongly_suspected_by_every_monitor_then_trusted_again() {
         let r = run(&cfg, RunOptions::default()).unwrap().report;
         assert!(r.violations.is_empty(), "{algo}: {:?}", r.violations);
         if algo == "heartbeat" {
-            assert_eq!(num(&r, "false_suspicions"), 4.0, "{algo}");
+            assert_eq!(outcome(&r).false_suspicions, 4, "{algo}");
             // Each of the four monitors was wrong for most of the 300 ms pause.
-            let mistake = num(&r, "mistake_ms");
+            let mistake = outcome(&r).mistake_ms;
             assert!((4.0 * 250.0..4.0 * 300.0).contains(&mistake), "{algo}: {mistake}");
         } else {
             // φ-accrual also misleads the paused process itself: the heartbeats it receives in
             // one burst when it resumes enter its windows as zero-length intervals.
-            assert!(num(&r, "false_suspicions") >= 4.0, "{algo}");
+            assert!(outcome(&r).false_suspicions >= 4, "{algo}");
         }
-        assert_eq!(num(&r, "detections"), 0.0);
+        assert_eq!(outcome(&r).detections, 0);
     }
 }
 
@@ -84,8 +85,8 @@ fn every_crash_is_eventually_suspected_by_every_live_process() {
             let r = run(&cfg, RunOptions::default()).unwrap().report;
             assert!(r.properties.iter().any(|p| p.name == "completeness" && p.holds), "{algo} seed {seed}");
             // Two crashes, four live monitors after both: 5 + 4 detections.
-            assert_eq!(num(&r, "detections"), 9.0, "{algo} seed {seed}");
-            assert_eq!(num(&r, "missed"), 0.0);
+            assert_eq!(outcome(&r).detections, 9, "{algo} seed {seed}");
+            assert_eq!(outcome(&r).missed, 0);
         }
     }
 }

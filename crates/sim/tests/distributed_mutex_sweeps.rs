@@ -57,8 +57,8 @@ fn sweep(algo: &str) -> std::collections::BTreeMap<String, u64> {
         for p in ["safety", "liveness", "no_starvation", "fencing"] {
             assert!(r.properties.iter().any(|x| x.name == p && x.holds), "{algo}, seed {seed}: {p}");
         }
-        assert_eq!(r.outcome["entries"], cfg.entries, "{algo}, seed {seed}: {}", r.repro);
-        assert_eq!(r.outcome["max_concurrent_holders"], 1, "{algo}, seed {seed}");
+        assert_eq!(r.outcome.mutex().unwrap().entries, cfg.entries, "{algo}, seed {seed}: {}", r.repro);
+        assert_eq!(r.outcome.mutex().unwrap().max_concurrent_holders, 1, "{algo}, seed {seed}");
         assert_eq!(r.stopped, "quiescent", "{algo}, seed {seed}");
         for (kind, n) in r.messages.by_kind {
             *sent.entry(kind).or_insert(0) += n;
@@ -141,7 +141,7 @@ fn lamport_is_unsafe_without_fifo_links_and_safe_with_them() {
     let r = run(&cfg, RunOptions::default()).unwrap().report;
     let found: Vec<&str> = r.violations.iter().map(|v| v.property).collect();
     assert_eq!(found, ["timestamp_order", "fencing", "safety"]);
-    assert_eq!(r.outcome["max_concurrent_holders"], 2);
+    assert_eq!(r.outcome.mutex().unwrap().max_concurrent_holders, 2);
     println!("lamport without FIFO: {} of 500 seeds unsafe: {unsafe_seeds:?}", unsafe_seeds.len());
     assert_eq!(unsafe_seeds.len(), 121, "24 % of the seeds put two processes in the section");
 }

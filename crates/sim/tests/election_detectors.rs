@@ -72,8 +72,8 @@ fn phi_accrual_elects_a_new_coordinator_after_a_crash() {
         let r = go(&config(algo, "phi-accrual", Initiators::None, &["5@60ms"]));
         let rep = &r.report;
         assert!(rep.violations.is_empty(), "{algo}: {:?}", rep.violations);
-        assert_eq!(rep.outcome["agreed"], true, "{algo}");
-        assert_eq!(rep.outcome["leader"], 4, "{algo}");
+        assert!(rep.outcome.election().unwrap().agreed, "{algo}");
+        assert_eq!(rep.outcome.election().unwrap().leader, Some(4), "{algo}");
         // Heartbeats are detection traffic, counted apart (the ring's ACKs too).
         // The run stops after a steady state of heartbeats once 4 is elected (not at 300 ms).
         assert_eq!(rep.stopped, "steady", "{algo}");
@@ -90,8 +90,8 @@ fn phi_accrual_elects_a_new_coordinator_after_a_crash() {
     let r = go(&config("majority", "phi-accrual", Initiators::Lowest, &["1@60ms"]));
     let rep = &r.report;
     assert!(rep.violations.is_empty(), "majority: {:?}", rep.violations);
-    assert_eq!(rep.outcome["agreed"], true);
-    assert_ne!(rep.outcome["leader"], 1);
+    assert!(rep.outcome.election().unwrap().agreed);
+    assert_ne!(rep.outcome.election().unwrap().leader, Some(1));
     assert_eq!(rep.messages.detection, rep.messages.by_kind["heartbeat"]);
     // Randomized: the first follower to suspect does so within [S, 2S) of the last heartbeat
     // (its deadline S drawn in [S, 2S)); nobody gives up on the leader sooner.
@@ -107,7 +107,7 @@ fn the_heartbeat_detector_suspects_after_suspect_after_as_before() {
     for algo in ["bully", "ring"] {
         let r = go(&config(algo, "heartbeat", Initiators::None, &["5@60ms"]));
         assert!(r.report.violations.is_empty(), "{algo}: {:?}", r.report.violations);
-        assert_eq!(r.report.outcome["leader"], 4, "{algo}");
+        assert_eq!(r.report.outcome.election().unwrap().leader, Some(4), "{algo}");
         let s = silences(&r.records, 4, 60 * MS);
         assert_eq!(s.len(), 4, "{algo}: {s:?}");
         assert!(s.iter().all(|&(_, d)| d == 7_100_000), "{algo}: {s:?}");
@@ -141,7 +141,7 @@ fn a_small_threshold_suspects_a_briefly_paused_coordinator_and_splits_the_brain(
         .map(|x| x.time_ns)
         .collect();
     assert_eq!(lost, vec![38 * MS + phi_deadline(1.0); 4], "every follower suspects the live coordinator");
-    assert_eq!(r.report.outcome["leader"], 5, "the resumed 5 bullies everyone back");
+    assert_eq!(r.report.outcome.election().unwrap().leader, Some(5), "the resumed 5 bullies everyone back");
     for (detector, phi) in [("heartbeat", None), ("phi-accrual", None)] {
         let r = run_with(detector, phi);
         assert!(r.report.violations.is_empty(), "{detector}: {:?}", r.report.violations);
@@ -168,7 +168,7 @@ fn the_phi_accrual_failover_scenario_is_faster_than_the_heartbeat_default() {
     let mut cfg = Scenario::load(&path).unwrap().resolve(None).unwrap();
     let phi = go(&cfg);
     assert!(phi.report.violations.is_empty(), "{:?}", phi.report.violations);
-    assert_eq!(phi.report.outcome["leader"], 4);
+    assert_eq!(phi.report.outcome.election().unwrap().leader, Some(4));
     assert_eq!(phi.report.messages.detection, phi.report.messages.by_kind["heartbeat"]);
     cfg.params.insert("detector".into(), "heartbeat".into());
     let hb = go(&cfg);

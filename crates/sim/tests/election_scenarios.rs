@@ -40,7 +40,7 @@ fn majority_partition_elects_on_the_majority_side_only() {
     assert!(!during.is_empty(), "the majority side elects during the partition");
     assert!(during.iter().all(|&&(_, id, term)| id >= 3 && term >= 2), "{during:?}");
     assert!(c.iter().all(|&(t, id, _)| t < 20 * MS || id >= 3), "{c:?}");
-    assert_eq!(r.report.outcome["agreed"], true);
+    assert!(r.report.outcome.election().unwrap().agreed);
 }
 
 #[test]
@@ -53,7 +53,7 @@ fn bully_paused_coordinator_has_two_coordinators_during_the_pause() {
     assert!(v[0].1 > 27.0 && v[0].1 < 100.0, "{v:?}");
     let c = claims(&r.records);
     assert!(c.iter().any(|&(t, id, _)| id == 4 && t < 100 * MS), "{c:?}");
-    assert_eq!(r.report.outcome["leader"], 5);
+    assert_eq!(r.report.outcome.election().unwrap().leader, Some(5));
 }
 
 #[test]
@@ -68,7 +68,7 @@ fn bully_recovery_takes_over_with_n_minus_one_coordinator_messages() {
     assert_eq!(r.messages.by_kind["election"], 10);
     assert_eq!(r.messages.by_kind["answer"], 6);
     assert_eq!(r.messages.by_kind["coordinator"], 3 + 4);
-    assert_eq!(r.outcome["leader"], 5);
+    assert_eq!(r.outcome.election().unwrap().leader, Some(5));
     let v: Vec<_> = r.violations.iter().map(|v| (v.property, v.time)).collect();
     assert_eq!(v, vec![("uniqueness", 50.0)]);
 }
@@ -81,6 +81,6 @@ fn split_brain_scenarios_elect_two_and_merge_after_the_heal() {
         assert!(c.iter().any(|&(t, id, _)| id == 2 && (20 * MS..100 * MS).contains(&t)), "{file}: {c:?}");
         let v: Vec<_> = r.report.violations.iter().map(|v| v.property).collect();
         assert_eq!(v, vec!["uniqueness"], "{file}");
-        assert_eq!(r.report.outcome["leader"], 5, "{file}");
+        assert_eq!(r.report.outcome.election().unwrap().leader, Some(5), "{file}");
     }
 }

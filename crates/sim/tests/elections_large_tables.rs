@@ -83,21 +83,21 @@ fn table_superpeer_dht() {
     for n in [1000u32, 10000, 100000] {
         let r = run(&RunConfig::new("superpeer-dht", n).unwrap(), RunOptions::default()).unwrap().report;
         assert!(r.violations.is_empty());
-        let (k, o) = (&r.messages.by_kind, &r.outcome);
+        let (k, o) = (&r.messages.by_kind, r.outcome.super_peers().unwrap());
         println!(
             "| {n} | {} | {} | {:.4} | {} | {} | {} | {:.2} | {} | {:.0} | {} | {:.1} | {:.0} |",
-            o["target"],
-            o["super_peers"],
-            o["fraction"].as_f64().unwrap(),
+            o.target,
+            o.super_peers,
+            o.fraction,
             k["lookup"],
             k["found"],
             k["join"],
             r.messages.sent as f64 / n as f64,
-            o["rounds"],
+            o.rounds,
             r.per_operation.messages_mean,
-            o["load_max"],
-            o["load_mean"].as_f64().unwrap(),
-            o["distance_mean"].as_f64().unwrap()
+            o.load_max,
+            o.load_mean,
+            o.distance_mean
         );
     }
 }

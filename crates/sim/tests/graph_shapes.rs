@@ -189,7 +189,7 @@ fn yoyo_on_the_3x3_grid_costs_exactly() {
     assert_eq!(r.graph.as_deref(), Some("grid"));
     let by_kind: Vec<(&str, u64)> = r.messages.by_kind.iter().map(|(k, &v)| (k.as_str(), v)).collect();
     assert_eq!(by_kind, [("coordinator", 16), ("no", 0), ("setup", 24), ("yes", 12), ("yo", 12)]);
-    assert_eq!(r.outcome["leader"], 1);
+    assert_eq!(r.outcome.election().unwrap().leader, Some(1));
     assert!(r.properties.iter().all(|p| p.holds));
     assert!(r.repro.contains(" --graph grid"), "{}", r.repro);
 }
@@ -206,7 +206,7 @@ fn the_grid_scenario_measures_what_it_says() {
     let r = ringleader_sim::run(&cfg, Default::default()).unwrap().report;
     assert_eq!(r.messages.by_kind["setup"], 1520);
     assert_eq!(r.messages.by_kind["coordinator"], 1121);
-    assert_eq!(r.outcome["leader"], 1);
+    assert_eq!(r.outcome.election().unwrap().leader, Some(1));
 }
 
 #[test]
@@ -292,8 +292,8 @@ proptest! {
         cfg.entries = 40;
         let r = ringleader_sim::run(&cfg, Default::default()).unwrap().report;
         prop_assert!(r.violations.is_empty(), "{}: {:?}", r.repro, r.violations);
-        prop_assert_eq!(&r.outcome["entries"], 40, "{}", r.repro);
-        prop_assert_eq!(&r.outcome["max_concurrent_holders"], 1, "{}", r.repro);
+        prop_assert_eq!(&r.outcome.mutex().unwrap().entries, &40, "{}", r.repro);
+        prop_assert_eq!(&r.outcome.mutex().unwrap().max_concurrent_holders, &1, "{}", r.repro);
         for p in ["safety", "liveness", "no_starvation", "fencing"] {
             prop_assert!(r.properties.iter().any(|q| q.name == p && q.holds), "{p}: {}", r.repro);
         }

@@ -20,8 +20,8 @@ fn check(n: u32, ids: IdArrangement, initiators: Initiators, seed: u64, latency:
     let r = run(&cfg, RunOptions::default()).unwrap().report;
     let what = format!("n={n} {ids:?} {initiators:?} seed={seed} {latency:?}");
     assert!(r.violations.is_empty(), "{what}: {:?}", r.violations);
-    assert_eq!(r.outcome["leader"], n as u64, "{what}");
-    assert_eq!(r.outcome["agreed"], true, "{what}");
+    assert_eq!(r.outcome.election().unwrap().leader, Some(n as u64), "{what}");
+    assert!(r.outcome.election().unwrap().agreed, "{what}");
     let k = &r.messages.by_kind;
     let election = k["probe"] + k["reply"];
     assert!(election <= bound(n as u64), "{what}: {election} > {}", bound(n as u64));

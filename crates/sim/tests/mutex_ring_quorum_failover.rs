@@ -36,7 +36,7 @@ fn central_costs_thirty_messages_for_ten_entries_on_nine_nodes_with_or_without_f
     // period: under light load it costs nothing.
     let f = sequential("central", 9, 10, &[("failover", "true")]);
     assert_eq!(f.messages.sent, 30);
-    assert_eq!(f.outcome["entries"], 10);
+    assert_eq!(f.outcome.mutex().unwrap().entries, 10);
     assert_clean(&f);
 }
 
@@ -68,7 +68,7 @@ fn token_ring_sequential_counts_for_nine_nodes_ten_entries() {
     assert_eq!(kind(&r, "ack"), 101, "every TOKEN hop is acknowledged");
     assert_eq!(r.messages.detection, 101);
     assert_eq!(r.per_operation.messages_mean, 11.1);
-    assert_eq!(r.outcome["entries"], 10);
+    assert_eq!(r.outcome.mutex().unwrap().entries, 10);
     assert_clean(&r);
     assert_eq!(token_ring_expected(9, 10), (101, 10));
 }
@@ -89,7 +89,7 @@ fn token_ring_sequential_counts_follow_the_parking_rule_for_every_size() {
                 );
                 assert_eq!(kind(&r, "ack"), token);
             }
-            assert_eq!(r.outcome["entries"], entries);
+            assert_eq!(r.outcome.mutex().unwrap().entries, entries);
             assert_clean(&r);
         }
     }
@@ -234,8 +234,8 @@ fn scenario(file: &str) -> RunConfig {
 fn failover_scenario_keeps_the_holder_and_serves_the_queued_requests() {
     let r = run(&scenario("central-failover.toml"), RunOptions::default()).unwrap().report;
     assert_clean(&r);
-    assert_eq!(r.outcome["entries"], 6, "every queued request was served");
-    assert_eq!(r.outcome["coordinator_takeovers"], 1);
+    assert_eq!(r.outcome.mutex().unwrap().entries, 6, "every queued request was served");
+    assert_eq!(r.outcome.mutex().unwrap().coordinator_takeovers, Some(1));
     assert_eq!(kind(&r, "holding"), 1, "the holder told the new coordinator");
     assert_eq!(kind(&r, "coordinator"), 5, "announced to the 4 others, once more to a late TAKEOVER");
     // Without failover the same crash starves the waiting participants.
@@ -249,21 +249,21 @@ fn failover_scenario_keeps_the_holder_and_serves_the_queued_requests() {
 fn token_ring_scenarios_regenerate_once_and_the_slow_holder_makes_two_tokens() {
     let lost = run(&scenario("token-ring-lost-token.toml"), RunOptions::default()).unwrap().report;
     assert_clean(&lost);
-    assert_eq!(lost.outcome["tokens_regenerated"], 1);
+    assert_eq!(lost.outcome.mutex().unwrap().tokens_regenerated, Some(1));
     let two = run(&scenario("token-ring-two-tokens.toml"), RunOptions::default()).unwrap().report;
-    assert_eq!(two.outcome["tokens_regenerated"], 1);
-    assert_eq!(two.outcome["max_concurrent_holders"], 2);
+    assert_eq!(two.outcome.mutex().unwrap().tokens_regenerated, Some(1));
+    assert_eq!(two.outcome.mutex().unwrap().max_concurrent_holders, 2);
     assert!(two.as_expected());
     let skip = run(&scenario("token-ring-skip-crashed.toml"), RunOptions::default()).unwrap().report;
     assert_clean(&skip);
-    assert_eq!(skip.outcome["suspicions"], 1);
-    assert_eq!(skip.outcome["entries"], 16);
+    assert_eq!(skip.outcome.mutex().unwrap().suspicions, Some(1));
+    assert_eq!(skip.outcome.mutex().unwrap().entries, 16);
 }
 
 #[test]
 fn quorum_violation_needs_the_forgetful_reset() {
     let r = run(&scenario("quorum-forgetful-coordinator.toml"), RunOptions::default()).unwrap().report;
-    assert_eq!(r.outcome["max_concurrent_holders"], 2);
+    assert_eq!(r.outcome.mutex().unwrap().max_concurrent_holders, 2);
     // The same staged race without the crash and recovery of c4: p2 waits its turn.
     let mut cfg = scenario("quorum-forgetful-coordinator.toml");
     cfg.crash.clear();
@@ -271,5 +271,5 @@ fn quorum_violation_needs_the_forgetful_reset() {
     cfg.expect.clear();
     let r = run(&cfg, RunOptions::default()).unwrap().report;
     assert_clean(&r);
-    assert_eq!(r.outcome["entries"], 2);
+    assert_eq!(r.outcome.mutex().unwrap().entries, 2);
 }

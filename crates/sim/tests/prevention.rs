@@ -22,8 +22,8 @@ fn a_stale_request_from_a_finished_transaction_is_no_new_wait() {
             cfg.pause = vec!["2@2ms..60ms".parse::<Pause>().unwrap()];
             let r = run(&cfg, RunOptions::default()).unwrap().report;
             assert!(r.violations.is_empty(), "{}: {:?}", r.repro, r.violations);
-            assert_eq!(r.outcome["deadlocks_real"], 0, "{}", r.repro);
-            assert!(r.outcome["aborts"].as_u64().unwrap() > 0, "{}: the pause made nobody die", r.repro);
+            assert_eq!(r.outcome.prevention().unwrap().deadlocks_real, 0, "{}", r.repro);
+            assert!(r.outcome.prevention().unwrap().aborts > 0, "{}: the pause made nobody die", r.repro);
         }
     }
 }

@@ -45,14 +45,15 @@ fn dht_super_peers_are_the_owners_of_the_reserved_keys() {
 fn dht_report_carries_the_outcome() {
     let r = run(&config("superpeer-dht", 2000, 4), RunOptions::default()).unwrap().report;
     assert!(r.violations.is_empty());
-    assert_eq!(r.outcome["target"], 32);
+    assert_eq!(r.outcome.super_peers().unwrap().target, 32);
     // 32 super-peers on the ring average exactly one block apart, so the closest two are at
     // most one block apart, and never on the same id.
-    let spacing = r.outcome["min_spacing"].as_f64().expect("min_spacing in the outcome");
+    let o = r.outcome.super_peers().unwrap();
+    let spacing = o.min_spacing.expect("min_spacing in the outcome");
     assert!(spacing > 0.0 && spacing <= 1.0, "{spacing}");
-    let sps = r.outcome["super_peers"].as_u64().unwrap();
+    let sps = o.super_peers;
     assert!((16..=32).contains(&sps));
-    assert!(r.outcome["load_max"].as_u64().unwrap() <= 4 * (2000 - sps).div_ceil(sps));
+    assert!(o.load_max <= 4 * (2000 - sps).div_ceil(sps));
     assert!(r.properties.iter().all(|p| p.holds));
     assert_eq!(r.properties.len(), 3);
 }

@@ -49,7 +49,7 @@
 //! judges `make_rebuilds`: make must not skip when the last edit came after the last compile.
 
 use ringleader_core::time::{MILLISECOND, SECOND};
-use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Time};
+use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Time, Touch};
 use serde::{Deserialize, Serialize};
 
 use super::remote_offset;
@@ -166,7 +166,7 @@ impl Make {
     fn compile(&mut self, cx: &Context, out: &mut Out) {
         let time = self.stamp(cx);
         self.object = Some(time);
-        out.emit(Event::Touched { what: "compile".into(), time });
+        out.emit(Event::Touched { what: Touch::Compile, time });
     }
 }
 
@@ -199,7 +199,7 @@ impl Process for Make {
                 // make: rebuild when the source is newer than the object.
                 match self.object {
                     Some(object) if mtime <= object => {
-                        out.emit(Event::Touched { what: "skip".into(), time: mtime });
+                        out.emit(Event::Touched { what: Touch::Skip, time: mtime });
                     }
                     _ => self.compile(cx, out),
                 }
@@ -215,7 +215,7 @@ impl Process for Make {
             }
             Timer::Edit => {
                 let mtime = self.stamp(cx);
-                out.emit(Event::Touched { what: "edit".into(), time: mtime });
+                out.emit(Event::Touched { what: Touch::Edit, time: mtime });
                 out.send(BUILDER, Msg::Write { mtime, lamport: self.lamport });
             }
         }
@@ -273,8 +273,8 @@ mod tests {
         params.iter().fold(World::new(2), |w, (k, v)| w.param(k, v)).node(me)
     }
 
-    fn touched(what: &str, time: Time) -> Event {
-        Event::Touched { what: what.into(), time }
+    fn touched(what: Touch, time: Time) -> Event {
+        Event::Touched { what, time }
     }
 
     /// Rule 1: at `compile_at` the builder compiles, stamps the object and sends BUILT.
@@ -284,7 +284,7 @@ mod tests {
         assert_eq!(b.start().set(), vec![(Timer::Compile, 1_000 * MS)]);
         b.at(1_000 * MS);
         let step = b.fire(Timer::Compile);
-        assert_eq!(step.emitted(), vec![touched("compile", 1_000 * MS)]);
+        assert_eq!(step.emitted(), vec![touched(Touch::Compile, 1_000 * MS)]);
         assert_eq!(step.sent(), vec![(EDITOR, Msg::Built { lamport: 0 })]);
         assert!(node(EDITOR, &[]).start().is_empty(), "the editor waits for BUILT");
     }
@@ -296,7 +296,7 @@ mod tests {
         assert_eq!(e.deliver(BUILDER, Msg::Built { lamport: 0 }).set(), vec![(Timer::Edit, MS)]);
         e.at(998 * MS);
         let step = e.fire(Timer::Edit);
-        assert_eq!(step.emitted(), vec![touched("edit", 998 * MS)]);
+        assert_eq!(step.emitted(), vec![touched(Touch::Edit, 998 * MS)]);
         assert_eq!(step.sent(), vec![(BUILDER, Msg::Write { mtime: 998 * MS, lamport: 0 })]);
     }
 
@@ -309,11 +309,11 @@ mod tests {
         b.at(1_002 * MS);
         assert_eq!(
             b.deliver(EDITOR, Msg::Write { mtime: 999 * MS, lamport: 0 }).emitted(),
-            vec![touched("skip", 999 * MS)]
+            vec![touched(Touch::Skip, 999 * MS)]
         );
         assert_eq!(
             b.deliver(EDITOR, Msg::Write { mtime: 1_001 * MS, lamport: 0 }).emitted(),
-            vec![touched("compile", 1_002 * MS)]
+            vec![touched(Touch::Compile, 1_002 * MS)]
         );
     }
 
@@ -324,7 +324,7 @@ mod tests {
         let mut b = node(BUILDER, &lamport);
         b.start();
         let step = b.fire(Timer::Compile);
-        assert_eq!(step.emitted(), vec![touched("compile", 1)]);
+        assert_eq!(step.emitted(), vec![touched(Touch::Compile, 1)]);
         assert_eq!(step.sent(), vec![(EDITOR, Msg::Built { lamport: 1 })]);
         let mut e = node(EDITOR, &lamport);
         e.deliver(BUILDER, Msg::Built { lamport: 1 });
@@ -332,7 +332,7 @@ mod tests {
         assert_eq!(step.sent(), vec![(BUILDER, Msg::Write { mtime: 3, lamport: 3 })]);
         assert_eq!(
             b.deliver(EDITOR, Msg::Write { mtime: 3, lamport: 3 }).emitted(),
-            vec![touched("compile", 5)]
+            vec![touched(Touch::Compile, 5)]
         );
     }
 

@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use ringleader_core::{Event, NodeId, Time, time::MILLISECOND};
+use ringleader_core::{Event, NodeId, Time, Touch, time::MILLISECOND};
 use serde_json::json;
 
 use super::{Checker, FamilyReport, Stamp, Violations, World};
@@ -256,13 +256,13 @@ impl Checker for ClockChecker {
             Event::Touched { what, time } => {
                 let m = &mut self.make;
                 m.seen = true;
-                match what.as_str() {
-                    "compile" => {
+                match what {
+                    Touch::Compile => {
                         m.compile = Some((at.time, *time));
                         m.rebuilds += 1;
                     }
-                    "edit" => m.edit = Some((at.time, *time)),
-                    "skip" => {
+                    Touch::Edit => m.edit = Some((at.time, *time)),
+                    Touch::Skip => {
                         m.skips += 1;
                         if let (Some((edited, src)), Some((compiled, obj))) = (m.edit, m.compile)
                             && edited > compiled
@@ -277,7 +277,6 @@ impl Checker for ClockChecker {
                             });
                         }
                     }
-                    _ => {}
                 }
                 return;
             }

@@ -11,7 +11,10 @@ pub mod deadlock;
 pub mod detector;
 pub mod election;
 pub mod mutex;
+pub mod property;
 pub mod superpeer;
+
+pub use property::Property;
 
 use std::collections::BTreeMap;
 
@@ -20,30 +23,7 @@ use ringleader_core::{Event, NodeId, Request, Time, Uid};
 use serde::Serialize;
 
 /// Every property name any checker may report (what `expect.violations` may name).
-pub const ALL_PROPERTIES: &[&str] = &[
-    "agreement",
-    "validity",
-    "uniqueness",
-    "termination",
-    "safety",
-    "liveness",
-    "no_starvation",
-    "fifo",
-    "fencing",
-    "timestamp_order",
-    "clock_condition",
-    "strong_clock_condition",
-    "monotonic",
-    "make_rebuilds",
-    "coverage",
-    "fraction",
-    "balanced_load",
-    "soundness",
-    "completeness",
-    "single_victim",
-    "no_deadlock",
-    "eventual_accuracy",
-];
+pub const ALL_PROPERTIES: &[&str] = &property::NAMES;
 
 /// Whether a node is up, crashed or paused, as the simulator knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

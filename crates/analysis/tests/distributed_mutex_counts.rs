@@ -1,10 +1,11 @@
 //! Exact message counts of Lamport, Ricart-Agrawala, Roucairol-Carvalho, Maekawa, Suzuki-Kasami
 //! and Raymond under the `sequential` workload (one request at a time, requesters 1, 2, … in
-//! turn; node 0 holds the token / is the tree root), against the textbook formulas (Lamport, CACM
-//! 1978; Ricart & Agrawala, CACM 1981; Carvalho & Roucairol, CACM 1983; Maekawa, ACM TOCS 1985;
-//! Suzuki & Kasami, ACM TOCS 1985; Raymond, ACM TOCS 1989). Messages to oneself are local steps
-//! and are not counted.
+//! turn; node 0 holds the token / is the tree root), against the textbook formulas that
+//! `ringleader table` prints (Lamport, CACM 1978; Ricart & Agrawala, CACM 1981; Carvalho &
+//! Roucairol, CACM 1983; Maekawa, ACM TOCS 1985; Suzuki & Kasami, ACM TOCS 1985; Raymond, ACM
+//! TOCS 1989). Messages to oneself are local steps and are not counted.
 
+use ringleader_analysis::table::formulas;
 use ringleader_sim::scenario::WorkloadKind;
 use ringleader_sim::{RunConfig, RunOptions, run};
 
@@ -16,7 +17,7 @@ fn sequential(algo: &str, nodes: u32, entries: u64, requesters: Option<Vec<u64>>
     cfg.requesters = requesters;
     let r = run(&cfg, RunOptions::default()).unwrap().report;
     assert!(r.violations.is_empty(), "{algo}: {:?}", r.violations);
-    assert_eq!(r.outcome["entries"], entries, "{algo}");
+    assert_eq!(r.outcome.mutex().unwrap().entries, entries, "{algo}");
     r
 }
 
@@ -41,16 +42,39 @@ fn nine_nodes_ten_entries_cost_the_textbook_totals() {
     {
         assert_eq!(m.messages.by_kind[kind], n, "maekawa {kind}");
     }
+    // The same numbers from the formulas, kind by kind.
+    for (algo, want) in [
+        ("ricart-agrawala", formulas::ricart_agrawala(9, 10)),
+        ("lamport", formulas::lamport(9, 10)),
+        ("suzuki-kasami", formulas::suzuki_kasami(9, 10)),
+        ("maekawa", formulas::maekawa(9, 10)),
+        ("central", formulas::central(10)),
+        ("token-ring", formulas::token_ring(9, 10)),
+        ("raymond", formulas::raymond(9, 10)),
+    ] {
+        let r = sequential(algo, 9, 10, None);
+        assert_eq!(r.messages.sent - r.messages.detection, want.total, "{algo}");
+        for &(kind, n) in &want.kinds {
+            assert_eq!(r.messages.by_kind[kind], n, "{algo} {kind}");
+        }
+    }
 }
 
 #[test]
 fn every_entry_costs_the_formula_for_every_size() {
     for n in 2..=12u32 {
         let k = n as u64 - 1;
+        let n64 = u64::from(n);
         assert_eq!(per_entry("ricart-agrawala", n, 4), vec![2 * k; 4], "ricart-agrawala, N = {n}");
+        assert_eq!(per_entry("ricart-agrawala", n, 4), vec![formulas::ricart_agrawala(n64, 1).total; 4]);
         assert_eq!(per_entry("lamport", n, 4), vec![3 * k; 4], "lamport, N = {n}");
+        assert_eq!(per_entry("lamport", n, 4), vec![formulas::lamport(n64, 1).total; 4]);
         if n > 2 {
             assert_eq!(per_entry("suzuki-kasami", n, 4), vec![n as u64; 4], "suzuki-kasami, N = {n}");
+            assert_eq!(
+                sequential("suzuki-kasami", n, 4, None).messages.sent,
+                formulas::suzuki_kasami(n64, 4).total
+            );
         }
     }
     // With two nodes node 1 is the only requester: after fetching the token it keeps it.
@@ -60,6 +84,7 @@ fn every_entry_costs_the_formula_for_every_size() {
         let n = (side * side) as u32;
         let k = 2 * side - 1;
         assert_eq!(per_entry("maekawa", n, 4), vec![3 * (k - 1); 4], "maekawa, N = {n}");
+        assert_eq!(formulas::maekawa(u64::from(n), 4).total, 4 * 3 * (k - 1));
     }
 }
 
@@ -90,6 +115,9 @@ fn raymond_costs_twice_the_tree_distance_to_the_token() {
     // PRIVILEGE hops down), at most 2 · (2 · depth) = 12.
     let costs = per_entry("raymond", 9, 10);
     assert_eq!(costs, vec![2, 4, 6, 4, 8, 4, 10, 4, 4, 4]);
+    for e in 1..=10 {
+        assert_eq!(costs[..e as usize].iter().sum::<u64>(), formulas::raymond(9, e).total, "{e} entries");
+    }
     let depth = 3;
     assert!(costs.iter().all(|&c| c <= 2 * (2 * depth)));
     assert_eq!(sequential("raymond", 9, 10, None).messages.sent, 50);
@@ -110,7 +138,7 @@ fn saturated_load_costs_stay_within_the_textbook_bounds() {
         cfg.entries = 90;
         let r = run(&cfg, RunOptions::default()).unwrap().report;
         assert!(r.violations.is_empty(), "{algo}: {:?}", r.violations);
-        assert_eq!(r.outcome["entries"], 90, "{algo}");
+        assert_eq!(r.outcome.mutex().unwrap().entries, 90, "{algo}");
         r
     };
     // Permission from all: the load changes nothing.

@@ -1,0 +1,117 @@
+//! The table as people and programs read it: plain text, Markdown (docs/COSTS.md) and JSON.
+
+use std::fmt::Write as _;
+
+use super::{Row, Table, Verdict};
+
+/// A number as the table prints it: whole numbers bare, others with at most two decimals.
+pub fn num(x: f64) -> String {
+    if (x - x.round()).abs() < 1e-9 {
+        format!("{}", x.round() as i64)
+    } else {
+        let s = format!("{x:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// The columns of the text and Markdown tables.
+pub const HEADER: [&str; 9] =
+    ["algorithm", "workload", "N", "per", "measured", "by kind", "formula", "value", "verdict"];
+
+/// A row as the text and Markdown tables show it, one string per column of [`HEADER`].
+fn cells(r: &Row) -> Vec<String> {
+    let kinds: Vec<String> = r.by_kind.iter().map(|(k, &v)| format!("{k} {}", num(v))).collect();
+    let measured =
+        if r.counted == "all" { num(r.measured) } else { format!("{} ({})", num(r.measured), r.counted) };
+    vec![
+        r.algorithm.to_string(),
+        r.workload.to_string(),
+        r.nodes.to_string(),
+        r.per.to_string(),
+        measured,
+        kinds.join(", "),
+        format!("{} {}", r.relation, r.formula),
+        num(r.formula_value),
+        r.verdict.name().to_string(),
+    ]
+}
+
+/// The Markdown table (`--markdown`, docs/COSTS.md).
+pub fn markdown(rows: &[Row]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "| {} |", HEADER.join(" | "));
+    let align: Vec<&str> = HEADER
+        .iter()
+        .map(|h| if matches!(*h, "N" | "measured" | "value") { "---:" } else { "---" })
+        .collect();
+    let _ = writeln!(s, "|{}|", align.join("|"));
+    for r in rows {
+        let mut c = cells(r);
+        c[0] = format!("`{}`", c[0]);
+        let _ = writeln!(s, "| {} |", c.join(" | "));
+    }
+    s
+}
+
+/// The plain table: columns padded with spaces, numbers right-aligned.
+pub fn text(rows: &[Row]) -> String {
+    let all: Vec<Vec<String>> = std::iter::once(HEADER.iter().map(|h| h.to_string()).collect())
+        .chain(rows.iter().map(cells))
+        .collect();
+    let widths: Vec<usize> =
+        (0..HEADER.len()).map(|i| all.iter().map(|c| c[i].chars().count()).max().unwrap_or(0)).collect();
+    let mut s = String::new();
+    for c in &all {
+        let line: Vec<String> = c
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let pad = widths[i] - v.chars().count();
+                if matches!(i, 2 | 4 | 7) {
+                    format!("{}{v}", " ".repeat(pad))
+                } else {
+                    format!("{v}{}", " ".repeat(pad))
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "{}", line.join("  ").trim_end());
+    }
+    s
+}
+
+/// One JSON object, pretty-printed: `{"rows": [...], "skipped": [...]}`.
+pub fn json(table: &Table) -> String {
+    serde_json::to_string_pretty(table).expect("the table serialises")
+}
+
+/// The lines after the text or Markdown table: skipped sizes, and (text only) the count of
+/// rows by verdict.
+pub fn footer(table: &Table, markdown: bool) -> String {
+    let mut s = String::new();
+    for k in &table.skipped {
+        let _ = writeln!(s, "skipped: {} on {} nodes ({})", k.algorithm, k.nodes, k.reason);
+    }
+    if !markdown {
+        let _ = writeln!(
+            s,
+            "{} rows: {} exact, {} within, {} off; counts exclude detection traffic except in the detector rows",
+            table.rows.len(),
+            table.count(Verdict::Exact),
+            table.count(Verdict::Within),
+            table.count(Verdict::Off)
+        );
+    }
+    s
+}
+
+/// One line per `off` row, for stderr.
+pub fn off_lines(table: &Table) -> Vec<String> {
+    table
+        .rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Off)
+        .map(|r| {
+            format!("off: {} on {} nodes ({}): {}", r.algorithm, r.nodes, r.workload, r.problems.join("; "))
+        })
+        .collect()
+}

@@ -1,0 +1,301 @@
+//! The driver loop: one task owns the algorithm and handles its inputs one at a time.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ringleader_algorithms::Algorithm;
+use ringleader_core::trace::{RecordKind, TraceRecord};
+use ringleader_core::{Action, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::Input;
+use super::lock::LockSession;
+use super::wall_ns;
+use crate::metrics::Counters;
+use crate::shared::{NodeEvent, Shared};
+use crate::wire::Envelope;
+
+/// A small splitmix64 stream for `Context.random`, seeded from the wall clock and the id.
+pub(super) struct SplitMix(pub(super) u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// The task that owns a node's algorithm state (see the [module](super) documentation).
+pub(super) struct Driver<A: Algorithm> {
+    pub(super) process: A,
+    pub(super) topology: Topology,
+    pub(super) members: Vec<Uid>,
+    pub(super) me: NodeId,
+    pub(super) shared: Arc<Shared>,
+    pub(super) input_tx: mpsc::Sender<Input<A::Msg, A::Timer>>,
+    pub(super) timers: BTreeMap<A::Timer, u64>,
+    pub(super) generation: u64,
+    pub(super) clock_offset: i64,
+    pub(super) rng: SplitMix,
+    pub(super) lamport: u64,
+    pub(super) vector: Vec<u64>,
+    pub(super) step: u64,
+    pub(super) next_msg_id: u64,
+    pub(super) trace: Option<std::io::BufWriter<std::fs::File>>,
+    pub(super) lock: LockSession,
+    pub(super) out: Outbox<A::Msg, A::Timer>,
+}
+
+impl<A: Algorithm> Driver<A> {
+    pub(super) async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<Input<A::Msg, A::Timer>>,
+        shutdown: CancellationToken,
+        stopped: CancellationToken,
+    ) {
+        let mut start = self.record(RecordKind::Start);
+        start.detail = Some(format!(
+            "algorithm={} members={}",
+            A::NAME,
+            self.members.iter().map(|u| u.to_string()).collect::<Vec<_>>().join(",")
+        ));
+        self.tick();
+        start.lamport = Some(self.lamport);
+        start.vector = Some(self.vector.clone());
+        self.write(&start);
+        self.with_cx(|p, cx, out| p.on_start(cx, out));
+        self.flush();
+        loop {
+            let input = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                input = rx.recv() => input,
+            };
+            let Some(input) = input else { break };
+            self.handle(input);
+            // Handle whatever else is already queued before flushing the trace.
+            while let Ok(input) = rx.try_recv() {
+                self.handle(input);
+            }
+            self.flush();
+        }
+        self.flush();
+        stopped.cancel();
+    }
+
+    fn handle(&mut self, input: Input<A::Msg, A::Timer>) {
+        match input {
+            Input::Message { from, env } => {
+                Counters::bump(&self.shared.counters.messages_received);
+                self.lamport = self.lamport.max(env.lamport);
+                for (mine, theirs) in self.vector.iter_mut().zip(&env.vector) {
+                    *mine = (*mine).max(*theirs);
+                }
+                self.tick();
+                let mut r = self.record(RecordKind::Deliver);
+                r.peer = Some(from);
+                r.msg_id = Some(env.msg_id);
+                r.msg_kind = Some(env.msg.kind().to_string());
+                r.msg = serde_json::to_value(&env.msg).ok();
+                self.write(&r);
+                self.with_cx(|p, cx, out| p.on_message(cx, from, env.msg, out));
+            }
+            Input::Timer { timer, generation } => {
+                if self.timers.get(&timer) != Some(&generation) {
+                    return;
+                }
+                self.timers.remove(&timer);
+                Counters::bump(&self.shared.counters.timers_fired);
+                self.tick();
+                let mut r = self.record(RecordKind::Timer);
+                r.timer = Some(format!("{timer:?}"));
+                self.write(&r);
+                self.with_cx(|p, cx, out| p.on_timer(cx, timer, out));
+            }
+            Input::Request(req) => self.request(req),
+            Input::ElectAtStart => {
+                let electing = self.shared.view.lock().expect("view lock").electing;
+                if self.process.leader().is_none() && !electing {
+                    self.request(Request::StartElection);
+                }
+            }
+            Input::Acquire(reply) => self.acquire(reply),
+            Input::Release(reply) => self.release(reply),
+        }
+    }
+
+    pub(super) fn request(&mut self, req: Request) {
+        Counters::bump(&self.shared.counters.requests);
+        self.tick();
+        let mut r = self.record(RecordKind::Request);
+        r.request = Some(req.clone());
+        self.write(&r);
+        self.with_cx(|p, cx, out| p.on_request(cx, req, out));
+    }
+
+    fn tick(&mut self) {
+        self.step += 1;
+        self.lamport += 1;
+        self.vector[self.me as usize] += 1;
+    }
+
+    fn now(&self) -> Time {
+        (wall_ns() as i64).saturating_add(self.clock_offset).max(0) as Time
+    }
+
+    /// Runs one handler with a fresh context, then carries out its outbox.
+    fn with_cx(&mut self, f: impl FnOnce(&mut A, &Context, &mut Outbox<A::Msg, A::Timer>)) {
+        let cx = Context {
+            me: self.me,
+            uids: &self.members,
+            topology: &self.topology,
+            now: self.now(),
+            random: self.rng.next(),
+        };
+        f(&mut self.process, &cx, &mut self.out);
+        let actions: Vec<_> = self.out.drain().collect();
+        for action in actions {
+            self.act(action);
+        }
+        self.release_abandoned();
+        let leader = self.process.leader();
+        if leader.is_some() {
+            let mut view = self.shared.view.lock().expect("view lock");
+            if view.leader != leader {
+                view.leader = leader;
+                Counters::bump(&self.shared.counters.leader_changes);
+            }
+        }
+    }
+
+    fn act(&mut self, action: Action<A::Msg, A::Timer>) {
+        match action {
+            Action::Send { to, msg } => self.send(to, msg),
+            Action::SetTimer { timer, after } => {
+                self.generation += 1;
+                let generation = self.generation;
+                self.timers.insert(timer.clone(), generation);
+                let tx = self.input_tx.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_nanos(after)).await;
+                    let _ = tx.send(Input::Timer { timer, generation }).await;
+                });
+            }
+            Action::CancelTimer(timer) => {
+                self.timers.remove(&timer);
+            }
+            Action::Emit(event) => self.emit(event),
+            Action::AdjustClock(delta) => {
+                // Applied as an offset on the wall clock the algorithm reads.
+                self.clock_offset = self.clock_offset.saturating_add(delta);
+            }
+        }
+    }
+
+    fn send(&mut self, to: NodeId, msg: A::Msg) {
+        self.tick();
+        self.next_msg_id += 1;
+        let msg_id = (self.shared.id << 40) | self.next_msg_id;
+        let mut r = self.record(RecordKind::Send);
+        r.peer = Some(to);
+        r.msg_id = Some(msg_id);
+        r.msg_kind = Some(msg.kind().to_string());
+        r.msg = serde_json::to_value(&msg).ok();
+        self.write(&r);
+        if to == self.me {
+            // A message to oneself is delivered through the input queue like any other.
+            let env = Envelope { msg_id, lamport: self.lamport, vector: self.vector.clone(), msg };
+            if self.input_tx.try_send(Input::Message { from: to, env }).is_err() {
+                self.drop_record(to, msg_id, "input queue full");
+            }
+            return;
+        }
+        let Some(Some(link)) = self.shared.peers.get(to as usize) else {
+            self.drop_record(to, msg_id, "no such position");
+            return;
+        };
+        let env = Envelope { msg_id, lamport: self.lamport, vector: self.vector.clone(), msg };
+        if link.queue.try_send(crate::wire::encode(&env)).is_err() {
+            Counters::bump(&self.shared.counters.messages_dropped_queue_full);
+            self.drop_record(to, msg_id, "outgoing queue full");
+        }
+    }
+
+    fn drop_record(&mut self, to: NodeId, msg_id: u64, why: &str) {
+        let mut r = self.record(RecordKind::Drop);
+        r.peer = Some(to);
+        r.msg_id = Some(msg_id);
+        r.detail = Some(why.into());
+        self.write(&r);
+    }
+
+    fn emit(&mut self, event: Event) {
+        Counters::bump(&self.shared.counters.events);
+        let mut r = self.record(RecordKind::Emit);
+        r.event = Some(event.clone());
+        self.write(&r);
+        {
+            let mut view = self.shared.view.lock().expect("view lock");
+            match &event {
+                Event::ElectionStarted => view.electing = true,
+                Event::Leader { leader, term } => {
+                    if view.leader != Some(*leader) {
+                        Counters::bump(&self.shared.counters.leader_changes);
+                    }
+                    view.leader = Some(*leader);
+                    view.term = Some(*term);
+                    view.electing = false;
+                }
+                Event::LeaderLost => view.leader = None,
+                Event::Suspect { node } => {
+                    view.suspected.insert(*node);
+                }
+                Event::Trust { node } => {
+                    view.suspected.remove(node);
+                }
+                Event::Entered { fencing } => {
+                    Counters::bump(&self.shared.counters.lock_grants);
+                    view.waiting = false;
+                    view.holding = Some(*fencing);
+                    self.lock.granted(*fencing);
+                }
+                Event::Exited => {
+                    Counters::bump(&self.shared.counters.lock_releases);
+                    view.holding = None;
+                }
+                _ => {}
+            }
+        }
+        let _ = self.shared.events.send(NodeEvent { id: self.shared.id, time_ns: wall_ns(), event });
+    }
+
+    fn record(&self, kind: RecordKind) -> TraceRecord {
+        let mut r = TraceRecord::new(self.step, wall_ns(), kind);
+        r.node = Some(self.me);
+        r.uid = Some(self.shared.id);
+        r.lamport = Some(self.lamport);
+        r.vector = Some(self.vector.clone());
+        r
+    }
+
+    fn write(&mut self, r: &TraceRecord) {
+        if let Some(w) = self.trace.as_mut() {
+            let ok = serde_json::to_writer(&mut *w, r).is_ok() && w.write_all(b"\n").is_ok();
+            if !ok {
+                eprintln!("[id {}] trace write failed; tracing stops", self.shared.id);
+                self.trace = None;
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(w) = self.trace.as_mut() {
+            let _ = w.flush();
+        }
+    }
+}
