@@ -74,6 +74,10 @@ pub struct TableArgs {
     /// Print a Markdown table (what docs/COSTS.md holds).
     #[arg(long)]
     markdown: bool,
+    /// Also write an HTML page: a plot per case of the measured cost against N beside the
+    /// textbook curve (SVG), then the table.
+    #[arg(long, value_name = "FILE.html")]
+    html: Option<std::path::PathBuf>,
 }
 
 /// One `--nodes` size.
@@ -114,6 +118,10 @@ pub fn run(args: TableArgs) -> crate::Outcome {
     let selection =
         Selection { family: args.family.map(Family::from), algorithm: args.algo, nodes: args.nodes };
     let t = table::run(&selection)?;
+    if let Some(path) = &args.html {
+        let page = render::html(&t).map_err(|e| anyhow::anyhow!("--html: {e}"))?;
+        std::fs::write(path, page).map_err(|e| anyhow::anyhow!("--html {}: {e}", path.display()))?;
+    }
     if args.json {
         println!("{}", render::json(&t));
     } else {

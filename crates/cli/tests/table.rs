@@ -241,3 +241,23 @@ fn docs_costs_md_holds_the_current_table() {
          RINGLEADER_REGENERATE_DOCS=1 cargo test -p ringleader --test table\nand commit the change"
     );
 }
+
+/// `table --html FILE`: one SVG plot per case (measured against N beside the textbook curve),
+/// then the table itself.
+#[test]
+fn the_html_page_has_a_plot_per_case_beside_the_textbook_curve() {
+    let file = std::env::temp_dir().join(format!("ringleader-table-{}.html", std::process::id()));
+    let out = ringleader(&["table", "--algo", "chang-roberts", "--html", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(&file).unwrap();
+    let cases = rows(&["--algo", "chang-roberts"])
+        .iter()
+        .map(|r| (r["workload"].to_string(), r["formula"].to_string()))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    assert!(cases >= 2);
+    assert_eq!(page.matches("<svg").count(), cases, "one plot per case");
+    assert!(page.contains("measured") && page.contains("textbook = N(N+1)/2 + N"), "legend");
+    assert!(page.contains("<pre>") && page.contains("chang-roberts"), "the table follows");
+    let _ = std::fs::remove_file(&file);
+}

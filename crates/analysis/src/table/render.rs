@@ -115,3 +115,49 @@ pub fn off_lines(table: &Table) -> Vec<String> {
         })
         .collect()
 }
+
+/// The table as one self-contained HTML page: for every case (algorithm, workload, unit), the
+/// measured messages per operation against N beside the textbook formula's curve (an SVG plot
+/// each), then the text table.
+pub fn html(table: &Table) -> Result<String, ringleader_viz::plot::PlotError> {
+    use ringleader_viz::plot::{Plot, Series, svg};
+    // One plot per case: the rows of one algorithm, workload, unit and formula, across N.
+    let mut groups: Vec<(&Row, Vec<&Row>)> = Vec::new();
+    for r in &table.rows {
+        let same = |g: &&Row| {
+            (g.algorithm, g.workload, g.per, g.formula) == (r.algorithm, r.workload, r.per, r.formula)
+        };
+        match groups.iter_mut().find(|(g, _)| same(g)) {
+            Some((_, rows)) => rows.push(r),
+            None => groups.push((r, vec![r])),
+        }
+    }
+    let mut body = String::new();
+    for (first, rows) in &groups {
+        let points = |f: fn(&Row) -> f64| rows.iter().map(|r| (f64::from(r.nodes), f(r))).collect::<Vec<_>>();
+        let plot = Plot {
+            title: format!("{} · {}", first.algorithm, first.workload),
+            x_label: "N".into(),
+            y_label: format!("messages per {}", rows[0].per),
+            series: vec![
+                Series { name: "measured".into(), points: points(|r| r.measured), dashed: false },
+                Series {
+                    name: format!("textbook {} {}", rows[0].relation, rows[0].formula),
+                    points: points(|r| r.formula_value),
+                    dashed: true,
+                },
+            ],
+            log_x: false,
+            log_y: false,
+        };
+        let _ = writeln!(body, "<figure>{}</figure>", svg(&plot, 520, 320)?);
+    }
+    let escape = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    Ok(format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ringleader table</title>\
+         <style>body{{font:14px system-ui,sans-serif;margin:16px}}figure{{display:inline-block;margin:4px}}\
+         pre{{font-size:12px}}</style></head><body>\n<h1>Messages per operation against N, beside the \
+         textbook formula</h1>\n{body}<pre>{}</pre>\n</body></html>\n",
+        escape(&(text(&table.rows) + &footer(table, false)))
+    ))
+}
