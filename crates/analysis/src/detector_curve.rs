@@ -408,6 +408,62 @@ pub fn curve(a: &Options, list: &[String], plan: &Plan) -> Result<Curve, CurveEr
 }
 
 impl Curve {
+    /// The curve as one self-contained HTML page: detection time, false suspicions and the cost
+    /// model against the swept timeout (heartbeat: T + D in ms) or threshold Φ, as SVG plots
+    /// drawn with `plotters`, then the table.
+    pub fn html(&self) -> Result<String, ringleader_viz::plot::PlotError> {
+        use ringleader_viz::plot::{Plot, Series, svg};
+        let x_label = if self.rows.iter().all(|r| r.timeout_ms.is_some()) {
+            "timeout T + D (ms)"
+        } else {
+            "threshold Φ"
+        };
+        let x = |r: &Row| r.timeout_ms.unwrap_or_else(|| r.value.parse().unwrap_or(f64::NAN));
+        let series = |name: &str, f: &dyn Fn(&Row) -> Option<f64>| Series {
+            name: name.into(),
+            points: self.rows.iter().filter_map(|r| Some((x(r), f(r)?))).collect(),
+            dashed: false,
+        };
+        let plot = |title: &str, y_label: &str, series: Vec<Series>| Plot {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            series,
+            log_x: true,
+            log_y: false,
+        };
+        let plots = [
+            plot(
+                "detection time of a crash",
+                "ms",
+                vec![series("mean", &|r| r.detection_mean_ms), series("p99", &|r| r.detection_p99_ms)],
+            ),
+            plot(
+                "false suspicions",
+                "per monitored pair per minute",
+                vec![series("false suspicions", &|r| Some(r.false_per_pair_minute))],
+            ),
+            plot(
+                "cost",
+                &format!("{} (lower is better)", self.cost_model),
+                vec![series("cost", &|r| Some(r.cost))],
+            ),
+        ];
+        let mut body = String::new();
+        for p in &plots {
+            let _ = writeln!(body, "<figure>{}</figure>", svg(p, 520, 320)?);
+        }
+        let escape = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        Ok(format!(
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ringleader \
+             detector-curve</title><style>body{{font:14px system-ui,sans-serif;margin:16px}}\
+             figure{{display:inline-block;margin:4px}}pre{{font-size:12px}}</style></head><body>\n\
+             <h1>{}: detection time against mistakes</h1>\n{body}<pre>{}</pre>\n</body></html>\n",
+            escape(&self.algorithm),
+            escape(&self.table())
+        ))
+    }
+
     /// The curve as a Markdown-style table with a two-line heading.
     pub fn table(&self) -> String {
         let c = self;

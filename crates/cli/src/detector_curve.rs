@@ -62,6 +62,10 @@ pub struct CurveArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Also write an HTML page: detection time, false suspicions and cost against the swept
+    /// value (SVG plots), then the table.
+    #[arg(long, value_name = "FILE.html")]
+    html: Option<std::path::PathBuf>,
 }
 
 /// `--algo`: the detector, by its algorithm name. (No doc comments on the variants: clap would
@@ -98,6 +102,10 @@ pub fn run(a: CurveArgs) -> crate::Outcome {
         eprintln!("{}", plan.flags());
     }
     let curve = detector_curve::curve(&options, &list, &plan)?;
+    if let Some(path) = &a.html {
+        let page = curve.html().map_err(|e| anyhow::anyhow!("--html: {e}"))?;
+        std::fs::write(path, page).map_err(|e| anyhow::anyhow!("--html {}: {e}", path.display()))?;
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&curve)?);
     } else {

@@ -78,3 +78,33 @@ fn the_curve_is_deterministic_and_bad_input_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("zero") && err.contains("threshold"), "{err}");
 }
+
+/// `detector-curve --html FILE`: three SVG plots (detection time, false suspicions, cost)
+/// against the swept timeout, then the table.
+#[test]
+fn the_html_page_plots_detection_time_mistakes_and_cost() {
+    let file = std::env::temp_dir().join(format!("ringleader-curve-{}.html", std::process::id()));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringleader"))
+        .args([
+            "detector-curve",
+            "--nodes",
+            "4",
+            "--duration",
+            "20s",
+            "--seed",
+            "7",
+            "--values",
+            "5ms,20ms,80ms",
+        ])
+        .arg("--html")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(page.matches("<svg").count(), 3);
+    for text in ["detection time of a crash", "false suspicions", "timeout T + D (ms)", "<pre>"] {
+        assert!(page.contains(text), "{text}");
+    }
+    let _ = std::fs::remove_file(&file);
+}
