@@ -123,6 +123,9 @@ pub fn svg(plot: &Plot, width: u32, height: u32) -> Result<String, PlotError> {
                     .y_desc(plot.y_label.as_str())
                     .label_style(("sans-serif", 12))
                     .light_line_style(RGBColor(238, 238, 238))
+                    // A few labels per axis: a log axis otherwise labels every minor tick.
+                    .x_labels(6)
+                    .y_labels(6)
                     .draw()
                     .map_err(|e| draw_err(&e))?;
                 for (i, s) in plot.series.iter().enumerate() {
