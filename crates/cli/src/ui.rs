@@ -86,7 +86,7 @@ fn bad_request(error: String) -> Response {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "sim", no_binary_name = false)]
+#[command(name = "sim")]
 struct SimOnly {
     #[command(flatten)]
     args: SimArgs,
@@ -107,13 +107,11 @@ fn parse(args: &[String]) -> Result<SimArgs, String> {
 /// Runs one request; the response, or the line the CLI would print.
 fn execute(req: RunRequest) -> Result<RunResponse, String> {
     let mut args = parse(&req.args)?;
-    for forbidden in
-        [args.trace.is_some(), args.mermaid.is_some(), args.html.is_some(), args.shiviz.is_some()]
-    {
-        if forbidden {
-            return Err("--trace, --mermaid, --html and --shiviz write files; the playground offers downloads instead"
-                .into());
-        }
+    if args.trace.is_some() || args.mermaid.is_some() || args.html.is_some() || args.shiviz.is_some() {
+        return Err(
+            "--trace, --mermaid, --html and --shiviz write files; the playground offers downloads instead"
+                .into(),
+        );
     }
     // A scenario's text is written to a file of its own so that errors point at its lines.
     let file = match &req.scenario {
