@@ -28,7 +28,8 @@ CLIENT_SECONDS=${CLIENT_SECONDS:-12}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 BIN=$TARGET_DIR/x86_64-unknown-linux-musl/release/ringleader
 SECRET_FILE=$WORK/cluster.secret
-export ALGO PROJECT IMAGE TRACE_DIR SECRET_FILE
+API_TOKEN_FILE=$WORK/api.token
+export ALGO PROJECT IMAGE TRACE_DIR SECRET_FILE API_TOKEN_FILE
 COMPOSE=(docker-compose -p "$PROJECT" -f "$ROOT/deploy/docker-compose.yml")
 
 log() { printf '[fault-test %s] %s\n' "$(date +%T)" "$*"; }
@@ -46,7 +47,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 api() { echo $((18100 + $1)); }
-status() { curl -s -m 2 "http://127.0.0.1:$(api "$1")/status" || true; }
+# curl with the API's bearer token.
+acurl() { curl -H "Authorization: Bearer $(cat "$API_TOKEN_FILE")" "$@"; }
+status() { acurl -s -m 2 "http://127.0.0.1:$(api "$1")/status" || true; }
 field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2; }
 
 # wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.2 s until it succeeds.
@@ -63,6 +66,8 @@ log "building the static binary (x86_64-unknown-linux-musl)"
 mkdir -p "$WORK/ctx" "$TRACE_DIR"
 # The cluster secret the nodes prove to each other (32 random bytes, hex, mode 0600).
 (umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$SECRET_FILE")
+# The bearer token of the nodes' HTTP APIs (they listen on the containers' 0.0.0.0).
+(umask 077 && od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$API_TOKEN_FILE")
 if [[ -z ${RINGLEADER_BIN:-} && ${IMAGE_LIBC:-auto} != glibc ]] && { rustup target list --installed 2>/dev/null | grep -q x86_64-unknown-linux-musl ||
   timeout 300 rustup target add x86_64-unknown-linux-musl >/dev/null 2>&1; }; then
   (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR timeout 1800 cargo build -q --release --target x86_64-unknown-linux-musl -p ringleader)
@@ -107,10 +112,11 @@ log "cluster up"
 client() {
   local port=$1 end=$((SECONDS + $2)) ok=0 failed=0 out
   while ((SECONDS < end)); do
-    out=$(curl -s -m 5 -X POST "http://127.0.0.1:$port/lock?timeout=3s" || true)
+    out=$(acurl -s -m 5 -X POST "http://127.0.0.1:$port/lock?timeout=3s" || true)
     if [[ $out == *fencing* ]]; then
       ok=$((ok + 1))
-      curl -s -m 10 -X DELETE "http://127.0.0.1:$port/lock" >/dev/null || true
+      handle=$(grep -o '"handle":"[0-9a-f]*"' <<<"$out" | cut -d'"' -f4)
+      acurl -s -m 10 -X DELETE "http://127.0.0.1:$port/lock/$handle" >/dev/null || true
     else
       failed=$((failed + 1))
     fi
@@ -121,7 +127,7 @@ client() {
 if [[ $FAMILY == mutex ]]; then
   for i in 2 3 4; do client "$(api "$i")" "$CLIENT_SECONDS" >"$WORK/client-$i.txt" & done
 else
-  curl -s -m 5 -X POST "http://127.0.0.1:$(api 1)/election" >/dev/null
+  acurl -s -m 5 -X POST "http://127.0.0.1:$(api 1)/election" >/dev/null
 fi
 
 sleep 3
@@ -137,12 +143,12 @@ docker network disconnect "$NET" "$PROJECT-node5"
 sleep 2
 log "reconnecting node5"
 docker network connect --alias node5 "$NET" "$PROJECT-node5"
-wait_for 30 "node5 reconnected to every peer" bash -c "! curl -s -m 2 http://127.0.0.1:$(api 5)/status | grep -q '\"connected\":false'"
+wait_for 30 "node5 reconnected to every peer" bash -c "! curl -s -m 2 -H 'Authorization: Bearer $(cat "$API_TOKEN_FILE")' http://127.0.0.1:$(api 5)/status | grep -q '\"connected\":false'"
 wait
 for f in "$WORK"/client-*.txt; do [[ -e $f ]] && cat "$f"; done
 
 if [[ $FAMILY == election ]]; then
-  wait_for 30 "a leader known to node 1" bash -c "curl -s -m 2 http://127.0.0.1:$(api 1)/status | grep -q '\"leader\":[0-9]'"
+  wait_for 30 "a leader known to node 1" bash -c "curl -s -m 2 -H 'Authorization: Bearer $(cat "$API_TOKEN_FILE")' http://127.0.0.1:$(api 1)/status | grep -q '\"leader\":[0-9]'"
   LEADER=$(field "$(status 1)" leader)
 else
   LEADER=1 # the coordinator (position 0) of coordinator-based algorithms
@@ -153,7 +159,7 @@ docker kill "$PROJECT-node$LEADER" >/dev/null
 LIVE=$(for i in 1 2 3 4 5; do [[ $i == "$LEADER" ]] || echo "$i"; done)
 if [[ $FAMILY == election ]]; then
   first=$(head -1 <<<"$LIVE")
-  curl -s -m 5 -X POST "http://127.0.0.1:$(api "$first")/election" >/dev/null || true
+  acurl -s -m 5 -X POST "http://127.0.0.1:$(api "$first")/election" >/dev/null || true
   agreed() {
     local i l want=""
     for i in $LIVE; do

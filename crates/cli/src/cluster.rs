@@ -72,6 +72,10 @@ pub struct ClusterArgs {
     /// No secret: nodes believe every peer's hello and the control channel obeys anyone.
     #[arg(long)]
     pub insecure: bool,
+    /// Every node's HTTP API requires `Authorization: Bearer TOKEN` with the token in this file
+    /// (needed with a non-loopback --host unless --insecure).
+    #[arg(long, value_name = "FILE")]
+    pub api_token_file: Option<PathBuf>,
 }
 
 /// The secret file a launcher whose control channel listens on `port` writes by default.
@@ -175,6 +179,9 @@ impl Launcher {
             None => {
                 cmd.arg("--insecure");
             }
+        }
+        if let Some(token) = &a.api_token_file {
+            cmd.arg("--api-token-file").arg(token);
         }
         if let Some(dir) = &a.trace_dir {
             cmd.arg("--trace").arg(dir.join(format!("node-{id}.jsonl")));

@@ -30,6 +30,7 @@ use serde::Deserialize;
 ///   trace = "node-1.jsonl"
 ///   max_delay = "20ms"
 ///   secret_file = "cluster.secret"
+///   api_token_file = "api.token"
 ///   [params]
 ///   coordinator = 0
 // The doc comment above is also `--help` text: its TOML `[params]` is not a link.
@@ -81,7 +82,13 @@ pub struct NodeArgs {
     /// they hold it.
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
-    /// Run without a cluster secret: every peer's hello is believed.
+    /// Clients of the HTTP API must send `Authorization: Bearer TOKEN` with the token in this
+    /// file (at least 16 visible characters); required to serve the API on a non-loopback
+    /// address unless --insecure.
+    #[arg(long, value_name = "FILE")]
+    pub api_token_file: Option<PathBuf>,
+    /// Run without a cluster secret: every peer's hello is believed, and the API may listen
+    /// beyond the loopback without a token.
     #[arg(long)]
     pub insecure: bool,
 }
@@ -104,6 +111,7 @@ struct NodeFile {
     queue: Option<usize>,
     max_connections: Option<usize>,
     secret_file: Option<PathBuf>,
+    api_token_file: Option<PathBuf>,
 }
 
 fn resolve(addr: &str, what: &str) -> anyhow::Result<SocketAddr> {
@@ -182,6 +190,10 @@ impl NodeArgs {
             cfg.max_connections = c;
         }
         cfg.elect_at_start = !self.no_elect_at_start;
+        cfg.insecure_api = self.insecure;
+        if let Some(path) = self.api_token_file.clone().or(file.api_token_file) {
+            cfg.api_token = Some(ringleader_net::api::ApiToken::read_file(&path)?);
+        }
         match (self.secret_file.clone().or(file.secret_file), self.insecure) {
             (Some(_), true) => bail!("--secret-file and --insecure contradict each other; give one"),
             (Some(path), false) => cfg.secret = Some(ringleader_net::auth::Secret::read_file(&path)?),

@@ -65,6 +65,20 @@ fn http(port: u16, method: &str, path: &str) -> (u16, serde_json::Value) {
         .unwrap_or_else(|| panic!("node API on port {port} unreachable: {method} {path}"))
 }
 
+/// `DELETE /lock/{handle}` with the handle of `grant` (a `POST /lock` answer).
+fn unlock(port: u16, grant: &serde_json::Value) -> (u16, serde_json::Value) {
+    let handle = grant["handle"].as_str().unwrap_or_else(|| panic!("a grant has a handle: {grant}"));
+    http(port, "DELETE", &format!("/lock/{handle}"))
+}
+
+/// Takes the lock at `port` (`POST /lock?timeout=5s`) and releases it; both must answer 200.
+fn lock_and_unlock(port: u16) {
+    let (code, grant) = http(port, "POST", "/lock?timeout=5s");
+    assert_eq!(code, 200, "{grant}");
+    let (code, body) = unlock(port, &grant);
+    assert_eq!(code, 200, "{body}");
+}
+
 /// A port base with `n + 1` free consecutive ports (checked by binding them).
 /// Ranges handed out in this process never overlap (tests run in parallel).
 fn free_base(n: u16) -> u16 {
@@ -201,7 +215,7 @@ fn lock_storm(algo: &str) {
                     let (code, body) = http(port, "POST", "/lock?timeout=20s");
                     assert_eq!(code, 200, "{body}");
                     let fencing = body["fencing"].as_u64().unwrap();
-                    let (code, body) = http(port, "DELETE", "/lock");
+                    let (code, body) = unlock(port, &body);
                     assert_eq!(code, 200, "{body}");
                     assert_eq!(body["released"], fencing);
                     grants.push((fencing, start.elapsed()));
@@ -399,8 +413,21 @@ fn api_errors_are_json_4xx() {
     let (code, body) = http(c.port(1), "POST", "/lock?timeout=soon");
     assert_eq!(code, 400);
     assert!(body["error"].as_str().unwrap().contains("not a duration"), "{body}");
-    let (code, _) = http(c.port(1), "DELETE", "/lock");
-    assert_eq!(code, 409);
+    let (code, body) = http(c.port(1), "DELETE", "/lock");
+    assert_eq!(code, 400);
+    assert!(body["error"].as_str().unwrap().contains("missing lock handle"), "{body}");
+    let (code, body) = http(c.port(1), "DELETE", "/lock/0123456789abcdef0123456789abcdef");
+    assert_eq!(code, 403);
+    assert!(body["error"].as_str().unwrap().contains("holds no lock"), "{body}");
+    let (code, body) = http(c.port(1), "DELETE", "/lock/nope");
+    assert_eq!(code, 400);
+    assert!(body["error"].as_str().unwrap().contains("malformed lock handle"), "{body}");
+    let (code, body) = http(c.port(1), "POST", "/lock?ttl=1ms");
+    assert_eq!(code, 400);
+    assert!(body["error"].as_str().unwrap().contains("ttl 1ms: give 100ms..=3600s"), "{body}");
+    let (code, body) = http(c.port(1), "POST", "/lock?timeout=1s&timeout=2s");
+    assert_eq!(code, 400);
+    assert!(body["error"].as_str().unwrap().contains("given twice"), "{body}");
     let (code, body) = http(c.port(1), "GET", "/nowhere");
     assert_eq!(code, 404);
     assert!(body["error"].as_str().unwrap().contains("GET /status"));
@@ -424,8 +451,7 @@ fn api_errors_are_json_4xx() {
         assert!(n > 0, "stream ended: {seen}");
         seen.push_str(&String::from_utf8_lossy(&buf[..n]));
     }
-    assert_eq!(http(c.port(2), "POST", "/lock?timeout=5s").0, 200);
-    assert_eq!(http(c.port(2), "DELETE", "/lock").0, 200);
+    lock_and_unlock(c.port(2));
     while !seen.contains("event: exited") {
         let n = sse.read(&mut buf).unwrap();
         assert!(n > 0, "stream ended: {seen}");
@@ -514,8 +540,8 @@ fn central_timeout_paused_holder_overlaps_and_verify_finds_it() {
     assert_eq!(code, 200, "the coordinator re-granted after 100 ms of silence: {second}");
     assert!(second["fencing"].as_u64() > first["fencing"].as_u64());
     c.ctl("resume", 2);
-    assert_eq!(http(c.port(2), "DELETE", "/lock").0, 200, "the paused holder still believed it held");
-    assert_eq!(http(c.port(3), "DELETE", "/lock").0, 200);
+    assert_eq!(unlock(c.port(2), &first).0, 200, "the paused holder still believed it held");
+    assert_eq!(unlock(c.port(3), &second).0, 200);
     let report = c.stop_and_verify(&[]);
     let violated: Vec<&str> =
         report["violations"].as_array().unwrap().iter().map(|v| v[0].as_str().unwrap()).collect();
@@ -528,8 +554,7 @@ fn central_timeout_paused_holder_overlaps_and_verify_finds_it() {
 #[test]
 fn a_restarted_node_is_reconnected_and_serves_again() {
     let c = Cluster::start("central", 3, &[]);
-    assert_eq!(http(c.port(3), "POST", "/lock?timeout=5s").0, 200);
-    assert_eq!(http(c.port(3), "DELETE", "/lock").0, 200);
+    lock_and_unlock(c.port(3));
     c.ctl("kill", 3);
     c.wait_until("nodes 1 and 2 see node 3 gone", Duration::from_secs(10), || {
         (1..=2).all(|i| {
@@ -548,7 +573,7 @@ fn a_restarted_node_is_reconnected_and_serves_again() {
     let (code, body) = http(c.port(3), "POST", "/lock?timeout=5s");
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["fencing"], 2, "the coordinator (id 1) kept its counter");
-    assert_eq!(http(c.port(3), "DELETE", "/lock").0, 200);
+    assert_eq!(unlock(c.port(3), &body).0, 200);
     let report = c.stop_and_verify(&[]);
     assert_eq!(report["violations"], serde_json::json!([]), "{report}");
     assert_eq!(report["restarts"], 1);
@@ -616,11 +641,11 @@ fn forged_release_and_grant_are_refused() {
     let (code, body) = waiter.join().unwrap();
     assert_ne!(code, 200, "node 2 got the lock while node 3 held it: {body}");
     assert_eq!(c.status(2).unwrap()["holding"], serde_json::Value::Null);
-    assert_eq!(http(c.port(3), "DELETE", "/lock").0, 200);
+    assert_eq!(unlock(c.port(3), &first).0, 200);
     let (code, body) = http(c.port(1), "POST", "/lock?timeout=5s");
     assert_eq!(code, 200, "{body}");
     assert!(body["fencing"].as_u64().unwrap() < 10, "the forged token jammed nothing: {body}");
-    assert_eq!(http(c.port(1), "DELETE", "/lock").0, 200);
+    assert_eq!(unlock(c.port(1), &body).0, 200);
     let report = c.stop_and_verify(&[]);
     assert_eq!(report["violations"], serde_json::json!([]), "{report}");
 }
@@ -655,4 +680,274 @@ fn a_foreign_host_header_is_refused() {
     assert!(answer.starts_with("HTTP/1.1 421"), "{answer}");
     assert_eq!(c.status(1).unwrap()["holding"], serde_json::Value::Null);
     assert_eq!(counter(&c, 1, "lock_grants"), 0);
+}
+
+/// An SSE subscription read from a raw socket: `GET /events` with optional headers.
+struct Sse {
+    socket: TcpStream,
+    seen: String,
+}
+
+impl Sse {
+    fn open(port: u16, headers: &str) -> Sse {
+        let mut socket = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        socket.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        write!(socket, "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}\r\n").unwrap();
+        let mut sse = Sse { socket, seen: String::new() };
+        sse.read_until("text/event-stream");
+        sse
+    }
+
+    /// Reads until `what` has been received (bounded by the socket's read timeout).
+    fn read_until(&mut self, what: &str) {
+        let mut buf = [0u8; 4096];
+        while !self.seen.contains(what) {
+            let n = self
+                .socket
+                .read(&mut buf)
+                .unwrap_or_else(|e| panic!("waiting for {what:?}: {e}: {}", self.seen));
+            assert!(n > 0, "stream ended before {what:?}: {}", self.seen);
+            self.seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    }
+
+    /// The (id, event name, data) of every event received so far.
+    fn events(&self) -> Vec<(Option<u64>, String, serde_json::Value)> {
+        let body = self.seen.split_once("\r\n\r\n").map_or("", |b| b.1);
+        let mut out = Vec::new();
+        for block in body.split("\n\n") {
+            let (mut id, mut name, mut data) = (None, None, None);
+            for line in block.lines() {
+                // (chunked transfer encoding puts chunk sizes on their own lines)
+                if let Some(v) = line.strip_prefix("id: ") {
+                    id = v.trim().parse().ok();
+                } else if let Some(v) = line.strip_prefix("event: ") {
+                    name = Some(v.trim().to_string());
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data = serde_json::from_str(v.trim()).ok();
+                }
+            }
+            if let (Some(name), Some(data)) = (name, data) {
+                out.push((id, name, data));
+            }
+        }
+        out
+    }
+}
+
+/// Issue 13 §4: the clients of one node queue in arrival order instead of being refused. One
+/// client holds the lock while eight more arrive one after another (each starts once the node
+/// counts the previous one as queued); on release they are served in exactly that order, one
+/// grant each, fencing tokens strictly increasing. Then fifty clients of one node ask at the
+/// same moment and every one of them gets the lock in turn; `verify` finds one holder at a
+/// time across the cluster.
+#[test]
+fn clients_of_one_node_queue_in_fifo_order() {
+    let c = Cluster::start("central", 3, &[]);
+    let port = c.port(2);
+    let (code, first) = http(port, "POST", "/lock?timeout=5s");
+    assert_eq!(code, 200, "{first}");
+    let clients: Vec<_> = (1..=8usize)
+        .map(|k| {
+            let client = std::thread::spawn(move || {
+                let (code, grant) = http(port, "POST", "/lock?timeout=20s");
+                assert_eq!(code, 200, "client {k}: {grant}");
+                let (code, body) = unlock(port, &grant);
+                assert_eq!(code, 200, "client {k}: {body}");
+                (k, grant["fencing"].as_u64().unwrap())
+            });
+            c.wait_until(&format!("client {k} is queued"), Duration::from_secs(20), || {
+                c.status(2).is_some_and(|s| s["clients_waiting"] == k as u64)
+            });
+            client
+        })
+        .collect();
+    assert_eq!(c.status(2).unwrap()["role"], "holder");
+    assert_eq!(unlock(port, &first).0, 200);
+    let mut served: Vec<(usize, u64)> = clients.into_iter().map(|t| t.join().unwrap()).collect();
+    served.sort_by_key(|s| s.1);
+    let order: Vec<usize> = served.iter().map(|s| s.0).collect();
+    assert_eq!(order, (1..=8).collect::<Vec<_>>(), "grants in arrival order: {served:?}");
+    assert!(served[0].1 > first["fencing"].as_u64().unwrap());
+    assert!(served.windows(2).all(|w| w[0].1 < w[1].1), "{served:?}");
+    // Fifty at once (the old API answered 49 of them 409).
+    let burst: Vec<_> = (0..50)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let (code, grant) = http(port, "POST", "/lock?timeout=25s");
+                assert_eq!(code, 200, "{grant}");
+                assert_eq!(unlock(port, &grant).0, 200);
+                grant["fencing"].as_u64().unwrap()
+            })
+        })
+        .collect();
+    let mut tokens: Vec<u64> = burst.into_iter().map(|t| t.join().unwrap()).collect();
+    tokens.sort_unstable();
+    tokens.dedup();
+    assert_eq!(tokens.len(), 50, "fifty grants, fifty tokens");
+    let report = c.stop_and_verify(&[]);
+    assert_eq!(report["violations"], serde_json::json!([]), "{report}");
+    assert_eq!(report["operations"], 59);
+    assert_eq!(report["outcome"]["max_concurrent_holders"], 1);
+}
+
+/// Issue 13 §4 and §5: a grant carries a lease. A keep-alive renews it; a holder that stops
+/// renewing loses the lock — the node releases it through the algorithm and says so on
+/// `/events` (`lock_lost`) — and its handle no longer releases anything. Events carry ids,
+/// name nodes by id, and a client that reconnects with `Last-Event-ID` gets what it missed.
+#[test]
+fn a_lease_not_renewed_loses_the_lock_and_an_event_says_so() {
+    let c = Cluster::start("central", 3, &[]);
+    let mut sse = Sse::open(c.port(2), "");
+    let (code, grant) = http(c.port(2), "POST", "/lock?timeout=5s&ttl=400ms");
+    assert_eq!(code, 200, "{grant}");
+    assert_eq!(grant["ttl_ms"], 400);
+    let handle = grant["handle"].as_str().unwrap().to_string();
+    assert_eq!(handle.len(), 32);
+    let (code, renewed) = http(c.port(2), "POST", &format!("/lock/{handle}/keepalive"));
+    assert_eq!(code, 200, "{renewed}");
+    assert_eq!(renewed["fencing"], grant["fencing"]);
+    let (code, body) = http(c.port(2), "POST", "/lock/0123456789abcdef0123456789abcdef/keepalive");
+    assert_eq!(code, 403, "{body}");
+    // Node 3 waits; no more keep-alives: node 2's lease runs out and node 3 is served.
+    let (code, next) = http(c.port(3), "POST", "/lock?timeout=10s");
+    assert_eq!(code, 200, "{next}");
+    assert!(next["fencing"].as_u64() > grant["fencing"].as_u64());
+    sse.read_until("event: lock_lost");
+    let events = sse.events();
+    let lost = events.iter().find(|e| e.1 == "lock_lost").unwrap();
+    assert_eq!(lost.2["fencing"], grant["fencing"], "{lost:?}");
+    assert_eq!(lost.2["id"], 2);
+    assert!(lost.2["reason"].as_str().unwrap().contains("no keep-alive"), "{lost:?}");
+    let ids: Vec<u64> = events.iter().map(|e| e.0.expect("every event has an id")).collect();
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
+    let (code, body) = unlock(c.port(2), &grant);
+    assert_eq!(code, 403, "the expired handle releases nothing: {body}");
+    assert_eq!(unlock(c.port(3), &next).0, 200);
+    drop(sse);
+    // Resume after the first event: everything since is replayed, with the same ids.
+    let mut resumed = Sse::open(c.port(2), &format!("Last-Event-ID: {}\r\n", ids[0]));
+    resumed.read_until("event: lock_lost");
+    let replay: Vec<u64> = resumed.events().iter().filter_map(|e| e.0).collect();
+    assert_eq!(replay[..ids.len() - 1], ids[1..], "replayed ids");
+    // The coordinator's events name the requester by id, not by position.
+    let mut coordinator = Sse::open(c.port(1), "Last-Event-ID: 0\r\n");
+    coordinator.read_until("event: granted");
+    let granted: Vec<u64> = coordinator
+        .events()
+        .iter()
+        .filter(|e| e.1 == "granted")
+        .map(|e| e.2["node"].as_u64().unwrap())
+        .collect();
+    assert_eq!(granted[0], 2, "node 2 (position 1) was granted first: {granted:?}");
+    let report = c.stop_and_verify(&[]);
+    assert_eq!(report["violations"], serde_json::json!([]), "{report}");
+}
+
+/// Issue 13 §4: when a peer the algorithm needs is gone, a waiting client is told which peer
+/// and since when instead of waiting out its timeout. Ricart-Agrawala needs every peer's
+/// permission: node 2 holds the lock, a client of node 1 waits, node 2 is killed.
+#[test]
+fn a_waiting_client_is_told_which_peer_is_gone() {
+    let c = Cluster::start("ricart-agrawala", 3, &[]);
+    let (code, held) = http(c.port(2), "POST", "/lock?timeout=5s");
+    assert_eq!(code, 200, "{held}");
+    let port1 = c.port(1);
+    let waiter = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let answer = http(port1, "POST", "/lock?timeout=25s");
+        (answer, t0.elapsed())
+    });
+    c.wait_until("a client of node 1 waits", Duration::from_secs(20), || {
+        c.status(1).is_some_and(|s| s["clients_waiting"] == 1)
+    });
+    c.ctl("kill", 2);
+    let ((code, body), waited) = waiter.join().unwrap();
+    assert_eq!(code, 503, "{body}");
+    assert_eq!(body["peer"], 2, "{body}");
+    assert!(body["since_ns"].as_u64().unwrap() > 0, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(error.contains("needs every peer's permission") && error.contains("peer 2"), "{error}");
+    assert!(waited < Duration::from_secs(20), "answered at once, not by the timeout: {waited:?}");
+    // A new client is told at once, too.
+    let (code, body) = http(c.port(1), "POST", "/lock?timeout=25s");
+    assert_eq!(code, 503, "{body}");
+    assert_eq!(body["peer"], 2);
+}
+
+/// Issue 13 §5: `/metrics` in the OpenMetrics text format, checked line by line: every sample
+/// belongs to a family announced with HELP and TYPE, counter samples end in `_total`, the lock
+/// wait and hold histograms count the grants, the term, leader and holder gauges are there, and
+/// the exposition ends with `# EOF`. `/health` and `/ready` answer.
+#[test]
+fn metrics_follow_the_prometheus_conventions() {
+    let c = Cluster::start("central", 2, &[]);
+    for _ in 0..3 {
+        lock_and_unlock(c.port(2));
+    }
+    assert_eq!(http(c.port(2), "GET", "/health"), (200, serde_json::json!({"id": 2, "status": "alive"})));
+    let (code, ready) = http(c.port(2), "GET", "/ready");
+    assert_eq!(code, 200, "{ready}");
+    assert_eq!(ready["ready"], true);
+    let url = format!("http://127.0.0.1:{}/metrics", c.port(2));
+    let mut response = AGENT.with(|a| a.get(&url).call()).unwrap();
+    assert!(
+        response
+            .headers()
+            .get("content-type")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text"),
+    );
+    let text = response.body_mut().read_to_string().unwrap();
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    let mut types: std::collections::BTreeMap<String, String> = Default::default();
+    let mut helped = std::collections::BTreeSet::new();
+    let mut samples: std::collections::BTreeMap<String, f64> = Default::default();
+    for line in text.lines().filter(|l| *l != "# EOF") {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (family, help) = rest.split_once(' ').unwrap();
+            assert!(!help.is_empty() && help.ends_with('.'), "{line}");
+            assert!(helped.insert(family.to_string()), "HELP twice: {line}");
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (family, kind) = rest.split_once(' ').unwrap();
+            assert!(helped.contains(family), "TYPE before HELP: {line}");
+            assert!(["counter", "gauge", "histogram"].contains(&kind), "{line}");
+            assert!(types.insert(family.to_string(), kind.to_string()).is_none(), "TYPE twice: {line}");
+        } else if line.starts_with("# UNIT ") {
+        } else {
+            let (series, value) = line.rsplit_once(' ').unwrap();
+            let value: f64 = value.parse().unwrap_or_else(|_| panic!("not a number: {line}"));
+            let name = series.split('{').next().unwrap();
+            assert!(series.contains("id=\"2\"") && series.contains("algorithm=\"central\""), "{line}");
+            let (family, kind) = types
+                .iter()
+                .filter(|(f, _)| name.starts_with(f.as_str()))
+                .max_by_key(|(f, _)| f.len())
+                .unwrap_or_else(|| panic!("sample of no announced family: {line}"));
+            let suffix = &name[family.len()..];
+            match kind.as_str() {
+                "counter" => assert_eq!(suffix, "_total", "{line}"),
+                "gauge" => assert_eq!(suffix, "", "{line}"),
+                _ => assert!(["_bucket", "_sum", "_count"].contains(&suffix), "{line}"),
+            }
+            *samples.entry(name.to_string()).or_default() += if suffix == "_bucket" { 0.0 } else { value };
+        }
+    }
+    for (family, kind) in [
+        ("ringleader_lock_grants", "counter"),
+        ("ringleader_messages_sent", "counter"),
+        ("ringleader_leader", "gauge"),
+        ("ringleader_term", "gauge"),
+        ("ringleader_lock_holder", "gauge"),
+        ("ringleader_lock_wait_seconds", "histogram"),
+        ("ringleader_lock_hold_seconds", "histogram"),
+    ] {
+        assert_eq!(types.get(family).map(String::as_str), Some(kind), "{family}: {text}");
+    }
+    assert_eq!(samples["ringleader_lock_grants_total"], 3.0, "{text}");
+    assert_eq!(samples["ringleader_lock_wait_seconds_count"], 3.0, "{text}");
+    assert_eq!(samples["ringleader_lock_hold_seconds_count"], 3.0, "{text}");
+    assert_eq!(samples["ringleader_lock_holder"], 0.0, "{text}");
 }

@@ -2,40 +2,115 @@
 //!
 //! | method and path | what it does |
 //! |---|---|
+//! | `GET /health` | 200 while the process serves (needs no token) |
+//! | `GET /ready` | 200 when the node can do its job (see [`readiness`]), else 503 saying why |
 //! | `GET /status` | id, algorithm, role, leader, term, peers (connected, suspected), counters |
 //! | `POST /election` | asks the algorithm to start an election (`Request::StartElection`) |
-//! | `POST /lock[?timeout=2s]` | acquires the critical section; answers with the fencing token |
-//! | `DELETE /lock` | releases it |
-//! | `GET /events` | server-sent events: every event the algorithm emits |
-//! | `GET /metrics` | the counters in Prometheus text format |
+//! | `POST /lock[?timeout=30s&ttl=30s]` | queues for the lock; answers with a handle, the fencing token and the lease |
+//! | `POST /lock/{handle}/keepalive` | renews the lease of the lock `handle` holds |
+//! | `DELETE /lock/{handle}` | releases it |
+//! | `GET /events` | server-sent events with ids (resume with `Last-Event-ID`) |
+//! | `GET /metrics` | Prometheus / OpenMetrics text exposition |
 //!
-//! Errors are 4xx answers with a JSON body `{"error": "..."}` saying what was wrong.
+//! Errors are 4xx/5xx answers with a JSON body `{"error": "..."}` saying what was wrong.
 //!
 //! On a loopback bind the `Host` header must name the loopback (`localhost`, `127.0.0.1`,
 //! `[::1]`, any port): a web page on another site that points a browser at the node (DNS
-//! rebinding) sends its own host name and is refused with 421.
+//! rebinding) sends its own host name and is refused with 421. With an [`ApiToken`] every
+//! request but `GET /health` must carry `Authorization: Bearer TOKEN` (401 otherwise).
+//!
+//! Connections are served by hyper's HTTP/1.1 server with a header-read timeout
+//! ([`NodeConfig::api_idle_timeout`](crate::NodeConfig::api_idle_timeout)): a connection that
+//! sends no complete request head within it — idle between requests, or trickling its headers —
+//! is closed. A response the client stops reading for [`WRITE_STALL_TIMEOUT`] ends its
+//! connection.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{RawQuery, State};
-use axum::http::{StatusCode, header};
+use axum::extract::{Path as UrlPath, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Json, Response};
-use axum::routing::{get, post};
-use futures_util::Stream;
+use axum::routing::{delete, get, post};
+use futures_util::{Stream, StreamExt};
 use ringleader_algorithms::Family;
 use ringleader_core::Request;
 use serde_json::json;
-use tokio::net::TcpListener;
+use subtle::ConstantTimeEq;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::shared::{Input, Shared};
+use crate::NetError;
+use crate::shared::{Input, LockAsk, LockRefusal, Shared};
 
 type AppState = Arc<Shared>;
+
+/// How long a client may wait for the lock when `POST /lock` names no `timeout`.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(30);
+/// The longest `timeout` a client may ask for.
+pub const MAX_LOCK_WAIT: Duration = Duration::from_secs(600);
+/// The lease of a grant when `POST /lock` names no `ttl`.
+pub const DEFAULT_LOCK_TTL: Duration = Duration::from_secs(30);
+/// The shortest and the longest `ttl` a client may ask for.
+pub const LOCK_TTL_RANGE: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(3600));
+/// How long a response may stay unwritable (the client reads nothing) before its connection
+/// is closed.
+pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the API waits for a request head by default (see [`serve`]).
+pub const DEFAULT_API_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+const ENDPOINTS: &str = "GET /health, GET /ready, GET /status, POST /election, POST /lock, \
+                         POST /lock/HANDLE/keepalive, DELETE /lock/HANDLE, GET /events, GET /metrics";
+
+/// The bearer token API clients must present (`Authorization: Bearer TOKEN`).
+#[derive(Clone)]
+pub struct ApiToken(String);
+
+impl std::fmt::Debug for ApiToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiToken(…)")
+    }
+}
+
+impl ApiToken {
+    /// The shortest token accepted.
+    pub const MIN_LEN: usize = 16;
+
+    /// A token from its text: at least [`ApiToken::MIN_LEN`] visible ASCII characters.
+    pub fn new(text: &str) -> Result<ApiToken, String> {
+        let t = text.trim();
+        if t.len() < Self::MIN_LEN {
+            return Err(format!("the token has {} characters; give at least {}", t.len(), Self::MIN_LEN));
+        }
+        if !t.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err("the token must be visible ASCII characters (no spaces)".into());
+        }
+        Ok(ApiToken(t.to_string()))
+    }
+
+    /// Reads a token file (its content, surrounding white space ignored).
+    pub fn read_file(path: &Path) -> Result<ApiToken, NetError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| NetError::Io { what: format!("API token file {}", path.display()), source })?;
+        ApiToken::new(&text).map_err(|reason| NetError::ApiToken { path: path.to_path_buf(), reason })
+    }
+
+    /// True when `presented` is this token (compared in constant time).
+    pub fn matches(&self, presented: &str) -> bool {
+        self.0.as_bytes().ct_eq(presented.as_bytes()).into()
+    }
+}
 
 /// A 4xx/5xx answer with a JSON error.
 pub struct ApiError(StatusCode, String);
@@ -49,9 +124,13 @@ impl IntoResponse for ApiError {
 /// The router of one node.
 pub fn router(shared: Arc<Shared>) -> Router {
     Router::new()
+        .route("/health", get(health))
+        .route("/ready", get(ready))
         .route("/status", get(status))
         .route("/election", post(election))
-        .route("/lock", post(lock).delete(unlock))
+        .route("/lock", post(lock).delete(unlock_without_handle))
+        .route("/lock/{handle}", delete(unlock))
+        .route("/lock/{handle}/keepalive", post(keep_alive))
         .route("/events", get(events))
         .route("/metrics", get(metrics))
         .fallback(not_found)
@@ -59,17 +138,109 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// Serves the API on `listener` until shutdown.
-pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
+/// Serves the API on `listener` until shutdown: HTTP/1.1 with a header-read timeout of
+/// `idle_timeout`, the Host check on a loopback bind, the bearer token when there is one.
+pub async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    token: Option<ApiToken>,
+    idle_timeout: Duration,
+    shutdown: CancellationToken,
+) {
     let loopback = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
     let mut app = router(shared.clone());
+    if let Some(token) = token {
+        app = app.layer(axum::middleware::from_fn_with_state(Arc::new(token), bearer));
+    }
     if loopback {
         app = app.layer(axum::middleware::from_fn(loopback_host));
     }
-    let result =
-        axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
-    if let Err(e) = result {
-        eprintln!("[id {}] HTTP API stopped: {e}", shared.id);
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            a = listener.accept() => a,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                eprintln!("[id {}] HTTP API accept failed: {e}", shared.id);
+                // Out of descriptors, typically: give connections a moment to close.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(idle_timeout);
+            let io = hyper_util::rt::TokioIo::new(StallGuard::new(stream, WRITE_STALL_TIMEOUT));
+            let connection = http.serve_connection(io, service);
+            tokio::select! {
+                _ = connection => {}
+                _ = shutdown.cancelled() => {}
+            }
+        });
+    }
+}
+
+/// A TCP stream whose writes fail once they have been blocked for `limit` (the client reads
+/// nothing: an SSE subscriber that stopped reading, a slow reader).
+struct StallGuard {
+    io: TcpStream,
+    limit: Duration,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl StallGuard {
+    fn new(io: TcpStream, limit: Duration) -> StallGuard {
+        StallGuard { io, limit, stalled: None }
+    }
+
+    fn pending<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        let limit = self.limit;
+        let sleep = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client read nothing of the response for too long",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for StallGuard {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for StallGuard {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.io).poll_write(cx, buf) {
+            Poll::Pending => this.pending(cx),
+            done => {
+                this.stalled = None;
+                done
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.io).poll_flush(cx) {
+            Poll::Pending => this.pending(cx),
+            done => {
+                this.stalled = None;
+                done
+            }
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
     }
 }
 
@@ -97,38 +268,121 @@ async fn loopback_host(request: axum::extract::Request, next: axum::middleware::
     }
 }
 
+async fn bearer(
+    State(token): State<Arc<ApiToken>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if request.uri().path() == "/health" {
+        return next.run(request).await;
+    }
+    let presented = request.headers().get(header::AUTHORIZATION).map(|v| v.to_str().unwrap_or(""));
+    let why = match presented.map(|v| v.strip_prefix("Bearer ")) {
+        Some(Some(t)) if token.matches(t.trim()) => return next.run(request).await,
+        Some(Some(_)) => "wrong bearer token",
+        Some(None) => "the Authorization header must be `Bearer TOKEN`",
+        None => "this API needs `Authorization: Bearer TOKEN` (the node's --api-token-file)",
+    };
+    let mut response = ApiError(StatusCode::UNAUTHORIZED, why.into()).into_response();
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+    response
+}
+
 async fn not_found() -> ApiError {
-    ApiError(
-        StatusCode::NOT_FOUND,
-        "no such endpoint; endpoints: GET /status, POST /election, POST /lock, DELETE /lock, GET /events, GET /metrics"
-            .into(),
-    )
+    ApiError(StatusCode::NOT_FOUND, format!("no such endpoint; endpoints: {ENDPOINTS}"))
 }
 
 async fn method_not_allowed() -> ApiError {
-    ApiError(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method not allowed; endpoints: GET /status, POST /election, POST /lock, DELETE /lock, GET /events, GET /metrics"
-            .into(),
-    )
+    ApiError(StatusCode::METHOD_NOT_ALLOWED, format!("method not allowed; endpoints: {ENDPOINTS}"))
+}
+
+async fn health(State(s): State<AppState>) -> Json<serde_json::Value> {
+    Json(json!({ "id": s.id, "status": "alive" }))
+}
+
+/// Whether the node can do its job, and why (or why not): an election or detector node is
+/// ready when it knows a leader that is itself or a peer it is connected to; any other node
+/// when it is connected to every peer.
+pub fn readiness(s: &Shared) -> (bool, String) {
+    let st = s.status();
+    match s.family {
+        Family::Election | Family::Detector => match st.leader {
+            None => (false, "no leader known yet".into()),
+            Some(l) if l == s.id => (true, "this node is the leader".into()),
+            Some(l) if st.peers.iter().any(|p| p.id == l && p.connected) => {
+                (true, format!("leader {l} is known and connected"))
+            }
+            Some(l) => (false, format!("leader {l} is known but not connected")),
+        },
+        _ => {
+            let down: Vec<String> =
+                st.peers.iter().filter(|p| !p.connected).map(|p| p.id.to_string()).collect();
+            if down.is_empty() {
+                (true, "every peer is connected".into())
+            } else {
+                (false, format!("not connected to peer(s) {}", down.join(", ")))
+            }
+        }
+    }
+}
+
+async fn ready(State(s): State<AppState>) -> Response {
+    let (ok, why) = readiness(&s);
+    let code = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (code, Json(json!({ "id": s.id, "ready": ok, "why": why }))).into_response()
 }
 
 async fn status(State(s): State<AppState>) -> Json<crate::metrics::Status> {
     Json(s.status())
 }
 
-fn no_query(q: &Option<String>) -> Result<(), ApiError> {
-    match q.as_deref() {
-        None | Some("") => Ok(()),
-        Some(q) => Err(ApiError(
-            StatusCode::BAD_REQUEST,
-            format!("unexpected query {q:?}; this endpoint takes none"),
-        )),
+/// The query's `key=value` pairs, each key one of `allowed` at most once.
+fn query(q: &Option<String>, endpoint: &str, allowed: &[&str]) -> Result<Vec<(String, String)>, ApiError> {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for pair in q.as_deref().unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if !allowed.contains(&k) {
+            let takes = if allowed.is_empty() {
+                "takes no query".to_string()
+            } else {
+                format!(
+                    "takes {}",
+                    allowed.iter().map(|a| format!("{a}=DURATION")).collect::<Vec<_>>().join(", ")
+                )
+            };
+            return Err(ApiError(
+                StatusCode::BAD_REQUEST,
+                format!("unknown query parameter {k:?}; {endpoint} {takes}"),
+            ));
+        }
+        if seen.iter().any(|(s, _)| s == k) {
+            return Err(ApiError(StatusCode::BAD_REQUEST, format!("query parameter {k:?} given twice")));
+        }
+        seen.push((k.to_string(), v.to_string()));
     }
+    Ok(seen)
+}
+
+/// Reads a duration parameter and checks it lies in `range`.
+fn duration(key: &str, v: &str, range: (Duration, Duration)) -> Result<Duration, ApiError> {
+    let ns = ringleader_algorithms::params::parse_duration(v).ok_or_else(|| {
+        ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("{key} {v:?} is not a duration; use e.g. 250ms, 2s (bare numbers are ms)"),
+        )
+    })?;
+    let d = Duration::from_nanos(ns);
+    if d < range.0 || d > range.1 {
+        return Err(ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("{key} {v}: give {:?}..={:?}", range.0, range.1),
+        ));
+    }
+    Ok(d)
 }
 
 async fn election(State(s): State<AppState>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
-    no_query(&q)?;
+    query(&q, "POST /election", &[])?;
     if s.family != Family::Election {
         return Err(ApiError(
             StatusCode::CONFLICT,
@@ -150,114 +404,261 @@ fn lock_family(s: &Shared) -> Result<(), ApiError> {
 }
 
 async fn send(s: &Shared, input: Input<Infallible, Infallible>) -> Result<(), ApiError> {
-    s.api_tx
-        .send(input)
-        .await
-        .map_err(|_| ApiError(StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down".into()))
+    s.api_tx.send(input).await.map_err(|_| shutting_down())
 }
 
-/// Reads `?timeout=DURATION` (the only parameter `POST /lock` takes).
-fn lock_timeout(q: &Option<String>) -> Result<Option<Duration>, ApiError> {
-    let mut timeout = None;
-    for pair in q.as_deref().unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        if k != "timeout" {
-            return Err(ApiError(
-                StatusCode::BAD_REQUEST,
-                format!("unknown query parameter {k:?}; POST /lock takes timeout=DURATION"),
-            ));
-        }
-        let ns = ringleader_algorithms::params::parse_duration(v).ok_or_else(|| {
-            ApiError(
-                StatusCode::BAD_REQUEST,
-                format!("timeout {v:?} is not a duration; use e.g. 250ms, 2s (bare numbers are ms)"),
-            )
-        })?;
-        timeout = Some(Duration::from_nanos(ns));
+fn shutting_down() -> ApiError {
+    ApiError(StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down".into())
+}
+
+fn refused(r: LockRefusal) -> Response {
+    match &r {
+        LockRefusal::NotHolder { .. } => ApiError(StatusCode::FORBIDDEN, r.to_string()).into_response(),
+        LockRefusal::Blocked { peer, since_ns, why, .. } => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "error": r.to_string(), "peer": peer, "since_ns": since_ns, "reason": why })),
+        )
+            .into_response(),
+        LockRefusal::NoRandomness => ApiError(StatusCode::SERVICE_UNAVAILABLE, r.to_string()).into_response(),
     }
-    Ok(timeout)
+}
+
+/// A handle as `POST /lock` hands them out: 32 lowercase hex digits.
+fn check_handle(handle: &str) -> Result<(), ApiError> {
+    if handle.len() == 32 && handle.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        Ok(())
+    } else {
+        Err(ApiError(
+            StatusCode::BAD_REQUEST,
+            "malformed lock handle: give the 32 hex digits POST /lock answered".into(),
+        ))
+    }
 }
 
 async fn lock(State(s): State<AppState>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
     lock_family(&s)?;
-    let timeout = lock_timeout(&q)?;
-    let (tx, rx) = oneshot::channel();
-    send(&s, Input::Acquire(tx)).await?;
-    let answer = match timeout {
-        Some(t) => match tokio::time::timeout(t, rx).await {
-            Ok(a) => a,
-            Err(_) => {
-                return Err(ApiError(
-                    StatusCode::REQUEST_TIMEOUT,
-                    format!("not granted within {t:?}; a late grant is released at once"),
-                ));
-            }
-        },
-        None => rx.await,
-    };
-    match answer {
-        Ok(Ok(fencing)) => Ok(Json(json!({ "id": s.id, "fencing": fencing })).into_response()),
-        Ok(Err(e)) => Err(ApiError(StatusCode::CONFLICT, e)),
-        Err(_) => Err(ApiError(StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down".into())),
+    let mut wait = DEFAULT_LOCK_WAIT;
+    let mut ttl = DEFAULT_LOCK_TTL;
+    for (k, v) in query(&q, "POST /lock", &["timeout", "ttl"])? {
+        match k.as_str() {
+            "timeout" => wait = duration("timeout", &v, (Duration::from_millis(1), MAX_LOCK_WAIT))?,
+            _ => ttl = duration("ttl", &v, LOCK_TTL_RANGE)?,
+        }
+    }
+    let (reply, rx) = oneshot::channel();
+    send(&s, Input::Acquire(LockAsk { ttl, reply })).await?;
+    match tokio::time::timeout(wait, rx).await {
+        Err(_) => {
+            let st = s.status();
+            let gone: Vec<String> = st
+                .peers
+                .iter()
+                .filter(|p| !p.connected || p.suspected)
+                .map(|p| format!("{}{}", p.id, if p.suspected { " (suspected)" } else { " (not connected)" }))
+                .collect();
+            let hint = if gone.is_empty() {
+                String::new()
+            } else {
+                format!("; peers unreachable or suspected now: {}", gone.join(", "))
+            };
+            Err(ApiError(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("not granted within {wait:?}{hint}; a late grant is given back at once"),
+            ))
+        }
+        Ok(Err(_)) => Err(shutting_down()),
+        Ok(Ok(Err(r))) => Ok(refused(r)),
+        Ok(Ok(Ok(g))) => Ok(Json(json!({
+            "id": s.id,
+            "fencing": g.fencing,
+            "handle": g.handle,
+            "ttl_ms": g.ttl.as_millis() as u64,
+        }))
+        .into_response()),
     }
 }
 
-async fn unlock(State(s): State<AppState>, RawQuery(q): RawQuery) -> Result<Response, ApiError> {
-    no_query(&q)?;
+async fn unlock_without_handle(State(s): State<AppState>) -> Result<Response, ApiError> {
     lock_family(&s)?;
-    let (tx, rx) = oneshot::channel();
-    send(&s, Input::Release(tx)).await?;
+    Err(ApiError(
+        StatusCode::BAD_REQUEST,
+        "missing lock handle: DELETE /lock/HANDLE with the handle POST /lock answered".into(),
+    ))
+}
+
+async fn unlock(
+    State(s): State<AppState>,
+    UrlPath(handle): UrlPath<String>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    query(&q, "DELETE /lock/HANDLE", &[])?;
+    lock_family(&s)?;
+    check_handle(&handle)?;
+    let (reply, rx) = oneshot::channel();
+    send(&s, Input::Release { handle, reply }).await?;
     match rx.await {
         Ok(Ok(fencing)) => Ok(Json(json!({ "id": s.id, "released": fencing })).into_response()),
-        Ok(Err(e)) => Err(ApiError(StatusCode::CONFLICT, e)),
-        Err(_) => Err(ApiError(StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down".into())),
+        Ok(Err(r)) => Ok(refused(r)),
+        Err(_) => Err(shutting_down()),
     }
 }
 
-async fn events(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let rx = s.events.subscribe();
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        let item = match rx.recv().await {
-            Ok(e) => {
-                let data = serde_json::to_string(&e).unwrap_or_default();
-                SseEvent::default().event(e.event.name()).data(data)
+async fn keep_alive(
+    State(s): State<AppState>,
+    UrlPath(handle): UrlPath<String>,
+    RawQuery(q): RawQuery,
+) -> Result<Response, ApiError> {
+    query(&q, "POST /lock/HANDLE/keepalive", &[])?;
+    lock_family(&s)?;
+    check_handle(&handle)?;
+    let (reply, rx) = oneshot::channel();
+    send(&s, Input::KeepAlive { handle, reply }).await?;
+    match rx.await {
+        Ok(Ok(g)) => {
+            Ok(Json(json!({ "id": s.id, "fencing": g.fencing, "ttl_ms": g.ttl.as_millis() as u64 }))
+                .into_response())
+        }
+        Ok(Err(r)) => Ok(refused(r)),
+        Err(_) => Err(shutting_down()),
+    }
+}
+
+fn sse(e: &crate::shared::NodeEvent, members: &[u64]) -> SseEvent {
+    SseEvent::default().id(e.seq.to_string()).event(e.name()).data(e.to_json(members).to_string())
+}
+
+async fn events(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let last = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => Some(v.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()).ok_or_else(|| {
+            ApiError(
+                StatusCode::BAD_REQUEST,
+                "Last-Event-ID must be the number of an event this node sent".into(),
+            )
+        })?),
+    };
+    // Copy the backlog and subscribe under the log's lock: nothing missed, nothing twice.
+    let (backlog, rx) = {
+        let log = s.event_log.lock().expect("event log");
+        let mut backlog = Vec::new();
+        if let Some(last) = last {
+            let oldest = log.recent.front().map_or(log.last_seq + 1, |e| e.seq);
+            if last > log.last_seq {
+                backlog.push(SseEvent::default().event("reset").data(
+                    json!({ "reason": "this node restarted since that id; its event ids began again at 1" })
+                        .to_string(),
+                ));
+            } else if last + 1 < oldest {
+                backlog.push(
+                    SseEvent::default()
+                        .event("lagged")
+                        .data(json!({ "missed": oldest - last - 1 }).to_string()),
+                );
             }
+            let from = if last > log.last_seq { 0 } else { last };
+            backlog.extend(log.recent.iter().filter(|e| e.seq > from).map(|e| sse(e, &s.members)));
+        }
+        (backlog, s.events.subscribe())
+    };
+    let members = s.members.clone();
+    let live = futures_util::stream::unfold((rx, members), |(mut rx, members)| async move {
+        let item = match rx.recv().await {
+            Ok(e) => sse(&e, &members),
             Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                 SseEvent::default().event("lagged").data(format!("{{\"missed\":{n}}}"))
             }
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
         };
-        Some((Ok(item), rx))
+        Some((Ok(item), (rx, members)))
     });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    let stream = futures_util::stream::iter(backlog.into_iter().map(Ok)).chain(live);
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-async fn metrics(State(s): State<AppState>) -> Response {
-    let mut text = String::new();
+/// The node's metrics in the OpenMetrics text format (which Prometheus reads): every family
+/// with HELP and TYPE, counters ending in `_total`, lock wait and hold histograms in seconds,
+/// gauges for the leader, the term and the lock holder. Every sample carries the node's `id`
+/// and `algorithm` labels.
+pub fn exposition(s: &Shared) -> String {
+    use prometheus_client::metrics::counter::ConstCounter;
+    use prometheus_client::metrics::family::Family as Labelled;
+    use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+    use prometheus_client::registry::{Registry, Unit};
+    let labels = [
+        (Cow::Borrowed("id"), Cow::Owned(s.id.to_string())),
+        (Cow::Borrowed("algorithm"), Cow::Borrowed(s.algorithm)),
+    ];
+    let mut r = Registry::with_prefix_and_labels("ringleader", labels.into_iter());
     for (name, help, value) in s.counters.list() {
-        text.push_str(&format!(
-            "# HELP ringleader_{name} {help}\n# TYPE ringleader_{name} counter\nringleader_{name}{{id=\"{}\",algorithm=\"{}\"}} {value}\n",
-            s.id, s.algorithm
-        ));
+        r.register(name, help.trim_end_matches('.'), ConstCounter::new(value));
     }
     let st = s.status();
-    text.push_str(&format!(
-        "# HELP ringleader_leader The leader this node believes in (0: unknown).\n# TYPE ringleader_leader gauge\nringleader_leader{{id=\"{}\"}} {}\n",
-        s.id,
-        st.leader.unwrap_or(0)
-    ));
+    let int = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    r.register(
+        "leader",
+        "The leader this node believes in (0: unknown)",
+        ConstGauge::new(int(st.leader.unwrap_or(0))),
+    );
+    r.register(
+        "term",
+        "The term of the last leader announcement (0: none or no terms)",
+        ConstGauge::new(int(st.term.unwrap_or(0))),
+    );
+    r.register(
+        "lock_holder",
+        "1 while this node holds the lock for one of its clients, else 0",
+        ConstGauge::new(i64::from(st.holding.is_some())),
+    );
+    r.register(
+        "lock_fencing",
+        "The fencing token of the grant this node holds (0: none)",
+        ConstGauge::new(int(st.holding.unwrap_or(0))),
+    );
+    r.register(
+        "lock_clients_waiting",
+        "Clients of this node queued for the lock",
+        ConstGauge::new(int(st.clients_waiting as u64)),
+    );
+    let connected = Labelled::<Vec<(String, String)>, Gauge>::default();
+    let suspected = Labelled::<Vec<(String, String)>, Gauge>::default();
     for p in &st.peers {
-        text.push_str(&format!(
-            "ringleader_peer_connected{{id=\"{}\",peer=\"{}\"}} {}\nringleader_peer_suspected{{id=\"{}\",peer=\"{}\"}} {}\n",
-            s.id, p.id, p.connected as u8, s.id, p.id, p.suspected as u8
-        ));
+        let peer = vec![("peer".to_string(), p.id.to_string())];
+        connected.get_or_create(&peer).set(i64::from(p.connected));
+        suspected.get_or_create(&peer).set(i64::from(p.suspected));
     }
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+    r.register("peer_connected", "1 while the outgoing connection to the peer is up", connected);
+    r.register("peer_suspected", "1 while the algorithm suspects the peer", suspected);
+    r.register_with_unit(
+        "lock_wait",
+        "Time from a client's POST /lock reaching the node to its grant",
+        Unit::Seconds,
+        s.lock_times.wait.clone(),
+    );
+    r.register_with_unit(
+        "lock_hold",
+        "Time from a grant to its release or the expiry of its lease",
+        Unit::Seconds,
+        s.lock_times.hold.clone(),
+    );
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut text, &r);
+    text
+}
+
+/// The content type of [`exposition`].
+pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+async fn metrics(State(s): State<AppState>) -> Response {
+    ([(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)], exposition(&s)).into_response()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::is_loopback_host;
+    use super::{ApiToken, is_loopback_host};
 
     #[test]
     fn only_loopback_names_pass_the_host_check() {
@@ -270,5 +671,17 @@ mod tests {
         {
             assert!(!is_loopback_host(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn tokens_are_checked_and_compared_whole() {
+        assert!(ApiToken::new("short").unwrap_err().contains("at least 16"));
+        assert!(ApiToken::new("with a space in the middle").unwrap_err().contains("no spaces"));
+        let t = ApiToken::new(" 0123456789abcdef0123\n").unwrap();
+        assert!(t.matches("0123456789abcdef0123"));
+        assert!(!t.matches("0123456789abcdef012"));
+        assert!(!t.matches("0123456789abcdef01234"));
+        assert!(!t.matches(""));
+        assert_eq!(format!("{t:?}"), "ApiToken(…)");
     }
 }

@@ -14,7 +14,8 @@
 //! - [`driver`]: the loop that owns the algorithm, its timers, its Lamport and vector clocks
 //!   and its trace;
 //! - [`transport`]: the listener, the inbound connection readers and the outbound writers;
-//! - [`api`]: the HTTP API (`/status`, `/election`, `/lock`, `/events`, `/metrics`);
+//! - [`api`]: the HTTP API (`/health`, `/ready`, `/status`, `/election`, `/lock`, `/events`,
+//!   `/metrics`);
 //! - [`shared`]: what the node's tasks share: the driver loop's inputs, the node's view, its peer
 //!   links;
 //! - [`metrics`]: counters and the status document;
@@ -76,7 +77,20 @@ pub struct NodeConfig {
     /// The cluster secret peers prove they hold ([`auth`]); `None`: peers are believed
     /// (`--insecure`).
     pub secret: Option<auth::Secret>,
+    /// The bearer token every API request but `GET /health` must carry; `None`: no token.
+    pub api_token: Option<api::ApiToken>,
+    /// Serve the API on a non-loopback address without a token (`--insecure`).
+    pub insecure_api: bool,
+    /// An API connection that sends no complete request head for this long (idle between
+    /// requests, or trickling its headers) is closed.
+    pub api_idle_timeout: std::time::Duration,
+    /// An inbound peer connection that delivers no frame for this long is closed; writers send
+    /// an empty keep-alive frame after a quarter of it without traffic.
+    pub peer_idle_timeout: std::time::Duration,
 }
+
+/// How long an inbound peer connection may stay silent (see [`NodeConfig::peer_idle_timeout`]).
+pub const DEFAULT_PEER_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The heartbeat period real nodes give the elections that watch their coordinator (`bully`,
 /// `ring`, `majority`) when the parameters name no detector (see [`driver`]).
@@ -109,6 +123,10 @@ impl NodeConfig {
             max_connections: 64,
             elect_at_start: true,
             secret: None,
+            api_token: None,
+            insecure_api: false,
+            api_idle_timeout: api::DEFAULT_API_IDLE_TIMEOUT,
+            peer_idle_timeout: DEFAULT_PEER_IDLE_TIMEOUT,
         }
     }
 
@@ -131,6 +149,16 @@ impl NodeConfig {
         if self.queue_capacity == 0 || self.max_connections == 0 {
             return Err(NetError::ZeroCapacity);
         }
+        if let Some(api) = self.api
+            && !api.ip().is_loopback()
+            && self.api_token.is_none()
+            && !self.insecure_api
+        {
+            return Err(NetError::OpenApi(api));
+        }
+        if self.peer_idle_timeout < std::time::Duration::from_millis(40) {
+            return Err(NetError::IdleTimeoutTooShort);
+        }
         Ok(())
     }
 }
@@ -144,6 +172,23 @@ pub enum NetError {
     /// The maximum frame size is below 64 bytes.
     #[error("max frame size must be at least 64 bytes")]
     FrameTooSmall,
+    /// The API would listen beyond the loopback with no token.
+    #[error(
+        "--api {0} is not a loopback address: give --api-token-file FILE (clients then send \
+         `Authorization: Bearer TOKEN`) or --insecure to serve it to anyone"
+    )]
+    OpenApi(SocketAddr),
+    /// The API token file is unusable.
+    #[error("API token file {}: {reason}", path.display())]
+    ApiToken {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its token.
+        reason: String,
+    },
+    /// A peer idle timeout under 40 ms.
+    #[error("the peer idle timeout must be at least 40 ms")]
+    IdleTimeoutTooShort,
     /// A queue capacity or connection limit of 0.
     #[error("queue capacity and connection limit must be positive")]
     ZeroCapacity,

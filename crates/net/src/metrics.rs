@@ -1,6 +1,10 @@
-//! What a node counts and shows: transport counters, and the status the HTTP API serves.
+//! What a node counts and shows: transport counters, lock wait and hold times, and the status
+//! the HTTP API serves.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
 use ringleader_core::{NodeId, Uid};
 use serde::Serialize;
@@ -32,6 +36,7 @@ counters! {
     handshake_errors: "Handshakes refused (magic, version, algorithm or unknown sender).",
     frame_errors: "Frames refused (undecodable, truncated or oversized).",
     connections_over_limit: "Inbound connections refused because too many were open.",
+    connections_idle_closed: "Inbound peer connections closed because no frame arrived within the idle timeout.",
     auth_failures: "Peer connections that did not prove they hold the cluster secret for the id they claimed.",
     reconnects: "Outbound connection attempts after a failure.",
     timers_fired: "Timers that fired (stale generations excluded).",
@@ -46,6 +51,34 @@ impl Counters {
     /// Adds one to `c`.
     pub fn bump(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// How long clients wait for the lock and hold it (seconds; buckets 0.5 ms … 16 s, doubling).
+#[derive(Debug, Clone)]
+pub struct LockHistograms {
+    /// From a client's `POST /lock` reaching the driver to its grant.
+    pub wait: Histogram,
+    /// From a grant to its release (or to the expiry of its lease).
+    pub hold: Histogram,
+}
+
+impl Default for LockHistograms {
+    fn default() -> Self {
+        let buckets = || Histogram::new(exponential_buckets(0.0005, 2.0, 16));
+        LockHistograms { wait: buckets(), hold: buckets() }
+    }
+}
+
+impl LockHistograms {
+    /// Records one wait.
+    pub fn waited(&self, d: Duration) {
+        self.wait.observe(d.as_secs_f64());
+    }
+
+    /// Records one hold.
+    pub fn held(&self, d: Duration) {
+        self.hold.observe(d.as_secs_f64());
     }
 }
 
@@ -83,6 +116,8 @@ pub struct Status {
     pub term: Option<u64>,
     /// The fencing token of the critical section this node holds.
     pub holding: Option<u64>,
+    /// Clients of this node queued for the lock.
+    pub clients_waiting: usize,
     /// The peers.
     pub peers: Vec<PeerStatus>,
     /// The counters.

@@ -9,6 +9,10 @@
 //!   within [`HANDSHAKE_TIMEOUT`], then deliver each frame to the driver. Garbage, a truncated
 //!   or oversized frame, a wrong version, algorithm or sender: logged, counted, connection
 //!   closed. The node keeps serving everyone else.
+//! - **Idle connections** do not hold a slot for good: a writer with nothing to send writes an
+//!   empty keep-alive frame every quarter of [`NodeConfig::peer_idle_timeout`], and a reader
+//!   that receives no frame for the whole timeout (a stranger that said hello and nothing more,
+//!   a peer gone from the network) closes the connection and counts it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -102,8 +106,10 @@ pub async fn writer(
             }
         };
         link.connected.store(true, Ordering::Relaxed);
+        link.down_since_ns.store(0, Ordering::Relaxed);
         backoff = BACKOFF_MIN;
         let mut probe = [0u8; 1];
+        let keepalive = cfg.peer_idle_timeout / 4;
         loop {
             let frame = tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -112,9 +118,10 @@ pub async fn writer(
                     Some(f) => Some(f),
                     None => return,
                 },
+                _ = tokio::time::sleep(keepalive) => Some(Bytes::new()),
             };
             let Some(frame) = frame else {
-                link.connected.store(false, Ordering::Relaxed);
+                lost(&shared, pos);
                 eprintln!("[id {}] connection to id {} closed by the peer; redialling", shared.id, link.id);
                 break;
             };
@@ -126,7 +133,7 @@ pub async fn writer(
                     Err(_) => break,
                 }
             }
-            let n = batch.len() as u64;
+            let n = batch.iter().filter(|f| !f.is_empty()).count() as u64;
             let mut ok = true;
             for f in batch {
                 if framed.feed(f).await.is_err() {
@@ -138,12 +145,21 @@ pub async fn writer(
                 shared.counters.messages_sent.fetch_add(n, Ordering::Relaxed);
             } else {
                 shared.counters.messages_dropped_connection.fetch_add(n, Ordering::Relaxed);
-                link.connected.store(false, Ordering::Relaxed);
+                lost(&shared, pos);
                 eprintln!("[id {}] connection to id {} broke; redialling", shared.id, link.id);
                 break;
             }
         }
     }
+}
+
+/// Marks the link to `pos` down since now and tells the driver (waiting lock clients may need
+/// that peer).
+fn lost(shared: &Shared, pos: usize) {
+    let link = shared.peers[pos].as_ref().expect("writer for a peer");
+    link.connected.store(false, Ordering::Relaxed);
+    link.down_since_ns.store(crate::driver::wall_ns().max(1), Ordering::Relaxed);
+    let _ = shared.api_tx.try_send(Input::PeerDown(pos as NodeId));
 }
 
 /// The dialler's side of the challenge–response: read the acceptor's challenge, check its
@@ -291,12 +307,25 @@ async fn read_connection<M: Message, T>(
     }
     let from = shared.members.iter().position(|&u| u == hello.sender).expect("checked member") as NodeId;
     Counters::bump(&shared.counters.connections_accepted);
-    while let Some(frame) = frames.next().await {
-        let frame = frame.map_err(|e| wire::codec_error(&e, cfg.max_frame))?;
+    loop {
+        let frame = match tokio::time::timeout(cfg.peer_idle_timeout, frames.next()).await {
+            Err(_) => {
+                Counters::bump(&shared.counters.connections_idle_closed);
+                eprintln!(
+                    "[id {}] closed the connection of id {}: no frame for {:?}",
+                    shared.id, hello.sender, cfg.peer_idle_timeout
+                );
+                return Ok(());
+            }
+            Ok(None) => return Ok(()),
+            Ok(Some(f)) => f.map_err(|e| wire::codec_error(&e, cfg.max_frame))?,
+        };
+        if frame.is_empty() {
+            continue; // a keep-alive
+        }
         let env: Envelope<M> = wire::decode(&frame)?;
         if input.send(Input::Message { from, env }).await.is_err() {
             return Ok(());
         }
     }
-    Ok(())
 }

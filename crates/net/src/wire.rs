@@ -7,6 +7,7 @@
 //!             ◀ Challenge { nonce, mac }  (the only frame an acceptor ever writes)
 //!             Proof { mac }
 //!   then    = Envelope { msg_id, lamport, vector, msg }   (one per algorithm message)
+//!           | empty frame (length 0)                    (keep-alive on an idle connection)
 //! ```
 //!
 //! A connection is one-way: the dialling node sends, the accepting node receives. The accepting
@@ -22,8 +23,9 @@ use tokio_util::codec::LengthDelimitedCodec;
 /// The four bytes every handshake starts with.
 pub const MAGIC: [u8; 4] = *b"RLDR";
 
-/// The protocol version this build speaks; a peer with another version is refused.
-pub const PROTOCOL_VERSION: u16 = 2;
+/// The protocol version this build speaks; a peer with another version is refused. (3: empty
+/// keep-alive frames.)
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// Default maximum frame size (bytes of payload).
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024;

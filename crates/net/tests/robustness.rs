@@ -204,3 +204,135 @@ async fn a_full_outgoing_queue_drops_and_counts() {
     assert!(!status.peers[0].connected);
     drop(s);
 }
+
+/// Issue 13 §5: strangers that say a valid hello and then nothing no longer hold the node's
+/// connection slots for good. 64 of them fill the limit (the 65th is refused); within the idle
+/// timeout the node closes every one, counts it, and a real peer gets in again. (Before the
+/// idle timeout existed the slots stayed taken forever and the reads below timed out.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_peers_are_closed_after_the_idle_timeout() {
+    let h = node(64).await;
+    let addr = h.listen;
+    let silent = tokio::task::spawn_blocking(move || {
+        (0..64)
+            .map(|_| {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.write_all(&hello(wire::PROTOCOL_VERSION, "central", 2)).unwrap();
+                s
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    wait_counter(&h, "connections_accepted", 64).await;
+    let extra = tokio::task::spawn_blocking(move || TcpStream::connect(addr).unwrap()).await.unwrap();
+    wait_counter(&h, "connections_over_limit", 1).await;
+    drop(extra);
+    let limit = ringleader_net::DEFAULT_PEER_IDLE_TIMEOUT + Duration::from_secs(10);
+    tokio::task::spawn_blocking(move || {
+        for mut s in silent {
+            s.set_read_timeout(Some(limit)).unwrap();
+            let mut buf = [0u8; 16];
+            let n = s.read(&mut buf).unwrap_or_else(|e| panic!("the node kept a silent connection: {e}"));
+            assert_eq!(n, 0);
+        }
+    })
+    .await
+    .unwrap();
+    wait_counter(&h, "connections_idle_closed", 64).await;
+    assert_eq!(counter(&h, "frame_errors"), 0, "silence is not a bad frame");
+    let s = {
+        let bytes = hello(wire::PROTOCOL_VERSION, "central", 2);
+        tokio::task::spawn_blocking(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(&bytes).unwrap();
+            s
+        })
+        .await
+        .unwrap()
+    };
+    wait_counter(&h, "connections_accepted", 65).await;
+    drop(s);
+}
+
+/// A node with an HTTP API whose idle timeout is `idle` (and optionally a bearer token).
+async fn api_node(idle: Duration, token: Option<&str>) -> NodeHandle {
+    let mut cfg =
+        NodeConfig::new(1, "127.0.0.1:0".parse().unwrap(), vec![(2, "127.0.0.1:9".into())], "central");
+    cfg.api = Some("127.0.0.1:0".parse().unwrap());
+    cfg.api_idle_timeout = idle;
+    cfg.api_token = token.map(|t| ringleader_net::api::ApiToken::new(t).unwrap());
+    ringleader_net::start(cfg).await.expect("node starts")
+}
+
+/// Sends `bytes` to the API, then reads until the node closes; returns what it answered and
+/// how long it took to close.
+async fn api_exchange(addr: SocketAddr, bytes: &'static [u8]) -> (String, Duration) {
+    tokio::task::spawn_blocking(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let t0 = Instant::now();
+        s.write_all(bytes).unwrap();
+        let mut answer = Vec::new();
+        let _ = s.read_to_end(&mut answer);
+        (String::from_utf8_lossy(&answer).to_string(), t0.elapsed())
+    })
+    .await
+    .unwrap()
+}
+
+/// Issue 13 §5: API connections do not stay open for free. A connection that sends nothing, one
+/// that sends half a request head and stops, and an idle keep-alive connection after its answer
+/// are all closed after the idle timeout; the node keeps answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_slow_api_connections_are_closed() {
+    let h = api_node(Duration::from_millis(300), None).await;
+    let api = h.api.unwrap();
+    let (answer, took) = api_exchange(api, b"").await;
+    assert_eq!(answer, "");
+    assert!(took < Duration::from_secs(10), "idle connection closed after {took:?}");
+    let (answer, took) = api_exchange(api, b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").await;
+    assert!(!answer.contains("200 OK"), "{answer}");
+    assert!(took < Duration::from_secs(10), "half a head closed after {took:?}");
+    let (answer, took) = api_exchange(api, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(took < Duration::from_secs(10), "idle keep-alive closed after {took:?}");
+    assert_eq!(api_status(&h).await["id"], 1, "the node keeps serving");
+}
+
+/// Issue 13 §5: with a token, every request but `/health` needs `Authorization: Bearer TOKEN`
+/// (401 otherwise); without a token (or `insecure_api`), a non-loopback API does not start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_needs_its_bearer_token() {
+    const TOKEN: &str = "s3cret-token-0123456789";
+    let h = api_node(Duration::from_secs(10), Some(TOKEN)).await;
+    let api = h.api.unwrap();
+    let (answer, _) =
+        api_exchange(api, b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("www-authenticate: bearer"), "{answer}");
+    assert!(answer.contains("Authorization: Bearer TOKEN"), "{answer}");
+    let (answer, _) = api_exchange(
+        api,
+        b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s3cret-token-012345678\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 401") && answer.contains("wrong bearer token"), "{answer}");
+    let (answer, _) = api_exchange(
+        api,
+        b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s3cret-token-0123456789\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let (answer, _) =
+        api_exchange(api, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let mut open =
+        NodeConfig::new(1, "127.0.0.1:0".parse().unwrap(), vec![(2, "127.0.0.1:9".into())], "central");
+    open.api = Some("0.0.0.0:0".parse().unwrap());
+    let err = ringleader_net::start(open.clone()).await.err().expect("refused");
+    assert!(err.to_string().contains("is not a loopback address"), "{err}");
+    open.insecure_api = true;
+    let h = ringleader_net::start(open).await.expect("--insecure serves it");
+    h.shutdown.cancel();
+}

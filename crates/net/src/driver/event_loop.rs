@@ -15,7 +15,7 @@ use super::Input;
 use super::lock::LockSession;
 use super::wall_ns;
 use crate::metrics::Counters;
-use crate::shared::{NodeEvent, Shared};
+use crate::shared::{NodeEventKind, Shared};
 use crate::wire::Envelope;
 
 /// A small splitmix64 stream for `Context.random`, seeded from the wall clock and the id.
@@ -124,8 +124,11 @@ impl<A: Algorithm> Driver<A> {
                     self.request(Request::StartElection);
                 }
             }
-            Input::Acquire(reply) => self.acquire(reply),
-            Input::Release(reply) => self.release(reply),
+            Input::Acquire(ask) => self.acquire(ask),
+            Input::Release { handle, reply } => self.release(handle, reply),
+            Input::KeepAlive { handle, reply } => self.keep_alive(handle, reply),
+            Input::LeaseExpired { lease } => self.lease_expired(lease),
+            Input::PeerDown(_) => self.settle_lock(),
         }
     }
 
@@ -162,7 +165,7 @@ impl<A: Algorithm> Driver<A> {
         for action in actions {
             self.act(action);
         }
-        self.release_abandoned();
+        self.settle_lock();
         let leader = self.process.leader();
         if leader.is_some() {
             let mut view = self.shared.view.lock().expect("view lock");
@@ -253,7 +256,7 @@ impl<A: Algorithm> Driver<A> {
                 }
                 Event::LeaderLost => view.leader = None,
                 Event::Suspect { node } => {
-                    view.suspected.insert(*node);
+                    view.suspected.entry(*node).or_insert_with(wall_ns);
                 }
                 Event::Trust { node } => {
                     view.suspected.remove(node);
@@ -271,7 +274,7 @@ impl<A: Algorithm> Driver<A> {
                 _ => {}
             }
         }
-        let _ = self.shared.events.send(NodeEvent { id: self.shared.id, time_ns: wall_ns(), event });
+        self.shared.publish(wall_ns(), NodeEventKind::Algorithm(event));
     }
 
     fn record(&self, kind: RecordKind) -> TraceRecord {

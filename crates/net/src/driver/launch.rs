@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,10 +14,10 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::event_loop::{Driver, SplitMix};
-use super::lock::LockSession;
+use super::lock::{LockSession, Needs};
 use super::wall_ns;
-use crate::metrics::Counters;
-use crate::shared::{Input, PeerLink, Shared, View};
+use crate::metrics::{Counters, LockHistograms};
+use crate::shared::{EventLog, Input, PeerLink, Shared, View};
 use crate::{NetError, NodeConfig, NodeHandle, transport};
 
 /// Starts a node running algorithm `A` (see [`crate::start`]).
@@ -174,7 +174,14 @@ pub(super) async fn launch<A: Algorithm>(
             let addr = cfg.peers.iter().find(|p| p.0 == id).expect("peer is a member").1.clone();
             let (tx, rx) = mpsc::channel(cfg.queue_capacity);
             writers.push((pos, rx));
-            Some(PeerLink { id, position: pos as NodeId, addr, connected: AtomicBool::new(false), queue: tx })
+            Some(PeerLink {
+                id,
+                position: pos as NodeId,
+                addr,
+                connected: AtomicBool::new(false),
+                down_since_ns: AtomicU64::new(0),
+                queue: tx,
+            })
         })
         .collect();
     let (events, _) = broadcast::channel(1024);
@@ -187,6 +194,8 @@ pub(super) async fn launch<A: Algorithm>(
         counters: Counters::default(),
         view: Mutex::new(View::default()),
         events,
+        event_log: Mutex::new(EventLog::default()),
+        lock_times: LockHistograms::default(),
         peers,
         api_tx,
     });
@@ -247,7 +256,13 @@ pub(super) async fn launch<A: Algorithm>(
     let api = match api_listener {
         Some(l) => {
             let addr = l.local_addr().ok();
-            tokio::spawn(crate::api::serve(l, shared.clone(), shutdown.clone()));
+            tokio::spawn(crate::api::serve(
+                l,
+                shared.clone(),
+                cfg.api_token.clone(),
+                cfg.api_idle_timeout,
+                shutdown.clone(),
+            ));
             addr
         }
         None => None,
@@ -269,7 +284,7 @@ pub(super) async fn launch<A: Algorithm>(
         step: 0,
         next_msg_id: 0,
         trace,
-        lock: LockSession::default(),
+        lock: LockSession::new(Needs::of(A::NAME, &cfg.params, me)),
         out: Outbox::new(),
     };
     tokio::spawn(driver.run(input_rx, shutdown.clone(), stopped.clone()));
