@@ -7,12 +7,12 @@
 #
 # 1. builds the static (musl) binary and a FROM-scratch image of it;
 # 2. starts five nodes on a Docker-internal bridge network (APIs on 127.0.0.1:18101..18105);
-# 3. while clients on nodes 2, 3 and 4 take and release locks (mutex algorithms):
-#    `docker pause`s node 3 (it may hold the lock: everybody waits for it, nobody overlaps),
-#    disconnects node 5 from the network and reconnects it;
-# 4. kills the leader's container (the elected leader, or the coordinator, id 1, for
-#    coordinator-based mutual exclusion) and, for elections, waits until the live nodes agree
-#    on a new one;
+# 3. while clients on nodes 2, 3 and 4 take and release locks (mutex algorithms, with lock
+#    handles and 5 s leases): `docker pause`s node 3 (it may hold the lock: everybody waits for
+#    it, nobody overlaps), disconnects node 5 from the network and reconnects it, and
+#    4. kills the leader's container (the elected leader, or the coordinator, id 1, for
+#    coordinator-based mutual exclusion) while the clients still run; for elections, waits
+#    until the live nodes agree on a new one;
 # 5. stops the cluster, collects the traces and runs `ringleader verify --down LEADER` on them;
 #    prints the report and exits with verify's status (0: no violation, 2: violation).
 # Everything it started is removed on exit, whatever happens (trap).
@@ -24,7 +24,7 @@ PROJECT=${PROJECT:-rlfault$$}
 IMAGE=${IMAGE:-ringleader:fault}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringleader-fault.XXXXXX")
 TRACE_DIR=$WORK/traces
-CLIENT_SECONDS=${CLIENT_SECONDS:-12}
+CLIENT_SECONDS=${CLIENT_SECONDS:-16}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 BIN=$TARGET_DIR/x86_64-unknown-linux-musl/release/ringleader
 SECRET_FILE=$WORK/cluster.secret
@@ -108,20 +108,24 @@ all_connected() {
 wait_for 60 "all five nodes up and connected" all_connected
 log "cluster up"
 
-# client PORT SECONDS: lock/unlock cycles until the time is up; prints its tally.
+# client PORT SECONDS: lock/unlock cycles until the time is up; prints its tally. A refusal
+# that names a gone peer (503) ends a cycle at once; the client waits 0.2 s before the next.
 client() {
-  local port=$1 end=$((SECONDS + $2)) ok=0 failed=0 out
+  local port=$1 end=$((SECONDS + $2)) ok=0 gone=0 failed=0 out
   while ((SECONDS < end)); do
-    out=$(acurl -s -m 5 -X POST "http://127.0.0.1:$port/lock?timeout=3s" || true)
-    if [[ $out == *fencing* ]]; then
+    out=$(acurl -s -m 5 -X POST "http://127.0.0.1:$port/lock?timeout=3s&ttl=5s" || true)
+    if [[ $out == *handle* ]]; then
       ok=$((ok + 1))
       handle=$(grep -o '"handle":"[0-9a-f]*"' <<<"$out" | cut -d'"' -f4)
       acurl -s -m 10 -X DELETE "http://127.0.0.1:$port/lock/$handle" >/dev/null || true
+    elif [[ $out == *'"peer":'* ]]; then
+      gone=$((gone + 1))
+      sleep 0.2
     else
       failed=$((failed + 1))
     fi
   done
-  echo "client on 127.0.0.1:$port: $ok locks taken and released, $failed attempts failed or timed out"
+  echo "client on 127.0.0.1:$port: $ok locks taken and released, $gone refused naming a gone peer, $failed failed or timed out"
 }
 
 if [[ $FAMILY == mutex ]]; then
@@ -130,7 +134,7 @@ else
   acurl -s -m 5 -X POST "http://127.0.0.1:$(api 1)/election" >/dev/null
 fi
 
-sleep 3
+sleep 2
 log "docker pause node3"
 docker pause "$PROJECT-node3" >/dev/null
 sleep 2
@@ -144,8 +148,6 @@ sleep 2
 log "reconnecting node5"
 docker network connect --alias node5 "$NET" "$PROJECT-node5"
 wait_for 30 "node5 reconnected to every peer" bash -c "! curl -s -m 2 -H 'Authorization: Bearer $(cat "$API_TOKEN_FILE")' http://127.0.0.1:$(api 5)/status | grep -q '\"connected\":false'"
-wait
-for f in "$WORK"/client-*.txt; do [[ -e $f ]] && cat "$f"; done
 
 if [[ $FAMILY == election ]]; then
   wait_for 30 "a leader known to node 1" bash -c "curl -s -m 2 -H 'Authorization: Bearer $(cat "$API_TOKEN_FILE")' http://127.0.0.1:$(api 1)/status | grep -q '\"leader\":[0-9]'"
@@ -153,9 +155,13 @@ if [[ $FAMILY == election ]]; then
 else
   LEADER=1 # the coordinator (position 0) of coordinator-based algorithms
 fi
-log "killing the leader's container: node$LEADER"
+# The leader dies while the clients are still taking and releasing locks: their requests that
+# need it are answered 503 naming it (or time out), and nobody overlaps.
+log "killing the leader's container while the clients run: node$LEADER"
 KILLED_AT=$SECONDS
 docker kill "$PROJECT-node$LEADER" >/dev/null
+wait
+for f in "$WORK"/client-*.txt; do [[ -e $f ]] && cat "$f"; done
 LIVE=$(for i in 1 2 3 4 5; do [[ $i == "$LEADER" ]] || echo "$i"; done)
 if [[ $FAMILY == election ]]; then
   first=$(head -1 <<<"$LIVE")

@@ -336,3 +336,18 @@ async fn the_api_needs_its_bearer_token() {
     let h = ringleader_net::start(open).await.expect("--insecure serves it");
     h.shutdown.cancel();
 }
+
+/// `/health` answers while the process serves; `/ready` says why a node cannot do its job (a
+/// mutual-exclusion node whose peer is unreachable) with 503.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_says_why_not() {
+    let h = api_node(Duration::from_secs(10), None).await;
+    let api = h.api.unwrap();
+    let (answer, _) =
+        api_exchange(api, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.contains(r#""status":"alive""#), "{answer}");
+    let (answer, _) =
+        api_exchange(api, b"GET /ready HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains(r#""ready":false"#) && answer.contains("not connected to peer(s) 2"), "{answer}");
+}
