@@ -951,3 +951,69 @@ fn metrics_follow_the_prometheus_conventions() {
     assert_eq!(samples["ringleader_lock_hold_seconds_count"], 3.0, "{text}");
     assert_eq!(samples["ringleader_lock_holder"], 0.0, "{text}");
 }
+
+/// [`try_http`] with `Authorization: Bearer token`.
+fn try_http_with_token(port: u16, method: &str, path: &str, token: &str) -> Option<(u16, serde_json::Value)> {
+    let url = format!("http://127.0.0.1:{port}{path}");
+    let bearer = format!("Bearer {token}");
+    let response = AGENT.with(|a| match method {
+        "GET" => a.get(&url).header("Authorization", &bearer).call(),
+        "POST" => a.post(&url).header("Authorization", &bearer).send_empty(),
+        "DELETE" => a.delete(&url).header("Authorization", &bearer).call(),
+        other => panic!("the tests speak GET, POST and DELETE, not {other}"),
+    });
+    let mut response = response.ok()?;
+    let status = response.status().as_u16();
+    let body = response.body_mut().read_to_string().ok()?;
+    Some((status, serde_json::from_str(&body).unwrap_or(serde_json::Value::Null)))
+}
+
+/// Issue 13 §5 from the command line: `cluster --api-token-file` gives every node the token;
+/// without it a request gets 401 (`/health` excepted), with it the API serves; `node` refuses
+/// a non-loopback API without a token or `--insecure`.
+#[test]
+fn the_api_token_reaches_every_node_and_an_open_api_needs_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("ringleader-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let token = "t0k3n-0123456789abcdef";
+    let token_file = dir.join("api.token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    let (api, peer) = (free_base(2), free_base(2));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
+    cmd.args(["cluster", "--nodes", "2", "--algo", "central"])
+        .args(["--api-base-port", &api.to_string(), "--peer-base-port", &peer.to_string()])
+        .arg("--api-token-file")
+        .arg(&token_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let c = Cluster { child: spawn(&mut cmd), api, peer, n: 2, dir: dir.clone() };
+    c.wait_until("both nodes ready", Duration::from_secs(20), || {
+        (1..=2).all(|i| {
+            try_http_with_token(c.port(i), "GET", "/ready", token).is_some_and(|(code, _)| code == 200)
+        })
+    });
+    assert_eq!(http(c.port(1), "GET", "/health").0, 200, "/health needs no token");
+    let (code, body) = http(c.port(1), "GET", "/status");
+    assert_eq!(code, 401, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("Authorization: Bearer TOKEN"), "{body}");
+    let (code, body) = try_http_with_token(c.port(2), "GET", "/status", "t0k3n-0123456789abcdeX").unwrap();
+    assert_eq!(code, 401, "{body}");
+    let (code, grant) = try_http_with_token(c.port(2), "POST", "/lock?timeout=5s", token).unwrap();
+    assert_eq!(code, 200, "{grant}");
+    let path = format!("/lock/{}", grant["handle"].as_str().unwrap());
+    assert_eq!(try_http_with_token(c.port(2), "DELETE", &path, token).unwrap().0, 200);
+    drop(c);
+    // A non-loopback API without a token.
+    let secret = dir.join("cluster.secret");
+    std::fs::write(&secret, "ab".repeat(32)).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = run(Command::new(env!("CARGO_BIN_EXE_ringleader"))
+        .args(["node", "--id", "1", "--listen", "127.0.0.1:0", "--algo", "central", "--api", "0.0.0.0:0"])
+        .arg("--secret-file")
+        .arg(&secret));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is not a loopback address") && err.lines().count() == 1, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
