@@ -3,7 +3,7 @@
 //! The algorithm grants the critical section to the *node*; this module lends it to one client
 //! at a time:
 //!
-//! - `POST /lock` becomes an [`Input::Acquire`](crate::shared::Input::Acquire). The node's
+//! - `POST /lock` becomes an [`Input::Acquire`]. The node's
 //!   clients queue in arrival order (FIFO); while the queue is not empty and no client holds the
 //!   lock, the node has one [`Request::Acquire`] outstanding. On the algorithm's
 //!   [`Event::Entered`](ringleader_core::Event::Entered) the client at the head of the queue
