@@ -799,9 +799,9 @@ fn clients_of_one_node_queue_in_fifo_order() {
 fn a_lease_not_renewed_loses_the_lock_and_an_event_says_so() {
     let c = Cluster::start("central", 3, &[]);
     let mut sse = Sse::open(c.port(2), "");
-    let (code, grant) = http(c.port(2), "POST", "/lock?timeout=5s&ttl=400ms");
+    let (code, grant) = http(c.port(2), "POST", "/lock?timeout=5s&ttl=1s");
     assert_eq!(code, 200, "{grant}");
-    assert_eq!(grant["ttl_ms"], 400);
+    assert_eq!(grant["ttl_ms"], 1000);
     let handle = grant["handle"].as_str().unwrap().to_string();
     assert_eq!(handle.len(), 32);
     let (code, renewed) = http(c.port(2), "POST", &format!("/lock/{handle}/keepalive"));
@@ -1016,4 +1016,29 @@ fn the_api_token_reaches_every_node_and_an_open_api_needs_one() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("is not a loopback address") && err.lines().count() == 1, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 13 §4, the coordinator case: `central` needs its coordinator (id 1, position 0); once
+/// it is killed, a client of another node is told so at once instead of waiting 25 s.
+#[test]
+fn a_client_is_told_the_coordinator_is_gone() {
+    let c = Cluster::start("central", 3, &[]);
+    lock_and_unlock(c.port(3));
+    c.ctl("kill", 1);
+    c.wait_until("node 3 sees the coordinator gone", Duration::from_secs(10), || {
+        c.status(3).is_some_and(|s| {
+            s["peers"].as_array().unwrap().iter().any(|p| p["id"] == 1 && p["connected"] == false)
+        })
+    });
+    let t0 = Instant::now();
+    let (code, body) = http(c.port(3), "POST", "/lock?timeout=25s");
+    assert_eq!(code, 503, "{body}");
+    assert_eq!(body["peer"], 1, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("needs the coordinator's grant"), "{body}");
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    // Node 2 never used the coordinator's connection since it was killed: it knows too.
+    let (code, body) = http(c.port(2), "POST", "/lock?timeout=25s");
+    assert_eq!(code, 503, "{body}");
+    let report = c.stop_and_verify(&[1]);
+    assert_eq!(report["violations"], serde_json::json!([]), "{report}");
 }
