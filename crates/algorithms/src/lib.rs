@@ -100,7 +100,11 @@ pub struct Setup<'a> {
 
 /// An algorithm as the drivers see it: a [`Process`] with a name, a family, a configuration
 /// step that validates its parameters, and a constructor per node.
-pub trait Algorithm: Process {
+///
+/// The whole state serializes (`serde`): a real node keeps it on stable storage so that after
+/// a crash it restarts from the state it crashed in and recovers through
+/// [`Process::on_recover`], as the simulator's crash and recovery do.
+pub trait Algorithm: Process + serde::Serialize + serde::de::DeserializeOwned {
     /// The name `--algo` takes (kebab-case).
     const NAME: &'static str;
     /// The family.

@@ -18,6 +18,7 @@
 //! - [`shared`]: what the node's tasks share: the driver loop's inputs, the node's view, its peer
 //!   links;
 //! - [`metrics`]: counters and the status document;
+//! - [`storage`]: stable storage (`--data-dir`): the state a node recovers from after a crash;
 //! - [`verify`]: merging node traces and judging them with the simulator's checkers.
 //!
 //! A node's local clock (`Context.now`) is the OS wall clock in nanoseconds since the Unix
@@ -30,6 +31,7 @@ pub mod auth;
 pub mod driver;
 pub mod metrics;
 pub mod shared;
+pub mod storage;
 pub mod transport;
 pub mod verify;
 pub mod wire;
@@ -76,6 +78,11 @@ pub struct NodeConfig {
     /// The cluster secret peers prove they hold ([`auth`]); `None`: peers are believed
     /// (`--insecure`).
     pub secret: Option<auth::Secret>,
+    /// Stable storage ([`storage`]): the directory the node keeps its state in, and recovers
+    /// from when it starts; `None`: the node forgets everything when it stops.
+    pub data_dir: Option<PathBuf>,
+    /// Delete the state in `data_dir` before starting (start with an empty memory on purpose).
+    pub wipe_data: bool,
 }
 
 /// The heartbeat period real nodes give the elections that watch their coordinator (`bully`,
@@ -109,6 +116,8 @@ impl NodeConfig {
             max_connections: 64,
             elect_at_start: true,
             secret: None,
+            data_dir: None,
+            wipe_data: false,
         }
     }
 
@@ -176,6 +185,9 @@ pub enum NetError {
     /// The algorithm refused its parameters (unknown or out of range).
     #[error(transparent)]
     Configure(#[from] ringleader_algorithms::ConfigError),
+    /// The data directory could not be used, or holds a state this node must not start over.
+    #[error(transparent)]
+    Storage(#[from] storage::StorageError),
     /// A socket or file could not be opened.
     #[error("{what}: {source}")]
     Io {

@@ -40,6 +40,7 @@ counters! {
     lock_grants: "Critical-section entries at this node.",
     lock_releases: "Critical-section exits at this node.",
     leader_changes: "Times this node's known leader changed.",
+    state_writes: "Times the algorithm's state was written durably to the data directory (--data-dir).",
 }
 
 impl Counters {

@@ -16,6 +16,7 @@ use super::lock::LockSession;
 use super::wall_ns;
 use crate::metrics::Counters;
 use crate::shared::{NodeEvent, Shared};
+use crate::storage::Storage;
 use crate::wire::Envelope;
 
 /// A small splitmix64 stream for `Context.random`, seeded from the wall clock and the id.
@@ -50,6 +51,12 @@ pub(super) struct Driver<A: Algorithm> {
     pub(super) trace: Option<std::io::BufWriter<std::fs::File>>,
     pub(super) lock: LockSession,
     pub(super) out: Outbox<A::Msg, A::Timer>,
+    /// Stable storage (`--data-dir`), if any.
+    pub(super) storage: Option<Storage>,
+    /// The node starts from a state loaded from stable storage: it recovers rather than starts.
+    pub(super) recovered: bool,
+    /// Cancelled when the node must stop (stable storage failed).
+    pub(super) halt: CancellationToken,
 }
 
 impl<A: Algorithm> Driver<A> {
@@ -69,7 +76,16 @@ impl<A: Algorithm> Driver<A> {
         start.lamport = Some(self.lamport);
         start.vector = Some(self.vector.clone());
         self.write(&start);
-        self.with_cx(|p, cx, out| p.on_start(cx, out));
+        if self.recovered {
+            // The state was loaded from stable storage: the node crashed in it and recovers now,
+            // as the simulator's recovery does. The trace's second `start` tells `verify`.
+            let mut r = self.record(RecordKind::Recover);
+            r.detail = self.storage.as_ref().map(|s| format!("from {}", s.dir().display()));
+            self.write(&r);
+            self.with_cx(|p, cx, out| p.on_recover(cx, out));
+        } else {
+            self.with_cx(|p, cx, out| p.on_start(cx, out));
+        }
         self.flush();
         loop {
             let input = tokio::select! {
@@ -158,6 +174,11 @@ impl<A: Algorithm> Driver<A> {
             random: self.rng.next(),
         };
         f(&mut self.process, &cx, &mut self.out);
+        if !self.persist() {
+            // Nothing this step produced may leave the node: its state is not on disk.
+            self.out.drain();
+            return;
+        }
         let actions: Vec<_> = self.out.drain().collect();
         for action in actions {
             self.act(action);
@@ -169,6 +190,29 @@ impl<A: Algorithm> Driver<A> {
             if view.leader != leader {
                 view.leader = leader;
                 Counters::bump(&self.shared.counters.leader_changes);
+            }
+        }
+    }
+
+    /// Writes the state to stable storage, if the node has one and what survives a crash
+    /// changed (see [`crate::storage`]), before the step's outbox is carried out. Returns false
+    /// when the write failed: the node then stops, since it can no longer keep its promises.
+    fn persist(&mut self) -> bool {
+        if self.halt.is_cancelled() {
+            return false;
+        }
+        let Some(storage) = self.storage.as_mut() else { return true };
+        match storage.save(&self.process, self.me, &self.members, &self.topology) {
+            Ok(wrote) => {
+                if wrote {
+                    Counters::bump(&self.shared.counters.state_writes);
+                }
+                true
+            }
+            Err(e) => {
+                eprintln!("[id {}] stable storage failed, the node stops: {e}", self.shared.id);
+                self.halt.cancel();
+                false
             }
         }
     }
