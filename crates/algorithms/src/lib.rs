@@ -122,6 +122,15 @@ pub trait Algorithm: Process + serde::Serialize + serde::de::DeserializeOwned {
     /// Validated, shared configuration.
     type Config: Clone + std::fmt::Debug + Send + Sync + 'static;
 
+    /// Whether a message `msg` from position `from` is one its sender could have sent by the
+    /// algorithm's rules, as this node's state knows them — e.g. only `central`'s coordinator
+    /// grants, so a GRANT (and its fencing token) from anyone else is forged. A real node
+    /// refuses and counts a message this rejects (`Err` says why); the simulator's nodes do not
+    /// lie, and it never asks. Default: every message.
+    fn admits(&self, _from: NodeId, _msg: &Self::Msg) -> Result<(), &'static str> {
+        Ok(())
+    }
+
     /// Reads and validates parameters. Unknown parameters are reported by the caller.
     fn configure(setup: &Setup) -> Result<Self::Config, ParamError>;
 

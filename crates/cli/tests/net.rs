@@ -576,7 +576,8 @@ fn forge<M: serde::Serialize>(c: &Cluster, to: u16, algorithm: &str, sender: u64
     let frame = |b: &[u8]| [&(b.len() as u32).to_be_bytes()[..], b].concat();
     let _ = s.write_all(&frame(&wire::encode(&Hello::new(algorithm, sender))));
     for (i, m) in msgs.iter().enumerate() {
-        let env = Envelope { msg_id: i as u64, lamport: 1, vector: vec![0; c.n as usize], msg: m };
+        let env =
+            Envelope { msg_id: (sender << 40) | i as u64, lamport: 1, vector: vec![0; c.n as usize], msg: m };
         let _ = s.write_all(&frame(&wire::encode(&env)));
     }
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -737,7 +738,8 @@ fn majority_never_votes_twice_in_a_term_across_a_restart() {
     let mut s = TcpStream::connect(("127.0.0.1", c.peer + 2)).expect("peer port");
     let frame = |b: &[u8]| [&(b.len() as u32).to_be_bytes()[..], b].concat();
     s.write_all(&frame(&wire::encode(&Hello::new("majority", 3)))).unwrap();
-    let env = Envelope { msg_id: 1, lamport: 1, vector: vec![0; 3], msg: Msg::RequestVote { term: 1 } };
+    let env =
+        Envelope { msg_id: (3 << 40) | 1, lamport: 1, vector: vec![0; 3], msg: Msg::RequestVote { term: 1 } };
     s.write_all(&frame(&wire::encode(&env))).unwrap();
     c.wait_until("node 2 answers the request", Duration::from_secs(20), || sent_votes(&c) > before);
     drop(s);
@@ -894,4 +896,129 @@ fn a_node_refuses_a_foreign_or_corrupt_state_file() {
     let _ = wiped.kill();
     let _ = wiped.wait();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A connection to node `to`'s peer port that proves it is member `as_id` — it holds the
+/// cluster secret: a member that lies, not a stranger — and sends `msgs` in envelopes whose
+/// `msg_id` names `claim` as their sender (as a real node's do with its own id).
+fn as_member<M: serde::Serialize>(
+    c: &Cluster,
+    to: u16,
+    algorithm: &str,
+    as_id: u64,
+    claim: u64,
+    msgs: &[M],
+) -> TcpStream {
+    use ringleader_net::auth;
+    use ringleader_net::wire::{self, Challenge, Envelope, Hello, Proof};
+    let secret_file = std::env::temp_dir().join(format!("ringleader-cluster-{}.secret", c.api));
+    let secret = auth::Secret::read_file(&secret_file).expect("the cluster secret");
+    let mut s = TcpStream::connect(("127.0.0.1", c.peer + to)).expect("peer port");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let frame = |b: &[u8]| [&(b.len() as u32).to_be_bytes()[..], b].concat();
+    let nonce = auth::nonce();
+    s.write_all(&frame(&wire::encode(&Hello::new(algorithm, as_id).with_nonce(nonce)))).unwrap();
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).expect("the node's challenge");
+    let mut challenge = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut challenge).expect("the node's challenge");
+    let challenge: Challenge = wire::decode(&challenge).expect("a challenge");
+    let ids = auth::ids(as_id, u64::from(to));
+    let t = auth::transcript(&nonce, &challenge.nonce, &ids, algorithm);
+    s.write_all(&frame(&wire::encode(&Proof { mac: secret.mac(auth::DIALLER, &t) }))).unwrap();
+    for (i, m) in msgs.iter().enumerate() {
+        let env = Envelope {
+            msg_id: (claim << 40) | (1 << 39) | i as u64,
+            lamport: 1,
+            vector: vec![0; c.n as usize],
+            msg: m,
+        };
+        s.write_all(&frame(&wire::encode(&env))).unwrap();
+    }
+    s
+}
+
+/// How many times node `id`'s trace shows it adopting `leader`.
+fn leader_events(c: &Cluster, id: u16, leader: u64) -> usize {
+    c.trace(id)
+        .iter()
+        .filter(|r| r["kind"] == "emit" && r["event"]["event"] == "leader" && r["event"]["leader"] == leader)
+        .count()
+}
+
+/// An authenticated member sends COORDINATOR(99) and HEARTBEAT(99): 99 is not a member. The
+/// node refuses both, counts them, and still follows 3.
+#[test]
+fn a_member_naming_a_stranger_is_refused() {
+    use ringleader_algorithms::election::bully::Msg;
+    let c = Cluster::start("bully", 3, &[]);
+    c.wait_until("every node follows 3", Duration::from_secs(20), || {
+        (1..=3).all(|i| c.status(i).is_some_and(|s| s["leader"] == 3))
+    });
+    let _conn = as_member(&c, 1, "bully", 2, 2, &[Msg::Coordinator(99), Msg::Heartbeat(99)]);
+    c.wait_until("node 1 refuses both, or follows 99", Duration::from_secs(20), || {
+        counter(&c, 1, "messages_rejected_stranger") >= 2 || leader_events(&c, 1, 99) > 0
+    });
+    assert_eq!(leader_events(&c, 1, 99), 0, "node 1 followed 99");
+    assert_eq!(c.status(1).unwrap()["leader"], 3);
+    assert_eq!(counter(&c, 1, "messages_rejected_stranger"), 2);
+    let report = c.stop_and_verify(&[]);
+    assert_eq!(report["violations"], serde_json::json!([]), "{report}");
+}
+
+/// After the leader 3 is killed and 2 leads, member 1 — authenticated as 1 — sends node 2
+/// COORDINATOR(3) and HEARTBEAT(3), claiming to be the dead leader, and an ANSWER in an
+/// envelope that names 3 as its sender. All three are refused and counted; node 2 still leads.
+#[test]
+fn a_member_claiming_another_id_is_refused() {
+    use ringleader_algorithms::election::bully::Msg;
+    let c = Cluster::start("bully", 3, &[]);
+    c.wait_until("every node follows 3", Duration::from_secs(20), || {
+        (1..=3).all(|i| c.status(i).is_some_and(|s| s["leader"] == 3))
+    });
+    c.ctl("kill", 3);
+    c.wait_until("nodes 1 and 2 follow 2", Duration::from_secs(20), || {
+        (1..=2).all(|i| c.status(i).is_some_and(|s| s["leader"] == 2))
+    });
+    let before = leader_events(&c, 2, 3);
+    let _a = as_member(&c, 2, "bully", 1, 1, &[Msg::Coordinator(3), Msg::Heartbeat(3)]);
+    let _b = as_member(&c, 2, "bully", 1, 3, &[Msg::Answer(1)]);
+    c.wait_until("node 2 refuses all three, or follows 3", Duration::from_secs(20), || {
+        counter(&c, 2, "messages_rejected_sender") >= 3 || leader_events(&c, 2, 3) > before
+    });
+    assert_eq!(leader_events(&c, 2, 3), before, "node 2 followed the dead node 3 again");
+    assert_eq!(c.status(2).unwrap()["leader"], 2);
+    assert_eq!(counter(&c, 2, "messages_rejected_sender"), 3);
+    // The launcher recorded the kill: no --down needed.
+    let report = c.stop_and_verify(&[]);
+    assert_eq!(report["violations"], serde_json::json!([]), "{report}");
+}
+
+/// Member 3 holds the `central` lock; node 2 waits. Member 3 — authenticated, but not the
+/// coordinator — sends node 2 a GRANT with fencing token 2^32-1. Only the coordinator grants:
+/// refused and counted; node 2 does not enter; tokens stay small.
+#[test]
+fn a_member_that_is_not_the_coordinator_cannot_grant() {
+    use ringleader_algorithms::mutex::central::Msg;
+    let c = Cluster::start("central", 3, &[]);
+    let (code, first) = http(c.port(3), "POST", "/lock?timeout=5s");
+    assert_eq!(code, 200, "{first}");
+    let port2 = c.port(2);
+    let waiter = std::thread::spawn(move || http(port2, "POST", "/lock?timeout=3s"));
+    c.wait_until("node 2 waits", Duration::from_secs(20), || {
+        c.status(2).is_some_and(|s| s["role"] == "waiting")
+    });
+    let _conn = as_member(&c, 2, "central", 3, 3, &[Msg::Grant { fencing: u32::MAX as u64 }]);
+    let (code, body) = waiter.join().unwrap();
+    assert_ne!(code, 200, "node 2 got the lock while node 3 held it: {body}");
+    c.wait_until("node 2 counts the refusal", Duration::from_secs(20), || {
+        counter(&c, 2, "messages_rejected_rules") >= 1
+    });
+    assert_eq!(http(c.port(3), "DELETE", "/lock").0, 200);
+    let (code, body) = http(c.port(1), "POST", "/lock?timeout=5s");
+    assert_eq!(code, 200, "{body}");
+    assert!(body["fencing"].as_u64().unwrap() < 10, "the forged token jammed nothing: {body}");
+    assert_eq!(http(c.port(1), "DELETE", "/lock").0, 200);
+    let report = c.stop_and_verify(&[]);
+    assert_eq!(report["violations"], serde_json::json!([]), "{report}");
 }

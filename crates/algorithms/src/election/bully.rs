@@ -108,6 +108,12 @@ impl Message for Msg {
     fn is_detection(&self) -> bool {
         matches!(self, Msg::Heartbeat(_))
     }
+    /// Every bully message carries its sender's own uid.
+    fn sender_uid(&self) -> Option<Uid> {
+        match self {
+            Msg::Election(j) | Msg::Answer(j) | Msg::Coordinator(j) | Msg::Heartbeat(j) => Some(*j),
+        }
+    }
 }
 
 /// Bully timers.

@@ -66,6 +66,12 @@ impl Message for Msg {
             Msg::Elected(_) => 1,
         }
     }
+    /// Both messages are forwarded around the ring: they name a candidate, not their sender.
+    fn uids_named(&self) -> Vec<Uid> {
+        match self {
+            Msg::Election(j) | Msg::Elected(j) => vec![*j],
+        }
+    }
 }
 
 /// Chang-Roberts has no timers.

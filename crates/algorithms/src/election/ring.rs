@@ -139,6 +139,23 @@ impl Message for Msg {
     fn is_detection(&self) -> bool {
         matches!(self, Msg::Ack(_) | Msg::Heartbeat(_))
     }
+    /// The coordinator sends its HEARTBEAT itself; ELECTION and COORDINATOR are forwarded.
+    fn sender_uid(&self) -> Option<Uid> {
+        match self {
+            Msg::Heartbeat(j) => Some(*j),
+            _ => None,
+        }
+    }
+    fn uids_named(&self) -> Vec<Uid> {
+        match self {
+            Msg::Election { list, .. } => list.iter().map(|m| m.1).collect(),
+            Msg::Coordinator { winner, list, .. } => {
+                std::iter::once(*winner).chain(list.iter().map(|m| m.1)).collect()
+            }
+            Msg::Ack(_) => vec![],
+            Msg::Heartbeat(j) => vec![*j],
+        }
+    }
 }
 
 /// Ring election timers.

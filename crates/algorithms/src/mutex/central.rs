@@ -436,6 +436,17 @@ impl<const TIMEOUT: bool> Process for CentralCoordinator<TIMEOUT> {
 
 impl<const TIMEOUT: bool> Algorithm for CentralCoordinator<TIMEOUT> {
     const NAME: &'static str = if TIMEOUT { "central-timeout" } else { "central" };
+
+    /// Only the coordinator grants: a GRANT, and the fencing token in it, from any other node
+    /// could not have been issued by the sender.
+    fn admits(&self, from: NodeId, msg: &Msg) -> Result<(), &'static str> {
+        match msg {
+            Msg::Grant { .. } if from != self.coordinator => {
+                Err("a GRANT (fencing token) from a node that is not the coordinator")
+            }
+            _ => Ok(()),
+        }
+    }
     const FAMILY: Family = Family::Mutex;
     const SUMMARY: &'static str = if TIMEOUT {
         "coordinator that re-grants when the holder is silent too long (the unsafe obvious fix)"

@@ -107,6 +107,20 @@ impl<A: Algorithm> Driver<A> {
     fn handle(&mut self, input: Input<A::Msg, A::Timer>) {
         match input {
             Input::Message { from, env } => {
+                if from != self.me
+                    && let Err((counter, why)) = self.admit(from, &env)
+                {
+                    Counters::bump(counter);
+                    let uid = self.members[from as usize];
+                    eprintln!("[id {}] refused a {} from id {uid}: {why}", self.shared.id, env.msg.kind());
+                    let mut r = self.record(RecordKind::Drop);
+                    r.peer = Some(from);
+                    r.msg_kind = Some(env.msg.kind().to_string());
+                    r.msg = serde_json::to_value(&env.msg).ok();
+                    r.detail = Some(format!("refused: {why}"));
+                    self.write(&r);
+                    return;
+                }
                 Counters::bump(&self.shared.counters.messages_received);
                 self.lamport = self.lamport.max(env.lamport);
                 for (mine, theirs) in self.vector.iter_mut().zip(&env.vector) {
@@ -143,6 +157,41 @@ impl<A: Algorithm> Driver<A> {
             Input::Acquire(reply) => self.acquire(reply),
             Input::Release(reply) => self.release(reply),
         }
+    }
+
+    /// Checks what a peer's message says against what its connection proved and what the
+    /// algorithm allows: the sender id in its envelope (`msg_id` carries it) and in the message,
+    /// the ids it names, and [`Algorithm::admits`]. Returns the counter to bump and why not.
+    fn admit(
+        &self,
+        from: NodeId,
+        env: &Envelope<A::Msg>,
+    ) -> Result<(), (&std::sync::atomic::AtomicU64, String)> {
+        let counters = &self.shared.counters;
+        let proved = self.members[from as usize];
+        // A sender numbers its messages `id << 40 | n`: the low 24 bits of its id.
+        let claimed = env.msg_id >> 40;
+        if claimed != proved & 0xFF_FFFF {
+            return Err((
+                &counters.messages_rejected_sender,
+                format!("its envelope claims sender id {claimed}, the connection proved {proved}"),
+            ));
+        }
+        if let Some(stranger) = env.msg.uids_named().into_iter().find(|u| !self.members.contains(u)) {
+            return Err((
+                &counters.messages_rejected_stranger,
+                format!("it names id {stranger}, not a member"),
+            ));
+        }
+        if let Some(claimed) = env.msg.sender_uid().filter(|&u| u != proved) {
+            return Err((
+                &counters.messages_rejected_sender,
+                format!("it says its sender is id {claimed}, the connection proved {proved}"),
+            ));
+        }
+        self.process
+            .admits(from, &env.msg)
+            .map_err(|why| (&counters.messages_rejected_rules, why.to_string()))
     }
 
     pub(super) fn request(&mut self, req: Request) {
