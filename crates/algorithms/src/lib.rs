@@ -100,7 +100,11 @@ pub struct Setup<'a> {
 
 /// An algorithm as the drivers see it: a [`Process`] with a name, a family, a configuration
 /// step that validates its parameters, and a constructor per node.
-pub trait Algorithm: Process {
+///
+/// The whole state serializes (`serde`): a real node keeps it on stable storage so that after
+/// a crash it restarts from the state it crashed in and recovers through
+/// [`Process::on_recover`], as the simulator's crash and recovery do.
+pub trait Algorithm: Process + serde::Serialize + serde::de::DeserializeOwned {
     /// The name `--algo` takes (kebab-case).
     const NAME: &'static str;
     /// The family.
@@ -117,6 +121,15 @@ pub trait Algorithm: Process {
 
     /// Validated, shared configuration.
     type Config: Clone + std::fmt::Debug + Send + Sync + 'static;
+
+    /// Whether a message `msg` from position `from` is one its sender could have sent by the
+    /// algorithm's rules, as this node's state knows them — e.g. only `central`'s coordinator
+    /// grants, so a GRANT (and its fencing token) from anyone else is forged. A real node
+    /// refuses and counts a message this rejects (`Err` says why); the simulator's nodes do not
+    /// lie, and it never asks. Default: every message.
+    fn admits(&self, _from: NodeId, _msg: &Self::Msg) -> Result<(), &'static str> {
+        Ok(())
+    }
 
     /// Reads and validates parameters. Unknown parameters are reported by the caller.
     fn configure(setup: &Setup) -> Result<Self::Config, ParamError>;

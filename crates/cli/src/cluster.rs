@@ -6,9 +6,16 @@
 //! die with the launcher (Linux parent-death signal); Ctrl-C or SIGTERM stops them all.
 //!
 //! The control channel speaks one line in, one line out:
-//! `kill ID` (SIGKILL: a crash), `restart ID` (kill if running, start again with an empty
-//! memory), `pause ID` (SIGSTOP: alive but silent), `resume ID` (SIGCONT), `status`.
-//! `ringleader cluster ctl kill 3` sends one such line.
+//! `kill ID` (SIGKILL: a crash), `restart ID` (kill if running, start again: the node recovers
+//! from its data directory), `pause ID` (SIGSTOP: alive but silent), `resume ID` (SIGCONT),
+//! `status`. `ringleader cluster ctl kill 3` sends one such line.
+//!
+//! Node `i` keeps its state in `DATA_DIR/node-i` (stable storage, see `ringleader_net::storage`;
+//! `DATA_DIR` defaults to `ringleader-data-API_BASE` in the launcher's working directory). A new
+//! launcher starts its nodes with an empty memory (`--wipe-data`) unless told `--keep-data`; a
+//! `restart` keeps the node's directory, so the restarted node recovers from what it had
+//! written. With `--trace-dir`, the launcher appends a `crash` record to a node's trace when it
+//! kills it (`kill`, `restart`), so that `ringleader verify` knows when the node died.
 //!
 //! The launcher writes a fresh cluster secret (mode 0600) that every node proves it holds to its
 //! peers, and that a control client proves it holds too: the launcher greets each control
@@ -76,6 +83,17 @@ pub struct ClusterArgs {
     /// (needed with a non-loopback --host unless --insecure).
     #[arg(long, value_name = "FILE")]
     pub api_token_file: Option<PathBuf>,
+    /// Node i keeps its state in DIR/node-i (stable storage; a restarted node recovers from it)
+    /// [default: ringleader-data-API_BASE in the working directory].
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Start the nodes from the state a previous launcher left in the data directory (by
+    /// default a new launcher starts them with an empty memory).
+    #[arg(long)]
+    pub keep_data: bool,
+    /// No stable storage: a restarted node starts with an empty memory (`on_start`).
+    #[arg(long, conflicts_with_all = ["data_dir", "keep_data"])]
+    pub no_data_dir: bool,
 }
 
 /// The secret file a launcher whose control channel listens on `port` writes by default.
@@ -143,6 +161,8 @@ struct Slot {
 
 struct Launcher {
     args: ClusterArgs,
+    /// Node i's data directory is `data_dir/node-i` (none: `--no-data-dir`).
+    data_dir: Option<PathBuf>,
     /// The secret file and the secret (none with `--insecure`).
     secret: Option<(PathBuf, ringleader_net::auth::Secret)>,
     algo: String,
@@ -151,7 +171,8 @@ struct Launcher {
 }
 
 impl Launcher {
-    fn spawn(self: &Arc<Self>, id: u64) -> anyhow::Result<()> {
+    /// Starts node `id`; `fresh`: with an empty memory (its data directory's state deleted).
+    fn spawn(self: &Arc<Self>, id: u64, fresh: bool) -> anyhow::Result<()> {
         let a = &self.args;
         let port = |base: u16, i: u64| base as u64 + i;
         let mut cmd = Command::new(&self.exe);
@@ -185,6 +206,12 @@ impl Launcher {
         }
         if let Some(dir) = &a.trace_dir {
             cmd.arg("--trace").arg(dir.join(format!("node-{id}.jsonl")));
+        }
+        if let Some(dir) = &self.data_dir {
+            cmd.arg("--data-dir").arg(dir.join(format!("node-{id}")));
+            if fresh {
+                cmd.arg("--wipe-data");
+            }
         }
         cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).kill_on_drop(true);
         // SAFETY: prctl is async-signal-safe; the closure allocates nothing.
@@ -242,6 +269,7 @@ impl Launcher {
             (s.pid, s.exited.take())
         };
         let Some(pid) = pid else { return false };
+        let killed_ns = ringleader_net::driver::wall_ns();
         // SAFETY: signalling our own child by pid.
         unsafe {
             libc::kill(pid, signal);
@@ -249,6 +277,22 @@ impl Launcher {
         }
         if let Some(rx) = exited {
             let _ = rx.await;
+        }
+        if signal == libc::SIGKILL
+            && let Some(dir) = &self.args.trace_dir
+        {
+            // Ids are 1..N, so node `id` is at position id - 1.
+            let path = dir.join(format!("node-{id}.jsonl"));
+            let detail = "killed by the cluster launcher (SIGKILL)";
+            if let Err(e) = ringleader_net::verify::record_crash(
+                &path,
+                (id - 1) as ringleader_core::NodeId,
+                id,
+                killed_ns,
+                detail,
+            ) {
+                eprintln!("[cluster] could not record node {id}'s crash in {}: {e}", path.display());
+            }
         }
         true
     }
@@ -320,7 +364,7 @@ impl Launcher {
             }
             (CtlAction::Restart, Some(id)) => {
                 self.kill(id, libc::SIGKILL).await;
-                match self.spawn(id) {
+                match self.spawn(id, false) {
                     Ok(()) => format!("ok restarted {id}"),
                     Err(e) => format!("error: {e:#}"),
                 }
@@ -454,7 +498,13 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
         secret.write_file(&path).with_context(|| format!("writing the cluster secret {}", path.display()))?;
         Some((path, secret))
     };
+    let data_dir = (!args.no_data_dir).then(|| {
+        args.data_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("ringleader-data-{}", args.api_base_port)))
+    });
     let launcher = Arc::new(Launcher {
+        data_dir,
         secret,
         slots: Mutex::new((0..=n).map(|_| Slot::default()).collect()),
         algo: algo.clone(),
@@ -463,7 +513,7 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
     });
     println!("ringleader cluster: {n} nodes running {algo} ({})", info.family.name());
     for id in 1..=n {
-        launcher.spawn(id)?;
+        launcher.spawn(id, !launcher.args.keep_data)?;
         let a = &launcher.args;
         println!(
             "  node {id}: peers {}:{}  api http://{}:{}",
@@ -474,6 +524,14 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
         );
     }
     println!("  control: {ctl_addr} (ringleader cluster ctl kill|restart|pause|resume ID --ctl {ctl_addr})");
+    match &launcher.data_dir {
+        Some(dir) => println!(
+            "  data: {}/node-ID ({}; `ctl restart` keeps it)",
+            dir.display(),
+            if launcher.args.keep_data { "kept from before" } else { "emptied at start" }
+        ),
+        None => println!("  no data dir: a restarted node starts with an empty memory"),
+    }
     match &launcher.secret {
         Some((path, _)) => {
             println!("  secret: {} (mode 0600; nodes and `cluster ctl` read it)", path.display())

@@ -31,6 +31,7 @@ use serde::Deserialize;
 ///   max_delay = "20ms"
 ///   secret_file = "cluster.secret"
 ///   api_token_file = "api.token"
+///   data_dir = "node-1.data"
 ///   [params]
 ///   coordinator = 0
 // The doc comment above is also `--help` text: its TOML `[params]` is not a link.
@@ -91,6 +92,14 @@ pub struct NodeArgs {
     /// beyond the loopback without a token.
     #[arg(long)]
     pub insecure: bool,
+    /// Stable storage: keep the algorithm's state in DIR (written durably before the node acts
+    /// on it) and, when DIR holds one, recover from it (a restart is a crash and a recovery).
+    /// Without it the node forgets everything when it stops.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Delete the state in --data-dir before starting: start with an empty memory on purpose.
+    #[arg(long)]
+    pub wipe_data: bool,
 }
 
 /// The configuration file.
@@ -112,6 +121,7 @@ struct NodeFile {
     max_connections: Option<usize>,
     secret_file: Option<PathBuf>,
     api_token_file: Option<PathBuf>,
+    data_dir: Option<PathBuf>,
 }
 
 fn resolve(addr: &str, what: &str) -> anyhow::Result<SocketAddr> {
@@ -194,6 +204,11 @@ impl NodeArgs {
         if let Some(path) = self.api_token_file.clone().or(file.api_token_file) {
             cfg.api_token = Some(ringleader_net::api::ApiToken::read_file(&path)?);
         }
+        cfg.data_dir = self.data_dir.clone().or(file.data_dir);
+        if self.wipe_data && cfg.data_dir.is_none() {
+            bail!("--wipe-data needs --data-dir DIR (the directory whose state to delete)");
+        }
+        cfg.wipe_data = self.wipe_data;
         match (self.secret_file.clone().or(file.secret_file), self.insecure) {
             (Some(_), true) => bail!("--secret-file and --insecure contradict each other; give one"),
             (Some(path), false) => cfg.secret = Some(ringleader_net::auth::Secret::read_file(&path)?),
@@ -224,6 +239,8 @@ pub fn run(args: NodeArgs) -> crate::Outcome {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
+            // The node stopped by itself: its stable storage failed (the error is printed).
+            _ = handle.stopped.cancelled() => bail!("[id {id}] the node stopped: its stable storage failed"),
         }
         eprintln!("[id {id}] stopping");
         handle.shutdown.cancel();

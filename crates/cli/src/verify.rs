@@ -11,18 +11,22 @@ use ringleader_core::Uid;
 /// validity, uniqueness and termination for elections; safety (mutual exclusion), fencing-token
 /// order, FIFO, liveness and no starvation for mutual exclusion.
 ///
+/// Kills that `ringleader cluster` made are in the traces (a `crash` record); a later `start`
+/// of the node is its recovery.
+///
 /// Exit status: 0 when every property holds, 2 on a violation, 1 on unreadable input.
 ///
 /// Examples:
 ///   ringleader verify traces/node-*.jsonl
-///   ringleader verify --down 5 traces/*.jsonl     (node 5 was killed for good)
+///   ringleader verify --down 5 traces/*.jsonl     (node 5 was killed for good, by hand)
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct VerifyArgs {
     /// The node traces.
     #[arg(required = true, value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
-    /// A node id killed for good (repeatable): it counts as crashed after its last record.
+    /// A node id killed for good that no launcher recorded (repeatable): it counts as crashed
+    /// after its last record.
     #[arg(long, value_name = "ID")]
     pub down: Vec<Uid>,
     /// Print the report as JSON.

@@ -29,6 +29,19 @@ pub trait Message: Clone + Eq + Hash + Debug + Serialize + DeserializeOwned + Se
     fn is_detection(&self) -> bool {
         false
     }
+
+    /// The uid this message says its sender has, if it says one (bully's COORDINATOR(j): "I, j,
+    /// am the coordinator"). A real node refuses a message whose claim is not the id its
+    /// connection proved. Default: none.
+    fn sender_uid(&self) -> Option<Uid> {
+        None
+    }
+
+    /// Every uid this message names, its sender's claim included. A real node refuses a message
+    /// that names an id outside the membership. Default: the sender's claim, if any.
+    fn uids_named(&self) -> Vec<Uid> {
+        self.sender_uid().into_iter().collect()
+    }
 }
 
 /// What a handler may read: who it is, what it knows of the membership, and its *local* clock.

@@ -19,6 +19,7 @@
 //! - [`shared`]: what the node's tasks share: the driver loop's inputs, the node's view, its peer
 //!   links;
 //! - [`metrics`]: counters and the status document;
+//! - [`storage`]: stable storage (`--data-dir`): the state a node recovers from after a crash;
 //! - [`verify`]: merging node traces and judging them with the simulator's checkers.
 //!
 //! A node's local clock (`Context.now`) is the OS wall clock in nanoseconds since the Unix
@@ -31,6 +32,7 @@ pub mod auth;
 pub mod driver;
 pub mod metrics;
 pub mod shared;
+pub mod storage;
 pub mod transport;
 pub mod verify;
 pub mod wire;
@@ -87,6 +89,11 @@ pub struct NodeConfig {
     /// An inbound peer connection that delivers no frame for this long is closed; writers send
     /// an empty keep-alive frame after a quarter of it without traffic.
     pub peer_idle_timeout: std::time::Duration,
+    /// Stable storage ([`storage`]): the directory the node keeps its state in, and recovers
+    /// from when it starts; `None`: the node forgets everything when it stops.
+    pub data_dir: Option<PathBuf>,
+    /// Delete the state in `data_dir` before starting (start with an empty memory on purpose).
+    pub wipe_data: bool,
 }
 
 /// How long an inbound peer connection may stay silent (see [`NodeConfig::peer_idle_timeout`]).
@@ -127,6 +134,8 @@ impl NodeConfig {
             insecure_api: false,
             api_idle_timeout: api::DEFAULT_API_IDLE_TIMEOUT,
             peer_idle_timeout: DEFAULT_PEER_IDLE_TIMEOUT,
+            data_dir: None,
+            wipe_data: false,
         }
     }
 
@@ -221,6 +230,9 @@ pub enum NetError {
     /// The algorithm refused its parameters (unknown or out of range).
     #[error(transparent)]
     Configure(#[from] ringleader_algorithms::ConfigError),
+    /// The data directory could not be used, or holds a state this node must not start over.
+    #[error(transparent)]
+    Storage(#[from] storage::StorageError),
     /// A socket or file could not be opened.
     #[error("{what}: {source}")]
     Io {

@@ -45,6 +45,10 @@ counters! {
     lock_grants: "Critical-section entries at this node.",
     lock_releases: "Critical-section exits at this node.",
     leader_changes: "Times this node's known leader changed.",
+    messages_rejected_sender: "Messages refused because they claim a sender id other than the one their connection proved.",
+    messages_rejected_stranger: "Messages refused because they name an id that is not a member.",
+    messages_rejected_rules: "Messages refused because their sender could not have sent them by the algorithm's rules (e.g. a fencing token from a node that is not the coordinator).",
+    state_writes: "Times the algorithm's state was written durably to the data directory (--data-dir).",
 }
 
 impl Counters {

@@ -6,8 +6,10 @@
 //! the same kernel clock, and every causal chain crosses a message, so the order respects
 //! causality), and replays them into the family's checker from
 //! [`ringleader_judge::checkers`]: requests, emitted events, and the faults it can see. A node
-//! whose trace shows a second `start` was restarted: it crashed (lost its memory) just before.
-//! Nodes named with `down` were killed for good: they crash after their last record.
+//! whose trace shows a `crash` record (a launcher writes one when it kills the node) crashed
+//! then; a second `start` is a restart: the node recovers (and, with no `crash` record before
+//! it, crashed just before). Nodes named with `down` were killed for good: they crash after
+//! their last record.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -34,6 +36,8 @@ pub struct VerifyReport {
     pub messages: BTreeMap<String, u64>,
     /// Restarts seen (a second `start` of a node).
     pub restarts: u64,
+    /// Crashes a launcher recorded (`crash` records: `cluster ctl kill` and `restart`).
+    pub crashes: u64,
     /// The properties checked.
     pub properties: Vec<&'static str>,
     /// Operations seen (critical-section entries, leaderships).
@@ -50,7 +54,11 @@ impl fmt::Display for VerifyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "algorithm:      {} ({})", self.algorithm, self.family)?;
         writeln!(f, "members:        {:?}", self.members)?;
-        writeln!(f, "records:        {} (restarts seen: {})", self.records, self.restarts)?;
+        writeln!(
+            f,
+            "records:        {} (crashes recorded: {}, restarts seen: {})",
+            self.records, self.crashes, self.restarts
+        )?;
         writeln!(
             f,
             "messages:       {}",
@@ -112,25 +120,96 @@ pub enum VerifyError {
     NotAMember(Vec<Uid>),
 }
 
+/// Opens a trace file to append records to it (creating it). A node killed in the middle of a
+/// write leaves a partial last line; a newline ends it, so that the next record starts a line
+/// of its own (and [`read_trace`] skips the partial one).
+pub fn open_trace_for_append(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let mut file = std::fs::OpenOptions::new().create(true).read(true).append(true).open(path)?;
+    if file.metadata()?.len() > 0 {
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::End(-1))?;
+        file.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            file.write_all(b"\n")?;
+        }
+    }
+    Ok(file)
+}
+
+/// The time of the last complete record of a trace file (read from its last 64 KiB), if any.
+fn last_record_time(path: &Path) -> std::io::Result<Option<u64>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)))?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail)?;
+    Ok(tail
+        .split(|&b| b == b'\n')
+        .rev()
+        .find_map(|line| serde_json::from_slice::<TraceRecord>(line).ok())
+        .map(|r| r.time_ns))
+}
+
 /// Reads one trace file.
 pub fn read_trace(path: &Path) -> Result<Vec<TraceRecord>, VerifyError> {
     let text = std::fs::read_to_string(path)
         .map_err(|source| VerifyError::Read { path: path.to_path_buf(), source })?;
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
+    for (i, line) in lines.iter().enumerate() {
         match serde_json::from_str::<TraceRecord>(line) {
             Ok(r) => out.push(r),
-            // A node killed mid-write leaves a partial last line: skip it, refuse anything else.
-            Err(_) if i + 1 == text.lines().count() && !text.ends_with('\n') => {}
+            // A node killed mid-write leaves a partial last line, and the node (or the launcher)
+            // that appends next starts a new line: skip a broken line that is the last one or is
+            // followed by a restart or a recorded crash; refuse anything else.
+            Err(_)
+                if lines.get(i + 1).map_or(!text.ends_with('\n'), |next| {
+                    serde_json::from_str::<TraceRecord>(next)
+                        .is_ok_and(|r| matches!(r.kind, RecordKind::Start | RecordKind::Crash))
+                }) => {}
             Err(source) => {
-                return Err(VerifyError::NotARecord { path: path.to_path_buf(), line: i + 1, source });
+                let number =
+                    text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).nth(i).map(|(n, _)| n);
+                return Err(VerifyError::NotARecord {
+                    path: path.to_path_buf(),
+                    line: number.unwrap_or(i) + 1,
+                    source,
+                });
             }
         }
     }
     Ok(out)
+}
+
+/// Appends a `crash` record for the node at position `node` (id `uid`) to its trace: a
+/// launcher that killed a node tells `verify` when it did (see [`verify`]). Call it once the
+/// node is dead, with `killed_ns` the wall-clock time just before the signal was sent: the
+/// crash is placed then, or just after the node's last record if that is later (a dying node
+/// may finish the step it was in).
+pub fn record_crash(
+    path: &Path,
+    node: NodeId,
+    uid: Uid,
+    killed_ns: u64,
+    detail: &str,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let time_ns = last_record_time(path)?.map_or(killed_ns, |t| killed_ns.max(t + 1));
+    let mut r = TraceRecord::new(0, time_ns, RecordKind::Crash);
+    r.node = Some(node);
+    r.uid = Some(uid);
+    r.detail = Some(detail.to_string());
+    let mut line = serde_json::to_vec(&r).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    let mut file = open_trace_for_append(path)?;
+    file.write_all(&line)?;
+    file.sync_all()
 }
 
 /// Judges the merged `records` of every node; `down` lists ids killed for good.
@@ -189,6 +268,7 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
         records: records.len() as u64,
         messages: BTreeMap::new(),
         restarts: 0,
+        crashes: 0,
         properties: Vec::new(),
         operations: 0,
         leader_changes: 0,
@@ -199,12 +279,23 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
         let Some(node) = r.node.filter(|&p| (p as usize) < n) else { continue };
         let at = Stamp { time: r.time_ns - t0, step: i as u64 };
         match r.kind {
+            RecordKind::Crash if status[node as usize] == Status::Up => {
+                // A launcher recorded when it killed the node.
+                report.crashes += 1;
+                status[node as usize] = Status::Crashed;
+                let w = World { uids: &members, status: &status, rule: info.leader_rule };
+                checker.on_crash(&w, node, at, &mut violations);
+                belief[node as usize] = None;
+            }
             RecordKind::Start => {
                 if started[node as usize] {
                     report.restarts += 1;
-                    status[node as usize] = Status::Crashed;
-                    let w = World { uids: &members, status: &status, rule: info.leader_rule };
-                    checker.on_crash(&w, node, at, &mut violations);
+                    if status[node as usize] == Status::Up {
+                        // No recorded crash: the node crashed just before it started again.
+                        status[node as usize] = Status::Crashed;
+                        let w = World { uids: &members, status: &status, rule: info.leader_rule };
+                        checker.on_crash(&w, node, at, &mut violations);
+                    }
                     status[node as usize] = Status::Up;
                     let w = World { uids: &members, status: &status, rule: info.leader_rule };
                     checker.on_recover(&w, node, at, &mut violations);
@@ -237,7 +328,10 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
             RecordKind::Drop => *report.messages.entry("dropped".into()).or_default() += 1,
             _ => {}
         }
-        if down_positions.contains(&node) && last_of.get(&node) == Some(&i) {
+        if down_positions.contains(&node)
+            && last_of.get(&node) == Some(&i)
+            && status[node as usize] == Status::Up
+        {
             status[node as usize] = Status::Crashed;
             let w = World { uids: &members, status: &status, rule: info.leader_rule };
             checker.on_crash(&w, node, at, &mut violations);
@@ -351,5 +445,59 @@ mod tests {
         let r = verify(records, &[2]).unwrap();
         assert!(r.violations.is_empty(), "node 2 was killed for good: {r}");
         assert!(verify(vec![rec(1, 0, RecordKind::Timer)], &[]).is_err());
+    }
+
+    #[test]
+    fn a_recorded_crash_ends_the_node_then_and_needs_no_down() {
+        let records = vec![
+            rec(1, 0, RecordKind::Start),
+            rec(1, 1, RecordKind::Start),
+            acquire(2, 1),
+            emit(3, 1, Event::Entered { fencing: 1 }),
+            // The launcher killed node 2 while it held the section: its section ends there.
+            rec(4, 1, RecordKind::Crash),
+            acquire(5, 0),
+            emit(6, 0, Event::Entered { fencing: 2 }),
+            emit(7, 0, Event::Exited),
+        ];
+        let r = verify(records.clone(), &[]).unwrap();
+        assert_eq!((r.crashes, r.restarts), (1, 0));
+        assert!(r.violations.is_empty(), "node 2 is down after its crash record: {r}");
+        // Restarted later: a recovery, not a second crash.
+        let mut again = records;
+        again.push(rec(8, 1, RecordKind::Start));
+        again.push(acquire(9, 1));
+        again.push(emit(10, 1, Event::Entered { fencing: 3 }));
+        again.push(emit(11, 1, Event::Exited));
+        let r = verify(again, &[]).unwrap();
+        assert_eq!((r.crashes, r.restarts), (1, 1));
+        assert!(r.violations.is_empty(), "{r}");
+    }
+
+    #[test]
+    fn a_partial_line_before_a_restart_is_skipped() {
+        let dir = std::env::temp_dir().join(format!("ringleader-verify-partial-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("node-1.jsonl");
+        let line = |r: &TraceRecord| serde_json::to_string(r).unwrap();
+        std::fs::write(&path, format!("{}\n{{\"step\":2,\"ti", line(&rec(1, 0, RecordKind::Start)))).unwrap();
+        // The launcher records the kill, then the node starts again: both begin a new line.
+        record_crash(&path, 0, 1, 5, "killed").unwrap();
+        {
+            use std::io::Write;
+            let mut f = open_trace_for_append(&path).unwrap();
+            writeln!(f, "{}", line(&rec(6, 0, RecordKind::Start))).unwrap();
+        }
+        let records = read_trace(&path).unwrap();
+        let kinds: Vec<RecordKind> = records.iter().map(|r| r.kind).collect();
+        assert_eq!(kinds, [RecordKind::Start, RecordKind::Crash, RecordKind::Start]);
+        // A broken line elsewhere is still refused.
+        std::fs::write(
+            &path,
+            format!("{}\nnot json\n{}\n", line(&rec(1, 0, RecordKind::Start)), line(&acquire(2, 0))),
+        )
+        .unwrap();
+        assert!(read_trace(&path).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -83,7 +83,9 @@ pub struct Proof {
 /// One algorithm message with the driver's bookkeeping.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Envelope<M> {
-    /// Unique per sender: links a send record to its delivery record in the traces.
+    /// Unique per sender: links a send record to its delivery record in the traces. It is
+    /// `id << 40 | n` (the low 24 bits of the sender's id, then its message count), and a node
+    /// refuses an envelope whose id is not the one its connection proved.
     pub msg_id: u64,
     /// The sender's Lamport clock at the send.
     pub lamport: u64,

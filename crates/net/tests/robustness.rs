@@ -124,7 +124,12 @@ async fn a_valid_peer_is_delivered_to_the_algorithm() {
     let h = node(64).await;
     let mut good = hello(wire::PROTOCOL_VERSION, "central", 2);
     let request = ringleader_algorithms::mutex::central::Msg::Request;
-    good.extend(frame(&wire::encode(&Envelope { msg_id: 7, lamport: 3, vector: vec![0, 3], msg: request })));
+    good.extend(frame(&wire::encode(&Envelope {
+        msg_id: (2 << 40) | 7,
+        lamport: 3,
+        vector: vec![0, 3],
+        msg: request,
+    })));
     let addr = h.listen;
     let s = tokio::task::spawn_blocking(move || {
         let mut s = TcpStream::connect(addr).unwrap();
@@ -185,7 +190,12 @@ async fn a_full_outgoing_queue_drops_and_counts() {
     let mut bytes = hello(wire::PROTOCOL_VERSION, "chang-roberts", 3);
     for i in 0..10 {
         let msg = ringleader_algorithms::election::chang_roberts::Msg::Elected(3);
-        bytes.extend(frame(&wire::encode(&Envelope { msg_id: i, lamport: i, vector: vec![0, 0, i], msg })));
+        bytes.extend(frame(&wire::encode(&Envelope {
+            msg_id: (3 << 40) | i,
+            lamport: i,
+            vector: vec![0, 0, i],
+            msg,
+        })));
     }
     let addr = h.listen;
     let s = tokio::task::spawn_blocking(move || {

@@ -72,7 +72,7 @@ fn vector_clocks_characterize_happens_before_on_every_pair_of_10_000_runs() {
 }
 
 /// A Lamport clock that forgets the max on receive: it just increments.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 struct ForgetfulLamport {
     me: NodeId,
     clock: u64,
@@ -336,7 +336,7 @@ fn large_runs_are_checked_on_a_seeded_sample_of_pairs() {
 /// A "vector clock" that is a Lamport clock copied into every component: e → f still gives
 /// V(e) < V(f), but concurrent events get comparable vectors too, which only the "⇐" half of
 /// the characterization can catch.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 struct ScalarVector {
     me: NodeId,
     n: usize,

@@ -85,7 +85,7 @@ impl Message for Msg {
 }
 
 /// Timers of the Berkeley master.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// Time for the next round.
     Round,
@@ -94,7 +94,7 @@ pub enum Timer {
 }
 
 /// Validated configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// The master's position.
     pub master: NodeId,
@@ -107,7 +107,7 @@ pub struct Config {
 }
 
 /// A node of the Berkeley algorithm (the master or a polled node).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Berkeley {
     me: NodeId,
     n: u32,

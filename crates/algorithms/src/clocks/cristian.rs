@@ -72,14 +72,14 @@ impl Message for Msg {
 }
 
 /// Timers of Cristian's algorithm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// Time for the next round of probes.
     Round,
 }
 
 /// Validated configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// The time server's position.
     pub server: NodeId,
@@ -90,7 +90,7 @@ pub struct Config {
 }
 
 /// A node running Cristian's algorithm (the server or a client).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Cristian {
     me: NodeId,
     config: Config,

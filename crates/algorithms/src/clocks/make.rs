@@ -102,7 +102,7 @@ impl Message for Msg {
 }
 
 /// Timers of the `make` story.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// The builder compiles.
     Compile,
@@ -111,7 +111,7 @@ pub enum Timer {
 }
 
 /// How file times are stamped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timestamps {
     /// Local clock readings.
     Physical,
@@ -120,7 +120,7 @@ pub enum Timestamps {
 }
 
 /// Validated configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// How file times are stamped.
     pub timestamps: Timestamps,
@@ -133,7 +133,7 @@ pub struct Config {
 }
 
 /// A node of the `make` story.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Make {
     me: NodeId,
     config: Config,

@@ -90,14 +90,14 @@ impl Message for Msg {
 }
 
 /// Timers of the NTP client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// Time for the next poll.
     Poll,
 }
 
 /// Validated configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// The server's position.
     pub server: NodeId,
@@ -108,7 +108,7 @@ pub struct Config {
 }
 
 /// One (offset, delay) sample.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Sample {
     /// Arrival order.
     pub seq: u64,
@@ -126,7 +126,7 @@ pub fn offset_and_delay(t1: Time, t2: Time, t3: Time, t4: Time) -> (i64, i64) {
 }
 
 /// A node of the NTP-style protocol (the server or a client).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Ntp {
     me: NodeId,
     config: Config,

@@ -124,7 +124,7 @@ impl Message for Msg {
 }
 
 /// Chandy-Misra-Haas timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// `give_up` only: wait number `wait` has lasted `give_up`; withdraw it.
     GiveUp {
@@ -134,7 +134,7 @@ pub enum Timer {
 }
 
 /// Validated parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// Abort one victim per detected cycle (`resolve`, default true); false only reports.
     pub resolve: bool,
@@ -146,7 +146,7 @@ pub struct Config {
 }
 
 /// A process of the Chandy-Misra-Haas detector.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ChandyMisraHaas {
     me: NodeId,
     config_resolve: bool,

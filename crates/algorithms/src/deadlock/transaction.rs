@@ -38,7 +38,7 @@ use crate::{Algorithm, Family, ParamError, Setup};
 pub type Timestamp = (Time, Uid);
 
 /// What the holder decides when a requester asks for what it holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Decision {
     /// The requester waits for the holder.
     Wait,
@@ -85,7 +85,7 @@ impl Message for Msg {
 }
 
 /// Where the current transaction is, as the process sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 enum Stage {
     /// No transaction (before the first, after an abort).
     Idle,
@@ -98,7 +98,7 @@ enum Stage {
 }
 
 /// A process running timestamped transactions under rule `R`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Transactions<R: Rule> {
     me: NodeId,
     /// The current transaction's timestamp (kept across restarts).
@@ -204,7 +204,7 @@ impl<R: Rule> Process for Transactions<R> {
     }
 }
 
-impl<R: Rule + Default> Algorithm for Transactions<R> {
+impl<R: Rule + Default + serde::Serialize + serde::de::DeserializeOwned> Algorithm for Transactions<R> {
     const NAME: &'static str = R::NAME;
     const FAMILY: Family = Family::Deadlock;
     const SUMMARY: &'static str = R::SUMMARY;

@@ -32,7 +32,7 @@
 use super::transaction::{Decision, Rule, Transactions};
 
 /// The wait-die rule.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct WaitDieRule;
 
 impl Rule for WaitDieRule {

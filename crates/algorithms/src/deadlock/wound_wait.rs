@@ -35,7 +35,7 @@
 use super::transaction::{Decision, Rule, Transactions};
 
 /// The wound-wait rule.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct WoundWaitRule;
 
 impl Rule for WoundWaitRule {

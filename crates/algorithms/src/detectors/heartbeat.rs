@@ -47,7 +47,7 @@ use serde::{Deserialize, Serialize};
 use crate::{Algorithm, Family, ParamError, Setup};
 
 /// Reusable heartbeat-timeout logic for one monitor watching `n` peers.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct HeartbeatDetector {
     /// Silence allowed before suspecting: T + D.
     timeout: Time,
@@ -116,7 +116,7 @@ impl Message for Msg {
 }
 
 /// Heartbeat timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// Time to send the next round of heartbeats.
     Beat,
@@ -125,7 +125,7 @@ pub enum Timer {
 }
 
 /// Validated parameters: heartbeat period T and margin D.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// T: heartbeat period.
     pub period: Time,
@@ -134,7 +134,7 @@ pub struct Config {
 }
 
 /// A process that sends heartbeats and monitors everyone else's.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Heartbeat {
     me: NodeId,
     period: Time,

@@ -77,7 +77,7 @@ pub fn normal_tail(z: f64) -> f64 {
 }
 
 /// Reusable φ-accrual logic for one monitor watching `n` peers.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct PhiAccrualDetector {
     /// Suspicion threshold Φ, in thousandths (integer state).
     threshold_milli: u64,
@@ -233,7 +233,7 @@ impl PhiAccrualDetector {
 /// The φ knobs — threshold Φ (`phi`, default 8), window W (`window`, default 100) and σ floor
 /// (`min_std`, default period/10) — read and checked once for every user: the `phi-accrual`
 /// algorithm and the elections watching their coordinator with `detector=phi-accrual`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Knobs {
     /// Φ: suspicion threshold.
     pub phi: f64,
@@ -271,7 +271,7 @@ impl Knobs {
 }
 
 /// φ-accrual timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// Time to send the next round of heartbeats.
     Beat,
@@ -280,7 +280,7 @@ pub enum Timer {
 }
 
 /// Validated parameters.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// T: heartbeat period.
     pub period: Time,
@@ -293,7 +293,7 @@ pub struct Config {
 }
 
 /// A process that sends heartbeats and runs a φ-accrual detector on every peer.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct PhiAccrual {
     me: NodeId,
     period: Time,

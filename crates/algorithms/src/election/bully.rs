@@ -108,10 +108,16 @@ impl Message for Msg {
     fn is_detection(&self) -> bool {
         matches!(self, Msg::Heartbeat(_))
     }
+    /// Every bully message carries its sender's own uid.
+    fn sender_uid(&self) -> Option<Uid> {
+        match self {
+            Msg::Election(j) | Msg::Answer(j) | Msg::Coordinator(j) | Msg::Heartbeat(j) => Some(*j),
+        }
+    }
 }
 
 /// Bully timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// T: no ANSWER came from any higher id.
     Answer,
@@ -128,7 +134,7 @@ impl From<WatchTimer> for Timer {
 }
 
 /// Where a process stands in the election.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Phase {
     /// Not in an election.
     Idle,
@@ -139,7 +145,7 @@ pub enum Phase {
 }
 
 /// The validated timers of a run.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// T = 2·Ttrans + Tprocess (or the `timeout` parameter).
     pub t: Time,
@@ -150,7 +156,7 @@ pub struct Config {
 }
 
 /// One bully process.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Bully {
     uid: Uid,
     leader: Option<Uid>,

@@ -66,14 +66,20 @@ impl Message for Msg {
             Msg::Elected(_) => 1,
         }
     }
+    /// Both messages are forwarded around the ring: they name a candidate, not their sender.
+    fn uids_named(&self) -> Vec<Uid> {
+        match self {
+            Msg::Election(j) | Msg::Elected(j) => vec![*j],
+        }
+    }
 }
 
 /// Chang-Roberts has no timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {}
 
 /// One process on the ring.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ChangRoberts {
     uid: Uid,
     participant: bool,

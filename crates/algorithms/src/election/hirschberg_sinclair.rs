@@ -114,11 +114,11 @@ impl Message for Msg {
 }
 
 /// Hirschberg-Sinclair has no timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {}
 
 /// Where a process stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 enum Role {
     /// Not woken up yet.
     Asleep,
@@ -131,7 +131,7 @@ enum Role {
 }
 
 /// One process on the bidirectional ring.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct HirschbergSinclair {
     uid: Uid,
     role: Role,

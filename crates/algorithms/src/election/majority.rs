@@ -106,7 +106,7 @@ impl Message for Msg {
 
 /// Majority election timers: only the heartbeat detector's (the election timeout is its
 /// randomized silence deadline).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// The heartbeat detector.
     Watch(WatchTimer),
@@ -119,7 +119,7 @@ impl From<WatchTimer> for Timer {
 }
 
 /// A process's role in its current term.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Role {
     /// Follows a leader, or waits for one.
     Follower,
@@ -130,7 +130,7 @@ pub enum Role {
 }
 
 /// One process of the majority election.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Majority {
     uid: Uid,
     /// Stable: the current term.

@@ -139,10 +139,27 @@ impl Message for Msg {
     fn is_detection(&self) -> bool {
         matches!(self, Msg::Ack(_) | Msg::Heartbeat(_))
     }
+    /// The coordinator sends its HEARTBEAT itself; ELECTION and COORDINATOR are forwarded.
+    fn sender_uid(&self) -> Option<Uid> {
+        match self {
+            Msg::Heartbeat(j) => Some(*j),
+            _ => None,
+        }
+    }
+    fn uids_named(&self) -> Vec<Uid> {
+        match self {
+            Msg::Election { list, .. } => list.iter().map(|m| m.1).collect(),
+            Msg::Coordinator { winner, list, .. } => {
+                std::iter::once(*winner).chain(list.iter().map(|m| m.1)).collect()
+            }
+            Msg::Ack(_) => vec![],
+            Msg::Heartbeat(j) => vec![*j],
+        }
+    }
 }
 
 /// Ring election timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// No ACK for hop `seq` within T: try the next process.
     Ack(u64),
@@ -157,14 +174,14 @@ impl From<WatchTimer> for Timer {
 }
 
 /// A hop waiting for its ACK: the message and the processes still to try after this one.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 struct Pending {
     msg: Msg,
     rest: Vec<NodeId>,
 }
 
 /// The validated configuration of a run.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// T: how long a hop waits for its ACK.
     pub t: Time,
@@ -174,7 +191,7 @@ pub struct Config {
 
 /// One process on the ring; `MIN` selects the winner rule (`false`: max, `ring`; `true`: min,
 /// `ring-min`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct RingElection<const MIN: bool> {
     uid: Uid,
     leader: Option<Uid>,

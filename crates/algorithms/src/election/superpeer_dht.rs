@@ -108,11 +108,11 @@ impl Message for Msg {
 }
 
 /// No timers: lookups are driven by messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {}
 
 /// The shared configuration: the identifier space and the ring.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     bits: u32,
     k: u32,
@@ -135,7 +135,7 @@ impl Config {
 }
 
 /// One DHT node.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct SuperPeerDht {
     id: u64,
     predecessor: u64,

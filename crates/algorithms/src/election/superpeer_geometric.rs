@@ -124,7 +124,7 @@ impl Message for Msg {
 }
 
 /// The gossip round.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// Age, evaluate the force, push.
     Round,
@@ -133,7 +133,7 @@ pub enum Timer {
 }
 
 /// The validated parameters and the space.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     target: u32,
     fanout: u32,
@@ -148,7 +148,7 @@ pub struct Config {
 }
 
 /// A token this node holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 struct Held {
     token: NodeId,
     version: u32,
@@ -157,7 +157,7 @@ struct Held {
 }
 
 /// One node of the space.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct SuperPeerGeometric {
     at: (u32, u32),
     neighbours: Vec<(NodeId, (u32, u32))>,

@@ -104,7 +104,7 @@ use crate::{ParamError, Setup};
 const COORDINATOR: NodeId = 0;
 
 /// The detector's two timers; an algorithm's timer type wraps them (`T: From<WatchTimer>`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum WatchTimer {
     /// The coordinator's next heartbeat is due.
     Beat,
@@ -113,7 +113,7 @@ pub enum WatchTimer {
 }
 
 /// The failure detector a follower runs on its coordinator (parameter `detector`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Detector {
     /// `heartbeat`: suspect after a fixed silence (`suspect_after` / `election_timeout`).
     Heartbeat(HeartbeatDetector),
@@ -178,7 +178,7 @@ impl Detector {
 /// One process's watch over its coordinator: the heartbeat period (the same for every node of
 /// a run) and this follower's own detector. Built once by [`Watch::configure`] and cloned into
 /// every process.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Watch {
     /// Heartbeat period; 0 switches detection off.
     period: Time,

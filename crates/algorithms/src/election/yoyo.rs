@@ -106,11 +106,11 @@ impl Message for Msg {
 }
 
 /// YoYo has no timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {}
 
 /// The orientation of an edge, seen from this node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 enum Link {
     /// The neighbour's id is not known yet.
     Unknown,
@@ -123,7 +123,7 @@ enum Link {
 }
 
 /// One edge and what arrived on it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 struct Edge {
     node: NodeId,
     link: Link,
@@ -133,7 +133,7 @@ struct Edge {
 }
 
 /// Where a node stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 enum Phase {
     /// Not woken up yet.
     Asleep,
@@ -150,7 +150,7 @@ enum Phase {
 }
 
 /// One node of the graph.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct YoYo {
     uid: Uid,
     phase: Phase,

@@ -132,7 +132,7 @@ impl Message for Msg {
 }
 
 /// Timers of the centralized algorithm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// `central-timeout` only: the holder of grant `fencing` has been silent too long.
     HolderSilent {
@@ -146,7 +146,7 @@ pub enum Timer {
 }
 
 /// Where a participant is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 enum Participant {
     Idle,
     AwaitingGrant,
@@ -154,7 +154,7 @@ enum Participant {
 }
 
 /// The coordinator's volatile state.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 struct Coordinator {
     holder: Option<NodeId>,
     queue: VecDeque<NodeId>,
@@ -163,7 +163,7 @@ struct Coordinator {
 }
 
 /// Validated parameters of the centralized family.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// Position of the first coordinator.
     pub coordinator: NodeId,
@@ -176,7 +176,7 @@ pub struct Config {
 }
 
 /// A process of the centralized algorithm; `TIMEOUT` selects the timeout variant.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct CentralCoordinator<const TIMEOUT: bool> {
     me: NodeId,
     n: u32,
@@ -436,6 +436,17 @@ impl<const TIMEOUT: bool> Process for CentralCoordinator<TIMEOUT> {
 
 impl<const TIMEOUT: bool> Algorithm for CentralCoordinator<TIMEOUT> {
     const NAME: &'static str = if TIMEOUT { "central-timeout" } else { "central" };
+
+    /// Only the coordinator grants: a GRANT, and the fencing token in it, from any other node
+    /// could not have been issued by the sender.
+    fn admits(&self, from: NodeId, msg: &Msg) -> Result<(), &'static str> {
+        match msg {
+            Msg::Grant { .. } if from != self.coordinator => {
+                Err("a GRANT (fencing token) from a node that is not the coordinator")
+            }
+            _ => Ok(()),
+        }
+    }
     const FAMILY: Family = Family::Mutex;
     const SUMMARY: &'static str = if TIMEOUT {
         "coordinator that re-grants when the holder is silent too long (the unsafe obvious fix)"

@@ -89,11 +89,11 @@ impl Message for Msg {
 }
 
 /// Lamport's algorithm sets no timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {}
 
 /// A process of Lamport's algorithm.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Lamport {
     me: NodeId,
     clock: LamportClock,

@@ -141,11 +141,11 @@ impl Message for Msg {
 }
 
 /// Maekawa's algorithm sets no timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {}
 
 /// The configuration: every position's quorum and whether deadlocks are handled.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// Quorum of every position (sorted, itself included).
     pub quorums: Vec<Vec<NodeId>>,
@@ -159,7 +159,7 @@ pub fn grid_quorums(n: u32) -> Vec<Vec<NodeId>> {
     (0..n).map(|p| (0..n).filter(|q| q / c == p / c || q % c == p % c).collect()).collect()
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 enum State {
     Idle,
     Wanted(Stamp),
@@ -167,7 +167,7 @@ enum State {
 }
 
 /// A process of Maekawa's algorithm: a requester and an arbiter.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Maekawa {
     me: NodeId,
     quorum: Vec<NodeId>,

@@ -109,7 +109,7 @@ impl Message for Msg {
 }
 
 /// Timers of quorum voting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// Attempt `attempt` did not gather a quorum in time.
     Patience {
@@ -121,7 +121,7 @@ pub enum Timer {
 }
 
 /// Validated parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// Number of coordinators n (positions 0..n).
     pub coordinators: u32,
@@ -134,14 +134,14 @@ pub struct Config {
 }
 
 /// A coordinator's memory: volatile, except the grant counter.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 struct Votes {
     holder: Option<(NodeId, u64)>,
     queue: VecDeque<(NodeId, u64)>,
     released: BTreeMap<NodeId, u64>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 enum Phase {
     Idle,
     Gathering,
@@ -150,7 +150,7 @@ enum Phase {
 }
 
 /// A node of quorum voting: a participant, and a coordinator when its position is below n.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Quorum {
     me: NodeId,
     config: Config,

@@ -80,11 +80,11 @@ impl Message for Msg {
 }
 
 /// Raymond's algorithm sets no timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {}
 
 /// A process of Raymond's algorithm.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Raymond {
     me: NodeId,
     /// HOLDER: self, or the neighbour in the token's direction.

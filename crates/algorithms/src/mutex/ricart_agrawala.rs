@@ -77,11 +77,11 @@ impl Message for Msg {
 }
 
 /// Ricart-Agrawala sets no timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {}
 
 /// Where a process is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 enum State {
     Released,
     Wanted(Stamp),
@@ -89,7 +89,7 @@ enum State {
 }
 
 /// A process of Ricart-Agrawala.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct RicartAgrawala {
     me: NodeId,
     clock: LamportClock,

@@ -79,10 +79,10 @@ impl Message for Msg {
 }
 
 /// Roucairol-Carvalho sets no timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {}
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 enum State {
     Released,
     Wanted(Stamp),
@@ -90,7 +90,7 @@ enum State {
 }
 
 /// A process of Roucairol-Carvalho.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct RoucairolCarvalho {
     me: NodeId,
     clock: LamportClock,

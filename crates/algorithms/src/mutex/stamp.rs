@@ -34,7 +34,7 @@ pub fn rank(uids: &[Uid], uid: Uid) -> u64 {
 }
 
 /// A request's priority: (Lamport timestamp, uid), compared lexicographically; smaller wins.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Stamp {
     /// The Lamport timestamp.
     pub ts: u64,
@@ -54,7 +54,7 @@ impl Stamp {
 
 /// A Lamport clock: ticks before every local event and send, jumps past every timestamp it
 /// receives.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct LamportClock(pub u64);
 
 impl LamportClock {

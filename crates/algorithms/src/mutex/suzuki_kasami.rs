@@ -81,11 +81,11 @@ impl Message for Msg {
 }
 
 /// Suzuki-Kasami sets no timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {}
 
 /// A process of Suzuki-Kasami.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct SuzukiKasami {
     me: NodeId,
     /// RN\[j\]: the highest request number heard from j.

@@ -150,7 +150,7 @@ impl Message for Msg {
 }
 
 /// Timers of the token ring.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Timer {
     /// The successor `to` has not acknowledged the token.
     AckWait {
@@ -162,7 +162,7 @@ pub enum Timer {
 }
 
 /// Validated parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// How long a sender waits for the ACK of a TOKEN.
     pub ack_timeout: Time,
@@ -171,7 +171,7 @@ pub struct Config {
 }
 
 /// A node of the token ring.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct TokenRing {
     me: NodeId,
     n: u32,

@@ -16,6 +16,7 @@ use super::lock::LockSession;
 use super::wall_ns;
 use crate::metrics::Counters;
 use crate::shared::{NodeEventKind, Shared};
+use crate::storage::Storage;
 use crate::wire::Envelope;
 
 /// A small splitmix64 stream for `Context.random`, seeded from the wall clock and the id.
@@ -50,6 +51,12 @@ pub(super) struct Driver<A: Algorithm> {
     pub(super) trace: Option<std::io::BufWriter<std::fs::File>>,
     pub(super) lock: LockSession,
     pub(super) out: Outbox<A::Msg, A::Timer>,
+    /// Stable storage (`--data-dir`), if any.
+    pub(super) storage: Option<Storage>,
+    /// The node starts from a state loaded from stable storage: it recovers rather than starts.
+    pub(super) recovered: bool,
+    /// Cancelled when the node must stop (stable storage failed).
+    pub(super) halt: CancellationToken,
 }
 
 impl<A: Algorithm> Driver<A> {
@@ -69,7 +76,16 @@ impl<A: Algorithm> Driver<A> {
         start.lamport = Some(self.lamport);
         start.vector = Some(self.vector.clone());
         self.write(&start);
-        self.with_cx(|p, cx, out| p.on_start(cx, out));
+        if self.recovered {
+            // The state was loaded from stable storage: the node crashed in it and recovers now,
+            // as the simulator's recovery does. The trace's second `start` tells `verify`.
+            let mut r = self.record(RecordKind::Recover);
+            r.detail = self.storage.as_ref().map(|s| format!("from {}", s.dir().display()));
+            self.write(&r);
+            self.with_cx(|p, cx, out| p.on_recover(cx, out));
+        } else {
+            self.with_cx(|p, cx, out| p.on_start(cx, out));
+        }
         self.flush();
         loop {
             let input = tokio::select! {
@@ -91,6 +107,20 @@ impl<A: Algorithm> Driver<A> {
     fn handle(&mut self, input: Input<A::Msg, A::Timer>) {
         match input {
             Input::Message { from, env } => {
+                if from != self.me
+                    && let Err((counter, why)) = self.admit(from, &env)
+                {
+                    Counters::bump(counter);
+                    let uid = self.members[from as usize];
+                    eprintln!("[id {}] refused a {} from id {uid}: {why}", self.shared.id, env.msg.kind());
+                    let mut r = self.record(RecordKind::Drop);
+                    r.peer = Some(from);
+                    r.msg_kind = Some(env.msg.kind().to_string());
+                    r.msg = serde_json::to_value(&env.msg).ok();
+                    r.detail = Some(format!("refused: {why}"));
+                    self.write(&r);
+                    return;
+                }
                 Counters::bump(&self.shared.counters.messages_received);
                 self.lamport = self.lamport.max(env.lamport);
                 for (mine, theirs) in self.vector.iter_mut().zip(&env.vector) {
@@ -132,6 +162,41 @@ impl<A: Algorithm> Driver<A> {
         }
     }
 
+    /// Checks what a peer's message says against what its connection proved and what the
+    /// algorithm allows: the sender id in its envelope (`msg_id` carries it) and in the message,
+    /// the ids it names, and [`Algorithm::admits`]. Returns the counter to bump and why not.
+    fn admit(
+        &self,
+        from: NodeId,
+        env: &Envelope<A::Msg>,
+    ) -> Result<(), (&std::sync::atomic::AtomicU64, String)> {
+        let counters = &self.shared.counters;
+        let proved = self.members[from as usize];
+        // A sender numbers its messages `id << 40 | n`: the low 24 bits of its id.
+        let claimed = env.msg_id >> 40;
+        if claimed != proved & 0xFF_FFFF {
+            return Err((
+                &counters.messages_rejected_sender,
+                format!("its envelope claims sender id {claimed}, the connection proved {proved}"),
+            ));
+        }
+        if let Some(stranger) = env.msg.uids_named().into_iter().find(|u| !self.members.contains(u)) {
+            return Err((
+                &counters.messages_rejected_stranger,
+                format!("it names id {stranger}, not a member"),
+            ));
+        }
+        if let Some(claimed) = env.msg.sender_uid().filter(|&u| u != proved) {
+            return Err((
+                &counters.messages_rejected_sender,
+                format!("it says its sender is id {claimed}, the connection proved {proved}"),
+            ));
+        }
+        self.process
+            .admits(from, &env.msg)
+            .map_err(|why| (&counters.messages_rejected_rules, why.to_string()))
+    }
+
     pub(super) fn request(&mut self, req: Request) {
         Counters::bump(&self.shared.counters.requests);
         self.tick();
@@ -161,6 +226,11 @@ impl<A: Algorithm> Driver<A> {
             random: self.rng.next(),
         };
         f(&mut self.process, &cx, &mut self.out);
+        if !self.persist() {
+            // Nothing this step produced may leave the node: its state is not on disk.
+            self.out.drain();
+            return;
+        }
         let actions: Vec<_> = self.out.drain().collect();
         for action in actions {
             self.act(action);
@@ -172,6 +242,29 @@ impl<A: Algorithm> Driver<A> {
             if view.leader != leader {
                 view.leader = leader;
                 Counters::bump(&self.shared.counters.leader_changes);
+            }
+        }
+    }
+
+    /// Writes the state to stable storage, if the node has one and what survives a crash
+    /// changed (see [`crate::storage`]), before the step's outbox is carried out. Returns false
+    /// when the write failed: the node then stops, since it can no longer keep its promises.
+    fn persist(&mut self) -> bool {
+        if self.halt.is_cancelled() {
+            return false;
+        }
+        let Some(storage) = self.storage.as_mut() else { return true };
+        match storage.save(&self.process, self.me, &self.members, &self.topology) {
+            Ok(wrote) => {
+                if wrote {
+                    Counters::bump(&self.shared.counters.state_writes);
+                }
+                true
+            }
+            Err(e) => {
+                eprintln!("[id {}] stable storage failed, the node stops: {e}", self.shared.id);
+                self.halt.cancel();
+                false
             }
         }
     }

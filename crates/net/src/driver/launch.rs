@@ -18,6 +18,7 @@ use super::lock::{LockSession, Needs};
 use super::wall_ns;
 use crate::metrics::{Counters, LockHistograms};
 use crate::shared::{EventLog, Input, PeerLink, Shared, View};
+use crate::storage::{Identity, Storage};
 use crate::{NetError, NodeConfig, NodeHandle, transport};
 
 /// Starts a node running algorithm `A` (see [`crate::start`]).
@@ -96,7 +97,7 @@ fn detection_candidates(family: Family, params: &BTreeMap<String, String>) -> Re
 
 /// Configures the algorithm (synchronously: parameters are not `Sync`) and builds the node's
 /// initial state.
-pub(super) fn prepare<A: Algorithm>(cfg: &NodeConfig) -> Result<(A, Topology, Vec<Uid>), NetError> {
+pub(crate) fn prepare<A: Algorithm>(cfg: &NodeConfig) -> Result<(A, Topology, Vec<Uid>), NetError> {
     use rand_xoshiro::rand_core::SeedableRng;
     let members = cfg.members();
     let n = members.len() as u32;
@@ -132,11 +133,31 @@ pub(super) fn prepare<A: Algorithm>(cfg: &NodeConfig) -> Result<(A, Topology, Ve
 /// Binds the node's sockets, spawns its transport, API and driver tasks and returns its handle.
 pub(super) async fn launch<A: Algorithm>(
     cfg: NodeConfig,
-    process: A,
+    mut process: A,
     topology: Topology,
     members: Vec<Uid>,
 ) -> Result<NodeHandle, NetError> {
     let me = members.iter().position(|&u| u == cfg.id).expect("own id is a member") as NodeId;
+    // Stable storage: a state on disk is the state this node crashed in; it recovers from it.
+    let (storage, recovered) = match &cfg.data_dir {
+        Some(dir) => {
+            let identity = Identity {
+                format: crate::storage::FORMAT,
+                algorithm: A::NAME.to_string(),
+                id: cfg.id,
+                members: members.clone(),
+                params: cfg.params.clone(),
+            };
+            let (mut storage, loaded) = Storage::open::<A>(dir, identity, cfg.wipe_data)?;
+            let recovered = loaded.is_some();
+            if let Some(state) = loaded {
+                storage.loaded(&state, me, &members, &topology)?;
+                process = state;
+            }
+            (Some(storage), recovered)
+        }
+        None => (None, false),
+    };
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .map_err(|source| NetError::Io { what: format!("listen on {}", cfg.listen), source })?;
@@ -152,10 +173,7 @@ pub(super) async fn launch<A: Algorithm>(
     };
     let trace = match &cfg.trace {
         Some(path) => Some(std::io::BufWriter::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
+            crate::verify::open_trace_for_append(path)
                 .map_err(|source| NetError::Io { what: format!("trace {}", path.display()), source })?,
         )),
         None => None,
@@ -286,6 +304,9 @@ pub(super) async fn launch<A: Algorithm>(
         trace,
         lock: LockSession::new(Needs::of(A::NAME, &cfg.params, me)),
         out: Outbox::new(),
+        storage,
+        recovered,
+        halt: shutdown.clone(),
     };
     tokio::spawn(driver.run(input_rx, shutdown.clone(), stopped.clone()));
     Ok(NodeHandle { listen, api, shared, shutdown, stopped })
