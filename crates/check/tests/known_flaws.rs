@@ -8,7 +8,7 @@
 
 use ringleader_check::{Bounds, NetworkKind, Options, Outcome, check};
 use ringleader_core::trace::RecordKind;
-use ringleader_judge::checkers::{self, Stamp, Status, Violations, World};
+use ringleader_judge::checkers::{self, Moment, Status, Violations, World};
 
 /// One exploration: an algorithm under bounds.
 struct Case {
@@ -140,7 +140,7 @@ fn simulator_judges(out: &Outcome, property: &str) -> Violations {
     let mut v = Violations::default();
     let rule = ringleader_algorithms::find(&out.algorithm).unwrap().leader_rule;
     for r in &p.trace {
-        let at = Stamp { time: r.time_ns, step: r.step };
+        let at = Moment { time: r.time_ns, step: r.step };
         let Some(node) = r.node else { continue };
         match r.kind {
             RecordKind::Crash => status[node as usize] = Status::Crashed,

@@ -16,7 +16,7 @@ use std::path::Path;
 use ringleader_algorithms::Family;
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Event, NodeId, Uid};
-use ringleader_judge::checkers::{self, Stamp, Status, Violations, World};
+use ringleader_judge::checkers::{self, Moment, Status, Violations, World};
 use serde::Serialize;
 
 /// What `verify` found.
@@ -197,7 +197,7 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
     };
     for (i, r) in records.iter().enumerate() {
         let Some(node) = r.node.filter(|&p| (p as usize) < n) else { continue };
-        let at = Stamp { time: r.time_ns - t0, step: i as u64 };
+        let at = Moment { time: r.time_ns - t0, step: i as u64 };
         match r.kind {
             RecordKind::Start => {
                 if started[node as usize] {
@@ -243,7 +243,8 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
             checker.on_crash(&w, node, at, &mut violations);
         }
     }
-    let end = Stamp { time: records.last().map(|r| r.time_ns - t0).unwrap_or(0), step: records.len() as u64 };
+    let end =
+        Moment { time: records.last().map(|r| r.time_ns - t0).unwrap_or(0), step: records.len() as u64 };
     let w = World { uids: &members, status: &status, rule: info.leader_rule };
     checker.finish(&w, end, &mut violations);
     let fam = checker.report(&w);

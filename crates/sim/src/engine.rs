@@ -23,7 +23,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::{Algorithm, Family, Info, Params, Setup};
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Action, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
-use ringleader_judge::checkers::{self, Checker, Stamp, Status, Violations, World};
+use ringleader_judge::checkers::{self, Checker, Moment, Status, Violations, World};
 use ringleader_judge::trace::Tracer;
 
 use crate::clock::Clock;
@@ -443,8 +443,8 @@ impl<A: Algorithm> Simulation<A> {
         f(self.checker.as_mut(), &world, &mut self.violations);
     }
 
-    fn stamp(&self) -> Stamp {
-        Stamp { time: self.now, step: self.step }
+    fn stamp(&self) -> Moment {
+        Moment { time: self.now, step: self.step }
     }
 
     /// The local clock reading of `node` now.
@@ -798,7 +798,7 @@ impl<A: Algorithm> Simulation<A> {
                 Some(c) => self.readings.extend(c.iter().map(|c| c.read(t))),
                 None => self.readings.resize(self.uids.len(), t),
             }
-            let at = Stamp { time: t, step: self.step };
+            let at = Moment { time: t, step: self.step };
             let readings = std::mem::take(&mut self.readings);
             self.judge(|c, w, v| c.on_clocks(w, &readings, at, v));
             self.readings = readings;

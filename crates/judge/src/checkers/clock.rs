@@ -40,7 +40,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::{Event, NodeId, Time, Touch, time::MILLISECOND};
 use serde_json::json;
 
-use super::{Checker, FamilyReport, Stamp, Violations, World};
+use super::{Checker, FamilyReport, Moment, Violations, World};
 
 /// Every ordered pair is checked when a run has at most this many stamped events.
 pub const ALL_PAIRS_UP_TO: usize = 1_500;
@@ -68,7 +68,7 @@ struct Stamped {
     role: Role,
     lamport: u64,
     vector: Vec<u64>,
-    at: Stamp,
+    at: Moment,
 }
 
 /// The clock family's checker.
@@ -242,7 +242,7 @@ impl Checker for ClockChecker {
         p
     }
 
-    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations) {
+    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Moment, v: &mut Violations) {
         let (role, lamport, vector) = match event {
             Event::Stamped { lamport, vector } => (Role::Local, *lamport, vector),
             Event::StampedMessage { message, receive, lamport, vector } => {
@@ -291,7 +291,7 @@ impl Checker for ClockChecker {
         Some(SAMPLE_PERIOD)
     }
 
-    fn on_clocks(&mut self, w: &World, readings: &[Time], at: Stamp, v: &mut Violations) {
+    fn on_clocks(&mut self, w: &World, readings: &[Time], at: Moment, v: &mut Violations) {
         let (mut lo, mut hi) = (Time::MAX, 0);
         for (i, &r) in readings.iter().enumerate() {
             if let Some(last) = self.last_reading[i]
@@ -309,7 +309,7 @@ impl Checker for ClockChecker {
         self.skews.push((at.time, hi.saturating_sub(lo)));
     }
 
-    fn finish(&mut self, _w: &World, at: Stamp, v: &mut Violations) {
+    fn finish(&mut self, _w: &World, at: Moment, v: &mut Violations) {
         self.end = at.time;
         if self.events.is_empty() {
             return;
@@ -395,8 +395,8 @@ mod tests {
     use crate::checkers::Status;
     use ringleader_algorithms::LeaderRule;
 
-    fn stamp(step: u64) -> Stamp {
-        Stamp { time: step, step }
+    fn stamp(step: u64) -> Moment {
+        Moment { time: step, step }
     }
 
     /// Plain reachability over the happens-before graph, the definition itself.

@@ -31,7 +31,7 @@ use std::collections::BTreeSet;
 use ringleader_core::time::MILLISECOND;
 use ringleader_core::{Event, NodeId, Request, Time};
 
-use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+use super::{Checker, FamilyReport, Latencies, Moment, Violations, World};
 
 /// A cycle closed by a request.
 #[derive(Clone, Debug)]
@@ -71,7 +71,7 @@ pub struct DeadlockChecker {
     bound: Time,
     /// The first needless abort, judged at the end (prevention schemes abort by design, and
     /// the checker only knows which kind of algorithm runs once it sees `Queued`/`Restarted`).
-    first_needless: Option<(Stamp, String)>,
+    first_needless: Option<(Moment, String)>,
 }
 
 impl DeadlockChecker {
@@ -145,7 +145,7 @@ impl DeadlockChecker {
         self.deadlocks.retain(|d| d.open);
     }
 
-    fn check_bound(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+    fn check_bound(&mut self, w: &World, at: Moment, v: &mut Violations) {
         if self.prevention {
             return;
         }
@@ -179,7 +179,7 @@ impl Checker for DeadlockChecker {
         }
     }
 
-    fn on_request(&mut self, w: &World, node: NodeId, req: &Request, at: Stamp, v: &mut Violations) {
+    fn on_request(&mut self, w: &World, node: NodeId, req: &Request, at: Moment, v: &mut Violations) {
         match req {
             Request::WaitFor { holders } => {
                 if !self.waits[node as usize].is_empty() || holders.is_empty() {
@@ -207,7 +207,7 @@ impl Checker for DeadlockChecker {
         self.check_bound(w, at, v);
     }
 
-    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations) {
+    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Moment, v: &mut Violations) {
         match event {
             Event::DeadlockDetected { cycle } => {
                 self.reports += 1;
@@ -288,12 +288,12 @@ impl Checker for DeadlockChecker {
         self.check_bound(w, at, v);
     }
 
-    fn on_crash(&mut self, _w: &World, node: NodeId, _at: Stamp, _v: &mut Violations) {
+    fn on_crash(&mut self, _w: &World, node: NodeId, _at: Moment, _v: &mut Violations) {
         self.withdraw(node);
         self.close_resolved();
     }
 
-    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+    fn finish(&mut self, w: &World, at: Moment, v: &mut Violations) {
         if self.prevention {
             if let Some(n) =
                 (0..self.waits.len()).find(|&n| w.alive(n as NodeId) && !self.waits[n].is_empty())
@@ -373,11 +373,11 @@ mod tests {
         let w = World { uids: &uids, status: &status, rule: LeaderRule::Any };
         let mut c = DeadlockChecker::new(2);
         let mut v = Violations::default();
-        let at = Stamp { time: MILLISECOND, step: 1 };
+        let at = Moment { time: MILLISECOND, step: 1 };
         c.on_request(&w, 0, &Request::WaitFor { holders: vec![1] }, at, &mut v);
         c.on_request(&w, 1, &Request::WaitFor { holders: vec![0] }, at, &mut v);
         v.set_cut_off(cut_off);
-        c.finish(&w, Stamp { time: end, step: 2 }, &mut v);
+        c.finish(&w, Moment { time: end, step: 2 }, &mut v);
         v
     }
 

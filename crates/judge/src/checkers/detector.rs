@@ -26,7 +26,7 @@
 
 use ringleader_core::{Event, NodeId, Time};
 
-use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+use super::{Checker, FamilyReport, Latencies, Moment, Violations, World};
 
 /// Who suspects whom, and since when.
 #[derive(Clone, Debug)]
@@ -89,7 +89,7 @@ impl Checker for DetectorChecker {
         vec!["completeness", "eventual_accuracy"]
     }
 
-    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Stamp, _v: &mut Violations) {
+    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Moment, _v: &mut Violations) {
         let m = node as usize;
         match *event {
             Event::Suspect { node: target } => {
@@ -115,7 +115,7 @@ impl Checker for DetectorChecker {
         }
     }
 
-    fn on_crash(&mut self, w: &World, node: NodeId, at: Stamp, _v: &mut Violations) {
+    fn on_crash(&mut self, w: &World, node: NodeId, at: Moment, _v: &mut Violations) {
         let t = node as usize;
         for m in 0..self.suspected.len() {
             if m == t {
@@ -139,7 +139,7 @@ impl Checker for DetectorChecker {
         self.crashed_at[t] = at.time;
     }
 
-    fn on_recover(&mut self, _w: &World, node: NodeId, at: Stamp, _v: &mut Violations) {
+    fn on_recover(&mut self, _w: &World, node: NodeId, at: Moment, _v: &mut Violations) {
         let t = node as usize;
         self.crashed[t] = false;
         for m in 0..self.suspected.len() {
@@ -157,7 +157,7 @@ impl Checker for DetectorChecker {
         }
     }
 
-    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+    fn finish(&mut self, w: &World, at: Moment, v: &mut Violations) {
         let n = self.suspected.len();
         for m in 0..n {
             for t in 0..n {

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ringleader_algorithms::LeaderRule;
 use ringleader_core::{Event, NodeId, Time, Uid};
 
-use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+use super::{Checker, FamilyReport, Latencies, Moment, Violations, World};
 
 /// Uniqueness, over the live processes that claim to be coordinator for one term: two or more
 /// is a violation. The simulator asks it at every claim, the model checker in every state.
@@ -137,7 +137,7 @@ impl ElectionChecker {
     /// One election is complete when every live process names the same coordinator, after an
     /// election started or on a coordinator other than the last agreed one: the textbook's
     /// unit of cost ("messages per election"), however many processes took part or claimed.
-    fn check_agreement(&mut self, at: Stamp) {
+    fn check_agreement(&mut self, at: Moment) {
         let agreed = match self.believers.iter().next() {
             Some((&l, &c)) if self.believers.len() == 1 && c == self.live && self.live > 0 => Some(l),
             _ => None,
@@ -153,7 +153,7 @@ impl ElectionChecker {
         }
     }
 
-    fn drop_claim(&mut self, node: NodeId, at: Stamp, v: &mut Violations) {
+    fn drop_claim(&mut self, node: NodeId, at: Moment, v: &mut Violations) {
         if let Some((_, term)) = self.belief[node as usize]
             && let Some(set) = self.claimants.get_mut(&term)
         {
@@ -182,7 +182,7 @@ impl Checker for ElectionChecker {
         vec!["agreement", "validity", "uniqueness", "termination"]
     }
 
-    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations) {
+    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Moment, v: &mut Violations) {
         match *event {
             Event::ElectionStarted => {
                 self.started = true;
@@ -210,19 +210,19 @@ impl Checker for ElectionChecker {
         }
     }
 
-    fn on_crash(&mut self, _w: &World, node: NodeId, at: Stamp, v: &mut Violations) {
+    fn on_crash(&mut self, _w: &World, node: NodeId, at: Moment, v: &mut Violations) {
         self.drop_claim(node, at, v);
         self.set_belief(node, None);
         self.live -= 1;
         self.check_agreement(at);
     }
 
-    fn on_recover(&mut self, _w: &World, node: NodeId, _at: Stamp, _v: &mut Violations) {
+    fn on_recover(&mut self, _w: &World, node: NodeId, _at: Moment, _v: &mut Violations) {
         self.set_belief(node, None);
         self.live += 1;
     }
 
-    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+    fn finish(&mut self, w: &World, at: Moment, v: &mut Violations) {
         let since = self.first_start.unwrap_or(0).max(self.last_leader_event);
         for (property, detail) in end_of_run(w, &self.belief, self.started) {
             v.pending(property, at, since, || detail);

@@ -56,7 +56,7 @@ impl World<'_> {
 
 /// When something happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stamp {
+pub struct Moment {
     /// Virtual time.
     pub time: Time,
     /// Step number.
@@ -104,7 +104,7 @@ pub struct Violations {
 
 impl Violations {
     /// Records a violation of `property` unless one is already recorded.
-    pub fn record(&mut self, property: &'static str, at: Stamp, detail: impl FnOnce() -> String) {
+    pub fn record(&mut self, property: &'static str, at: Moment, detail: impl FnOnce() -> String) {
         if !self.list.iter().any(|v| v.property == property) {
             self.list.push(Violation {
                 property,
@@ -118,7 +118,7 @@ impl Violations {
     }
 
     /// Marks the end of the bad condition of `property`'s first violation.
-    pub fn close(&mut self, property: &'static str, at: Stamp) {
+    pub fn close(&mut self, property: &'static str, at: Moment) {
         if let Some(v) = self.list.iter_mut().find(|v| v.property == property && v.until_step.is_none()) {
             v.until_step = Some(at.step);
         }
@@ -162,7 +162,7 @@ impl Violations {
     pub fn pending(
         &mut self,
         property: &'static str,
-        at: Stamp,
+        at: Moment,
         since: Time,
         detail: impl FnOnce() -> String,
     ) {
@@ -274,22 +274,22 @@ pub trait Checker {
     /// The properties this checker judges, in report order.
     fn properties(&self) -> Vec<&'static str>;
     /// A node reported `event`.
-    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations);
+    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Moment, v: &mut Violations);
     /// A live node received an application request.
-    fn on_request(&mut self, _w: &World, _node: NodeId, _req: &Request, _at: Stamp, _v: &mut Violations) {}
+    fn on_request(&mut self, _w: &World, _node: NodeId, _req: &Request, _at: Moment, _v: &mut Violations) {}
     /// `node` crashed (the world already says so).
-    fn on_crash(&mut self, _w: &World, _node: NodeId, _at: Stamp, _v: &mut Violations) {}
+    fn on_crash(&mut self, _w: &World, _node: NodeId, _at: Moment, _v: &mut Violations) {}
     /// `node` recovered.
-    fn on_recover(&mut self, _w: &World, _node: NodeId, _at: Stamp, _v: &mut Violations) {}
+    fn on_recover(&mut self, _w: &World, _node: NodeId, _at: Moment, _v: &mut Violations) {}
     /// How often (virtual time) the engine hands this checker every node's local clock reading
     /// through [`Checker::on_clocks`]. `None`, the default, costs the engine nothing.
     fn clock_sample_period(&self) -> Option<Time> {
         None
     }
     /// Every node's local clock reading (by position) at virtual time `at.time`.
-    fn on_clocks(&mut self, _w: &World, _readings: &[Time], _at: Stamp, _v: &mut Violations) {}
+    fn on_clocks(&mut self, _w: &World, _readings: &[Time], _at: Moment, _v: &mut Violations) {}
     /// The run is over (quiescent or out of time): judge end-state properties.
-    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations);
+    fn finish(&mut self, w: &World, at: Moment, v: &mut Violations);
     /// Outcome, operation count and latencies.
     fn report(&self, w: &World) -> FamilyReport;
 }

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use ringleader_core::{Event, NodeId, Request, Time, Uid};
 
-use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+use super::{Checker, FamilyReport, Latencies, Moment, Violations, World};
 
 /// Safety, over the set of live holders: a process other than `node` holds the critical section
 /// too. The simulator asks it at every entry, the model checker in every state.
@@ -98,13 +98,13 @@ impl Checker for MutexChecker {
         p
     }
 
-    fn on_request(&mut self, _w: &World, node: NodeId, req: &Request, at: Stamp, _v: &mut Violations) {
+    fn on_request(&mut self, _w: &World, node: NodeId, req: &Request, at: Moment, _v: &mut Violations) {
         if *req == Request::Acquire && !self.holders.contains(&node) {
             self.pending.entry(node).or_insert((at.time, self.entries));
         }
     }
 
-    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations) {
+    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Moment, v: &mut Violations) {
         match *event {
             Event::Entered { fencing } => {
                 if let Some(prev) = fencing_regression(self.last_fencing, fencing) {
@@ -179,7 +179,7 @@ impl Checker for MutexChecker {
         }
     }
 
-    fn on_crash(&mut self, _w: &World, node: NodeId, at: Stamp, v: &mut Violations) {
+    fn on_crash(&mut self, _w: &World, node: NodeId, at: Moment, v: &mut Violations) {
         if self.holders.remove(&node) && self.holders.len() < 2 {
             v.close("safety", at);
         }
@@ -188,7 +188,7 @@ impl Checker for MutexChecker {
         self.stamps.remove(&node);
     }
 
-    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+    fn finish(&mut self, w: &World, at: Moment, v: &mut Violations) {
         let waiting: Vec<(NodeId, Time)> =
             self.pending.iter().filter(|&(&n, _)| w.alive(n)).map(|(&n, &(t, _))| (n, t)).collect();
         if let Some(&(oldest_node, oldest)) = waiting.iter().min_by_key(|&&(_, t)| t) {

@@ -20,7 +20,7 @@
 
 use ringleader_core::{Event, NodeId, Time};
 
-use super::{Checker, FamilyReport, Stamp, Violations, World};
+use super::{Checker, FamilyReport, Moment, Violations, World};
 
 /// How many times the mean load a super-peer may serve.
 pub const LOAD_FACTOR: u64 = 4;
@@ -95,7 +95,7 @@ impl Checker for SuperPeerChecker {
         vec!["coverage", "fraction", "balanced_load"]
     }
 
-    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Stamp, _v: &mut Violations) {
+    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Moment, _v: &mut Violations) {
         match *event {
             Event::SuperPeer => {
                 self.super_peer[node as usize] = true;
@@ -116,12 +116,12 @@ impl Checker for SuperPeerChecker {
         }
     }
 
-    fn on_crash(&mut self, _w: &World, node: NodeId, _at: Stamp, _v: &mut Violations) {
+    fn on_crash(&mut self, _w: &World, node: NodeId, _at: Moment, _v: &mut Violations) {
         self.super_peer[node as usize] = false;
         self.served_by[node as usize] = None;
     }
 
-    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+    fn finish(&mut self, w: &World, at: Moment, v: &mut Violations) {
         let t = self.tally(w);
         let n = self.super_peer.len() as NodeId;
         let uncovered = (0..n).find(|&x| {
@@ -193,9 +193,9 @@ mod tests {
         let mut c = SuperPeerChecker::new(n);
         let mut v = Violations::default();
         for (i, (node, e)) in events.iter().enumerate() {
-            c.on_event(&w, *node, e, Stamp { time: i as u64, step: i as u64 }, &mut v);
+            c.on_event(&w, *node, e, Moment { time: i as u64, step: i as u64 }, &mut v);
         }
-        c.finish(&w, Stamp { time: 99, step: 99 }, &mut v);
+        c.finish(&w, Moment { time: 99, step: 99 }, &mut v);
         v.list().iter().map(|x| x.property).collect()
     }
 
