@@ -16,7 +16,7 @@ use ringleader_core::{
     Action, Context, Event, Message, NodeId, Outbox, Process, Request, Time, Topology, Uid,
 };
 use ringleader_judge::checkers::mutex::fencing_regression;
-use ringleader_judge::checkers::{Status, World};
+use ringleader_judge::checkers::{NodeStatus, World};
 use ringleader_judge::trace::Tracer;
 
 use crate::network::{Envelope, InFlight, NetworkKind};
@@ -483,12 +483,12 @@ impl<A: Algorithm> CheckModel<A> {
     }
 
     /// The fault status of every node, as the simulator's checkers read it.
-    pub fn status(&self, s: &State<A>) -> Vec<Status> {
-        s.nodes.iter().map(|v| if v.crashed { Status::Crashed } else { Status::Up }).collect()
+    pub fn status(&self, s: &State<A>) -> Vec<NodeStatus> {
+        s.nodes.iter().map(|v| if v.crashed { NodeStatus::Crashed } else { NodeStatus::Up }).collect()
     }
 
     /// The global view the simulator's checkers take, over `status`.
-    pub fn world<'a>(&'a self, status: &'a [Status]) -> World<'a> {
+    pub fn world<'a>(&'a self, status: &'a [NodeStatus]) -> World<'a> {
         World { uids: &self.uids, status, rule: self.info.leader_rule }
     }
 

@@ -8,7 +8,7 @@
 
 use ringleader_check::{Bounds, NetworkKind, Options, Outcome, check};
 use ringleader_core::trace::RecordKind;
-use ringleader_judge::checkers::{self, Moment, Status, Violations, World};
+use ringleader_judge::checkers::{self, Moment, NodeStatus, Violations, World};
 
 /// One exploration: an algorithm under bounds.
 struct Case {
@@ -136,15 +136,15 @@ fn simulator_judges(out: &Outcome, property: &str) -> Violations {
     };
     let n = out.uids.len();
     let mut checker = checkers::for_family(family, n);
-    let mut status = vec![Status::Up; n];
+    let mut status = vec![NodeStatus::Up; n];
     let mut v = Violations::default();
     let rule = ringleader_algorithms::find(&out.algorithm).unwrap().leader_rule;
     for r in &p.trace {
         let at = Moment { time: r.time_ns, step: r.step };
         let Some(node) = r.node else { continue };
         match r.kind {
-            RecordKind::Crash => status[node as usize] = Status::Crashed,
-            RecordKind::Recover => status[node as usize] = Status::Up,
+            RecordKind::Crash => status[node as usize] = NodeStatus::Crashed,
+            RecordKind::Recover => status[node as usize] = NodeStatus::Up,
             _ => {}
         }
         let w = World { uids: &out.uids, status: &status, rule };

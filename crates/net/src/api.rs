@@ -113,7 +113,7 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
-async fn status(State(s): State<AppState>) -> Json<crate::metrics::Status> {
+async fn status(State(s): State<AppState>) -> Json<crate::metrics::StatusDocument> {
     Json(s.status())
 }
 

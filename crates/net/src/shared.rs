@@ -16,7 +16,7 @@ use ringleader_core::{Event, NodeId, Request, Uid};
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::metrics::{Counters, PeerStatus, Status};
+use crate::metrics::{Counters, PeerStatus, StatusDocument};
 use crate::wire::Envelope;
 
 /// An input of the driver loop, for an algorithm of message type `M` and timer type `T`. The
@@ -131,7 +131,7 @@ pub struct Shared {
 
 impl Shared {
     /// The status document of `/status`.
-    pub fn status(&self) -> Status {
+    pub fn status(&self) -> StatusDocument {
         let view = self.view.lock().expect("view lock").clone();
         let role = match self.family {
             Family::Election | Family::Detector => {
@@ -162,7 +162,7 @@ impl Shared {
             })
             .collect();
         let counters = self.counters.list().into_iter().map(|(k, _, v)| (k.to_string(), v.into())).collect();
-        Status {
+        StatusDocument {
             id: self.id,
             position: self.position,
             algorithm: self.algorithm,

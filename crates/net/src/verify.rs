@@ -16,7 +16,7 @@ use std::path::Path;
 use ringleader_algorithms::Family;
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Event, NodeId, Uid};
-use ringleader_judge::checkers::{self, Moment, Status, Violations, World};
+use ringleader_judge::checkers::{self, Moment, NodeStatus, Violations, World};
 use serde::Serialize;
 
 /// What `verify` found.
@@ -179,7 +179,7 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
 
     let mut checker = checkers::for_family(info.family, n);
     let mut violations = Violations::default();
-    let mut status = vec![Status::Up; n];
+    let mut status = vec![NodeStatus::Up; n];
     let mut started = vec![false; n];
     let mut belief: Vec<Option<Uid>> = vec![None; n];
     let mut report = VerifyReport {
@@ -202,10 +202,10 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
             RecordKind::Start => {
                 if started[node as usize] {
                     report.restarts += 1;
-                    status[node as usize] = Status::Crashed;
+                    status[node as usize] = NodeStatus::Crashed;
                     let w = World { uids: &members, status: &status, rule: info.leader_rule };
                     checker.on_crash(&w, node, at, &mut violations);
-                    status[node as usize] = Status::Up;
+                    status[node as usize] = NodeStatus::Up;
                     let w = World { uids: &members, status: &status, rule: info.leader_rule };
                     checker.on_recover(&w, node, at, &mut violations);
                     belief[node as usize] = None;
@@ -238,7 +238,7 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
             _ => {}
         }
         if down_positions.contains(&node) && last_of.get(&node) == Some(&i) {
-            status[node as usize] = Status::Crashed;
+            status[node as usize] = NodeStatus::Crashed;
             let w = World { uids: &members, status: &status, rule: info.leader_rule };
             checker.on_crash(&w, node, at, &mut violations);
         }

@@ -23,7 +23,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::{Algorithm, Family, Info, Params, Setup};
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Action, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
-use ringleader_judge::checkers::{self, Checker, Moment, Status, Violations, World};
+use ringleader_judge::checkers::{self, Checker, Moment, NodeStatus, Violations, World};
 use ringleader_judge::trace::Tracer;
 
 use crate::clock::Clock;
@@ -171,7 +171,7 @@ pub struct Simulation<A: Algorithm> {
     uids: Vec<Uid>,
     topology: Topology,
     states: Vec<A>,
-    status: Vec<Status>,
+    status: Vec<NodeStatus>,
     timers: Vec<Vec<(A::Timer, u64)>>,
     deferred: BTreeMap<NodeId, Vec<(u64, ItemOf<A>)>>,
     /// Items a paused node deferred, rescheduled on resume: new sequence number → message id.
@@ -225,7 +225,7 @@ impl<A: Algorithm> Simulation<A> {
             uids,
             topology,
             states,
-            status: vec![Status::Up; n as usize],
+            status: vec![NodeStatus::Up; n as usize],
             timers: vec![Vec::new(); n as usize],
             deferred: BTreeMap::new(),
             renumbered: BTreeMap::new(),
@@ -619,12 +619,15 @@ impl<A: Algorithm> Simulation<A> {
 
     /// Delivers message `id` to `to`, or drops it (crashed receiver, partition).
     fn deliver(&mut self, id: u64, from: NodeId, to: NodeId, msg: A::Msg) {
-        if self.status[to as usize] == Status::Crashed || self.net.is_cut(from, to) {
+        if self.status[to as usize] == NodeStatus::Crashed || self.net.is_cut(from, to) {
             self.in_flight -= 1;
             self.algo_in_flight -= u64::from(!msg.is_detection());
             self.counters.dropped += 1;
-            let reason =
-                if self.status[to as usize] == Status::Crashed { "receiver crashed" } else { "partition" };
+            let reason = if self.status[to as usize] == NodeStatus::Crashed {
+                "receiver crashed"
+            } else {
+                "partition"
+            };
             let kind = msg.kind();
             self.trace(RecordKind::Drop, Some(to), |r| {
                 r.peer = Some(from);
@@ -634,7 +637,7 @@ impl<A: Algorithm> Simulation<A> {
             });
             return;
         }
-        if self.status[to as usize] == Status::Paused {
+        if self.status[to as usize] == NodeStatus::Paused {
             self.defer(to, id, Item::Deliver { from, to, msg });
             return;
         }
@@ -655,14 +658,14 @@ impl<A: Algorithm> Simulation<A> {
 
     /// Fires `node`'s timer, unless it was cancelled or re-armed since (another generation).
     fn fire(&mut self, id: u64, node: NodeId, timer: A::Timer, generation: u64) {
-        if self.status[node as usize] == Status::Crashed {
+        if self.status[node as usize] == NodeStatus::Crashed {
             return;
         }
         let Some(idx) = self.timers[node as usize].iter().position(|(t, g)| *t == timer && *g == generation)
         else {
             return;
         };
-        if self.status[node as usize] == Status::Paused {
+        if self.status[node as usize] == NodeStatus::Paused {
             self.defer(node, id, Item::Timer { node, timer, generation });
             return;
         }
@@ -678,7 +681,7 @@ impl<A: Algorithm> Simulation<A> {
     fn request(&mut self, id: u64, b: Box<(NodeId, Request)>) {
         let node = b.0;
         self.last_progress = self.now;
-        if self.status[node as usize] == Status::Crashed {
+        if self.status[node as usize] == NodeStatus::Crashed {
             // A workload request to a crashed node is lost: the workloads hear of it, so
             // that a sequential pattern asks the next live requester instead.
             for w in &mut self.workloads {
@@ -686,7 +689,7 @@ impl<A: Algorithm> Simulation<A> {
             }
             return;
         }
-        if self.status[node as usize] == Status::Paused {
+        if self.status[node as usize] == NodeStatus::Paused {
             self.defer(node, id, Item::Request(b));
             return;
         }
@@ -704,10 +707,10 @@ impl<A: Algorithm> Simulation<A> {
         let at = self.stamp();
         match f {
             Fault::Crash(node) => {
-                if self.status[node as usize] == Status::Crashed {
+                if self.status[node as usize] == NodeStatus::Crashed {
                     return;
                 }
-                self.status[node as usize] = Status::Crashed;
+                self.status[node as usize] = NodeStatus::Crashed;
                 self.timers[node as usize].clear();
                 if let Some(items) = self.deferred.remove(&node) {
                     for (_, item) in items {
@@ -725,23 +728,23 @@ impl<A: Algorithm> Simulation<A> {
                 self.judge(|c, w, v| c.on_crash(w, node, at, v));
             }
             Fault::Recover(node) => {
-                if self.status[node as usize] != Status::Crashed {
+                if self.status[node as usize] != NodeStatus::Crashed {
                     return;
                 }
-                self.status[node as usize] = Status::Up;
+                self.status[node as usize] = NodeStatus::Up;
                 self.trace(RecordKind::Recover, Some(node), |_| {});
                 self.judge(|c, w, v| c.on_recover(w, node, at, v));
                 self.call(node, |p, cx, out| p.on_recover(cx, out));
             }
             Fault::Pause(node) => {
-                if self.status[node as usize] == Status::Up {
-                    self.status[node as usize] = Status::Paused;
+                if self.status[node as usize] == NodeStatus::Up {
+                    self.status[node as usize] = NodeStatus::Paused;
                     self.trace(RecordKind::Pause, Some(node), |_| {});
                 }
             }
             Fault::Resume(node) => {
-                if self.status[node as usize] == Status::Paused {
-                    self.status[node as usize] = Status::Up;
+                if self.status[node as usize] == NodeStatus::Paused {
+                    self.status[node as usize] = NodeStatus::Up;
                     self.trace(RecordKind::Resume, Some(node), |_| {});
                     // Back in the queue at the resume time, in the order they arrived (fresh
                     // sequence numbers); a message keeps its id through `renumbered`.
@@ -826,7 +829,7 @@ impl<A: Algorithm> Simulation<A> {
     }
 
     /// Every node's status now (up, crashed, paused), by position.
-    pub fn status(&self) -> &[Status] {
+    pub fn status(&self) -> &[NodeStatus] {
         &self.status
     }
 

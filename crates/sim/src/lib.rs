@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use ringleader_algorithms::{Algorithm, Visitor};
 use ringleader_core::Message;
 use ringleader_core::trace::TraceRecord;
-use ringleader_judge::checkers::Status;
+use ringleader_judge::checkers::NodeStatus;
 
 pub use engine::{Progress, Simulation, Stop};
 pub use report::Report;
@@ -217,7 +217,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
         let shortfall = (w.issued < w.asked).then(|| {
             if sim.stopped() == Stop::Duration {
                 format!("the run was cut off at {:.3} ms", sim.now() as f64 / 1e6)
-            } else if !w.requesters.iter().any(|&r| sim.status()[r as usize] != Status::Crashed) {
+            } else if !w.requesters.iter().any(|&r| sim.status()[r as usize] != NodeStatus::Crashed) {
                 "every requester crashed".to_string()
             } else {
                 "the run ended with a request unserved, so the workload could not go on".to_string()

@@ -392,7 +392,7 @@ impl Checker for ClockChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkers::Status;
+    use crate::checkers::NodeStatus;
     use ringleader_algorithms::LeaderRule;
 
     fn stamp(step: u64) -> Moment {
@@ -424,7 +424,7 @@ mod tests {
     #[test]
     fn causal_pasts_agree_with_reachability() {
         let uids = [1, 2, 3];
-        let status = [Status::Up; 3];
+        let status = [NodeStatus::Up; 3];
         let w = World { uids: &uids, status: &status, rule: LeaderRule::Any };
         let mut c = ClockChecker::new(3);
         let mut v = Violations::default();

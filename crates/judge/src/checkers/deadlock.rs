@@ -362,14 +362,14 @@ impl Checker for DeadlockChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkers::Status;
+    use crate::checkers::NodeStatus;
     use ringleader_algorithms::LeaderRule;
 
     /// A two-process cycle closed at 1 ms and never reported, judged at `end` after a cut-off
     /// (or after the run was over).
     fn judge(end: Time, cut_off: bool) -> Violations {
         let uids = [1, 2];
-        let status = [Status::Up; 2];
+        let status = [NodeStatus::Up; 2];
         let w = World { uids: &uids, status: &status, rule: LeaderRule::Any };
         let mut c = DeadlockChecker::new(2);
         let mut v = Violations::default();

@@ -254,7 +254,7 @@ impl Checker for ElectionChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkers::Status;
+    use crate::checkers::NodeStatus;
 
     #[test]
     fn uniqueness_needs_two_claimants() {
@@ -269,7 +269,7 @@ mod tests {
     #[test]
     fn end_of_run_judges_termination_agreement_validity() {
         let uids = [1, 2, 3];
-        let up = [Status::Up; 3];
+        let up = [NodeStatus::Up; 3];
         let w = World { uids: &uids, status: &up, rule: LeaderRule::Max };
         assert!(end_of_run(&w, &[None; 3], false).is_empty());
         assert!(end_of_run(&w, &[Some((3, 0)); 3], true).is_empty());
@@ -278,7 +278,7 @@ mod tests {
         };
         assert_eq!(names(&[None, Some((3, 0)), Some((3, 0))]), vec!["termination"]);
         assert_eq!(names(&[Some((2, 0)), Some((3, 0)), Some((3, 0))]), vec!["agreement", "validity"]);
-        let third_down = [Status::Up, Status::Up, Status::Crashed];
+        let third_down = [NodeStatus::Up, NodeStatus::Up, NodeStatus::Crashed];
         let w = World { uids: &uids, status: &third_down, rule: LeaderRule::Max };
         let found = end_of_run(&w, &[Some((3, 0)), Some((3, 0)), None], true);
         assert_eq!(found, vec![("validity", "id 1 names 3, which is not alive".to_string())]);

@@ -27,7 +27,7 @@ pub const ALL_PROPERTIES: &[&str] = &property::NAMES;
 
 /// Whether a node is up, crashed or paused, as the simulator knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
+pub enum NodeStatus {
     /// Running.
     Up,
     /// Crashed: receives nothing until it recovers.
@@ -41,8 +41,8 @@ pub enum Status {
 pub struct World<'a> {
     /// Uid of every position.
     pub uids: &'a [Uid],
-    /// Status of every position.
-    pub status: &'a [Status],
+    /// The status of every position.
+    pub status: &'a [NodeStatus],
     /// What validity demands of an election.
     pub rule: LeaderRule,
 }
@@ -50,7 +50,7 @@ pub struct World<'a> {
 impl World<'_> {
     /// True unless `node` is crashed (a paused node is alive).
     pub fn alive(&self, node: NodeId) -> bool {
-        self.status[node as usize] != Status::Crashed
+        self.status[node as usize] != NodeStatus::Crashed
     }
 }
 

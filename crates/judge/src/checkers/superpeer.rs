@@ -183,12 +183,12 @@ impl Checker for SuperPeerChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkers::Status;
+    use crate::checkers::NodeStatus;
     use ringleader_algorithms::LeaderRule;
 
     fn judge(n: usize, events: &[(NodeId, Event)]) -> Vec<&'static str> {
         let uids: Vec<u64> = (1..=n as u64).collect();
-        let status = vec![Status::Up; n];
+        let status = vec![NodeStatus::Up; n];
         let w = World { uids: &uids, status: &status, rule: LeaderRule::Set };
         let mut c = SuperPeerChecker::new(n);
         let mut v = Violations::default();

@@ -18,7 +18,7 @@ pub mod mutex;
 
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::{Event, NodeId, Request, Time};
-use ringleader_judge::checkers::Status;
+use ringleader_judge::checkers::NodeStatus;
 
 /// A workload's own timer. `kind` says what it is for, in the workload's terms; `epoch` lets the
 /// workload recognise a timer it made stale since it set it.
@@ -46,7 +46,7 @@ pub struct Cx<'a> {
     /// The run's generator (every random choice of the run comes from it, in order).
     pub rng: &'a mut Xoshiro256PlusPlus,
     /// Every node's status, by position.
-    pub status: &'a [Status],
+    pub status: &'a [NodeStatus],
     out: &'a mut dyn FnMut(Time, Step),
 }
 
@@ -56,7 +56,7 @@ impl<'a> Cx<'a> {
     pub fn new(
         now: Time,
         rng: &'a mut Xoshiro256PlusPlus,
-        status: &'a [Status],
+        status: &'a [NodeStatus],
         out: &'a mut dyn FnMut(Time, Step),
     ) -> Self {
         Cx { now, rng, status, out }
