@@ -19,7 +19,7 @@ use ringleader_judge::checkers::mutex::fencing_regression;
 use ringleader_judge::checkers::{NodeStatus, World};
 use ringleader_judge::trace::Tracer;
 
-use crate::network::{Envelope, InFlight, NetworkKind};
+use crate::network::{InFlight, NetworkKind, Packet};
 use crate::property::CheckProperty;
 
 /// What to explore: the system, its network, its faults and what the application may ask.
@@ -78,9 +78,9 @@ pub enum Step<M, T> {
         request: Request,
     },
     /// The network delivers a message.
-    Deliver(Envelope<M>),
+    Deliver(Packet<M>),
     /// The network loses a message (lossy network, or its receiver is down).
-    Drop(Envelope<M>),
+    Drop(Packet<M>),
     /// An armed timer of `node` fires (durations are ignored: any armed timer may fire now).
     Timer {
         /// Position.
@@ -295,7 +295,7 @@ impl<A: Algorithm> CheckModel<A> {
                     if let Some(r) = rec.as_deref_mut() {
                         r.send(node, to, &msg);
                     }
-                    s.network.send(self.bounds.network, Envelope::new(node, to, msg));
+                    s.network.send(self.bounds.network, Packet::new(node, to, msg));
                 }
                 Action::SetTimer { timer, .. } => {
                     s.nodes[node as usize].timers.insert(timer);

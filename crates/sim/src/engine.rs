@@ -105,7 +105,7 @@ const PREFETCH_DISTANCE: usize = 6;
 
 /// Message counters, by kind.
 #[derive(Clone, Debug, Default)]
-pub struct Counters {
+pub struct MessageCounts {
     /// Sends per kind index.
     pub sent_by_kind: Vec<u64>,
     /// Sends of detection messages (heartbeats …), included in `sent_by_kind`.
@@ -123,7 +123,7 @@ pub struct Counters {
     pub dropped: u64,
 }
 
-impl Counters {
+impl MessageCounts {
     /// All sends.
     pub fn sent(&self) -> u64 {
         self.sent_by_kind.iter().sum()
@@ -197,7 +197,7 @@ pub struct Simulation<A: Algorithm> {
     workloads: Vec<Box<dyn Workload>>,
     checker: Box<dyn Checker + Send>,
     violations: Violations,
-    counters: Counters,
+    counters: MessageCounts,
     out: Outbox<A::Msg, A::Timer>,
     tracer: Option<Tracer>,
     stop: Stop,
@@ -243,12 +243,12 @@ impl<A: Algorithm> Simulation<A> {
             longest_timer: 0,
             workloads,
             violations: Violations::default(),
-            counters: Counters {
+            counters: MessageCounts {
                 sent_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
                 detection_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
                 bursts_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
                 last_burst: vec![None; <A::Msg as Message>::KINDS.len()],
-                ..Counters::default()
+                ..MessageCounts::default()
             },
             out: Outbox::new(),
             tracer,
@@ -949,7 +949,7 @@ impl<A: Algorithm> Simulation<A> {
     }
 
     /// Message counters.
-    pub fn counters(&self) -> &Counters {
+    pub fn counters(&self) -> &MessageCounts {
         &self.counters
     }
 
