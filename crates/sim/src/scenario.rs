@@ -120,24 +120,24 @@ impl TryFrom<String> for Initiators {
 /// A time written with a unit (`250us`, `1.5ms`, `2s`; bare numbers are ms).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Duration(pub Time);
+pub struct TimeSpan(pub Time);
 
-impl FromStr for Duration {
+impl FromStr for TimeSpan {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         parse_duration(s)
-            .map(Duration)
+            .map(TimeSpan)
             .ok_or_else(|| format!("cannot read {s:?} as a time (use 250us, 1.5ms, 2s; a bare number is ms)"))
     }
 }
 
-impl From<Duration> for String {
-    fn from(d: Duration) -> String {
+impl From<TimeSpan> for String {
+    fn from(d: TimeSpan) -> String {
         format_duration(d.0)
     }
 }
 
-impl TryFrom<String> for Duration {
+impl TryFrom<String> for TimeSpan {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
         s.parse()
@@ -184,7 +184,7 @@ pub struct NetworkSection {
     /// FIFO per link.
     pub fifo: Option<bool>,
     /// The delay bound algorithms may assume (Ttrans); default: the latency's bound.
-    pub max_delay: Option<Duration>,
+    pub max_delay: Option<TimeSpan>,
 }
 
 /// `[faults]`: the time-stamped fault plan.
@@ -214,7 +214,7 @@ pub struct WorkloadSection {
     /// Total critical-section entries to request.
     pub entries: Option<u64>,
     /// Critical-section duration (mean, under `poisson`).
-    pub hold: Option<Duration>,
+    pub hold: Option<TimeSpan>,
     /// Requests per second per node (`poisson`).
     pub rate: Option<f64>,
     /// Which nodes make requests (uids); default: all (all but node 0 under `sequential`).
@@ -232,7 +232,7 @@ pub struct WorkloadSection {
 pub struct ClocksSection {
     /// Each node's initial offset is drawn uniformly from ±this (around a common base of +this,
     /// so that no clock reads below zero): clocks start up to twice this apart.
-    pub offset: Option<Duration>,
+    pub offset: Option<TimeSpan>,
     /// Each node's drift is drawn uniformly from ±this many parts per million.
     pub drift_ppm: Option<u32>,
     /// How fast a clock correction is slewed in, in ppm (default 500, the `adjtime` rate).
@@ -270,7 +270,7 @@ pub struct Scenario {
     /// `--initiators`.
     pub initiators: Option<Initiators>,
     /// `--duration`: stop runs that never go quiet.
-    pub duration: Option<Duration>,
+    pub duration: Option<TimeSpan>,
     /// `--edges`: edge count of a random connected graph (`--graph random`).
     pub edges: Option<u64>,
     /// `--graph`: the communication graph, for algorithms that run on arbitrary graphs or trees
