@@ -13,7 +13,7 @@ use ringleader_algorithms::{Algorithm, Family, Info, Params, Setup};
 use ringleader_core::time::MILLISECOND;
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{
-    Action, Context, Event, Message, NodeId, Outbox, Process, Request, Time, Topology, Uid,
+    Command, Context, Event, Message, NodeId, Outbox, Process, Request, Time, Topology, Uid,
 };
 use ringleader_judge::checkers::mutex::fencing_regression;
 use ringleader_judge::checkers::{NodeStatus, World};
@@ -289,27 +289,27 @@ impl<A: Algorithm> CheckModel<A> {
         };
         let mut out = Out::<A>::new();
         f(&mut s.procs[node as usize], &cx, &mut out);
-        for action in out.drain() {
-            match action {
-                Action::Send { to, msg } => {
+        for command in out.drain() {
+            match command {
+                Command::Send { to, msg } => {
                     if let Some(r) = rec.as_deref_mut() {
                         r.send(node, to, &msg);
                     }
                     s.network.send(self.bounds.network, Packet::new(node, to, msg));
                 }
-                Action::SetTimer { timer, .. } => {
+                Command::SetTimer { timer, .. } => {
                     s.nodes[node as usize].timers.insert(timer);
                 }
-                Action::CancelTimer(timer) => {
+                Command::CancelTimer(timer) => {
                     s.nodes[node as usize].timers.remove(&timer);
                 }
-                Action::Emit(event) => {
+                Command::Emit(event) => {
                     self.observe(s, node, &event);
                     if let Some(r) = rec.as_deref_mut() {
                         r.record(RecordKind::Emit, Some(node), |x| x.event = Some(event));
                     }
                 }
-                Action::AdjustClock(_) => {}
+                Command::AdjustClock(_) => {}
             }
         }
     }

@@ -22,7 +22,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::{Algorithm, Family, Info, Params, Setup};
 use ringleader_core::trace::{RecordKind, TraceRecord};
-use ringleader_core::{Action, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
+use ringleader_core::{Command, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
 use ringleader_judge::checkers::{self, Checker, Moment, NodeStatus, Violations, World};
 use ringleader_judge::trace::Tracer;
 
@@ -34,7 +34,7 @@ use crate::workload::clock::ClockWorkload;
 use crate::workload::deadlock::DeadlockWorkload;
 use crate::workload::election::ElectionWorkload;
 use crate::workload::mutex::MutexWorkload;
-use crate::workload::{Cx, Step, Tally, Tick, Workload};
+use crate::workload::{Cx, Stimulus, Tally, Tick, Workload};
 use crate::{SimError, topologies};
 
 /// A fault of the plan.
@@ -420,10 +420,10 @@ impl<A: Algorithm> Simulation<A> {
     /// buffered, so a million initiators cost only their queue entries).
     fn drive(&mut self, i: usize, f: impl FnOnce(&mut dyn Workload, &mut Cx)) {
         let Simulation { queue, seq, scripted, rng, status, workloads, now, .. } = self;
-        let mut schedule = |time: Time, step: Step| {
-            let item = match step {
-                Step::Ask(node, request) => Item::Request(Box::new((node, request))),
-                Step::Tick(node, tick) => Item::Tick { workload: i as u8, node, tick },
+        let mut schedule = |time: Time, stimulus: Stimulus| {
+            let item = match stimulus {
+                Stimulus::Ask(node, request) => Item::Request(Box::new((node, request))),
+                Stimulus::Tick(node, tick) => Item::Tick { workload: i as u8, node, tick },
             };
             enqueue(queue, seq, scripted, time, item);
         };
@@ -487,10 +487,10 @@ impl<A: Algorithm> Simulation<A> {
 
     fn apply(&mut self, node: NodeId) {
         let mut out = std::mem::take(&mut self.out);
-        for action in out.drain() {
-            match action {
-                Action::Send { to, msg } => self.send(node, to, msg),
-                Action::SetTimer { timer, after } => {
+        for command in out.drain() {
+            match command {
+                Command::Send { to, msg } => self.send(node, to, msg),
+                Command::SetTimer { timer, after } => {
                     let after = self.clocks.as_ref().map_or(after, |c| c[node as usize].to_virtual(after));
                     self.longest_timer = self.longest_timer.max(after);
                     let generation = self.seq;
@@ -501,9 +501,9 @@ impl<A: Algorithm> Simulation<A> {
                     }
                     self.schedule(self.now + after, Item::Timer { node, timer, generation });
                 }
-                Action::CancelTimer(timer) => self.timers[node as usize].retain(|(t, _)| *t != timer),
-                Action::Emit(event) => self.emit(node, event),
-                Action::AdjustClock(delta) => {
+                Command::CancelTimer(timer) => self.timers[node as usize].retain(|(t, _)| *t != timer),
+                Command::Emit(event) => self.emit(node, event),
+                Command::AdjustClock(delta) => {
                     let n = self.uids.len();
                     let now = self.now;
                     self.clocks.get_or_insert_with(|| {
