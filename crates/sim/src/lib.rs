@@ -22,6 +22,7 @@ pub mod network;
 pub mod notation;
 pub mod queue;
 pub mod report;
+pub mod resolve;
 pub mod scenario;
 pub mod stories;
 pub mod sweep;
