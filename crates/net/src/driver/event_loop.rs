@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Input;
-use super::lock::LockSession;
+use super::lock::{LockReply, LockSession};
 use super::wall_ns;
 use crate::metrics::Counters;
 use crate::shared::{NodeEvent, Shared};
@@ -296,6 +296,51 @@ impl<A: Algorithm> Driver<A> {
     fn flush(&mut self) {
         if let Some(w) = self.trace.as_mut() {
             let _ = w.flush();
+        }
+    }
+}
+
+/// The HTTP lock session's requests (see [`LockSession`]).
+impl<A: Algorithm> Driver<A> {
+    /// `POST /lock`: ask the algorithm for the section unless this node holds it or another
+    /// client already waits.
+    pub(super) fn acquire(&mut self, reply: LockReply) {
+        let view = self.shared.view.lock().expect("view lock").clone();
+        if let Some(f) = view.holding {
+            let _ = reply
+                .send(Err(format!("this node already holds the lock (fencing {f}); DELETE /lock first")));
+        } else if view.waiting && self.lock.waiter.as_ref().is_some_and(|w| !w.is_closed()) {
+            let _ = reply.send(Err("another client of this node is already waiting for the lock".into()));
+        } else if view.waiting {
+            // The previous client gave up; the algorithm still waits: hand the grant to this one.
+            self.lock.waiter = Some(reply);
+        } else {
+            self.lock.waiter = Some(reply);
+            self.shared.view.lock().expect("view lock").waiting = true;
+            self.request(Request::Acquire);
+        }
+    }
+
+    /// `DELETE /lock`: release the section this node holds, answering with its fencing token.
+    pub(super) fn release(&mut self, reply: LockReply) {
+        let holding = self.shared.view.lock().expect("view lock").holding;
+        match holding {
+            Some(f) => {
+                self.request(Request::Release);
+                self.shared.view.lock().expect("view lock").holding = None;
+                let _ = reply.send(Ok(f));
+            }
+            None => {
+                let _ = reply.send(Err("this node does not hold the lock".into()));
+            }
+        }
+    }
+
+    /// Gives back a grant nobody waited for (see [`LockSession::granted`]).
+    pub(super) fn release_abandoned(&mut self) {
+        if std::mem::take(&mut self.lock.release_pending) {
+            self.shared.view.lock().expect("view lock").holding = None;
+            self.request(Request::Release);
         }
     }
 }

@@ -1,16 +1,15 @@
 //! The HTTP lock session: how `POST /lock` and `DELETE /lock` meet the algorithm.
 //!
-//! A client's `POST /lock` becomes an [`Request::Acquire`] and waits for the algorithm's
+//! A client's `POST /lock` becomes an [`Request::Acquire`](ringleader_core::Request::Acquire) and waits for the algorithm's
 //! [`Event::Entered`](ringleader_core::Event::Entered); its fencing token is the answer. One
 //! client waits at a time. A client that gives up (its connection closes) leaves the algorithm
 //! waiting: the next client inherits the grant, and a grant nobody waits for any more is given
 //! back at once so the section does not stay held by nobody.
+//!
+//! This module holds the session's state; the driver loop (`event_loop`) carries out
+//! `POST /lock` and `DELETE /lock` on it.
 
-use ringleader_algorithms::Algorithm;
-use ringleader_core::Request;
 use tokio::sync::oneshot;
-
-use super::event_loop::Driver;
 
 /// Where the driver answers a lock request: the fencing token, or why not.
 pub type LockReply = oneshot::Sender<Result<u64, String>>;
@@ -19,10 +18,10 @@ pub type LockReply = oneshot::Sender<Result<u64, String>>;
 #[derive(Default)]
 pub struct LockSession {
     /// The client waiting for the section, if any.
-    waiter: Option<LockReply>,
+    pub(super) waiter: Option<LockReply>,
     /// The algorithm granted the section to a client that no longer waits: release it after
     /// the current handler.
-    release_pending: bool,
+    pub(super) release_pending: bool,
 }
 
 impl LockSession {
@@ -32,50 +31,6 @@ impl LockSession {
         let delivered = self.waiter.take().is_some_and(|w| w.send(Ok(fencing)).is_ok());
         if !delivered {
             self.release_pending = true;
-        }
-    }
-}
-
-impl<A: Algorithm> Driver<A> {
-    /// `POST /lock`: ask the algorithm for the section unless this node holds it or another
-    /// client already waits.
-    pub(super) fn acquire(&mut self, reply: LockReply) {
-        let view = self.shared.view.lock().expect("view lock").clone();
-        if let Some(f) = view.holding {
-            let _ = reply
-                .send(Err(format!("this node already holds the lock (fencing {f}); DELETE /lock first")));
-        } else if view.waiting && self.lock.waiter.as_ref().is_some_and(|w| !w.is_closed()) {
-            let _ = reply.send(Err("another client of this node is already waiting for the lock".into()));
-        } else if view.waiting {
-            // The previous client gave up; the algorithm still waits: hand the grant to this one.
-            self.lock.waiter = Some(reply);
-        } else {
-            self.lock.waiter = Some(reply);
-            self.shared.view.lock().expect("view lock").waiting = true;
-            self.request(Request::Acquire);
-        }
-    }
-
-    /// `DELETE /lock`: release the section this node holds, answering with its fencing token.
-    pub(super) fn release(&mut self, reply: LockReply) {
-        let holding = self.shared.view.lock().expect("view lock").holding;
-        match holding {
-            Some(f) => {
-                self.request(Request::Release);
-                self.shared.view.lock().expect("view lock").holding = None;
-                let _ = reply.send(Ok(f));
-            }
-            None => {
-                let _ = reply.send(Err("this node does not hold the lock".into()));
-            }
-        }
-    }
-
-    /// Gives back a grant nobody waited for (see [`LockSession::granted`]).
-    pub(super) fn release_abandoned(&mut self) {
-        if std::mem::take(&mut self.lock.release_pending) {
-            self.shared.view.lock().expect("view lock").holding = None;
-            self.request(Request::Release);
         }
     }
 }
