@@ -124,10 +124,12 @@ pub struct SimArgs {
     /// Deadlock workload: probability that a request closes a wait-for cycle, 0..1 [default: 0.3].
     #[arg(long, value_name = "P")]
     pub cycles: Option<f64>,
-    /// Destinations of each send event (messages workload) [default: 1], or the most holders
-    /// one request waits for (deadlock workload) [default: 2]; 1..N−1.
+    /// Destinations of each send event (messages workload of clock runs), 1..N−1 [default: 1].
     #[arg(long, value_name = "K")]
     pub fanout: Option<u32>,
+    /// Deadlock workload: the most holders one request waits for, 1..N−1 [default: 2].
+    #[arg(long, value_name = "K")]
+    pub holders: Option<u32>,
     /// Draw each node's initial clock offset uniformly from ±TIME, 0..1h [default: 0].
     #[arg(long, value_name = "TIME")]
     pub clock_offset: Option<TimeSpan>,
@@ -262,6 +264,7 @@ impl SimArgs {
                 requesters: self.requesters.clone(),
                 cycles: self.cycles,
                 fanout: self.fanout,
+                holders: self.holders,
             },
             clocks: ClocksSection {
                 offset: self.clock_offset,

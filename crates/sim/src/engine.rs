@@ -359,7 +359,7 @@ impl<A: Algorithm> Simulation<A> {
                 n,
                 cfg.entries,
                 cfg.hold,
-                cfg.fanout,
+                cfg.holders,
                 cfg.cycles,
                 cfg.max_delay,
             )));

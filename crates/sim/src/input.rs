@@ -356,17 +356,38 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
         );
     }
     if let Some(f) = s.workload.fanout {
-        if !matches!(family, Family::Clock | Family::Deadlock) {
+        if family == Family::Deadlock {
             return not_for(
                 "workload.fanout",
                 f.to_string(),
-                "reads no fanout (--fanout is for clock and deadlock runs)",
+                "sends no messages of a workload (--fanout is the destinations of a clock run's send \
+                 events; the holders a deadlock request waits for are --holders)",
             );
+        }
+        if family != Family::Clock {
+            return not_for("workload.fanout", f.to_string(), "reads no fanout (--fanout is for clock runs)");
         }
         if f == 0 || f >= nodes.max(2) {
             return Err(blame.error(
                 "workload.fanout",
                 &f.to_string(),
+                false,
+                &format!("must be 1..{} (other nodes)", nodes.saturating_sub(1).max(1)),
+            ));
+        }
+    }
+    if let Some(h) = s.workload.holders {
+        if family != Family::Deadlock {
+            return not_for(
+                "workload.holders",
+                h.to_string(),
+                "has no transactions (--holders is for deadlock runs)",
+            );
+        }
+        if h == 0 || h >= nodes.max(2) {
+            return Err(blame.error(
+                "workload.holders",
+                &h.to_string(),
                 false,
                 &format!("must be 1..{} (other nodes)", nodes.saturating_sub(1).max(1)),
             ));

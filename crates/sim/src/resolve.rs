@@ -91,22 +91,17 @@ impl Scenario {
         if !(0.0..=1.0).contains(&cycles) {
             return bad(format!("--cycles {cycles}: a probability must be between 0 and 1"));
         }
-        let fanout = if info.family == ringleader_algorithms::Family::Deadlock {
-            let fanout = self.workload.fanout.unwrap_or(2);
-            if fanout == 0 {
-                return bad("--fanout 0: a request waits for at least one holder".into());
-            }
-            fanout
-        } else {
-            let fanout = self.workload.fanout.unwrap_or(1);
-            if fanout == 0 || fanout >= nodes.max(2) {
-                return bad(format!(
-                    "--fanout {fanout}: each send goes to 1..{} other nodes",
-                    nodes.saturating_sub(1).max(1)
-                ));
-            }
-            fanout
-        };
+        let holders = self.workload.holders.unwrap_or(2);
+        if holders == 0 {
+            return bad("--holders 0: a request waits for at least one holder".into());
+        }
+        let fanout = self.workload.fanout.unwrap_or(1);
+        if fanout == 0 || fanout >= nodes.max(2) {
+            return bad(format!(
+                "--fanout {fanout}: each send goes to 1..{} other nodes",
+                nodes.saturating_sub(1).max(1)
+            ));
+        }
         for v in &self.expect.violations {
             if v.parse::<ringleader_judge::checkers::Property>().is_err() {
                 return bad(format!(
@@ -163,6 +158,7 @@ impl Scenario {
             requesters,
             cycles,
             fanout,
+            holders,
             clock_offset: self.clocks.offset.map(|d| d.0).unwrap_or(0),
             clock_drift_ppm: self.clocks.drift_ppm.unwrap_or(0),
             clock_slew_ppm: self.clocks.slew_ppm.unwrap_or(crate::clock::SLEW_PPM),
@@ -257,12 +253,11 @@ impl RunConfig {
         if self.cycles != 0.3 {
             s += &format!(" --cycles {}", self.cycles);
         }
-        // The deadlock workload's fanout (default 2); the messages workload's is written above,
-        // and no other run reads it.
+        // The deadlock workload's holders per request (default 2); no other run reads them.
         let deadlock = ringleader_algorithms::find(&self.algorithm)
             .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock);
-        if deadlock && self.fanout != 2 {
-            s += &format!(" --fanout {}", self.fanout);
+        if deadlock && self.holders != 2 {
+            s += &format!(" --holders {}", self.holders);
         }
         if self.clock_offset > 0 {
             s += &format!(" --clock-offset {}", format_duration(self.clock_offset));

@@ -221,9 +221,10 @@ pub struct WorkloadSection {
     pub requesters: Option<Initiators>,
     /// Deadlock workload: probability that a request closes a wait-for cycle [default 0.3].
     pub cycles: Option<f64>,
-    /// Destinations of each send event (`messages` workload) [default 1], or the most holders
-    /// one request waits for (deadlock workload) [default 2].
+    /// Destinations of each send event (`messages` workload of clock runs) [default 1].
     pub fanout: Option<u32>,
+    /// Deadlock workload: the most holders one request waits for [default 2].
+    pub holders: Option<u32>,
 }
 
 /// `[clocks]`: physical clocks of the simulated nodes.
@@ -484,6 +485,7 @@ impl Scenario {
         take!(workload.requesters);
         take!(workload.cycles);
         take!(workload.fanout);
+        take!(workload.holders);
         take!(clocks.offset);
         take!(clocks.drift_ppm);
         take!(clocks.slew_ppm);
@@ -551,9 +553,10 @@ pub struct RunConfig {
     pub requesters: Option<Vec<Uid>>,
     /// Deadlock workload: probability that a request closes a cycle.
     pub cycles: f64,
-    /// Destinations of each send event (clock workloads), or the most holders per request
-    /// (deadlock workload).
+    /// Destinations of each send event (the `messages` workload of clock runs).
     pub fanout: u32,
+    /// The most holders one request waits for (deadlock workload).
+    pub holders: u32,
     /// Maximum initial clock offset.
     pub clock_offset: Time,
     /// Maximum drift in ppm.
