@@ -16,7 +16,7 @@ use std::path::Path;
 use ringleader_algorithms::Family;
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Event, NodeId, Uid};
-use ringleader_judge::checkers::{self, Moment, NodeStatus, Violations, World};
+use ringleader_judge::checkers::{self, Moment, NodeStatus, Property, Violations, World};
 use serde::Serialize;
 
 /// What `verify` found.
@@ -248,9 +248,9 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
     let w = World { uids: &members, status: &status, rule: info.leader_rule };
     checker.finish(&w, end, &mut violations);
     let fam = checker.report(&w);
-    report.properties = checker.properties();
+    report.properties = checker.properties().into_iter().map(Property::name).collect();
     report.operations = fam.operations;
-    report.outcome = fam.outcome;
+    report.outcome = fam.outcome.fields();
     if info.family == Family::Election {
         report.outcome.insert("final_beliefs".into(), serde_json::to_value(&belief).unwrap_or_default());
     }

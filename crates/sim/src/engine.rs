@@ -23,7 +23,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::{Algorithm, Family, Info, Params, Setup};
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Command, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
-use ringleader_judge::checkers::{self, Checker, Moment, NodeStatus, Violations, World};
+use ringleader_judge::checkers::{self, Checker, Moment, NodeStatus, Property, Violations, World};
 use ringleader_judge::trace::Tracer;
 
 use crate::clock::Clock;
@@ -770,7 +770,7 @@ impl<A: Algorithm> Simulation<A> {
             let new: Vec<_> = self.violations.list()[before..].to_vec();
             for v in new {
                 self.trace(RecordKind::Violation, None, |r| {
-                    r.property = Some(v.property.into());
+                    r.property = Some(v.property.name().into());
                     r.detail = Some(v.detail.clone());
                 });
             }
@@ -959,12 +959,17 @@ impl<A: Algorithm> Simulation<A> {
     }
 
     /// The checker's properties, outcome and latencies.
-    pub fn checker_report(&self) -> (Vec<&'static str>, checkers::FamilyReport) {
+    pub fn checker_report(&self) -> (Vec<Property>, checkers::FamilyReport) {
         let world = self.world();
         let mut report = self.checker.report(&world);
         let live: Vec<bool> = (0..self.states.len() as NodeId).map(|i| world.alive(i)).collect();
         for (key, value) in A::final_outcome(&self.states, &live) {
-            report.outcome.insert(key.into(), value.into());
+            let set = report.outcome.set_final(key, value);
+            assert!(
+                set,
+                "{}'s final outcome names {key}, a field its family's outcome does not have",
+                A::NAME
+            );
         }
         (self.checker.properties(), report)
     }

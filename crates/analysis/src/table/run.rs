@@ -35,7 +35,7 @@ pub fn run_case(case: &Case, n: u32) -> Result<Row, TableError> {
             ));
         }
         if !report.as_expected() {
-            let names: Vec<&str> = report.violations.iter().map(|v| v.property).collect();
+            let names: Vec<&str> = report.violations.iter().map(|v| v.property.name()).collect();
             problems.push(format!("seed {seed}: properties violated: {}", names.join(", ")));
         }
         let judged = (case.judge)(&Measured { cfg: &cfg, report, records: &result.records });

@@ -26,12 +26,13 @@
 //! `restarts`, `deadlocks_real` (cycles of allowed waits: 0 unless `no_deadlock` fails) and
 //! `deadlocks_reported` (0: nothing detects).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ringleader_core::time::MILLISECOND;
 use ringleader_core::{Event, NodeId, Request, Time};
 
-use super::{Checker, FamilyReport, Latencies, Moment, Violations, World};
+use super::{Checker, FamilyReport, Latencies, Moment, Property, Violations, World};
+use crate::outcome::{DetectionOutcome, Outcome, PreventionOutcome};
 
 /// A cycle closed by a request.
 #[derive(Clone, Debug)]
@@ -153,7 +154,7 @@ impl DeadlockChecker {
             self.deadlocks.iter().find(|d| d.open && !d.reported && at.time > d.formed + self.bound)
         {
             let (closer, formed) = (d.closer, d.formed);
-            v.record("completeness", at, || {
+            v.record(Property::Completeness, at, || {
                 format!(
                     "the cycle closed by id {} at {:.3} ms is still unreported after {:.3} ms",
                     w.uids[closer as usize],
@@ -171,11 +172,11 @@ impl DeadlockChecker {
 }
 
 impl Checker for DeadlockChecker {
-    fn properties(&self) -> Vec<&'static str> {
+    fn properties(&self) -> Vec<Property> {
         if self.prevention {
-            vec!["no_deadlock", "no_starvation"]
+            vec![Property::NoDeadlock, Property::NoStarvation]
         } else {
-            vec!["soundness", "completeness", "single_victim"]
+            vec![Property::Soundness, Property::Completeness, Property::SingleVictim]
         }
     }
 
@@ -218,7 +219,7 @@ impl Checker for DeadlockChecker {
                     });
                 if !real {
                     self.phantoms += 1;
-                    v.record("soundness", at, || {
+                    v.record(Property::Soundness, at, || {
                         let ids: Vec<String> = cycle.iter().map(|&n| w.uids[n as usize].to_string()).collect();
                         format!(
                             "id {} reported the cycle {} but it is not in the wait-for graph (phantom deadlock)",
@@ -275,7 +276,7 @@ impl Checker for DeadlockChecker {
                 let queued = &self.queued;
                 if self.reachable(j, |a, b| queued.contains(&(a, b)))[i as usize] {
                     self.prevented_failures += 1;
-                    v.record("no_deadlock", at, || {
+                    v.record(Property::NoDeadlock, at, || {
                         format!(
                             "id {} waits for id {}, which already waits for it through the wait-for graph",
                             w.uids[i as usize], w.uids[j as usize]
@@ -298,13 +299,13 @@ impl Checker for DeadlockChecker {
             if let Some(n) =
                 (0..self.waits.len()).find(|&n| w.alive(n as NodeId) && !self.waits[n].is_empty())
             {
-                v.pending("no_starvation", at, at.time, || {
+                v.pending(Property::NoStarvation, at, at.time, || {
                     format!("id {} still waits at the end of the run", w.uids[n])
                 });
             }
         } else {
             if let Some((stamp, detail)) = self.first_needless.take() {
-                v.record("single_victim", stamp, || detail);
+                v.record(Property::SingleVictim, stamp, || detail);
             }
             // A cycle still unreported is a violation once its bound has passed, or when the
             // run is over (nothing left could report it); before its bound, a cut-off run leaves
@@ -323,35 +324,38 @@ impl Checker for DeadlockChecker {
                     )
                 };
                 if within {
-                    v.pending("completeness", at, formed, detail);
+                    v.pending(Property::Completeness, at, formed, detail);
                 } else {
-                    v.record("completeness", at, detail);
+                    v.record(Property::Completeness, at, detail);
                 }
             }
         }
     }
 
     fn report(&self, _w: &World) -> FamilyReport {
-        let mut r = FamilyReport::default();
-        let (real, detected) = (self.real, self.detected);
-        if self.prevention {
-            r.operations = self.requests;
-            r.outcome.insert("requests".into(), self.requests.into());
-            r.outcome.insert("aborts".into(), self.aborts.into());
-            r.outcome.insert("restarts".into(), self.restarts.into());
-            r.outcome.insert("deadlocks_real".into(), self.prevented_failures.into());
-            r.outcome.insert("deadlocks_reported".into(), 0.into());
+        let (outcome, operations) = if self.prevention {
+            let o = PreventionOutcome {
+                aborts: self.aborts,
+                deadlocks_real: self.prevented_failures,
+                deadlocks_reported: 0,
+                requests: self.requests,
+                restarts: self.restarts,
+            };
+            (Outcome::DeadlockPrevention(o), self.requests)
         } else {
+            let o = DetectionOutcome {
+                deadlocks_real: self.real,
+                deadlocks_reported: self.detected + self.phantoms,
+                needless_aborts: self.needless,
+                phantom_reports: self.phantoms,
+                reports: self.reports,
+                requests: self.requests,
+                victims: self.aborts,
+            };
             // One operation per detection: every report (each costs its probe computation).
-            r.operations = self.reports;
-            r.outcome.insert("deadlocks_real".into(), real.into());
-            r.outcome.insert("deadlocks_reported".into(), (detected + self.phantoms).into());
-            r.outcome.insert("reports".into(), self.reports.into());
-            r.outcome.insert("phantom_reports".into(), self.phantoms.into());
-            r.outcome.insert("victims".into(), self.aborts.into());
-            r.outcome.insert("needless_aborts".into(), self.needless.into());
-            r.outcome.insert("requests".into(), self.requests.into());
-        }
+            (Outcome::DeadlockDetection(o), self.reports)
+        };
+        let mut r = FamilyReport { outcome, operations, latencies: BTreeMap::new() };
         if let Some(p) = self.detection.summary() {
             r.latencies.insert("detection".into(), p);
         }
@@ -386,12 +390,12 @@ mod tests {
         // Bound: 2 × 50 ms.
         let v = judge(50 * MILLISECOND, true);
         assert!(v.is_empty());
-        assert_eq!(v.undecided()[0].property, "completeness");
+        assert_eq!(v.undecided()[0].property, Property::Completeness);
         assert_eq!(v.undecided()[0].since, 1.0);
         let v = judge(102 * MILLISECOND, true);
-        assert!(v.has("completeness"), "the bound passed");
+        assert!(v.has(Property::Completeness), "the bound passed");
         assert!(v.undecided().is_empty());
         let v = judge(50 * MILLISECOND, false);
-        assert!(v.has("completeness"), "the run is over: nothing will report it");
+        assert!(v.has(Property::Completeness), "the run is over: nothing will report it");
     }
 }

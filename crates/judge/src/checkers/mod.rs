@@ -22,6 +22,8 @@ use ringleader_algorithms::{Family, Info, LeaderRule};
 use ringleader_core::{Event, NodeId, Request, Time, Uid};
 use serde::Serialize;
 
+use crate::outcome::Outcome;
+
 /// Every property name any checker may report (what `expect.violations` may name).
 pub const ALL_PROPERTIES: &[&str] = &property::NAMES;
 
@@ -67,7 +69,7 @@ pub struct Moment {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Violation {
     /// The property.
-    pub property: &'static str,
+    pub property: Property,
     /// Virtual time, in ms.
     pub time: f64,
     /// Step at which it was found.
@@ -87,7 +89,7 @@ pub struct Violation {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Undecided {
     /// The property.
-    pub property: &'static str,
+    pub property: Property,
     /// What was still pending, and since when.
     pub detail: String,
     /// When the pending condition began, in ms (the run was cut off at its end).
@@ -104,7 +106,7 @@ pub struct Violations {
 
 impl Violations {
     /// Records a violation of `property` unless one is already recorded.
-    pub fn record(&mut self, property: &'static str, at: Moment, detail: impl FnOnce() -> String) {
+    pub fn record(&mut self, property: Property, at: Moment, detail: impl FnOnce() -> String) {
         if !self.list.iter().any(|v| v.property == property) {
             self.list.push(Violation {
                 property,
@@ -118,14 +120,14 @@ impl Violations {
     }
 
     /// Marks the end of the bad condition of `property`'s first violation.
-    pub fn close(&mut self, property: &'static str, at: Moment) {
+    pub fn close(&mut self, property: Property, at: Moment) {
         if let Some(v) = self.list.iter_mut().find(|v| v.property == property && v.until_step.is_none()) {
             v.until_step = Some(at.step);
         }
     }
 
     /// True when `property` was violated.
-    pub fn has(&self, property: &str) -> bool {
+    pub fn has(&self, property: Property) -> bool {
         self.list.iter().any(|v| v.property == property)
     }
 
@@ -159,13 +161,7 @@ impl Violations {
     /// An eventual property's promise is still pending at the end of the run (since `since`):
     /// a violation when the run is over (quiescent: nothing left could keep the promise), an
     /// undecided property when it was cut off.
-    pub fn pending(
-        &mut self,
-        property: &'static str,
-        at: Moment,
-        since: Time,
-        detail: impl FnOnce() -> String,
-    ) {
+    pub fn pending(&mut self, property: Property, at: Moment, since: Time, detail: impl FnOnce() -> String) {
         if self.cut_off {
             if !self.has(property) && !self.undecided.iter().any(|u| u.property == property) {
                 self.undecided.push(Undecided { property, detail: detail(), since: since as f64 / 1e6 });
@@ -181,7 +177,7 @@ impl Violations {
     }
 
     /// The undecided entry of `property`, if any.
-    pub fn undecided_of(&self, property: &str) -> Option<&Undecided> {
+    pub fn undecided_of(&self, property: Property) -> Option<&Undecided> {
         self.undecided.iter().find(|u| u.property == property)
     }
 }
@@ -259,10 +255,10 @@ impl Latencies {
 }
 
 /// What a family checker adds to the run report.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct FamilyReport {
-    /// The family's outcome fields (`leader`, `agreed`; `entries`, `max_concurrent_holders` …).
-    pub outcome: serde_json::Map<String, serde_json::Value>,
+    /// What the run ended with (`leader`, `agreed`; `entries`, `max_concurrent_holders` …).
+    pub outcome: Outcome,
     /// Operations performed (elections won, critical-section entries …).
     pub operations: u64,
     /// Named latency summaries.
@@ -272,7 +268,7 @@ pub struct FamilyReport {
 /// A family's property checker.
 pub trait Checker {
     /// The properties this checker judges, in report order.
-    fn properties(&self) -> Vec<&'static str>;
+    fn properties(&self) -> Vec<Property>;
     /// A node reported `event`.
     fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Moment, v: &mut Violations);
     /// A live node received an application request.
