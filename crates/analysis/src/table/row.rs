@@ -1,4 +1,4 @@
-//! Running one case: its seeded runs, each judged by the case, summed into the table's row.
+//! One row of the table: a case's seeded runs, each judged by the case, summed into its row.
 
 use ringleader_sim::{RunConfig, RunOptions};
 
