@@ -34,7 +34,7 @@ use ringleader_core::Time;
 use ringleader_core::time::{MILLISECOND, SECOND};
 use ringleader_sim::notation::{At, Latency, Pause};
 use ringleader_sim::report::DetectorOutcome;
-use ringleader_sim::scenario::{ConfigError, Duration};
+use ringleader_sim::scenario::{ConfigError, TimeSpan};
 use ringleader_sim::{RunConfig, RunOptions, SimError};
 use serde::Serialize;
 
@@ -85,19 +85,19 @@ pub struct Options {
     /// Seed of the world (latencies, pauses, crashes).
     pub seed: u64,
     /// Virtual time per run.
-    pub duration: Duration,
+    pub duration: TimeSpan,
     /// One-way latency distribution.
     pub latency: Latency,
     /// Heartbeat period T.
-    pub period: Duration,
+    pub period: TimeSpan,
     /// Pauses per process (alive but silent).
     pub pauses: u32,
     /// Median pause length (log-normal, σ = 1).
-    pub pause_median: Duration,
+    pub pause_median: TimeSpan,
     /// Real crashes in the run (each process comes back after `downtime`).
     pub crashes: u32,
     /// How long a crashed process stays down.
-    pub downtime: Duration,
+    pub downtime: TimeSpan,
     /// C: the cost of one false suspicion.
     pub mistake_cost: f64,
     /// E: the cost of one second during which a crashed process is not yet suspected (per
@@ -306,7 +306,7 @@ pub fn values(a: &Options) -> Result<Vec<String>, CurveError> {
     for v in &list {
         match a.algo {
             Detector::Heartbeat => {
-                v.parse::<Duration>().map_err(|e| CurveError::BadMargin(e.to_string()))?;
+                v.parse::<TimeSpan>().map_err(|e| CurveError::BadMargin(e.to_string()))?;
             }
             Detector::PhiAccrual => {
                 if !v.parse::<f64>().is_ok_and(|x| x > 0.0 && x.is_finite()) {
@@ -376,7 +376,7 @@ pub fn curve(a: &Options, list: &[String], plan: &Plan) -> Result<Curve, CurveEr
         rows.push(Row {
             value: v.clone(),
             timeout_ms: (a.algo == Detector::Heartbeat)
-                .then(|| (a.period.0 + v.parse::<Duration>().map(|d| d.0).unwrap_or(0)) as f64 / 1e6),
+                .then(|| (a.period.0 + v.parse::<TimeSpan>().map(|d| d.0).unwrap_or(0)) as f64 / 1e6),
             false_suspicions,
             false_per_pair_minute: false_suspicions as f64 / pairs / minutes,
             detections: o.detections,

@@ -306,7 +306,7 @@ fn protocol_run(n: u32, m: u32, race: Race, resets: &[bool], seed: u64) -> Resul
         cfg.recover.push(At { uid, time: 5 * MILLISECOND });
     }
     let report = ringleader_sim::run(&cfg, RunOptions::default())?.report;
-    Ok(report.violations.iter().any(|v| v.property == Property::Safety.name()))
+    Ok(report.violations.iter().any(|v| v.property == Property::Safety))
 }
 
 /// The Monte Carlo estimate.

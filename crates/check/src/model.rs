@@ -13,13 +13,13 @@ use ringleader_algorithms::{Algorithm, Family, Info, Params, Setup};
 use ringleader_core::time::MILLISECOND;
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{
-    Action, Context, Event, Message, NodeId, Outbox, Process, Request, Time, Topology, Uid,
+    Command, Context, Event, Message, NodeId, Outbox, Process, Request, Time, Topology, Uid,
 };
 use ringleader_judge::checkers::mutex::fencing_regression;
-use ringleader_judge::checkers::{Status, World};
+use ringleader_judge::checkers::{NodeStatus, World};
 use ringleader_judge::trace::Tracer;
 
-use crate::network::{Envelope, InFlight, NetworkKind};
+use crate::network::{InFlight, NetworkKind, Packet};
 use crate::property::CheckProperty;
 
 /// What to explore: the system, its network, its faults and what the application may ask.
@@ -78,9 +78,9 @@ pub enum Step<M, T> {
         request: Request,
     },
     /// The network delivers a message.
-    Deliver(Envelope<M>),
+    Deliver(Packet<M>),
     /// The network loses a message (lossy network, or its receiver is down).
-    Drop(Envelope<M>),
+    Drop(Packet<M>),
     /// An armed timer of `node` fires (durations are ignored: any armed timer may fire now).
     Timer {
         /// Position.
@@ -289,27 +289,27 @@ impl<A: Algorithm> CheckModel<A> {
         };
         let mut out = Out::<A>::new();
         f(&mut s.procs[node as usize], &cx, &mut out);
-        for action in out.drain() {
-            match action {
-                Action::Send { to, msg } => {
+        for command in out.drain() {
+            match command {
+                Command::Send { to, msg } => {
                     if let Some(r) = rec.as_deref_mut() {
                         r.send(node, to, &msg);
                     }
-                    s.network.send(self.bounds.network, Envelope::new(node, to, msg));
+                    s.network.send(self.bounds.network, Packet::new(node, to, msg));
                 }
-                Action::SetTimer { timer, .. } => {
+                Command::SetTimer { timer, .. } => {
                     s.nodes[node as usize].timers.insert(timer);
                 }
-                Action::CancelTimer(timer) => {
+                Command::CancelTimer(timer) => {
                     s.nodes[node as usize].timers.remove(&timer);
                 }
-                Action::Emit(event) => {
+                Command::Emit(event) => {
                     self.observe(s, node, &event);
                     if let Some(r) = rec.as_deref_mut() {
                         r.record(RecordKind::Emit, Some(node), |x| x.event = Some(event));
                     }
                 }
-                Action::AdjustClock(_) => {}
+                Command::AdjustClock(_) => {}
             }
         }
     }
@@ -483,12 +483,12 @@ impl<A: Algorithm> CheckModel<A> {
     }
 
     /// The fault status of every node, as the simulator's checkers read it.
-    pub fn status(&self, s: &State<A>) -> Vec<Status> {
-        s.nodes.iter().map(|v| if v.crashed { Status::Crashed } else { Status::Up }).collect()
+    pub fn status(&self, s: &State<A>) -> Vec<NodeStatus> {
+        s.nodes.iter().map(|v| if v.crashed { NodeStatus::Crashed } else { NodeStatus::Up }).collect()
     }
 
     /// The global view the simulator's checkers take, over `status`.
-    pub fn world<'a>(&'a self, status: &'a [Status]) -> World<'a> {
+    pub fn world<'a>(&'a self, status: &'a [NodeStatus]) -> World<'a> {
         World { uids: &self.uids, status, rule: self.info.leader_rule }
     }
 

@@ -61,7 +61,7 @@ impl FromStr for NetworkKind {
 
 /// A message in flight from `from` to `to`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Envelope<M> {
+pub struct Packet<M> {
     /// Sender position.
     pub from: NodeId,
     /// Receiver position.
@@ -72,51 +72,51 @@ pub struct Envelope<M> {
     pub msg: M,
 }
 
-impl<M: Hash> Envelope<M> {
+impl<M: Hash> Packet<M> {
     /// A message from `from` to `to`.
     pub fn new(from: NodeId, to: NodeId, msg: M) -> Self {
         let mut h = DefaultHasher::new();
         msg.hash(&mut h);
-        Envelope { from, to, key: h.finish(), msg }
+        Packet { from, to, key: h.finish(), msg }
     }
 }
 
 /// The messages in flight.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct InFlight<M> {
-    envelopes: Vec<Envelope<M>>,
+    packets: Vec<Packet<M>>,
 }
 
 impl<M> Default for InFlight<M> {
     fn default() -> Self {
-        InFlight { envelopes: Vec::new() }
+        InFlight { packets: Vec::new() }
     }
 }
 
 impl<M: Clone + Eq + Hash> InFlight<M> {
     /// Puts `e` in flight.
-    pub fn send(&mut self, kind: NetworkKind, e: Envelope<M>) {
+    pub fn send(&mut self, kind: NetworkKind, e: Packet<M>) {
         let at = match kind {
-            NetworkKind::Ordered => self.envelopes.partition_point(|x| (x.from, x.to) <= (e.from, e.to)),
+            NetworkKind::Ordered => self.packets.partition_point(|x| (x.from, x.to) <= (e.from, e.to)),
             _ => {
-                let at = self.envelopes.partition_point(|x| (x.from, x.to, x.key) <= (e.from, e.to, e.key));
+                let at = self.packets.partition_point(|x| (x.from, x.to, x.key) <= (e.from, e.to, e.key));
                 if kind == NetworkKind::Duplicating
-                    && self.envelopes[..at].iter().rev().take_while(|x| x.key == e.key).any(|x| *x == e)
+                    && self.packets[..at].iter().rev().take_while(|x| x.key == e.key).any(|x| *x == e)
                 {
                     return;
                 }
                 at
             }
         };
-        self.envelopes.insert(at, e);
+        self.packets.insert(at, e);
     }
 
     /// The messages that may be delivered next (each distinct message once): under `ordered`
     /// the oldest of each link, otherwise every message.
-    pub fn deliverable(&self, kind: NetworkKind) -> impl Iterator<Item = &Envelope<M>> {
-        self.envelopes.iter().enumerate().filter_map(move |(i, e)| {
+    pub fn deliverable(&self, kind: NetworkKind) -> impl Iterator<Item = &Packet<M>> {
+        self.packets.iter().enumerate().filter_map(move |(i, e)| {
             let first = i == 0 || {
-                let p = &self.envelopes[i - 1];
+                let p = &self.packets[i - 1];
                 match kind {
                     NetworkKind::Ordered => (p.from, p.to) != (e.from, e.to),
                     _ => p != e,
@@ -128,7 +128,7 @@ impl<M: Clone + Eq + Hash> InFlight<M> {
 
     /// Takes `e` out of flight for delivery (under `duplicating` it stays); false when `e` may
     /// not be delivered now.
-    pub fn deliver(&mut self, kind: NetworkKind, e: &Envelope<M>) -> bool {
+    pub fn deliver(&mut self, kind: NetworkKind, e: &Packet<M>) -> bool {
         let ok = self.deliverable(kind).any(|x| x == e);
         match ok {
             false => false,
@@ -138,10 +138,10 @@ impl<M: Clone + Eq + Hash> InFlight<M> {
     }
 
     /// Removes one copy of `e`; false when it is not in flight.
-    pub fn remove(&mut self, e: &Envelope<M>) -> bool {
-        match self.envelopes.iter().position(|x| x == e) {
+    pub fn remove(&mut self, e: &Packet<M>) -> bool {
+        match self.packets.iter().position(|x| x == e) {
             Some(i) => {
-                self.envelopes.remove(i);
+                self.packets.remove(i);
                 true
             }
             None => false,
@@ -149,13 +149,13 @@ impl<M: Clone + Eq + Hash> InFlight<M> {
     }
 
     /// Every message in flight, in the canonical order.
-    pub fn iter(&self) -> impl Iterator<Item = &Envelope<M>> {
-        self.envelopes.iter()
+    pub fn iter(&self) -> impl Iterator<Item = &Packet<M>> {
+        self.packets.iter()
     }
 
     /// True when nothing is in flight.
     pub fn is_empty(&self) -> bool {
-        self.envelopes.is_empty()
+        self.packets.is_empty()
     }
 }
 
@@ -163,8 +163,8 @@ impl<M: Clone + Eq + Hash> InFlight<M> {
 mod tests {
     use super::*;
 
-    fn e(from: NodeId, to: NodeId, m: u32) -> Envelope<u32> {
-        Envelope::new(from, to, m)
+    fn e(from: NodeId, to: NodeId, m: u32) -> Packet<u32> {
+        Packet::new(from, to, m)
     }
 
     #[test]

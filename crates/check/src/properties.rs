@@ -106,7 +106,7 @@ pub fn violation<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty
             let belief: Vec<_> = s.nodes.iter().map(|v| v.belief).collect();
             end_of_run(&m.world(&status), &belief, s.started)
                 .into_iter()
-                .find(|(name, _)| *name == p.name())
+                .find(|(property, _)| property.name() == p.name())
                 .map(|(_, d)| d)
         }
         CheckProperty::Safety => {

@@ -8,7 +8,7 @@
 
 use ringleader_check::{Bounds, NetworkKind, Options, Outcome, check};
 use ringleader_core::trace::RecordKind;
-use ringleader_judge::checkers::{self, Stamp, Status, Violations, World};
+use ringleader_judge::checkers::{self, Moment, NodeStatus, Property, Violations, World};
 
 /// One exploration: an algorithm under bounds.
 struct Case {
@@ -136,15 +136,15 @@ fn simulator_judges(out: &Outcome, property: &str) -> Violations {
     };
     let n = out.uids.len();
     let mut checker = checkers::for_family(family, n);
-    let mut status = vec![Status::Up; n];
+    let mut status = vec![NodeStatus::Up; n];
     let mut v = Violations::default();
     let rule = ringleader_algorithms::find(&out.algorithm).unwrap().leader_rule;
     for r in &p.trace {
-        let at = Stamp { time: r.time_ns, step: r.step };
+        let at = Moment { time: r.time_ns, step: r.step };
         let Some(node) = r.node else { continue };
         match r.kind {
-            RecordKind::Crash => status[node as usize] = Status::Crashed,
-            RecordKind::Recover => status[node as usize] = Status::Up,
+            RecordKind::Crash => status[node as usize] = NodeStatus::Crashed,
+            RecordKind::Recover => status[node as usize] = NodeStatus::Up,
             _ => {}
         }
         let w = World { uids: &out.uids, status: &status, rule };
@@ -180,7 +180,7 @@ fn central_timeout_puts_two_holders_in_the_section_in_seven_steps() {
         .collect();
     assert_eq!(entries, vec![1, 2]);
     assert!(!p.trace.iter().any(|r| r.event == Some(ringleader_core::Event::Exited)));
-    assert!(simulator_judges(&out, "safety").has("safety"));
+    assert!(simulator_judges(&out, "safety").has(Property::Safety));
     let mmd = out.mermaid(p);
     assert!(mmd.contains("P0->>P0: timeout HolderSilent"), "{mmd}");
     assert!(mmd.contains("note over P0: suspects P1"), "{mmd}");
@@ -191,7 +191,7 @@ fn central_timeout_puts_two_holders_in_the_section_in_seven_steps() {
 #[test]
 fn central_timeout_also_breaks_fencing_when_a_stale_grant_arrives_late() {
     let (out, _) = assert_flaw(&Case::new("central-timeout", 3), "fencing", Some(7));
-    assert!(simulator_judges(&out, "fencing").has("fencing"));
+    assert!(simulator_judges(&out, "fencing").has(Property::Fencing));
 }
 
 #[test]
@@ -278,14 +278,14 @@ fn chang_roberts_cannot_skip_a_crashed_process() {
 fn bully_with_timers_that_fire_early_elects_two_coordinators() {
     // P0 and P2 start; P0's ANSWER timer fires before P2's ANSWER arrives: both are coordinator.
     let (out, _) = assert_flaw(&Case::new("bully", 3).depth(4), "uniqueness", Some(3));
-    assert!(simulator_judges(&out, "uniqueness").has("uniqueness"));
+    assert!(simulator_judges(&out, "uniqueness").has(Property::Uniqueness));
 }
 
 #[test]
 fn token_ring_regeneration_makes_two_holders() {
     // Two TokenSilent timers fire: two tokens are regenerated, two holders enter.
     let (out, _) = assert_flaw(&Case::new("token-ring", 3).depth(5), "safety", Some(4));
-    assert!(simulator_judges(&out, "safety").has("safety"));
+    assert!(simulator_judges(&out, "safety").has(Property::Safety));
 }
 
 #[test]
@@ -293,7 +293,7 @@ fn quorum_with_forgetful_coordinators_makes_two_holders() {
     // P0 votes for P1, crashes, recovers without its vote and votes for P2.
     let case = Case::new("quorum", 3).crashes(1, true).depth(8);
     let (out, _) = assert_flaw(&case, "safety", Some(8));
-    assert!(simulator_judges(&out, "safety").has("safety"));
+    assert!(simulator_judges(&out, "safety").has(Property::Safety));
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use clap::{Args, ValueEnum};
 use ringleader_analysis::detector_curve::{self, Detector, Options};
 use ringleader_sim::notation::Latency;
-use ringleader_sim::scenario::Duration;
+use ringleader_sim::scenario::TimeSpan;
 
 /// Sweep a failure detector's timeout (or Φ) under heavy-tailed latency and pauses
 ///
@@ -33,25 +33,25 @@ pub struct CurveArgs {
     seed: u64,
     /// Virtual time per run.
     #[arg(long, value_name = "TIME", default_value = "60s")]
-    duration: Duration,
+    duration: TimeSpan,
     /// One-way latency distribution (heavy-tailed by default).
     #[arg(long, value_name = "SPEC", default_value = "lognormal:2ms,1")]
     latency: Latency,
     /// Heartbeat period T.
     #[arg(long, value_name = "TIME", default_value = "10ms")]
-    period: Duration,
+    period: TimeSpan,
     /// Pauses per process (alive but silent).
     #[arg(long, value_name = "K", default_value_t = 6)]
     pauses: u32,
     /// Median pause length (log-normal, σ = 1: one pause in a hundred is 10× longer).
     #[arg(long, value_name = "TIME", default_value = "30ms")]
-    pause_median: Duration,
+    pause_median: TimeSpan,
     /// Real crashes in the run (each process comes back after --downtime).
     #[arg(long, value_name = "K", default_value_t = 6)]
     crashes: u32,
     /// How long a crashed process stays down.
     #[arg(long, value_name = "TIME", default_value = "2s")]
-    downtime: Duration,
+    downtime: TimeSpan,
     /// C: the cost of one false suspicion.
     #[arg(long, value_name = "C", default_value_t = 1.0)]
     mistake_cost: f64,

@@ -25,7 +25,7 @@ mod verify;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
 
 /// How a command ends: the process's exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -65,11 +65,11 @@ pub type Outcome = anyhow::Result<ExitStatus>;
 #[command(name = "ringleader", version, propagate_version = true, arg_required_else_help = true)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Subcommand,
 }
 
-#[derive(Subcommand, Debug)]
-enum Command {
+#[derive(clap::Subcommand, Debug)]
+enum Subcommand {
     /// List every algorithm: name, family, one-line summary.
     List,
     Sim(Box<sim::SimArgs>),
@@ -147,24 +147,24 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::List => {
+        Subcommand::List => {
             for info in ringleader_algorithms::all() {
                 println!("{:<22} {:<9} {}", info.name, info.family.name(), info.summary);
             }
             Ok(ExitStatus::Ok)
         }
-        Command::Sim(args) => sim::run(*args),
-        Command::Sweep(args) => sweep::run(*args),
-        Command::Bench(args) => bench::run(args),
-        Command::Demo(args) => demo::run(args),
-        Command::QuorumRisk(args) => quorum_risk::run(args),
-        Command::Node(args) => node::run(*args),
-        Command::Cluster(args) => cluster::run(*args),
-        Command::Verify(args) => verify::run(args),
-        Command::DetectorCurve(args) => detector_curve::run(args),
-        Command::Check(args) => check::run(*args),
-        Command::Table(args) => table::run(args),
-        Command::Ui(args) => ui::run(args),
+        Subcommand::Sim(args) => sim::run(*args),
+        Subcommand::Sweep(args) => sweep::run(*args),
+        Subcommand::Bench(args) => bench::run(args),
+        Subcommand::Demo(args) => demo::run(args),
+        Subcommand::QuorumRisk(args) => quorum_risk::run(args),
+        Subcommand::Node(args) => node::run(*args),
+        Subcommand::Cluster(args) => cluster::run(*args),
+        Subcommand::Verify(args) => verify::run(args),
+        Subcommand::DetectorCurve(args) => detector_curve::run(args),
+        Subcommand::Check(args) => check::run(*args),
+        Subcommand::Table(args) => table::run(args),
+        Subcommand::Ui(args) => ui::run(args),
     };
     match result {
         Ok(status) => ExitCode::from(status.code()),

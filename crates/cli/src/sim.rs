@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use clap::Args;
 use ringleader_sim::notation::{At, Latency, Partition, Pause};
 use ringleader_sim::scenario::{
-    ClocksSection, Duration, ExpectSection, FaultsSection, IdArrangement, Initiators, NetworkSection,
+    ClocksSection, ExpectSection, FaultsSection, IdArrangement, Initiators, NetworkSection, TimeSpan,
     WorkloadKind, WorkloadSection,
 };
 use ringleader_sim::topologies::ShapeSpec;
@@ -81,11 +81,11 @@ pub struct SimArgs {
     /// The delay bound algorithms may assume (Ttrans in timeouts), from the latency's bound to
     /// 60s [default: the latency's bound].
     #[arg(long, value_name = "TIME")]
-    pub max_delay: Option<Duration>,
+    pub max_delay: Option<TimeSpan>,
     /// Stop runs that never go quiet after this much virtual time, above 0 and at most 24h
     /// [default: 1h = 3600s; 10s for failure detectors].
     #[arg(long, value_name = "TIME")]
-    pub duration: Option<Duration>,
+    pub duration: Option<TimeSpan>,
     /// The communication graph, for algorithms that run on arbitrary graphs (yoyo: any shape)
     /// or trees (raymond: tree, line, star, random-tree, or a file holding a tree); ring and
     /// complete-graph algorithms take none. SHAPE: random (a random connected graph with
@@ -112,7 +112,7 @@ pub struct SimArgs {
     /// Time a holder stays in the critical section (mean, under poisson; the mean hold and
     /// think time of deadlock transactions), 0..1h; mutex and deadlock runs [default: 1ms].
     #[arg(long, value_name = "TIME")]
-    pub hold: Option<Duration>,
+    pub hold: Option<TimeSpan>,
     /// Requests (poisson) or events (clock messages workload) per second per node, above 0 and
     /// at most 1000000 [default: 10].
     #[arg(long, value_name = "R")]
@@ -124,13 +124,15 @@ pub struct SimArgs {
     /// Deadlock workload: probability that a request closes a wait-for cycle, 0..1 [default: 0.3].
     #[arg(long, value_name = "P")]
     pub cycles: Option<f64>,
-    /// Destinations of each send event (messages workload) [default: 1], or the most holders
-    /// one request waits for (deadlock workload) [default: 2]; 1..N−1.
+    /// Destinations of each send event (messages workload of clock runs), 1..N−1 [default: 1].
     #[arg(long, value_name = "K")]
     pub fanout: Option<u32>,
+    /// Deadlock workload: the most holders one request waits for, 1..N−1 [default: 2].
+    #[arg(long, value_name = "K")]
+    pub holders: Option<u32>,
     /// Draw each node's initial clock offset uniformly from ±TIME, 0..1h [default: 0].
     #[arg(long, value_name = "TIME")]
-    pub clock_offset: Option<Duration>,
+    pub clock_offset: Option<TimeSpan>,
     /// Draw each node's clock drift uniformly from ±PPM parts per million, 0..100000 (10 %)
     /// [default: 0].
     #[arg(long, value_name = "PPM")]
@@ -262,6 +264,7 @@ impl SimArgs {
                 requesters: self.requesters.clone(),
                 cycles: self.cycles,
                 fanout: self.fanout,
+                holders: self.holders,
             },
             clocks: ClocksSection {
                 offset: self.clock_offset,

@@ -80,7 +80,7 @@ fn combinations(algo: &str, family: &str) -> Vec<Vec<&'static str>> {
             c.push(vec!["--requesters", "1,2", "--entries", "8"]);
         }
         "deadlock" => {
-            c.push(vec!["--entries", "8", "--cycles", "0.5", "--fanout", "1", "--hold", "2ms"]);
+            c.push(vec!["--entries", "8", "--cycles", "0.5", "--holders", "1", "--hold", "2ms"]);
         }
         _ => {}
     }

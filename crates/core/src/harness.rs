@@ -2,7 +2,7 @@
 //!
 //! Unit tests of an algorithm's rules need no network: they put one node in a known state,
 //! give it one input (`start`, `deliver`, `fire`, `request`, `recover`) and check the exact
-//! actions it queued — who it sent which message to, which timers it armed or disarmed, which
+//! commands it queued — who it sent which message to, which timers it armed or disarmed, which
 //! events it reported. [`Node`] holds the process together with the membership, topology and
 //! local clock its [`Context`] is built from, and remembers which timers are armed, as a driver
 //! would:
@@ -37,7 +37,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::{Action, Context, Event, NodeId, Outbox, Process, Request, Time, Topology, Uid};
+use crate::{Command, Context, Event, NodeId, Outbox, Process, Request, Time, Topology, Uid};
 
 /// One process under test, with the world its handlers see.
 #[derive(Clone, Debug)]
@@ -57,20 +57,20 @@ pub struct Node<P: Process> {
     armed: BTreeMap<P::Timer, Time>,
 }
 
-/// The actions one handler call queued, in order.
+/// The commands one handler call queued, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Step<M, T> {
-    /// Every action, in the order the handler queued them.
-    pub actions: Vec<Action<M, T>>,
+pub struct Effects<M, T> {
+    /// Every command, in the order the handler queued them.
+    pub commands: Vec<Command<M, T>>,
 }
 
-impl<M: Clone, T: Clone> Step<M, T> {
+impl<M: Clone, T: Clone> Effects<M, T> {
     /// The messages sent, with their destinations.
     pub fn sent(&self) -> Vec<(NodeId, M)> {
-        self.actions
+        self.commands
             .iter()
             .filter_map(|a| match a {
-                Action::Send { to, msg } => Some((*to, msg.clone())),
+                Command::Send { to, msg } => Some((*to, msg.clone())),
                 _ => None,
             })
             .collect()
@@ -78,10 +78,10 @@ impl<M: Clone, T: Clone> Step<M, T> {
 
     /// The timers armed, with their durations.
     pub fn set(&self) -> Vec<(T, Time)> {
-        self.actions
+        self.commands
             .iter()
             .filter_map(|a| match a {
-                Action::SetTimer { timer, after } => Some((timer.clone(), *after)),
+                Command::SetTimer { timer, after } => Some((timer.clone(), *after)),
                 _ => None,
             })
             .collect()
@@ -89,10 +89,10 @@ impl<M: Clone, T: Clone> Step<M, T> {
 
     /// The timers disarmed.
     pub fn cancelled(&self) -> Vec<T> {
-        self.actions
+        self.commands
             .iter()
             .filter_map(|a| match a {
-                Action::CancelTimer(t) => Some(t.clone()),
+                Command::CancelTimer(t) => Some(t.clone()),
                 _ => None,
             })
             .collect()
@@ -100,10 +100,10 @@ impl<M: Clone, T: Clone> Step<M, T> {
 
     /// The events reported.
     pub fn emitted(&self) -> Vec<Event> {
-        self.actions
+        self.commands
             .iter()
             .filter_map(|a| match a {
-                Action::Emit(e) => Some(e.clone()),
+                Command::Emit(e) => Some(e.clone()),
                 _ => None,
             })
             .collect()
@@ -111,10 +111,10 @@ impl<M: Clone, T: Clone> Step<M, T> {
 
     /// The clock corrections asked for.
     pub fn adjustments(&self) -> Vec<i64> {
-        self.actions
+        self.commands
             .iter()
             .filter_map(|a| match a {
-                Action::AdjustClock(d) => Some(*d),
+                Command::AdjustClock(d) => Some(*d),
                 _ => None,
             })
             .collect()
@@ -122,7 +122,7 @@ impl<M: Clone, T: Clone> Step<M, T> {
 
     /// True when the handler queued nothing.
     pub fn is_empty(&self) -> bool {
-        self.actions.is_empty()
+        self.commands.is_empty()
     }
 }
 
@@ -154,7 +154,7 @@ impl<P: Process> Node<P> {
     fn call(
         &mut self,
         handler: impl FnOnce(&mut P, &Context, &mut Outbox<P::Msg, P::Timer>),
-    ) -> Step<P::Msg, P::Timer> {
+    ) -> Effects<P::Msg, P::Timer> {
         let cx = Context {
             me: self.me,
             uids: &self.uids,
@@ -164,28 +164,28 @@ impl<P: Process> Node<P> {
         };
         let mut out = Outbox::new();
         handler(&mut self.process, &cx, &mut out);
-        let actions: Vec<_> = out.drain().collect();
-        for a in &actions {
+        let commands: Vec<_> = out.drain().collect();
+        for a in &commands {
             match a {
-                Action::SetTimer { timer, after } => {
+                Command::SetTimer { timer, after } => {
                     self.armed.insert(timer.clone(), *after);
                 }
-                Action::CancelTimer(timer) => {
+                Command::CancelTimer(timer) => {
                     self.armed.remove(timer);
                 }
                 _ => {}
             }
         }
-        Step { actions }
+        Effects { commands }
     }
 
     /// The node starts ([`Process::on_start`]).
-    pub fn start(&mut self) -> Step<P::Msg, P::Timer> {
+    pub fn start(&mut self) -> Effects<P::Msg, P::Timer> {
         self.call(|p, cx, out| p.on_start(cx, out))
     }
 
     /// A message from `from` arrives ([`Process::on_message`]).
-    pub fn deliver(&mut self, from: NodeId, msg: P::Msg) -> Step<P::Msg, P::Timer> {
+    pub fn deliver(&mut self, from: NodeId, msg: P::Msg) -> Effects<P::Msg, P::Timer> {
         self.call(|p, cx, out| p.on_message(cx, from, msg, out))
     }
 
@@ -193,13 +193,13 @@ impl<P: Process> Node<P> {
     ///
     /// # Panics
     /// If `timer` is not armed: a test fires only what the process asked for.
-    pub fn fire(&mut self, timer: P::Timer) -> Step<P::Msg, P::Timer> {
+    pub fn fire(&mut self, timer: P::Timer) -> Effects<P::Msg, P::Timer> {
         assert!(self.armed.remove(&timer).is_some(), "timer {timer:?} is not armed; armed: {:?}", self.armed);
         self.call(|p, cx, out| p.on_timer(cx, timer, out))
     }
 
     /// The application asks `req` ([`Process::on_request`]).
-    pub fn request(&mut self, req: Request) -> Step<P::Msg, P::Timer> {
+    pub fn request(&mut self, req: Request) -> Effects<P::Msg, P::Timer> {
         self.call(|p, cx, out| p.on_request(cx, req, out))
     }
 
@@ -210,7 +210,7 @@ impl<P: Process> Node<P> {
     }
 
     /// The node comes back after a crash ([`Process::on_recover`]).
-    pub fn recover(&mut self) -> Step<P::Msg, P::Timer> {
+    pub fn recover(&mut self) -> Effects<P::Msg, P::Timer> {
         self.call(|p, cx, out| p.on_recover(cx, out))
     }
 }

@@ -93,7 +93,7 @@ impl Context<'_> {
 
 /// One thing a handler asks the driver to do.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Action<M, T> {
+pub enum Command<M, T> {
     /// Send `msg` to position `to`.
     Send {
         /// Destination position.
@@ -118,15 +118,15 @@ pub enum Action<M, T> {
     AdjustClock(i64),
 }
 
-/// Where handlers put their actions. The driver drains it after every handler call, in order.
+/// Where handlers put their commands. The driver drains it after every handler call, in order.
 #[derive(Clone, Debug)]
 pub struct Outbox<M, T> {
-    actions: Vec<Action<M, T>>,
+    commands: Vec<Command<M, T>>,
 }
 
 impl<M, T> Default for Outbox<M, T> {
     fn default() -> Self {
-        Outbox { actions: Vec::new() }
+        Outbox { commands: Vec::new() }
     }
 }
 
@@ -138,42 +138,42 @@ impl<M, T> Outbox<M, T> {
 
     /// Send `msg` to `to`.
     pub fn send(&mut self, to: NodeId, msg: M) {
-        self.actions.push(Action::Send { to, msg });
+        self.commands.push(Command::Send { to, msg });
     }
 
     /// Arm `timer` to fire after `after` nanoseconds of local time.
     pub fn set_timer(&mut self, timer: T, after: Time) {
-        self.actions.push(Action::SetTimer { timer, after });
+        self.commands.push(Command::SetTimer { timer, after });
     }
 
     /// Disarm `timer`.
     pub fn cancel_timer(&mut self, timer: T) {
-        self.actions.push(Action::CancelTimer(timer));
+        self.commands.push(Command::CancelTimer(timer));
     }
 
     /// Report `event`.
     pub fn emit(&mut self, event: Event) {
-        self.actions.push(Action::Emit(event));
+        self.commands.push(Command::Emit(event));
     }
 
     /// Ask the driver to correct the local clock by `delta` nanoseconds (by slewing).
     pub fn adjust_clock(&mut self, delta: i64) {
-        self.actions.push(Action::AdjustClock(delta));
+        self.commands.push(Command::AdjustClock(delta));
     }
 
-    /// The actions queued so far.
-    pub fn actions(&self) -> &[Action<M, T>] {
-        &self.actions
+    /// The commands queued so far.
+    pub fn commands(&self) -> &[Command<M, T>] {
+        &self.commands
     }
 
-    /// Takes the queued actions out, keeping the buffer's capacity.
-    pub fn drain(&mut self) -> std::vec::Drain<'_, Action<M, T>> {
-        self.actions.drain(..)
+    /// Takes the queued commands out, keeping the buffer's capacity.
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Command<M, T>> {
+        self.commands.drain(..)
     }
 
     /// True when nothing is queued.
     pub fn is_empty(&self) -> bool {
-        self.actions.is_empty()
+        self.commands.is_empty()
     }
 }
 

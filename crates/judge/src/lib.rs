@@ -8,6 +8,7 @@
 //!   no process has ([`checkers::World`]: who is really up, crashed or paused);
 //! - [`trace`]: the JSON-lines trace writer, which stamps every record with Lamport and vector
 //!   timestamps;
+//! - [`outcome`]: what a run ended with, typed per family (the checkers build it);
 //! - [`mermaid`]: the Mermaid sequence diagram of a trace.
 //!
 //! It depends on `ringleader-core` and `ringleader-algorithms` only: no event queue, no network
@@ -16,4 +17,5 @@
 #![warn(missing_docs)]
 pub mod checkers;
 pub mod mermaid;
+pub mod outcome;
 pub mod trace;

@@ -332,7 +332,7 @@ async fn ready(State(s): State<AppState>) -> Response {
     (code, Json(json!({ "id": s.id, "ready": ok, "why": why }))).into_response()
 }
 
-async fn status(State(s): State<AppState>) -> Json<crate::metrics::Status> {
+async fn status(State(s): State<AppState>) -> Json<crate::metrics::StatusDocument> {
     Json(s.status())
 }
 

@@ -103,7 +103,7 @@ pub struct PeerStatus {
 
 /// The node state the HTTP API serves, updated by the driver after every step.
 #[derive(Clone, Debug, Serialize)]
-pub struct Status {
+pub struct StatusDocument {
     /// This node's id (uid).
     pub id: Uid,
     /// Its position in the membership (0..N).

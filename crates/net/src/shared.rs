@@ -16,7 +16,7 @@ use ringleader_algorithms::Family;
 use ringleader_core::{Event, NodeId, Request, Uid};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use crate::metrics::{Counters, LockHistograms, PeerStatus, Status};
+use crate::metrics::{Counters, LockHistograms, PeerStatus, StatusDocument};
 use crate::wire::Envelope;
 
 /// A lock granted to one client of the node: the handle that owns it, its fencing token and
@@ -299,7 +299,7 @@ impl Shared {
     }
 
     /// The status document of `/status`.
-    pub fn status(&self) -> Status {
+    pub fn status(&self) -> StatusDocument {
         let view = self.view.lock().expect("view lock").clone();
         let role = match self.family {
             Family::Election | Family::Detector => {
@@ -330,7 +330,7 @@ impl Shared {
             })
             .collect();
         let counters = self.counters.list().into_iter().map(|(k, _, v)| (k.to_string(), v.into())).collect();
-        Status {
+        StatusDocument {
             id: self.id,
             position: self.position,
             algorithm: self.algorithm,

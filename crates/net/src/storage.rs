@@ -310,9 +310,9 @@ mod tests {
         let c = Context { me: n.me, uids: &n.members, topology: &n.topology, now: 1, random: 1 };
         n.state.on_message(&c, 1, Msg::Request, &mut out);
         assert!(
-            out.actions()
+            out.commands()
                 .iter()
-                .any(|a| matches!(a, ringleader_core::Action::Send { msg: Msg::Grant { .. }, .. }))
+                .any(|a| matches!(a, ringleader_core::Command::Send { msg: Msg::Grant { .. }, .. }))
         );
         assert!(s.save(&n.state, n.me, &n.members, &n.topology).unwrap(), "a grant changes the counter");
         let (_, loaded) = Storage::open::<Central>(&d, n.identity.clone(), false).unwrap();

@@ -18,7 +18,7 @@ use std::path::Path;
 use ringleader_algorithms::Family;
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Event, NodeId, Uid};
-use ringleader_judge::checkers::{self, Stamp, Status, Violations, World};
+use ringleader_judge::checkers::{self, Moment, NodeStatus, Property, Violations, World};
 use serde::Serialize;
 
 /// What `verify` found.
@@ -258,7 +258,7 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
 
     let mut checker = checkers::for_family(info.family, n);
     let mut violations = Violations::default();
-    let mut status = vec![Status::Up; n];
+    let mut status = vec![NodeStatus::Up; n];
     let mut started = vec![false; n];
     let mut belief: Vec<Option<Uid>> = vec![None; n];
     let mut report = VerifyReport {
@@ -277,12 +277,12 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
     };
     for (i, r) in records.iter().enumerate() {
         let Some(node) = r.node.filter(|&p| (p as usize) < n) else { continue };
-        let at = Stamp { time: r.time_ns - t0, step: i as u64 };
+        let at = Moment { time: r.time_ns - t0, step: i as u64 };
         match r.kind {
-            RecordKind::Crash if status[node as usize] == Status::Up => {
+            RecordKind::Crash if status[node as usize] == NodeStatus::Up => {
                 // A launcher recorded when it killed the node.
                 report.crashes += 1;
-                status[node as usize] = Status::Crashed;
+                status[node as usize] = NodeStatus::Crashed;
                 let w = World { uids: &members, status: &status, rule: info.leader_rule };
                 checker.on_crash(&w, node, at, &mut violations);
                 belief[node as usize] = None;
@@ -290,13 +290,13 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
             RecordKind::Start => {
                 if started[node as usize] {
                     report.restarts += 1;
-                    if status[node as usize] == Status::Up {
+                    if status[node as usize] == NodeStatus::Up {
                         // No recorded crash: the node crashed just before it started again.
-                        status[node as usize] = Status::Crashed;
+                        status[node as usize] = NodeStatus::Crashed;
                         let w = World { uids: &members, status: &status, rule: info.leader_rule };
                         checker.on_crash(&w, node, at, &mut violations);
                     }
-                    status[node as usize] = Status::Up;
+                    status[node as usize] = NodeStatus::Up;
                     let w = World { uids: &members, status: &status, rule: info.leader_rule };
                     checker.on_recover(&w, node, at, &mut violations);
                     belief[node as usize] = None;
@@ -330,20 +330,21 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
         }
         if down_positions.contains(&node)
             && last_of.get(&node) == Some(&i)
-            && status[node as usize] == Status::Up
+            && status[node as usize] == NodeStatus::Up
         {
-            status[node as usize] = Status::Crashed;
+            status[node as usize] = NodeStatus::Crashed;
             let w = World { uids: &members, status: &status, rule: info.leader_rule };
             checker.on_crash(&w, node, at, &mut violations);
         }
     }
-    let end = Stamp { time: records.last().map(|r| r.time_ns - t0).unwrap_or(0), step: records.len() as u64 };
+    let end =
+        Moment { time: records.last().map(|r| r.time_ns - t0).unwrap_or(0), step: records.len() as u64 };
     let w = World { uids: &members, status: &status, rule: info.leader_rule };
     checker.finish(&w, end, &mut violations);
     let fam = checker.report(&w);
-    report.properties = checker.properties();
+    report.properties = checker.properties().into_iter().map(Property::name).collect();
     report.operations = fam.operations;
-    report.outcome = fam.outcome;
+    report.outcome = fam.outcome.fields();
     if info.family == Family::Election {
         report.outcome.insert("final_beliefs".into(), serde_json::to_value(&belief).unwrap_or_default());
     }

@@ -22,8 +22,8 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::{Algorithm, Family, Info, Params, Setup};
 use ringleader_core::trace::{RecordKind, TraceRecord};
-use ringleader_core::{Action, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
-use ringleader_judge::checkers::{self, Checker, Stamp, Status, Violations, World};
+use ringleader_core::{Command, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
+use ringleader_judge::checkers::{self, Checker, Moment, NodeStatus, Property, Violations, World};
 use ringleader_judge::trace::Tracer;
 
 use crate::clock::Clock;
@@ -34,7 +34,7 @@ use crate::workload::clock::ClockWorkload;
 use crate::workload::deadlock::DeadlockWorkload;
 use crate::workload::election::ElectionWorkload;
 use crate::workload::mutex::MutexWorkload;
-use crate::workload::{Cx, Step, Tally, Tick, Workload};
+use crate::workload::{Cx, Stimulus, Tally, Tick, Workload};
 use crate::{SimError, topologies};
 
 /// A fault of the plan.
@@ -105,7 +105,7 @@ const PREFETCH_DISTANCE: usize = 6;
 
 /// Message counters, by kind.
 #[derive(Clone, Debug, Default)]
-pub struct Counters {
+pub struct MessageCounts {
     /// Sends per kind index.
     pub sent_by_kind: Vec<u64>,
     /// Sends of detection messages (heartbeats …), included in `sent_by_kind`.
@@ -123,7 +123,7 @@ pub struct Counters {
     pub dropped: u64,
 }
 
-impl Counters {
+impl MessageCounts {
     /// All sends.
     pub fn sent(&self) -> u64 {
         self.sent_by_kind.iter().sum()
@@ -171,7 +171,7 @@ pub struct Simulation<A: Algorithm> {
     uids: Vec<Uid>,
     topology: Topology,
     states: Vec<A>,
-    status: Vec<Status>,
+    status: Vec<NodeStatus>,
     timers: Vec<Vec<(A::Timer, u64)>>,
     deferred: BTreeMap<NodeId, Vec<(u64, ItemOf<A>)>>,
     /// Items a paused node deferred, rescheduled on resume: new sequence number → message id.
@@ -197,7 +197,7 @@ pub struct Simulation<A: Algorithm> {
     workloads: Vec<Box<dyn Workload>>,
     checker: Box<dyn Checker + Send>,
     violations: Violations,
-    counters: Counters,
+    counters: MessageCounts,
     out: Outbox<A::Msg, A::Timer>,
     tracer: Option<Tracer>,
     stop: Stop,
@@ -225,7 +225,7 @@ impl<A: Algorithm> Simulation<A> {
             uids,
             topology,
             states,
-            status: vec![Status::Up; n as usize],
+            status: vec![NodeStatus::Up; n as usize],
             timers: vec![Vec::new(); n as usize],
             deferred: BTreeMap::new(),
             renumbered: BTreeMap::new(),
@@ -243,12 +243,12 @@ impl<A: Algorithm> Simulation<A> {
             longest_timer: 0,
             workloads,
             violations: Violations::default(),
-            counters: Counters {
+            counters: MessageCounts {
                 sent_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
                 detection_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
                 bursts_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
                 last_burst: vec![None; <A::Msg as Message>::KINDS.len()],
-                ..Counters::default()
+                ..MessageCounts::default()
             },
             out: Outbox::new(),
             tracer,
@@ -359,7 +359,7 @@ impl<A: Algorithm> Simulation<A> {
                 n,
                 cfg.entries,
                 cfg.hold,
-                cfg.fanout,
+                cfg.holders,
                 cfg.cycles,
                 cfg.max_delay,
             )));
@@ -420,10 +420,10 @@ impl<A: Algorithm> Simulation<A> {
     /// buffered, so a million initiators cost only their queue entries).
     fn drive(&mut self, i: usize, f: impl FnOnce(&mut dyn Workload, &mut Cx)) {
         let Simulation { queue, seq, scripted, rng, status, workloads, now, .. } = self;
-        let mut schedule = |time: Time, step: Step| {
-            let item = match step {
-                Step::Ask(node, request) => Item::Request(Box::new((node, request))),
-                Step::Tick(node, tick) => Item::Tick { workload: i as u8, node, tick },
+        let mut schedule = |time: Time, stimulus: Stimulus| {
+            let item = match stimulus {
+                Stimulus::Ask(node, request) => Item::Request(Box::new((node, request))),
+                Stimulus::Tick(node, tick) => Item::Tick { workload: i as u8, node, tick },
             };
             enqueue(queue, seq, scripted, time, item);
         };
@@ -443,8 +443,8 @@ impl<A: Algorithm> Simulation<A> {
         f(self.checker.as_mut(), &world, &mut self.violations);
     }
 
-    fn stamp(&self) -> Stamp {
-        Stamp { time: self.now, step: self.step }
+    fn stamp(&self) -> Moment {
+        Moment { time: self.now, step: self.step }
     }
 
     /// The local clock reading of `node` now.
@@ -487,10 +487,10 @@ impl<A: Algorithm> Simulation<A> {
 
     fn apply(&mut self, node: NodeId) {
         let mut out = std::mem::take(&mut self.out);
-        for action in out.drain() {
-            match action {
-                Action::Send { to, msg } => self.send(node, to, msg),
-                Action::SetTimer { timer, after } => {
+        for command in out.drain() {
+            match command {
+                Command::Send { to, msg } => self.send(node, to, msg),
+                Command::SetTimer { timer, after } => {
                     let after = self.clocks.as_ref().map_or(after, |c| c[node as usize].to_virtual(after));
                     self.longest_timer = self.longest_timer.max(after);
                     let generation = self.seq;
@@ -501,9 +501,9 @@ impl<A: Algorithm> Simulation<A> {
                     }
                     self.schedule(self.now + after, Item::Timer { node, timer, generation });
                 }
-                Action::CancelTimer(timer) => self.timers[node as usize].retain(|(t, _)| *t != timer),
-                Action::Emit(event) => self.emit(node, event),
-                Action::AdjustClock(delta) => {
+                Command::CancelTimer(timer) => self.timers[node as usize].retain(|(t, _)| *t != timer),
+                Command::Emit(event) => self.emit(node, event),
+                Command::AdjustClock(delta) => {
                     let n = self.uids.len();
                     let now = self.now;
                     self.clocks.get_or_insert_with(|| {
@@ -619,12 +619,15 @@ impl<A: Algorithm> Simulation<A> {
 
     /// Delivers message `id` to `to`, or drops it (crashed receiver, partition).
     fn deliver(&mut self, id: u64, from: NodeId, to: NodeId, msg: A::Msg) {
-        if self.status[to as usize] == Status::Crashed || self.net.is_cut(from, to) {
+        if self.status[to as usize] == NodeStatus::Crashed || self.net.is_cut(from, to) {
             self.in_flight -= 1;
             self.algo_in_flight -= u64::from(!msg.is_detection());
             self.counters.dropped += 1;
-            let reason =
-                if self.status[to as usize] == Status::Crashed { "receiver crashed" } else { "partition" };
+            let reason = if self.status[to as usize] == NodeStatus::Crashed {
+                "receiver crashed"
+            } else {
+                "partition"
+            };
             let kind = msg.kind();
             self.trace(RecordKind::Drop, Some(to), |r| {
                 r.peer = Some(from);
@@ -634,7 +637,7 @@ impl<A: Algorithm> Simulation<A> {
             });
             return;
         }
-        if self.status[to as usize] == Status::Paused {
+        if self.status[to as usize] == NodeStatus::Paused {
             self.defer(to, id, Item::Deliver { from, to, msg });
             return;
         }
@@ -655,14 +658,14 @@ impl<A: Algorithm> Simulation<A> {
 
     /// Fires `node`'s timer, unless it was cancelled or re-armed since (another generation).
     fn fire(&mut self, id: u64, node: NodeId, timer: A::Timer, generation: u64) {
-        if self.status[node as usize] == Status::Crashed {
+        if self.status[node as usize] == NodeStatus::Crashed {
             return;
         }
         let Some(idx) = self.timers[node as usize].iter().position(|(t, g)| *t == timer && *g == generation)
         else {
             return;
         };
-        if self.status[node as usize] == Status::Paused {
+        if self.status[node as usize] == NodeStatus::Paused {
             self.defer(node, id, Item::Timer { node, timer, generation });
             return;
         }
@@ -678,7 +681,7 @@ impl<A: Algorithm> Simulation<A> {
     fn request(&mut self, id: u64, b: Box<(NodeId, Request)>) {
         let node = b.0;
         self.last_progress = self.now;
-        if self.status[node as usize] == Status::Crashed {
+        if self.status[node as usize] == NodeStatus::Crashed {
             // A workload request to a crashed node is lost: the workloads hear of it, so
             // that a sequential pattern asks the next live requester instead.
             for w in &mut self.workloads {
@@ -686,7 +689,7 @@ impl<A: Algorithm> Simulation<A> {
             }
             return;
         }
-        if self.status[node as usize] == Status::Paused {
+        if self.status[node as usize] == NodeStatus::Paused {
             self.defer(node, id, Item::Request(b));
             return;
         }
@@ -704,10 +707,10 @@ impl<A: Algorithm> Simulation<A> {
         let at = self.stamp();
         match f {
             Fault::Crash(node) => {
-                if self.status[node as usize] == Status::Crashed {
+                if self.status[node as usize] == NodeStatus::Crashed {
                     return;
                 }
-                self.status[node as usize] = Status::Crashed;
+                self.status[node as usize] = NodeStatus::Crashed;
                 self.timers[node as usize].clear();
                 if let Some(items) = self.deferred.remove(&node) {
                     for (_, item) in items {
@@ -725,23 +728,23 @@ impl<A: Algorithm> Simulation<A> {
                 self.judge(|c, w, v| c.on_crash(w, node, at, v));
             }
             Fault::Recover(node) => {
-                if self.status[node as usize] != Status::Crashed {
+                if self.status[node as usize] != NodeStatus::Crashed {
                     return;
                 }
-                self.status[node as usize] = Status::Up;
+                self.status[node as usize] = NodeStatus::Up;
                 self.trace(RecordKind::Recover, Some(node), |_| {});
                 self.judge(|c, w, v| c.on_recover(w, node, at, v));
                 self.call(node, |p, cx, out| p.on_recover(cx, out));
             }
             Fault::Pause(node) => {
-                if self.status[node as usize] == Status::Up {
-                    self.status[node as usize] = Status::Paused;
+                if self.status[node as usize] == NodeStatus::Up {
+                    self.status[node as usize] = NodeStatus::Paused;
                     self.trace(RecordKind::Pause, Some(node), |_| {});
                 }
             }
             Fault::Resume(node) => {
-                if self.status[node as usize] == Status::Paused {
-                    self.status[node as usize] = Status::Up;
+                if self.status[node as usize] == NodeStatus::Paused {
+                    self.status[node as usize] = NodeStatus::Up;
                     self.trace(RecordKind::Resume, Some(node), |_| {});
                     // Back in the queue at the resume time, in the order they arrived (fresh
                     // sequence numbers); a message keeps its id through `renumbered`.
@@ -767,7 +770,7 @@ impl<A: Algorithm> Simulation<A> {
             let new: Vec<_> = self.violations.list()[before..].to_vec();
             for v in new {
                 self.trace(RecordKind::Violation, None, |r| {
-                    r.property = Some(v.property.into());
+                    r.property = Some(v.property.name().into());
                     r.detail = Some(v.detail.clone());
                 });
             }
@@ -798,7 +801,7 @@ impl<A: Algorithm> Simulation<A> {
                 Some(c) => self.readings.extend(c.iter().map(|c| c.read(t))),
                 None => self.readings.resize(self.uids.len(), t),
             }
-            let at = Stamp { time: t, step: self.step };
+            let at = Moment { time: t, step: self.step };
             let readings = std::mem::take(&mut self.readings);
             self.judge(|c, w, v| c.on_clocks(w, &readings, at, v));
             self.readings = readings;
@@ -826,7 +829,7 @@ impl<A: Algorithm> Simulation<A> {
     }
 
     /// Every node's status now (up, crashed, paused), by position.
-    pub fn status(&self) -> &[Status] {
+    pub fn status(&self) -> &[NodeStatus] {
         &self.status
     }
 
@@ -946,7 +949,7 @@ impl<A: Algorithm> Simulation<A> {
     }
 
     /// Message counters.
-    pub fn counters(&self) -> &Counters {
+    pub fn counters(&self) -> &MessageCounts {
         &self.counters
     }
 
@@ -956,12 +959,17 @@ impl<A: Algorithm> Simulation<A> {
     }
 
     /// The checker's properties, outcome and latencies.
-    pub fn checker_report(&self) -> (Vec<&'static str>, checkers::FamilyReport) {
+    pub fn checker_report(&self) -> (Vec<Property>, checkers::FamilyReport) {
         let world = self.world();
         let mut report = self.checker.report(&world);
         let live: Vec<bool> = (0..self.states.len() as NodeId).map(|i| world.alive(i)).collect();
         for (key, value) in A::final_outcome(&self.states, &live) {
-            report.outcome.insert(key.into(), value.into());
+            let set = report.outcome.set_final(key, value);
+            assert!(
+                set,
+                "{}'s final outcome names {key}, a field its family's outcome does not have",
+                A::NAME
+            );
         }
         (self.checker.properties(), report)
     }

@@ -16,7 +16,7 @@ use ringleader_algorithms::{Family, Info, LeaderRule};
 use ringleader_core::{Time, Uid};
 
 use crate::notation::{Latency, format_duration};
-use crate::scenario::{ConfigError, Initiators, Scenario, WorkloadKind};
+use crate::scenario::{ConfigError, Initiators, Origin, Scenario, WorkloadKind};
 
 const SECOND: Time = 1_000_000_000;
 const HOUR: Time = 3_600 * SECOND;
@@ -39,51 +39,6 @@ pub const MAX_RATE: f64 = 1_000_000.0;
 pub const MAX_DRIFT_PPM: u32 = 100_000;
 /// The memory a run may be estimated to need before it is refused: 4 GiB.
 pub const MEMORY_LIMIT: u64 = 4 << 30;
-
-/// Where a scenario's values came from, so that an error can point into the file.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Origin {
-    /// The file, as the user named it.
-    pub path: String,
-    /// Its text.
-    pub text: String,
-}
-
-impl Origin {
-    /// 1-based (line, column) of field `key` (`leaf` or `section.leaf`), or of `element` inside
-    /// its value when the element is written there as a string.
-    pub fn locate(&self, key: &str, element: Option<&str>) -> Option<(usize, usize)> {
-        let (section, leaf) = key.rsplit_once('.').unwrap_or(("", key));
-        let mut current = String::new();
-        let mut offset = 0;
-        let mut found = None;
-        for line in self.text.split_inclusive('\n') {
-            let t = line.trim();
-            if t.starts_with('[') {
-                current = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
-            } else if current == section
-                && let Some((k, _)) = line.split_once('=')
-                && k.trim().trim_matches('"') == leaf
-            {
-                let eq = k.len() + 1;
-                let spaces = line[eq..].len() - line[eq..].trim_start().len();
-                found = Some(offset + eq + spaces);
-                break;
-            }
-            offset += line.len();
-        }
-        let mut at = found?;
-        if let Some(e) = element
-            && let Some(i) = self.text[at..].find(&format!("\"{e}\""))
-        {
-            at += i;
-        }
-        let before = &self.text[..at];
-        let line = before.matches('\n').count() + 1;
-        let column = before[before.rfind('\n').map_or(0, |i| i + 1)..].chars().count() + 1;
-        Some((line, column))
-    }
-}
 
 /// The flag that sets scenario field `key`.
 fn flag_of(key: &str) -> String {
@@ -401,17 +356,38 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
         );
     }
     if let Some(f) = s.workload.fanout {
-        if !matches!(family, Family::Clock | Family::Deadlock) {
+        if family == Family::Deadlock {
             return not_for(
                 "workload.fanout",
                 f.to_string(),
-                "reads no fanout (--fanout is for clock and deadlock runs)",
+                "sends no messages of a workload (--fanout is the destinations of a clock run's send \
+                 events; the holders a deadlock request waits for are --holders)",
             );
+        }
+        if family != Family::Clock {
+            return not_for("workload.fanout", f.to_string(), "reads no fanout (--fanout is for clock runs)");
         }
         if f == 0 || f >= nodes.max(2) {
             return Err(blame.error(
                 "workload.fanout",
                 &f.to_string(),
+                false,
+                &format!("must be 1..{} (other nodes)", nodes.saturating_sub(1).max(1)),
+            ));
+        }
+    }
+    if let Some(h) = s.workload.holders {
+        if family != Family::Deadlock {
+            return not_for(
+                "workload.holders",
+                h.to_string(),
+                "has no transactions (--holders is for deadlock runs)",
+            );
+        }
+        if h == 0 || h >= nodes.max(2) {
+            return Err(blame.error(
+                "workload.holders",
+                &h.to_string(),
                 false,
                 &format!("must be 1..{} (other nodes)", nodes.saturating_sub(1).max(1)),
             ));

@@ -22,6 +22,7 @@ pub mod network;
 pub mod notation;
 pub mod queue;
 pub mod report;
+pub mod resolve;
 pub mod scenario;
 pub mod stories;
 pub mod sweep;
@@ -33,7 +34,7 @@ use std::path::PathBuf;
 use ringleader_algorithms::{Algorithm, Visitor};
 use ringleader_core::Message;
 use ringleader_core::trace::TraceRecord;
-use ringleader_judge::checkers::Status;
+use ringleader_judge::checkers::NodeStatus;
 
 pub use engine::{Progress, Simulation, Stop};
 pub use report::Report;
@@ -195,8 +196,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
     } else {
         c.sent() - c.detection
     };
-    let outcome = report::Outcome::from_fields(fam.outcome)
-        .expect("a property checker reports the fields of its family's outcome");
+    let outcome = fam.outcome;
     let prevention = outcome.prevention().is_some();
     let (unit, count) = operation_unit(A::NAME, &sim.info, prevention);
     let kind_index = |k: &str| kinds.iter().position(|&x| x == k);
@@ -217,7 +217,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
         let shortfall = (w.issued < w.asked).then(|| {
             if sim.stopped() == Stop::Duration {
                 format!("the run was cut off at {:.3} ms", sim.now() as f64 / 1e6)
-            } else if !w.requesters.iter().any(|&r| sim.status()[r as usize] != Status::Crashed) {
+            } else if !w.requesters.iter().any(|&r| sim.status()[r as usize] != NodeStatus::Crashed) {
                 "every requester crashed".to_string()
             } else {
                 "the run ended with a request unserved, so the workload could not go on".to_string()
@@ -274,7 +274,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
                 let violated = sim.violations().has(p);
                 let pending = sim.violations().undecided_of(p);
                 report::PropertyResult {
-                    name: p.into(),
+                    name: p.name().into(),
                     holds: !violated,
                     status: if violated {
                         report::PropertyStatus::Violated
@@ -284,7 +284,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
                         report::PropertyStatus::Holds
                     },
                     undecided: pending.map(|u| u.detail.clone()),
-                    expected_violation: cfg.expect.contains(p),
+                    expected_violation: cfg.expect.contains(p.name()),
                 }
             })
             .collect(),

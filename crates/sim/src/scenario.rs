@@ -16,7 +16,7 @@ use ringleader_core::{Time, Uid};
 use serde::{Deserialize, Serialize};
 
 use crate::notation::{At, Latency, Partition, Pause, format_duration, parse_duration};
-use crate::topologies::{self, Shape, ShapeSpec};
+use crate::topologies::{Shape, ShapeSpec};
 
 /// How uids are laid out over positions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -120,24 +120,24 @@ impl TryFrom<String> for Initiators {
 /// A time written with a unit (`250us`, `1.5ms`, `2s`; bare numbers are ms).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Duration(pub Time);
+pub struct TimeSpan(pub Time);
 
-impl FromStr for Duration {
+impl FromStr for TimeSpan {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         parse_duration(s)
-            .map(Duration)
+            .map(TimeSpan)
             .ok_or_else(|| format!("cannot read {s:?} as a time (use 250us, 1.5ms, 2s; a bare number is ms)"))
     }
 }
 
-impl From<Duration> for String {
-    fn from(d: Duration) -> String {
+impl From<TimeSpan> for String {
+    fn from(d: TimeSpan) -> String {
         format_duration(d.0)
     }
 }
 
-impl TryFrom<String> for Duration {
+impl TryFrom<String> for TimeSpan {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
         s.parse()
@@ -184,7 +184,7 @@ pub struct NetworkSection {
     /// FIFO per link.
     pub fifo: Option<bool>,
     /// The delay bound algorithms may assume (Ttrans); default: the latency's bound.
-    pub max_delay: Option<Duration>,
+    pub max_delay: Option<TimeSpan>,
 }
 
 /// `[faults]`: the time-stamped fault plan.
@@ -214,16 +214,17 @@ pub struct WorkloadSection {
     /// Total critical-section entries to request.
     pub entries: Option<u64>,
     /// Critical-section duration (mean, under `poisson`).
-    pub hold: Option<Duration>,
+    pub hold: Option<TimeSpan>,
     /// Requests per second per node (`poisson`).
     pub rate: Option<f64>,
     /// Which nodes make requests (uids); default: all (all but node 0 under `sequential`).
     pub requesters: Option<Initiators>,
     /// Deadlock workload: probability that a request closes a wait-for cycle [default 0.3].
     pub cycles: Option<f64>,
-    /// Destinations of each send event (`messages` workload) [default 1], or the most holders
-    /// one request waits for (deadlock workload) [default 2].
+    /// Destinations of each send event (`messages` workload of clock runs) [default 1].
     pub fanout: Option<u32>,
+    /// Deadlock workload: the most holders one request waits for [default 2].
+    pub holders: Option<u32>,
 }
 
 /// `[clocks]`: physical clocks of the simulated nodes.
@@ -232,7 +233,7 @@ pub struct WorkloadSection {
 pub struct ClocksSection {
     /// Each node's initial offset is drawn uniformly from ±this (around a common base of +this,
     /// so that no clock reads below zero): clocks start up to twice this apart.
-    pub offset: Option<Duration>,
+    pub offset: Option<TimeSpan>,
     /// Each node's drift is drawn uniformly from ±this many parts per million.
     pub drift_ppm: Option<u32>,
     /// How fast a clock correction is slewed in, in ppm (default 500, the `adjtime` rate).
@@ -270,7 +271,7 @@ pub struct Scenario {
     /// `--initiators`.
     pub initiators: Option<Initiators>,
     /// `--duration`: stop runs that never go quiet.
-    pub duration: Option<Duration>,
+    pub duration: Option<TimeSpan>,
     /// `--edges`: edge count of a random connected graph (`--graph random`).
     pub edges: Option<u64>,
     /// `--graph`: the communication graph, for algorithms that run on arbitrary graphs or trees
@@ -297,10 +298,55 @@ pub struct Scenario {
     pub expect: ExpectSection,
     /// The file this scenario was read from, so that a bad value is reported at its line.
     #[serde(skip)]
-    pub origin: Option<crate::input::Origin>,
+    pub origin: Option<Origin>,
     /// Fields (`loss`, `network.loss` …) whose value came from flags overriding the file.
     #[serde(skip)]
     pub overridden: BTreeSet<String>,
+}
+
+/// Where a scenario's values came from, so that an error can point into the file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Origin {
+    /// The file, as the user named it.
+    pub path: String,
+    /// Its text.
+    pub text: String,
+}
+
+impl Origin {
+    /// 1-based (line, column) of field `key` (`leaf` or `section.leaf`), or of `element` inside
+    /// its value when the element is written there as a string.
+    pub fn locate(&self, key: &str, element: Option<&str>) -> Option<(usize, usize)> {
+        let (section, leaf) = key.rsplit_once('.').unwrap_or(("", key));
+        let mut current = String::new();
+        let mut offset = 0;
+        let mut found = None;
+        for line in self.text.split_inclusive('\n') {
+            let t = line.trim();
+            if t.starts_with('[') {
+                current = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+            } else if current == section
+                && let Some((k, _)) = line.split_once('=')
+                && k.trim().trim_matches('"') == leaf
+            {
+                let eq = k.len() + 1;
+                let spaces = line[eq..].len() - line[eq..].trim_start().len();
+                found = Some(offset + eq + spaces);
+                break;
+            }
+            offset += line.len();
+        }
+        let mut at = found?;
+        if let Some(e) = element
+            && let Some(i) = self.text[at..].find(&format!("\"{e}\""))
+        {
+            at += i;
+        }
+        let before = &self.text[..at];
+        let line = before.matches('\n').count() + 1;
+        let column = before[before.rfind('\n').map_or(0, |i| i + 1)..].chars().count() + 1;
+        Some((line, column))
+    }
 }
 
 /// A scenario or configuration problem, said in one line.
@@ -373,10 +419,7 @@ impl Scenario {
     pub fn parse(text: &str, origin: &str) -> Result<Scenario, ConfigError> {
         let scenario: Result<Scenario, _> = toml::from_str(text);
         scenario
-            .map(|s| Scenario {
-                origin: Some(crate::input::Origin { path: origin.into(), text: text.into() }),
-                ..s
-            })
+            .map(|s| Scenario { origin: Some(Origin { path: origin.into(), text: text.into() }), ..s })
             .map_err(|e| {
                 let (line, column) = match e.span() {
                     Some(span) => {
@@ -442,170 +485,13 @@ impl Scenario {
         take!(workload.requesters);
         take!(workload.cycles);
         take!(workload.fanout);
+        take!(workload.holders);
         take!(clocks.offset);
         take!(clocks.drift_ppm);
         take!(clocks.slew_ppm);
         take!(clocks.step_forward);
         take_list!(expect.violations);
         self
-    }
-
-    /// Fills in defaults and checks every value.
-    pub fn resolve(self, source: Option<PathBuf>) -> Result<RunConfig, ConfigError> {
-        let bad = |m: String| Err(ConfigError::Invalid(m));
-        let Some(algorithm) = self.algorithm.clone() else {
-            return bad("no algorithm: give --algo NAME or `algorithm = \"NAME\"` in the scenario (see `ringleader list`)".into());
-        };
-        let Some(info) = ringleader_algorithms::find(&algorithm) else {
-            let names: Vec<_> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
-            return bad(format!("unknown algorithm {algorithm:?}; known: {}", names.join(", ")));
-        };
-        let nodes = self.nodes.unwrap_or(5);
-        let end = self.duration.map(|d| d.0).unwrap_or(default_duration(info.family));
-        crate::input::check(&self, &info, nodes, end)?;
-        let check_uid = |u: Uid, what: &str| -> Result<(), ConfigError> {
-            if u == 0 || u > nodes as Uid {
-                Err(ConfigError::Invalid(format!("{what}: node id {u} does not exist (ids are 1..{nodes})")))
-            } else {
-                Ok(())
-            }
-        };
-        let initiators = self.initiators.unwrap_or(default_initiators(info.family));
-        if let Initiators::Ids(ids) = &initiators {
-            for &u in ids {
-                check_uid(u, "--initiators")?;
-            }
-        }
-        for a in self.faults.crash.iter() {
-            check_uid(a.uid, &format!("--crash {a}"))?;
-        }
-        for a in self.faults.recover.iter() {
-            check_uid(a.uid, &format!("--recover {a}"))?;
-        }
-        for p in self.faults.pause.iter() {
-            check_uid(p.uid, &format!("--pause {p}"))?;
-        }
-        for p in self.faults.partition.iter() {
-            for &u in p.left.iter().chain(&p.right) {
-                check_uid(u, &format!("--partition {p}"))?;
-            }
-        }
-        let prob = |v: Option<f64>, what: &str| -> Result<f64, ConfigError> {
-            match v {
-                None => Ok(0.0),
-                Some(p) if (0.0..=1.0).contains(&p) => Ok(p),
-                Some(p) => {
-                    Err(ConfigError::Invalid(format!("{what} {p}: a probability must be between 0 and 1")))
-                }
-            }
-        };
-        let loss = prob(self.network.loss, "--loss")?;
-        let dup = prob(self.network.dup, "--dup")?;
-        let latency = self.network.latency.unwrap_or_default();
-        let max_delay = self.network.max_delay.map(|d| d.0).unwrap_or_else(|| latency.bound());
-        let workload_kind = match (self.workload.kind, info.family) {
-            (Some(k), _) => Some(k),
-            (None, ringleader_algorithms::Family::Mutex) => Some(WorkloadKind::Sequential),
-            (None, ringleader_algorithms::Family::Clock) => Some(WorkloadKind::Messages),
-            (None, _) => None,
-        };
-        let rate = self.workload.rate.unwrap_or(10.0);
-        if !(rate.is_finite() && rate > 0.0) {
-            return bad(format!("--rate {rate}: requests per second must be a positive number"));
-        }
-        let requesters = match self.workload.requesters {
-            None | Some(Initiators::All) => None,
-            Some(Initiators::Ids(ids)) => {
-                for &u in &ids {
-                    check_uid(u, "--requesters")?;
-                }
-                Some(ids)
-            }
-            Some(other) => return bad(format!("--requesters {other}: give ids like 2,3,4 (or all)")),
-        };
-        let cycles = self.workload.cycles.unwrap_or(0.3);
-        if !(0.0..=1.0).contains(&cycles) {
-            return bad(format!("--cycles {cycles}: a probability must be between 0 and 1"));
-        }
-        let fanout = if info.family == ringleader_algorithms::Family::Deadlock {
-            let fanout = self.workload.fanout.unwrap_or(2);
-            if fanout == 0 {
-                return bad("--fanout 0: a request waits for at least one holder".into());
-            }
-            fanout
-        } else {
-            let fanout = self.workload.fanout.unwrap_or(1);
-            if fanout == 0 || fanout >= nodes.max(2) {
-                return bad(format!(
-                    "--fanout {fanout}: each send goes to 1..{} other nodes",
-                    nodes.saturating_sub(1).max(1)
-                ));
-            }
-            fanout
-        };
-        for v in &self.expect.violations {
-            if v.parse::<ringleader_judge::checkers::Property>().is_err() {
-                return bad(format!(
-                    "expected violation {v:?} is not a property; known: {}",
-                    ringleader_judge::checkers::ALL_PROPERTIES.join(", ")
-                ));
-            }
-        }
-        let graph = match self.graph {
-            None => None,
-            Some(spec) => Some(spec.load(nodes).map_err(ConfigError::Invalid)?),
-        };
-        topologies::check(info.topology, &algorithm, nodes, graph.as_ref(), self.edges)
-            .map_err(ConfigError::Invalid)?;
-        // The algorithm's own default shape is no choice: the report and repro line omit it.
-        let graph = graph.filter(|g| Shape::default_for(info.topology).as_ref() != Some(g));
-        let params = self
-            .params
-            .into_iter()
-            .map(|(k, v)| {
-                let s = match v {
-                    toml::Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                (k, s)
-            })
-            .collect();
-        Ok(RunConfig {
-            name: self.name,
-            description: self.description,
-            algorithm,
-            nodes,
-            seed: self.seed.unwrap_or(1),
-            ids: self.ids.unwrap_or_default(),
-            initiators,
-            duration: end,
-            edges: self.edges,
-            graph,
-            params,
-            latency,
-            loss,
-            dup,
-            fifo: self.network.fifo.unwrap_or(false),
-            max_delay,
-            max_delay_given: self.network.max_delay.is_some(),
-            crash: self.faults.crash,
-            recover: self.faults.recover,
-            pause: self.faults.pause,
-            partition: self.faults.partition,
-            workload: workload_kind,
-            entries: self.workload.entries.unwrap_or(10),
-            hold: self.workload.hold.map(|d| d.0).unwrap_or(1_000_000),
-            rate,
-            requesters,
-            cycles,
-            fanout,
-            clock_offset: self.clocks.offset.map(|d| d.0).unwrap_or(0),
-            clock_drift_ppm: self.clocks.drift_ppm.unwrap_or(0),
-            clock_slew_ppm: self.clocks.slew_ppm.unwrap_or(crate::clock::SLEW_PPM),
-            clock_step_forward: self.clocks.step_forward.unwrap_or(false),
-            expect: self.expect.violations.into_iter().collect(),
-            source,
-        })
     }
 }
 
@@ -667,9 +553,10 @@ pub struct RunConfig {
     pub requesters: Option<Vec<Uid>>,
     /// Deadlock workload: probability that a request closes a cycle.
     pub cycles: f64,
-    /// Destinations of each send event (clock workloads), or the most holders per request
-    /// (deadlock workload).
+    /// Destinations of each send event (the `messages` workload of clock runs).
     pub fanout: u32,
+    /// The most holders one request waits for (deadlock workload).
+    pub holders: u32,
     /// Maximum initial clock offset.
     pub clock_offset: Time,
     /// Maximum drift in ppm.
@@ -682,133 +569,6 @@ pub struct RunConfig {
     pub expect: BTreeSet<String>,
     /// The scenario file, if any.
     pub source: Option<PathBuf>,
-}
-
-impl RunConfig {
-    /// A configuration with every default, for `algorithm` on `nodes` nodes.
-    pub fn new(algorithm: &str, nodes: u32) -> Result<RunConfig, ConfigError> {
-        Scenario { algorithm: Some(algorithm.into()), nodes: Some(nodes), ..Scenario::default() }
-            .resolve(None)
-    }
-
-    /// The command line that reproduces this run exactly, without the scenario file.
-    pub fn repro(&self) -> String {
-        let mut s = format!(
-            "ringleader sim --algo {} --nodes {} --seed {} --ids {}",
-            self.algorithm,
-            self.nodes,
-            self.seed,
-            self.ids.name()
-        );
-        let family = ringleader_algorithms::find(&self.algorithm).map(|i| i.family);
-        // Every choice that differs from the default is written, `--initiators none` included.
-        if let Some(f) = family
-            && self.initiators != default_initiators(f)
-        {
-            s += &format!(" --initiators {}", shell_word(&self.initiators.to_string()));
-        }
-        for a in &self.crash {
-            s += &format!(" --crash {a}");
-        }
-        for a in &self.recover {
-            s += &format!(" --recover {a}");
-        }
-        for p in &self.pause {
-            s += &format!(" --pause {p}");
-        }
-        for p in &self.partition {
-            s += &format!(" --partition '{p}'");
-        }
-        if self.latency != Latency::default() {
-            s += &format!(" --latency {}", self.latency);
-        }
-        if self.loss > 0.0 {
-            s += &format!(" --loss {}", self.loss);
-        }
-        if self.dup > 0.0 {
-            s += &format!(" --dup {}", self.dup);
-        }
-        if self.fifo {
-            s += " --fifo";
-        }
-        if self.max_delay_given {
-            s += &format!(" --max-delay {}", format_duration(self.max_delay));
-        }
-        if family.is_none_or(|f| self.duration != default_duration(f)) {
-            s += &format!(" --duration {}", format_duration(self.duration));
-        }
-        if let Some(g) = &self.graph {
-            s += &format!(" --graph {}", shell_word(&g.to_string()));
-        }
-        if let Some(e) = self.edges {
-            s += &format!(" --edges {e}");
-        }
-        if let Some(w) = self.workload {
-            s += &format!(" --workload {} --entries {}", w.name(), self.entries);
-            // The messages workload holds nothing.
-            if w != WorkloadKind::Messages {
-                s += &format!(" --hold {}", format_duration(self.hold));
-            }
-            if matches!(w, WorkloadKind::Poisson | WorkloadKind::Messages) {
-                s += &format!(" --rate {}", self.rate);
-            }
-            if w == WorkloadKind::Messages && self.fanout != 1 {
-                s += &format!(" --fanout {}", self.fanout);
-            }
-            if let Some(r) = &self.requesters {
-                s += &format!(" --requesters {}", Initiators::Ids(r.clone()));
-            }
-        }
-        if self.workload.is_none()
-            && ringleader_algorithms::find(&self.algorithm)
-                .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock)
-        {
-            s += &format!(" --entries {} --hold {}", self.entries, format_duration(self.hold));
-        }
-        if self.cycles != 0.3 {
-            s += &format!(" --cycles {}", self.cycles);
-        }
-        // The deadlock workload's fanout (default 2); the messages workload's is written above,
-        // and no other run reads it.
-        let deadlock = ringleader_algorithms::find(&self.algorithm)
-            .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock);
-        if deadlock && self.fanout != 2 {
-            s += &format!(" --fanout {}", self.fanout);
-        }
-        if self.clock_offset > 0 {
-            s += &format!(" --clock-offset {}", format_duration(self.clock_offset));
-        }
-        if self.clock_drift_ppm > 0 {
-            s += &format!(" --drift-ppm {}", self.clock_drift_ppm);
-        }
-        if self.clock_slew_ppm != crate::clock::SLEW_PPM {
-            s += &format!(" --slew-ppm {}", self.clock_slew_ppm);
-        }
-        if self.clock_step_forward {
-            s += " --step-forward";
-        }
-        for (k, v) in &self.params {
-            s += &format!(" --param {}", shell_word(&format!("{k}={v}")));
-        }
-        for v in &self.expect {
-            s += &format!(" --expect {}", shell_word(v));
-        }
-        // A run without its algorithm's default story (a scenario file, or flags that set a
-        // story's setting back to the generic value) must not get it back on replay.
-        if crate::stories::needs_plain(self, &s) {
-            s += " --plain";
-        }
-        s
-    }
-}
-
-/// `word`, single-quoted when a shell would split or expand it.
-fn shell_word(word: &str) -> String {
-    if word.chars().all(|c| c.is_ascii_alphanumeric() || "-_.,:/=+@%".contains(c)) {
-        word.into()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
 }
 
 #[cfg(test)]

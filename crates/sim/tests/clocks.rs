@@ -163,7 +163,7 @@ fn a_lamport_clock_without_the_max_is_caught() {
                 }
             }
         }
-        let violated = result.report.violations.iter().any(|v| v.property == "clock_condition");
+        let violated = result.report.violations.iter().any(|v| v.property.name() == "clock_condition");
         assert_eq!(violated, inverted, "seed {seed}: {:?}", result.report.violations);
         caught += violated as u32;
     }
@@ -302,7 +302,7 @@ fn make_skips_the_rebuild_only_with_skewed_physical_timestamps() {
         let path = dir.join(file);
         let cfg = ringleader_sim::Scenario::load(&path).unwrap().resolve(Some(path)).unwrap();
         let r = run(&cfg, RunOptions::default()).unwrap().report;
-        let violated: Vec<&str> = r.violations.iter().map(|v| v.property).collect();
+        let violated: Vec<&str> = r.violations.iter().map(|v| v.property.name()).collect();
         (physical_of(&r).rebuilds.unwrap_or(0), physical_of(&r).skips.unwrap_or(0), violated, r.as_expected())
     };
     assert_eq!(story("make-skewed-clocks.toml"), (1, 1, vec!["make_rebuilds"], true));
@@ -403,7 +403,7 @@ fn vectors_that_order_concurrent_events_are_caught() {
         cfg.entries = 30;
         let r = run_algorithm::<ScalarVector>(&cfg, RunOptions::default()).unwrap().report;
         for v in &r.violations {
-            assert_eq!(v.property, "strong_clock_condition");
+            assert_eq!(v.property.name(), "strong_clock_condition");
             assert!(v.detail.contains("does not happen before"), "seed {seed}: {}", v.detail);
         }
         caught += !r.violations.is_empty() as u32;

@@ -77,7 +77,7 @@ fn chang_roberts_without_its_assumptions_is_caught() {
     let mut cfg = chang_roberts(6, IdArrangement::Ascending, 1);
     cfg.crash = vec!["3@0".parse().unwrap()];
     let r = run(&cfg, RunOptions::default()).unwrap().report;
-    assert!(r.violations.iter().any(|v| v.property == "termination"), "{:?}", r.violations);
+    assert!(r.violations.iter().any(|v| v.property.name() == "termination"), "{:?}", r.violations);
     assert!(!r.as_expected());
 }
 

@@ -15,11 +15,11 @@ use ringleader_sim::notation::Latency;
 use ringleader_sim::report::{DetectionOutcome, PreventionOutcome};
 use ringleader_sim::{RunConfig, RunOptions, run};
 
-fn config(algo: &str, n: u32, seed: u64, entries: u64, fanout: u32, cycles: f64) -> RunConfig {
+fn config(algo: &str, n: u32, seed: u64, entries: u64, holders: u32, cycles: f64) -> RunConfig {
     let mut cfg = RunConfig::new(algo, n).unwrap();
     cfg.seed = seed;
     cfg.entries = entries;
-    cfg.fanout = fanout;
+    cfg.holders = holders;
     cfg.cycles = cycles;
     cfg.latency = Latency::Uniform(500_000, 2_000_000);
     cfg.max_delay = 2_000_000;
@@ -110,7 +110,7 @@ fn audit(cfg: &RunConfig) -> ProbeAudit {
                 // A process forwards an initiation once: at most its out-degree.
                 assert!(
                     forwarded[&(key, sender)] as usize
-                        <= waits[sender as usize].len().max(cfg.fanout as usize)
+                        <= waits[sender as usize].len().max(cfg.holders as usize)
                 );
             }
             _ => {}
@@ -128,7 +128,7 @@ fn every_initiation_sends_at_most_one_probe_per_wait_for_edge() {
         let a = audit(&cfg);
         initiations += a.per_initiation.len();
         for (key, &count) in &a.per_initiation {
-            // e ≤ N · fanout edges can exist at once.
+            // e ≤ N · holders edges can exist at once.
             assert!(count <= 6 * 3, "initiation {key:?} sent {count} probes");
         }
     }
@@ -137,7 +137,7 @@ fn every_initiation_sends_at_most_one_probe_per_wait_for_edge() {
 
 #[test]
 fn a_simple_cycle_of_length_l_costs_exactly_l_probes() {
-    // fanout 1: every blocked process waits for exactly one other, so the closer's probe goes
+    // holders 1: every blocked process waits for exactly one other, so the closer's probe goes
     // once around the cycle and nowhere else.
     let mut detections = 0;
     for seed in 0..60 {

@@ -123,7 +123,7 @@ fn lamport_is_unsafe_without_fifo_links_and_safe_with_them() {
         cfg.workload = Some(WorkloadKind::Saturated);
         cfg.entries = 3;
         let r = run(&cfg, RunOptions::default()).unwrap().report;
-        if r.violations.iter().any(|v| v.property == "safety") {
+        if r.violations.iter().any(|v| v.property.name() == "safety") {
             unsafe_seeds.push(seed);
         }
         cfg.fifo = true;
@@ -139,7 +139,7 @@ fn lamport_is_unsafe_without_fifo_links_and_safe_with_them() {
     .unwrap();
     let cfg = ringleader_sim::Scenario::parse(&text, "lamport-non-fifo").unwrap().resolve(None).unwrap();
     let r = run(&cfg, RunOptions::default()).unwrap().report;
-    let found: Vec<&str> = r.violations.iter().map(|v| v.property).collect();
+    let found: Vec<&str> = r.violations.iter().map(|v| v.property.name()).collect();
     assert_eq!(found, ["timestamp_order", "fencing", "safety"]);
     assert_eq!(r.outcome.mutex().unwrap().max_concurrent_holders, 2);
     println!("lamport without FIFO: {} of 500 seeds unsafe: {unsafe_seeds:?}", unsafe_seeds.len());

@@ -132,7 +132,7 @@ fn a_small_threshold_suspects_a_briefly_paused_coordinator_and_splits_the_brain(
         go(&cfg)
     };
     let r = run_with("phi-accrual", Some("1"));
-    let v: Vec<_> = r.report.violations.iter().map(|v| (v.property, v.time)).collect();
+    let v: Vec<_> = r.report.violations.iter().map(|v| (v.property.name(), v.time)).collect();
     assert_eq!(v, vec![("uniqueness", 45.740776)]);
     let lost: Vec<u64> = r
         .records

@@ -46,7 +46,7 @@ fn majority_partition_elects_on_the_majority_side_only() {
 #[test]
 fn bully_paused_coordinator_has_two_coordinators_during_the_pause() {
     let r = scenario("bully-paused-coordinator.toml");
-    let v: Vec<_> = r.report.violations.iter().map(|v| (v.property, v.time)).collect();
+    let v: Vec<_> = r.report.violations.iter().map(|v| (v.property.name(), v.time)).collect();
     assert_eq!(v.len(), 1, "{v:?}");
     assert_eq!(v[0].0, "uniqueness");
     // Suspected after period + T = 7.1 ms of silence, then elected: inside the 20..100 ms pause.
@@ -69,7 +69,7 @@ fn bully_recovery_takes_over_with_n_minus_one_coordinator_messages() {
     assert_eq!(r.messages.by_kind["answer"], 6);
     assert_eq!(r.messages.by_kind["coordinator"], 3 + 4);
     assert_eq!(r.outcome.election().unwrap().leader, Some(5));
-    let v: Vec<_> = r.violations.iter().map(|v| (v.property, v.time)).collect();
+    let v: Vec<_> = r.violations.iter().map(|v| (v.property.name(), v.time)).collect();
     assert_eq!(v, vec![("uniqueness", 50.0)]);
 }
 
@@ -79,7 +79,7 @@ fn split_brain_scenarios_elect_two_and_merge_after_the_heal() {
         let r = scenario(file);
         let c = claims(&r.records);
         assert!(c.iter().any(|&(t, id, _)| id == 2 && (20 * MS..100 * MS).contains(&t)), "{file}: {c:?}");
-        let v: Vec<_> = r.report.violations.iter().map(|v| v.property).collect();
+        let v: Vec<_> = r.report.violations.iter().map(|v| v.property.name()).collect();
         assert_eq!(v, vec!["uniqueness"], "{file}");
         assert_eq!(r.report.outcome.election().unwrap().leader, Some(5), "{file}");
     }

@@ -97,7 +97,7 @@ fn plan(algo: &str, seed: u64, sizes: std::ops::RangeInclusive<u32>) -> Plan {
 }
 
 fn violated(r: &Report) -> BTreeSet<&'static str> {
-    r.violations.iter().map(|v| v.property).collect()
+    r.violations.iter().map(|v| v.property.name()).collect()
 }
 
 /// Runs `RUNS` plans of `algo` on 3 to 6 processes, calls `judge` on each, and returns how

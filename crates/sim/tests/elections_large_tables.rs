@@ -115,7 +115,7 @@ fn table_superpeer_geometric() {
         sim.run(&mut |_| {});
         assert!(sim.violations().is_empty());
         let (_, fam) = sim.checker_report();
-        let o = &fam.outcome;
+        let o = &fam.outcome.fields();
         let c = |kind: &str| {
             sim.counters().sent_by_kind
                 [<SuperPeerGeometric as Process>::Msg::KINDS.iter().position(|k| *k == kind).unwrap()]

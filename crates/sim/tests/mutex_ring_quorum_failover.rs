@@ -242,7 +242,7 @@ fn failover_scenario_keeps_the_holder_and_serves_the_queued_requests() {
     let mut cfg = scenario("central-failover.toml");
     cfg.params.clear();
     let r = run(&cfg, RunOptions::default()).unwrap().report;
-    assert!(r.violations.iter().any(|v| v.property == "no_starvation"), "{:?}", r.violations);
+    assert!(r.violations.iter().any(|v| v.property.name() == "no_starvation"), "{:?}", r.violations);
 }
 
 #[test]

@@ -90,7 +90,11 @@ fn geometric_tokens_settle_apart_and_everyone_is_served() {
                 assert!(spacing >= 0.45, "{what}: super-peers {spacing:.3} spacings apart");
                 // The report carries the same figure, computed by the driver from the states.
                 let (_, report) = sim.checker_report();
-                let reported = report.outcome["min_spacing"].as_f64().expect("min_spacing in the outcome");
+                let reported = report
+                    .outcome
+                    .super_peers()
+                    .and_then(|o| o.min_spacing)
+                    .expect("min_spacing in the outcome");
                 assert!(
                     (reported - spacing).abs() < 1e-12,
                     "{what}: reported {reported}, measured {spacing}"

@@ -253,7 +253,7 @@ impl Algorithm for Berkeley {
 
 #[cfg(test)]
 mod tests {
-    use ringleader_core::Action;
+    use ringleader_core::Command;
 
     use super::*;
 
@@ -357,13 +357,13 @@ mod tests {
         for node in 1..5u32 {
             let remote = 1_001 * MS + ahead[node as usize] * MS;
             let msg = Msg::Time { t0: 1_000 * MS, time: remote };
-            actions.extend(master.at(1_002 * MS).deliver(node, msg).actions);
+            actions.extend(master.at(1_002 * MS).deliver(node, msg).commands);
         }
         let mut deltas = vec![None; 5];
         for action in actions {
             match action {
-                Action::Send { to, msg: Msg::Adjust { delta } } => deltas[to as usize] = Some(delta),
-                Action::AdjustClock(delta) => deltas[0] = Some(delta),
+                Command::Send { to, msg: Msg::Adjust { delta } } => deltas[to as usize] = Some(delta),
+                Command::AdjustClock(delta) => deltas[0] = Some(delta),
                 _ => {}
             }
         }

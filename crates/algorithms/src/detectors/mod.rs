@@ -4,7 +4,7 @@
 //! failure detector turns silence into *suspicion*, and every detector trades detection time
 //! against false suspicions. The detector logic lives in reusable structs
 //! ([`heartbeat::HeartbeatDetector`], [`phi_accrual::PhiAccrualDetector`]) that the elections
-//! embed to watch their coordinator ([`crate::election::watch`]); the [`heartbeat::Heartbeat`] and
+//! embed to watch their coordinator (the election family's `watch` module); the [`heartbeat::Heartbeat`] and
 //! [`phi_accrual::PhiAccrual`] processes run them on every pair of nodes and report
 //! [`ringleader_core::Event::Suspect`] / [`ringleader_core::Event::Trust`].
 

@@ -385,7 +385,7 @@ fn default_period(setup: &Setup) -> Time {
 
 #[cfg(test)]
 mod tests {
-    use ringleader_core::{Action, Topology};
+    use ringleader_core::{Command, Topology};
 
     use super::*;
     use crate::Params;
@@ -414,7 +414,7 @@ mod tests {
         }
         out.drain()
             .find_map(|a| match a {
-                Action::SetTimer { timer: WatchTimer::Silence, after } => Some(after),
+                Command::SetTimer { timer: WatchTimer::Silence, after } => Some(after),
                 _ => None,
             })
             .expect("a Silence timer")

@@ -46,7 +46,7 @@ use std::collections::BTreeSet;
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
 use serde::{Deserialize, Serialize};
 
-use super::stamp::{self, LamportClock, Stamp};
+use super::stamp::{self, ScalarClock, Stamp};
 use crate::{Algorithm, Family, ParamError, Setup};
 
 /// Messages of Lamport's algorithm; each carries the sender's Lamport timestamp.
@@ -96,7 +96,7 @@ pub enum Timer {}
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Lamport {
     me: NodeId,
-    clock: LamportClock,
+    clock: ScalarClock,
     /// The replicated request queue, ordered by (timestamp, uid).
     queue: BTreeSet<Stamp>,
     /// Latest (timestamp, uid) received from each process.
@@ -203,7 +203,7 @@ impl Algorithm for Lamport {
     fn new(me: NodeId, _config: &(), setup: &Setup) -> Self {
         Lamport {
             me,
-            clock: LamportClock::default(),
+            clock: ScalarClock::default(),
             queue: BTreeSet::new(),
             latest: vec![None; setup.uids.len()],
             mine: None,

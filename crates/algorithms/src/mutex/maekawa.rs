@@ -64,7 +64,7 @@ use std::collections::{BTreeSet, VecDeque};
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
 use serde::{Deserialize, Serialize};
 
-use super::stamp::{self, LamportClock, Stamp};
+use super::stamp::{self, ScalarClock, Stamp};
 use crate::{Algorithm, Family, ParamError, Setup};
 
 /// Messages of Maekawa's algorithm. `ts` names the request the message is about; `clock` is the
@@ -172,7 +172,7 @@ pub struct Maekawa {
     me: NodeId,
     quorum: Vec<NodeId>,
     deadlock_handling: bool,
-    clock: LamportClock,
+    clock: ScalarClock,
     // Requester.
     state: State,
     /// Arbiters whose vote we hold for the current request.
@@ -406,7 +406,7 @@ impl Algorithm for Maekawa {
             me,
             quorum: config.quorums[me as usize].clone(),
             deadlock_handling: config.deadlock_handling,
-            clock: LamportClock::default(),
+            clock: ScalarClock::default(),
             state: State::Idle,
             granted: BTreeSet::new(),
             failed: false,

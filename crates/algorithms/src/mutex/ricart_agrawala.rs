@@ -48,7 +48,7 @@ use std::collections::BTreeSet;
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
 use serde::{Deserialize, Serialize};
 
-use super::stamp::{self, LamportClock, Stamp};
+use super::stamp::{self, ScalarClock, Stamp};
 use crate::{Algorithm, Family, ParamError, Setup};
 
 /// Messages of Ricart-Agrawala.
@@ -92,7 +92,7 @@ enum State {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct RicartAgrawala {
     me: NodeId,
-    clock: LamportClock,
+    clock: ScalarClock,
     state: State,
     /// The processes whose REPLY the current request still lacks.
     awaiting: BTreeSet<NodeId>,
@@ -198,7 +198,7 @@ impl Algorithm for RicartAgrawala {
     fn new(me: NodeId, _config: &(), _setup: &Setup) -> Self {
         RicartAgrawala {
             me,
-            clock: LamportClock::default(),
+            clock: ScalarClock::default(),
             state: State::Released,
             awaiting: BTreeSet::new(),
             deferred: Vec::new(),

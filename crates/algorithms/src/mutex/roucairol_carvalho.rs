@@ -50,7 +50,7 @@ use std::collections::BTreeSet;
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
 use serde::{Deserialize, Serialize};
 
-use super::stamp::{self, LamportClock, Stamp};
+use super::stamp::{self, ScalarClock, Stamp};
 use crate::{Algorithm, Family, ParamError, Setup};
 
 /// Messages of Roucairol-Carvalho; each carries the sender's Lamport clock.
@@ -93,7 +93,7 @@ enum State {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct RoucairolCarvalho {
     me: NodeId,
-    clock: LamportClock,
+    clock: ScalarClock,
     state: State,
     /// Processes whose permission we hold.
     authorized: BTreeSet<NodeId>,
@@ -202,7 +202,7 @@ impl Algorithm for RoucairolCarvalho {
     fn new(me: NodeId, _config: &(), _setup: &Setup) -> Self {
         RoucairolCarvalho {
             me,
-            clock: LamportClock::default(),
+            clock: ScalarClock::default(),
             state: State::Released,
             authorized: BTreeSet::new(),
             deferred: Vec::new(),

@@ -52,12 +52,12 @@ impl Stamp {
     }
 }
 
-/// A Lamport clock: ticks before every local event and send, jumps past every timestamp it
-/// receives.
+/// Lamport's logical clock, a scalar clock in Raynal and Singhal's terms (one counter, not a
+/// vector): ticks before every local event and send, jumps past every timestamp it receives.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub struct LamportClock(pub u64);
+pub struct ScalarClock(pub u64);
 
-impl LamportClock {
+impl ScalarClock {
     /// A local event or a send: the clock advances; returns the new value.
     pub fn tick(&mut self) -> u64 {
         self.0 += 1;
@@ -89,7 +89,7 @@ mod tests {
 
     #[test]
     fn clock_ticks_and_jumps() {
-        let mut c = LamportClock::default();
+        let mut c = ScalarClock::default();
         assert_eq!(c.tick(), 1);
         assert_eq!(c.observe(7), 8);
         assert_eq!(c.observe(3), 9);

@@ -405,7 +405,7 @@ impl Algorithm for TokenRing {
 mod tests {
     use super::*;
     use crate::Params;
-    use ringleader_core::{Action, Topology};
+    use ringleader_core::{Command, Topology};
 
     use crate::testing::World;
     use ringleader_core::harness::Node;
@@ -521,7 +521,7 @@ mod tests {
             p.on_timer(&cx, Timer::TokenSilent, &mut out);
             out.drain()
                 .find_map(|a| match a {
-                    Action::Emit(Event::Entered { fencing }) => Some(fencing),
+                    Command::Emit(Event::Entered { fencing }) => Some(fencing),
                     _ => None,
                 })
                 .expect("regenerated and entered")

@@ -568,7 +568,7 @@ pub fn cases() -> Vec<Case> {
         // ---------------------------------------------------------------- deadlock
         Case {
             algorithm: "chandy-misra-haas",
-            workload: "fanout 1 (one holder per wait), report only, seeds 1–20",
+            workload: "one holder per wait (--holders 1), report only, seeds 1–20",
             per: "detection",
             formula: "L probes, L = the cycle's length",
             bound: false,
@@ -578,7 +578,7 @@ pub fn cases() -> Vec<Case> {
             trace: true,
             ops_counted_apart: false,
             configure: |c| {
-                c.fanout = 1;
+                c.holders = 1;
                 c.cycles = 0.5;
                 c.entries = 30;
                 c.params.insert("resolve".into(), "false".into());

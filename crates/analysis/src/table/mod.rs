@@ -3,7 +3,8 @@
 //!
 //! - [`formulas`]: the textbook counts as functions of N and the workload;
 //! - [`cases`](mod@cases): each algorithm's textbook workload, formula text and judge;
-//! - [`measure`]: running a case and judging its row;
+//! - [`measure`]: what a case's judge sees of a run, and what it finds;
+//! - [`row`]: running a case and judging its row;
 //! - [`render`]: the row list as text, Markdown and JSON.
 //!
 //! Totals are compared as integers; per-operation values are only for display. A row's verdict
@@ -19,6 +20,7 @@ pub mod cases;
 pub mod formulas;
 pub mod measure;
 pub mod render;
+pub mod row;
 
 use std::collections::BTreeMap;
 
@@ -28,7 +30,8 @@ use ringleader_sim::scenario::ConfigError;
 use serde::Serialize;
 
 pub use cases::{Case, LEFT_OUT, cases};
-pub use measure::{Verdict, run_case};
+pub use measure::Verdict;
+pub use row::run_case;
 
 /// The largest size the table takes: beyond it the quadratic cases (the ring's N concurrent
 /// elections carrying lists of N ids, N(N−1) heartbeats per period) take minutes in a debug

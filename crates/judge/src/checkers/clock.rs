@@ -38,9 +38,9 @@ use std::collections::BTreeMap;
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::{Event, NodeId, Time, Touch, time::MILLISECOND};
-use serde_json::json;
 
-use super::{Checker, FamilyReport, Stamp, Violations, World};
+use super::{Checker, FamilyReport, Moment, Property, Violations, World};
+use crate::outcome::{LogicalClockOutcome, Outcome, PhysicalClockOutcome};
 
 /// Every ordered pair is checked when a run has at most this many stamped events.
 pub const ALL_PAIRS_UP_TO: usize = 1_500;
@@ -68,7 +68,7 @@ struct Stamped {
     role: Role,
     lamport: u64,
     vector: Vec<u64>,
-    at: Stamp,
+    at: Moment,
 }
 
 /// The clock family's checker.
@@ -165,7 +165,7 @@ impl ClockChecker {
         let hb = past[f][a.node as usize] >= pos[e];
         self.pairs_checked += 1;
         if self.saw_lamport && hb && a.lamport >= b.lamport {
-            v.record("clock_condition", b.at, || {
+            v.record(Property::ClockCondition, b.at, || {
                 format!(
                     "{} → {} but L = {} is not below L = {}",
                     describe(a, pos[e]),
@@ -176,7 +176,7 @@ impl ClockChecker {
             });
         }
         if self.saw_vector && hb != vector_less(&a.vector, &b.vector) {
-            v.record("strong_clock_condition", b.at, || {
+            v.record(Property::StrongClockCondition, b.at, || {
                 format!(
                     "{} {} {} but V = {:?} is {}below V = {:?}",
                     describe(a, pos[e]),
@@ -190,7 +190,7 @@ impl ClockChecker {
         }
     }
 
-    fn skew_outcome(&self) -> (f64, f64, Vec<serde_json::Value>) {
+    fn skew_outcome(&self) -> (f64, f64, Vec<(f64, f64)>) {
         let ms = |t: Time| t as f64 / 1e6;
         let before_end = self.first_adjustment.unwrap_or(Time::MAX);
         let before = self.skews.iter().filter(|(t, _)| *t <= before_end).map(|s| s.1).max().unwrap_or(0);
@@ -203,7 +203,7 @@ impl ClockChecker {
             while k * slice < self.end || k == 0 {
                 let (lo, hi) = (k * slice, (k + 1) * slice);
                 if let Some(m) = self.skews.iter().filter(|(t, _)| *t >= lo && *t < hi).map(|s| s.1).max() {
-                    timeline.push(json!([hi.min(self.end) as f64 / 1e9, ms(m)]));
+                    timeline.push((hi.min(self.end) as f64 / 1e9, ms(m)));
                 }
                 k += 1;
             }
@@ -227,22 +227,22 @@ fn describe(e: &Stamped, pos: u32) -> String {
 }
 
 impl Checker for ClockChecker {
-    fn properties(&self) -> Vec<&'static str> {
+    fn properties(&self) -> Vec<Property> {
         let mut p = Vec::new();
         if self.saw_lamport {
-            p.push("clock_condition");
+            p.push(Property::ClockCondition);
         }
         if self.saw_vector {
-            p.push("strong_clock_condition");
+            p.push(Property::StrongClockCondition);
         }
-        p.push("monotonic");
+        p.push(Property::Monotonic);
         if self.make.seen {
-            p.push("make_rebuilds");
+            p.push(Property::MakeRebuilds);
         }
         p
     }
 
-    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations) {
+    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Moment, v: &mut Violations) {
         let (role, lamport, vector) = match event {
             Event::Stamped { lamport, vector } => (Role::Local, *lamport, vector),
             Event::StampedMessage { message, receive, lamport, vector } => {
@@ -267,7 +267,7 @@ impl Checker for ClockChecker {
                         if let (Some((edited, src)), Some((compiled, obj))) = (m.edit, m.compile)
                             && edited > compiled
                         {
-                            v.record("make_rebuilds", at, || {
+                            v.record(Property::MakeRebuilds, at, || {
                                 format!(
                                     "make skipped the rebuild: the source was edited at {} ms, after the \
                                      last compile at {} ms, but is stamped {src} ≤ the object's {obj}",
@@ -291,14 +291,16 @@ impl Checker for ClockChecker {
         Some(SAMPLE_PERIOD)
     }
 
-    fn on_clocks(&mut self, w: &World, readings: &[Time], at: Stamp, v: &mut Violations) {
+    fn on_clocks(&mut self, w: &World, readings: &[Time], at: Moment, v: &mut Violations) {
         let (mut lo, mut hi) = (Time::MAX, 0);
         for (i, &r) in readings.iter().enumerate() {
             if let Some(last) = self.last_reading[i]
                 && r < last
             {
                 self.backward_steps += 1;
-                v.record("monotonic", at, || format!("node {i}'s clock went back from {last} to {r}"));
+                v.record(Property::Monotonic, at, || {
+                    format!("node {i}'s clock went back from {last} to {r}")
+                });
             }
             self.last_reading[i] = Some(r);
             if w.alive(i as NodeId) {
@@ -309,7 +311,7 @@ impl Checker for ClockChecker {
         self.skews.push((at.time, hi.saturating_sub(lo)));
     }
 
-    fn finish(&mut self, _w: &World, at: Stamp, v: &mut Violations) {
+    fn finish(&mut self, _w: &World, at: Moment, v: &mut Violations) {
         self.end = at.time;
         if self.events.is_empty() {
             return;
@@ -357,30 +359,28 @@ impl Checker for ClockChecker {
     }
 
     fn report(&self, _w: &World) -> FamilyReport {
-        let mut outcome = serde_json::Map::new();
         // Logical clocks (stamped events) say nothing about physical clocks: their report
         // carries no skew or adjustment fields.
-        if self.events.is_empty() {
+        let outcome = if self.events.is_empty() {
             let (before, after, timeline) = self.skew_outcome();
-            outcome.insert("max_skew_before".into(), json!(before));
-            outcome.insert("max_skew_after".into(), json!(after));
-            outcome.insert("backward_steps".into(), json!(self.backward_steps));
-            outcome.insert("adjustments".into(), json!(self.adjustments));
-            if self.adjustments > 0 {
-                outcome.insert("skew_timeline".into(), json!(timeline));
-            }
-        }
-        if !self.events.is_empty() {
-            outcome.insert("stamped_events".into(), json!(self.events.len()));
-            outcome.insert("pairs_checked".into(), json!(self.pairs_checked));
-            if self.unmatched_receives > 0 {
-                outcome.insert("unmatched_receives".into(), json!(self.unmatched_receives));
-            }
-        }
-        if self.make.seen {
-            outcome.insert("rebuilds".into(), json!(self.make.rebuilds));
-            outcome.insert("skips".into(), json!(self.make.skips));
-        }
+            Outcome::PhysicalClock(PhysicalClockOutcome {
+                adjustments: self.adjustments,
+                backward_steps: self.backward_steps,
+                max_skew_after: after,
+                max_skew_before: before,
+                rebuilds: self.make.seen.then_some(self.make.rebuilds),
+                skew_timeline: (self.adjustments > 0).then_some(timeline),
+                skips: self.make.seen.then_some(self.make.skips),
+            })
+        } else {
+            // `make` stamps no messages: a run with stamped events is no `make` story.
+            debug_assert!(!self.make.seen, "a logical clock run has no make story");
+            Outcome::LogicalClock(LogicalClockOutcome {
+                pairs_checked: self.pairs_checked,
+                stamped_events: self.events.len() as u64,
+                unmatched_receives: (self.unmatched_receives > 0).then_some(self.unmatched_receives),
+            })
+        };
         FamilyReport {
             outcome,
             operations: if self.events.is_empty() { self.adjustments } else { self.events.len() as u64 },
@@ -392,11 +392,11 @@ impl Checker for ClockChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkers::Status;
+    use crate::checkers::NodeStatus;
     use ringleader_algorithms::LeaderRule;
 
-    fn stamp(step: u64) -> Stamp {
-        Stamp { time: step, step }
+    fn stamp(step: u64) -> Moment {
+        Moment { time: step, step }
     }
 
     /// Plain reachability over the happens-before graph, the definition itself.
@@ -424,7 +424,7 @@ mod tests {
     #[test]
     fn causal_pasts_agree_with_reachability() {
         let uids = [1, 2, 3];
-        let status = [Status::Up; 3];
+        let status = [NodeStatus::Up; 3];
         let w = World { uids: &uids, status: &status, rule: LeaderRule::Any };
         let mut c = ClockChecker::new(3);
         let mut v = Violations::default();

@@ -26,12 +26,13 @@
 //! `restarts`, `deadlocks_real` (cycles of allowed waits: 0 unless `no_deadlock` fails) and
 //! `deadlocks_reported` (0: nothing detects).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ringleader_core::time::MILLISECOND;
 use ringleader_core::{Event, NodeId, Request, Time};
 
-use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+use super::{Checker, FamilyReport, Latencies, Moment, Property, Violations, World};
+use crate::outcome::{DetectionOutcome, Outcome, PreventionOutcome};
 
 /// A cycle closed by a request.
 #[derive(Clone, Debug)]
@@ -71,7 +72,7 @@ pub struct DeadlockChecker {
     bound: Time,
     /// The first needless abort, judged at the end (prevention schemes abort by design, and
     /// the checker only knows which kind of algorithm runs once it sees `Queued`/`Restarted`).
-    first_needless: Option<(Stamp, String)>,
+    first_needless: Option<(Moment, String)>,
 }
 
 impl DeadlockChecker {
@@ -145,7 +146,7 @@ impl DeadlockChecker {
         self.deadlocks.retain(|d| d.open);
     }
 
-    fn check_bound(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+    fn check_bound(&mut self, w: &World, at: Moment, v: &mut Violations) {
         if self.prevention {
             return;
         }
@@ -153,7 +154,7 @@ impl DeadlockChecker {
             self.deadlocks.iter().find(|d| d.open && !d.reported && at.time > d.formed + self.bound)
         {
             let (closer, formed) = (d.closer, d.formed);
-            v.record("completeness", at, || {
+            v.record(Property::Completeness, at, || {
                 format!(
                     "the cycle closed by id {} at {:.3} ms is still unreported after {:.3} ms",
                     w.uids[closer as usize],
@@ -171,15 +172,15 @@ impl DeadlockChecker {
 }
 
 impl Checker for DeadlockChecker {
-    fn properties(&self) -> Vec<&'static str> {
+    fn properties(&self) -> Vec<Property> {
         if self.prevention {
-            vec!["no_deadlock", "no_starvation"]
+            vec![Property::NoDeadlock, Property::NoStarvation]
         } else {
-            vec!["soundness", "completeness", "single_victim"]
+            vec![Property::Soundness, Property::Completeness, Property::SingleVictim]
         }
     }
 
-    fn on_request(&mut self, w: &World, node: NodeId, req: &Request, at: Stamp, v: &mut Violations) {
+    fn on_request(&mut self, w: &World, node: NodeId, req: &Request, at: Moment, v: &mut Violations) {
         match req {
             Request::WaitFor { holders } => {
                 if !self.waits[node as usize].is_empty() || holders.is_empty() {
@@ -207,7 +208,7 @@ impl Checker for DeadlockChecker {
         self.check_bound(w, at, v);
     }
 
-    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations) {
+    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Moment, v: &mut Violations) {
         match event {
             Event::DeadlockDetected { cycle } => {
                 self.reports += 1;
@@ -218,7 +219,7 @@ impl Checker for DeadlockChecker {
                     });
                 if !real {
                     self.phantoms += 1;
-                    v.record("soundness", at, || {
+                    v.record(Property::Soundness, at, || {
                         let ids: Vec<String> = cycle.iter().map(|&n| w.uids[n as usize].to_string()).collect();
                         format!(
                             "id {} reported the cycle {} but it is not in the wait-for graph (phantom deadlock)",
@@ -275,7 +276,7 @@ impl Checker for DeadlockChecker {
                 let queued = &self.queued;
                 if self.reachable(j, |a, b| queued.contains(&(a, b)))[i as usize] {
                     self.prevented_failures += 1;
-                    v.record("no_deadlock", at, || {
+                    v.record(Property::NoDeadlock, at, || {
                         format!(
                             "id {} waits for id {}, which already waits for it through the wait-for graph",
                             w.uids[i as usize], w.uids[j as usize]
@@ -288,23 +289,23 @@ impl Checker for DeadlockChecker {
         self.check_bound(w, at, v);
     }
 
-    fn on_crash(&mut self, _w: &World, node: NodeId, _at: Stamp, _v: &mut Violations) {
+    fn on_crash(&mut self, _w: &World, node: NodeId, _at: Moment, _v: &mut Violations) {
         self.withdraw(node);
         self.close_resolved();
     }
 
-    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+    fn finish(&mut self, w: &World, at: Moment, v: &mut Violations) {
         if self.prevention {
             if let Some(n) =
                 (0..self.waits.len()).find(|&n| w.alive(n as NodeId) && !self.waits[n].is_empty())
             {
-                v.pending("no_starvation", at, at.time, || {
+                v.pending(Property::NoStarvation, at, at.time, || {
                     format!("id {} still waits at the end of the run", w.uids[n])
                 });
             }
         } else {
             if let Some((stamp, detail)) = self.first_needless.take() {
-                v.record("single_victim", stamp, || detail);
+                v.record(Property::SingleVictim, stamp, || detail);
             }
             // A cycle still unreported is a violation once its bound has passed, or when the
             // run is over (nothing left could report it); before its bound, a cut-off run leaves
@@ -323,35 +324,38 @@ impl Checker for DeadlockChecker {
                     )
                 };
                 if within {
-                    v.pending("completeness", at, formed, detail);
+                    v.pending(Property::Completeness, at, formed, detail);
                 } else {
-                    v.record("completeness", at, detail);
+                    v.record(Property::Completeness, at, detail);
                 }
             }
         }
     }
 
     fn report(&self, _w: &World) -> FamilyReport {
-        let mut r = FamilyReport::default();
-        let (real, detected) = (self.real, self.detected);
-        if self.prevention {
-            r.operations = self.requests;
-            r.outcome.insert("requests".into(), self.requests.into());
-            r.outcome.insert("aborts".into(), self.aborts.into());
-            r.outcome.insert("restarts".into(), self.restarts.into());
-            r.outcome.insert("deadlocks_real".into(), self.prevented_failures.into());
-            r.outcome.insert("deadlocks_reported".into(), 0.into());
+        let (outcome, operations) = if self.prevention {
+            let o = PreventionOutcome {
+                aborts: self.aborts,
+                deadlocks_real: self.prevented_failures,
+                deadlocks_reported: 0,
+                requests: self.requests,
+                restarts: self.restarts,
+            };
+            (Outcome::DeadlockPrevention(o), self.requests)
         } else {
+            let o = DetectionOutcome {
+                deadlocks_real: self.real,
+                deadlocks_reported: self.detected + self.phantoms,
+                needless_aborts: self.needless,
+                phantom_reports: self.phantoms,
+                reports: self.reports,
+                requests: self.requests,
+                victims: self.aborts,
+            };
             // One operation per detection: every report (each costs its probe computation).
-            r.operations = self.reports;
-            r.outcome.insert("deadlocks_real".into(), real.into());
-            r.outcome.insert("deadlocks_reported".into(), (detected + self.phantoms).into());
-            r.outcome.insert("reports".into(), self.reports.into());
-            r.outcome.insert("phantom_reports".into(), self.phantoms.into());
-            r.outcome.insert("victims".into(), self.aborts.into());
-            r.outcome.insert("needless_aborts".into(), self.needless.into());
-            r.outcome.insert("requests".into(), self.requests.into());
-        }
+            (Outcome::DeadlockDetection(o), self.reports)
+        };
+        let mut r = FamilyReport { outcome, operations, latencies: BTreeMap::new() };
         if let Some(p) = self.detection.summary() {
             r.latencies.insert("detection".into(), p);
         }
@@ -362,22 +366,22 @@ impl Checker for DeadlockChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkers::Status;
+    use crate::checkers::NodeStatus;
     use ringleader_algorithms::LeaderRule;
 
     /// A two-process cycle closed at 1 ms and never reported, judged at `end` after a cut-off
     /// (or after the run was over).
     fn judge(end: Time, cut_off: bool) -> Violations {
         let uids = [1, 2];
-        let status = [Status::Up; 2];
+        let status = [NodeStatus::Up; 2];
         let w = World { uids: &uids, status: &status, rule: LeaderRule::Any };
         let mut c = DeadlockChecker::new(2);
         let mut v = Violations::default();
-        let at = Stamp { time: MILLISECOND, step: 1 };
+        let at = Moment { time: MILLISECOND, step: 1 };
         c.on_request(&w, 0, &Request::WaitFor { holders: vec![1] }, at, &mut v);
         c.on_request(&w, 1, &Request::WaitFor { holders: vec![0] }, at, &mut v);
         v.set_cut_off(cut_off);
-        c.finish(&w, Stamp { time: end, step: 2 }, &mut v);
+        c.finish(&w, Moment { time: end, step: 2 }, &mut v);
         v
     }
 
@@ -386,12 +390,12 @@ mod tests {
         // Bound: 2 × 50 ms.
         let v = judge(50 * MILLISECOND, true);
         assert!(v.is_empty());
-        assert_eq!(v.undecided()[0].property, "completeness");
+        assert_eq!(v.undecided()[0].property, Property::Completeness);
         assert_eq!(v.undecided()[0].since, 1.0);
         let v = judge(102 * MILLISECOND, true);
-        assert!(v.has("completeness"), "the bound passed");
+        assert!(v.has(Property::Completeness), "the bound passed");
         assert!(v.undecided().is_empty());
         let v = judge(50 * MILLISECOND, false);
-        assert!(v.has("completeness"), "the run is over: nothing will report it");
+        assert!(v.has(Property::Completeness), "the run is over: nothing will report it");
     }
 }

@@ -24,9 +24,12 @@
 //! - latency `detection_time`: crash (or the monitor's recovery) → first suspicion, per
 //!   (monitor, crash).
 
+use std::collections::BTreeMap;
+
 use ringleader_core::{Event, NodeId, Time};
 
-use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+use super::{Checker, FamilyReport, Latencies, Moment, Property, Violations, World};
+use crate::outcome::{DetectorOutcome, Outcome};
 
 /// Who suspects whom, and since when.
 #[derive(Clone, Debug)]
@@ -85,11 +88,11 @@ impl DetectorChecker {
 }
 
 impl Checker for DetectorChecker {
-    fn properties(&self) -> Vec<&'static str> {
-        vec!["completeness", "eventual_accuracy"]
+    fn properties(&self) -> Vec<Property> {
+        vec![Property::Completeness, Property::EventualAccuracy]
     }
 
-    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Stamp, _v: &mut Violations) {
+    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Moment, _v: &mut Violations) {
         let m = node as usize;
         match *event {
             Event::Suspect { node: target } => {
@@ -115,7 +118,7 @@ impl Checker for DetectorChecker {
         }
     }
 
-    fn on_crash(&mut self, w: &World, node: NodeId, at: Stamp, _v: &mut Violations) {
+    fn on_crash(&mut self, w: &World, node: NodeId, at: Moment, _v: &mut Violations) {
         let t = node as usize;
         for m in 0..self.suspected.len() {
             if m == t {
@@ -139,7 +142,7 @@ impl Checker for DetectorChecker {
         self.crashed_at[t] = at.time;
     }
 
-    fn on_recover(&mut self, _w: &World, node: NodeId, at: Stamp, _v: &mut Violations) {
+    fn on_recover(&mut self, _w: &World, node: NodeId, at: Moment, _v: &mut Violations) {
         let t = node as usize;
         self.crashed[t] = false;
         for m in 0..self.suspected.len() {
@@ -157,7 +160,7 @@ impl Checker for DetectorChecker {
         }
     }
 
-    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+    fn finish(&mut self, w: &World, at: Moment, v: &mut Violations) {
         let n = self.suspected.len();
         for m in 0..n {
             for t in 0..n {
@@ -174,7 +177,7 @@ impl Checker for DetectorChecker {
                 }
                 if !w.alive(t as NodeId) && self.suspected[m][t].is_none() {
                     let since = self.crashed_at[t];
-                    v.pending("completeness", at, since, || {
+                    v.pending(Property::Completeness, at, since, || {
                         format!(
                             "id {} crashed at {:.3} ms and id {} has not suspected it",
                             w.uids[t],
@@ -186,7 +189,7 @@ impl Checker for DetectorChecker {
                 if w.alive(t as NodeId)
                     && let Some(since) = self.suspected[m][t]
                 {
-                    v.pending("eventual_accuracy", at, since, || {
+                    v.pending(Property::EventualAccuracy, at, since, || {
                         format!(
                             "id {} still suspects id {}, which is alive, since {:.3} ms",
                             w.uids[m],
@@ -200,12 +203,14 @@ impl Checker for DetectorChecker {
     }
 
     fn report(&self, _w: &World) -> FamilyReport {
-        let mut r = FamilyReport { operations: self.detections, ..FamilyReport::default() };
-        r.outcome.insert("false_suspicions".into(), self.false_suspicions.into());
-        r.outcome.insert("detections".into(), self.detections.into());
-        r.outcome.insert("missed".into(), self.missed.into());
-        r.outcome.insert("waiting_ms".into(), (self.waiting as f64 / 1e6).into());
-        r.outcome.insert("mistake_ms".into(), (self.mistakes as f64 / 1e6).into());
+        let outcome = Outcome::Detector(DetectorOutcome {
+            detections: self.detections,
+            false_suspicions: self.false_suspicions,
+            missed: self.missed,
+            mistake_ms: self.mistakes as f64 / 1e6,
+            waiting_ms: self.waiting as f64 / 1e6,
+        });
+        let mut r = FamilyReport { outcome, operations: self.detections, latencies: BTreeMap::new() };
         if let Some(p) = self.detection.summary() {
             r.latencies.insert("detection_time".into(), p);
         }

@@ -13,7 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use ringleader_algorithms::LeaderRule;
 use ringleader_core::{Event, NodeId, Time, Uid};
 
-use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+use super::{Checker, FamilyReport, Latencies, Moment, Property, Violations, World};
+use crate::outcome::{ElectionOutcome, Outcome};
 
 /// Uniqueness, over the live processes that claim to be coordinator for one term: two or more
 /// is a violation. The simulator asks it at every claim, the model checker in every state.
@@ -32,21 +33,21 @@ pub fn uniqueness_detail(uids: &[Uid], claimants: &BTreeSet<NodeId>, term: u64) 
 /// in that order, with what went wrong. Nothing is judged when no election started and nobody
 /// names a coordinator. The simulator asks it when a run is over, the model checker in every
 /// quiescent state.
-pub fn end_of_run(w: &World, belief: &[Option<(Uid, u64)>], started: bool) -> Vec<(&'static str, String)> {
+pub fn end_of_run(w: &World, belief: &[Option<(Uid, u64)>], started: bool) -> Vec<(Property, String)> {
     let mut found = Vec::new();
     if !started && belief.iter().all(Option::is_none) {
         return found;
     }
     let live: Vec<NodeId> = (0..w.uids.len() as NodeId).filter(|&n| w.alive(n)).collect();
     if let Some(&n) = live.iter().find(|&&n| belief[n as usize].is_none()) {
-        found.push(("termination", format!("id {} never learned a coordinator", w.uids[n as usize])));
+        found.push((Property::Termination, format!("id {} never learned a coordinator", w.uids[n as usize])));
     }
     let mut named = live.iter().filter_map(|&n| belief[n as usize].map(|(l, _)| (n, l)));
     if let Some((first, leader)) = named.next()
         && let Some((other, l2)) = named.find(|&(_, l)| l != leader)
     {
         found.push((
-            "agreement",
+            Property::Agreement,
             format!("id {} names {leader}, id {} names {l2}", w.uids[first as usize], w.uids[other as usize]),
         ));
     }
@@ -55,14 +56,17 @@ pub fn end_of_run(w: &World, belief: &[Option<(Uid, u64)>], started: bool) -> Ve
     for &n in &live {
         if let Some((l, _)) = belief[n as usize] {
             if !alive_uids.contains(&l) {
-                found.push(("validity", format!("id {} names {l}, which is not alive", w.uids[n as usize])));
+                found.push((
+                    Property::Validity,
+                    format!("id {} names {l}, which is not alive", w.uids[n as usize]),
+                ));
                 break;
             }
             if let Some(e) = expected
                 && l != e
             {
                 found.push((
-                    "validity",
+                    Property::Validity,
                     format!(
                         "id {} names {l}, but the {} live id is {e}",
                         w.uids[n as usize],
@@ -137,7 +141,7 @@ impl ElectionChecker {
     /// One election is complete when every live process names the same coordinator, after an
     /// election started or on a coordinator other than the last agreed one: the textbook's
     /// unit of cost ("messages per election"), however many processes took part or claimed.
-    fn check_agreement(&mut self, at: Stamp) {
+    fn check_agreement(&mut self, at: Moment) {
         let agreed = match self.believers.iter().next() {
             Some((&l, &c)) if self.believers.len() == 1 && c == self.live && self.live > 0 => Some(l),
             _ => None,
@@ -153,13 +157,13 @@ impl ElectionChecker {
         }
     }
 
-    fn drop_claim(&mut self, node: NodeId, at: Stamp, v: &mut Violations) {
+    fn drop_claim(&mut self, node: NodeId, at: Moment, v: &mut Violations) {
         if let Some((_, term)) = self.belief[node as usize]
             && let Some(set) = self.claimants.get_mut(&term)
         {
             set.remove(&node);
             if set.len() < 2 {
-                v.close("uniqueness", at);
+                v.close(Property::Uniqueness, at);
             }
             if set.is_empty() {
                 self.claimants.remove(&term);
@@ -178,11 +182,11 @@ impl ElectionChecker {
 }
 
 impl Checker for ElectionChecker {
-    fn properties(&self) -> Vec<&'static str> {
-        vec!["agreement", "validity", "uniqueness", "termination"]
+    fn properties(&self) -> Vec<Property> {
+        vec![Property::Agreement, Property::Validity, Property::Uniqueness, Property::Termination]
     }
 
-    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations) {
+    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Moment, v: &mut Violations) {
         match *event {
             Event::ElectionStarted => {
                 self.started = true;
@@ -198,7 +202,7 @@ impl Checker for ElectionChecker {
                     let set = self.claimants.entry(term).or_default();
                     set.insert(node);
                     if rival_claimants(set) {
-                        v.record("uniqueness", at, || uniqueness_detail(w.uids, set, term));
+                        v.record(Property::Uniqueness, at, || uniqueness_detail(w.uids, set, term));
                     }
                 }
             }
@@ -210,19 +214,19 @@ impl Checker for ElectionChecker {
         }
     }
 
-    fn on_crash(&mut self, _w: &World, node: NodeId, at: Stamp, v: &mut Violations) {
+    fn on_crash(&mut self, _w: &World, node: NodeId, at: Moment, v: &mut Violations) {
         self.drop_claim(node, at, v);
         self.set_belief(node, None);
         self.live -= 1;
         self.check_agreement(at);
     }
 
-    fn on_recover(&mut self, _w: &World, node: NodeId, _at: Stamp, _v: &mut Violations) {
+    fn on_recover(&mut self, _w: &World, node: NodeId, _at: Moment, _v: &mut Violations) {
         self.set_belief(node, None);
         self.live += 1;
     }
 
-    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+    fn finish(&mut self, w: &World, at: Moment, v: &mut Violations) {
         let since = self.first_start.unwrap_or(0).max(self.last_leader_event);
         for (property, detail) in end_of_run(w, &self.belief, self.started) {
             v.pending(property, at, since, || detail);
@@ -235,15 +239,9 @@ impl Checker for ElectionChecker {
             live.iter().map(|&n| self.belief[n as usize].map(|(l, _)| l)).collect();
         let agreed = leaders.len() == 1 && !leaders.contains(&None);
         let leader = if agreed { leaders.into_iter().next().flatten() } else { None };
-        let mut r = FamilyReport { operations: self.elections, ..FamilyReport::default() };
-        r.outcome.insert("leader".into(), leader.into());
-        r.outcome.insert("agreed".into(), agreed.into());
-        if let Some(s) = self.first_start {
-            r.outcome.insert(
-                "election_ms".into(),
-                ((self.last_leader_event.saturating_sub(s)) as f64 / 1e6).into(),
-            );
-        }
+        let election_ms = self.first_start.map(|s| self.last_leader_event.saturating_sub(s) as f64 / 1e6);
+        let outcome = Outcome::Election(ElectionOutcome { agreed, election_ms, leader });
+        let mut r = FamilyReport { outcome, operations: self.elections, latencies: BTreeMap::new() };
         if let Some(p) = self.election_time.summary() {
             r.latencies.insert("time_to_leader".into(), p);
         }
@@ -254,7 +252,7 @@ impl Checker for ElectionChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkers::Status;
+    use crate::checkers::NodeStatus;
 
     #[test]
     fn uniqueness_needs_two_claimants() {
@@ -269,18 +267,21 @@ mod tests {
     #[test]
     fn end_of_run_judges_termination_agreement_validity() {
         let uids = [1, 2, 3];
-        let up = [Status::Up; 3];
+        let up = [NodeStatus::Up; 3];
         let w = World { uids: &uids, status: &up, rule: LeaderRule::Max };
         assert!(end_of_run(&w, &[None; 3], false).is_empty());
         assert!(end_of_run(&w, &[Some((3, 0)); 3], true).is_empty());
-        let names = |b: &[Option<(Uid, u64)>]| -> Vec<&str> {
+        let names = |b: &[Option<(Uid, u64)>]| -> Vec<Property> {
             end_of_run(&w, b, true).into_iter().map(|(p, _)| p).collect()
         };
-        assert_eq!(names(&[None, Some((3, 0)), Some((3, 0))]), vec!["termination"]);
-        assert_eq!(names(&[Some((2, 0)), Some((3, 0)), Some((3, 0))]), vec!["agreement", "validity"]);
-        let third_down = [Status::Up, Status::Up, Status::Crashed];
+        assert_eq!(names(&[None, Some((3, 0)), Some((3, 0))]), vec![Property::Termination]);
+        assert_eq!(
+            names(&[Some((2, 0)), Some((3, 0)), Some((3, 0))]),
+            vec![Property::Agreement, Property::Validity]
+        );
+        let third_down = [NodeStatus::Up, NodeStatus::Up, NodeStatus::Crashed];
         let w = World { uids: &uids, status: &third_down, rule: LeaderRule::Max };
         let found = end_of_run(&w, &[Some((3, 0)), Some((3, 0)), None], true);
-        assert_eq!(found, vec![("validity", "id 1 names 3, which is not alive".to_string())]);
+        assert_eq!(found, vec![(Property::Validity, "id 1 names 3, which is not alive".to_string())]);
     }
 }

@@ -22,12 +22,14 @@ use ringleader_algorithms::{Family, Info, LeaderRule};
 use ringleader_core::{Event, NodeId, Request, Time, Uid};
 use serde::Serialize;
 
+use crate::outcome::Outcome;
+
 /// Every property name any checker may report (what `expect.violations` may name).
 pub const ALL_PROPERTIES: &[&str] = &property::NAMES;
 
 /// Whether a node is up, crashed or paused, as the simulator knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
+pub enum NodeStatus {
     /// Running.
     Up,
     /// Crashed: receives nothing until it recovers.
@@ -41,8 +43,8 @@ pub enum Status {
 pub struct World<'a> {
     /// Uid of every position.
     pub uids: &'a [Uid],
-    /// Status of every position.
-    pub status: &'a [Status],
+    /// The status of every position.
+    pub status: &'a [NodeStatus],
     /// What validity demands of an election.
     pub rule: LeaderRule,
 }
@@ -50,13 +52,13 @@ pub struct World<'a> {
 impl World<'_> {
     /// True unless `node` is crashed (a paused node is alive).
     pub fn alive(&self, node: NodeId) -> bool {
-        self.status[node as usize] != Status::Crashed
+        self.status[node as usize] != NodeStatus::Crashed
     }
 }
 
 /// When something happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stamp {
+pub struct Moment {
     /// Virtual time.
     pub time: Time,
     /// Step number.
@@ -67,7 +69,7 @@ pub struct Stamp {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Violation {
     /// The property.
-    pub property: &'static str,
+    pub property: Property,
     /// Virtual time, in ms.
     pub time: f64,
     /// Step at which it was found.
@@ -87,7 +89,7 @@ pub struct Violation {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Undecided {
     /// The property.
-    pub property: &'static str,
+    pub property: Property,
     /// What was still pending, and since when.
     pub detail: String,
     /// When the pending condition began, in ms (the run was cut off at its end).
@@ -104,7 +106,7 @@ pub struct Violations {
 
 impl Violations {
     /// Records a violation of `property` unless one is already recorded.
-    pub fn record(&mut self, property: &'static str, at: Stamp, detail: impl FnOnce() -> String) {
+    pub fn record(&mut self, property: Property, at: Moment, detail: impl FnOnce() -> String) {
         if !self.list.iter().any(|v| v.property == property) {
             self.list.push(Violation {
                 property,
@@ -118,14 +120,14 @@ impl Violations {
     }
 
     /// Marks the end of the bad condition of `property`'s first violation.
-    pub fn close(&mut self, property: &'static str, at: Stamp) {
+    pub fn close(&mut self, property: Property, at: Moment) {
         if let Some(v) = self.list.iter_mut().find(|v| v.property == property && v.until_step.is_none()) {
             v.until_step = Some(at.step);
         }
     }
 
     /// True when `property` was violated.
-    pub fn has(&self, property: &str) -> bool {
+    pub fn has(&self, property: Property) -> bool {
         self.list.iter().any(|v| v.property == property)
     }
 
@@ -159,13 +161,7 @@ impl Violations {
     /// An eventual property's promise is still pending at the end of the run (since `since`):
     /// a violation when the run is over (quiescent: nothing left could keep the promise), an
     /// undecided property when it was cut off.
-    pub fn pending(
-        &mut self,
-        property: &'static str,
-        at: Stamp,
-        since: Time,
-        detail: impl FnOnce() -> String,
-    ) {
+    pub fn pending(&mut self, property: Property, at: Moment, since: Time, detail: impl FnOnce() -> String) {
         if self.cut_off {
             if !self.has(property) && !self.undecided.iter().any(|u| u.property == property) {
                 self.undecided.push(Undecided { property, detail: detail(), since: since as f64 / 1e6 });
@@ -181,7 +177,7 @@ impl Violations {
     }
 
     /// The undecided entry of `property`, if any.
-    pub fn undecided_of(&self, property: &str) -> Option<&Undecided> {
+    pub fn undecided_of(&self, property: Property) -> Option<&Undecided> {
         self.undecided.iter().find(|u| u.property == property)
     }
 }
@@ -259,10 +255,10 @@ impl Latencies {
 }
 
 /// What a family checker adds to the run report.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct FamilyReport {
-    /// The family's outcome fields (`leader`, `agreed`; `entries`, `max_concurrent_holders` …).
-    pub outcome: serde_json::Map<String, serde_json::Value>,
+    /// What the run ended with (`leader`, `agreed`; `entries`, `max_concurrent_holders` …).
+    pub outcome: Outcome,
     /// Operations performed (elections won, critical-section entries …).
     pub operations: u64,
     /// Named latency summaries.
@@ -272,24 +268,24 @@ pub struct FamilyReport {
 /// A family's property checker.
 pub trait Checker {
     /// The properties this checker judges, in report order.
-    fn properties(&self) -> Vec<&'static str>;
+    fn properties(&self) -> Vec<Property>;
     /// A node reported `event`.
-    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations);
+    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Moment, v: &mut Violations);
     /// A live node received an application request.
-    fn on_request(&mut self, _w: &World, _node: NodeId, _req: &Request, _at: Stamp, _v: &mut Violations) {}
+    fn on_request(&mut self, _w: &World, _node: NodeId, _req: &Request, _at: Moment, _v: &mut Violations) {}
     /// `node` crashed (the world already says so).
-    fn on_crash(&mut self, _w: &World, _node: NodeId, _at: Stamp, _v: &mut Violations) {}
+    fn on_crash(&mut self, _w: &World, _node: NodeId, _at: Moment, _v: &mut Violations) {}
     /// `node` recovered.
-    fn on_recover(&mut self, _w: &World, _node: NodeId, _at: Stamp, _v: &mut Violations) {}
+    fn on_recover(&mut self, _w: &World, _node: NodeId, _at: Moment, _v: &mut Violations) {}
     /// How often (virtual time) the engine hands this checker every node's local clock reading
     /// through [`Checker::on_clocks`]. `None`, the default, costs the engine nothing.
     fn clock_sample_period(&self) -> Option<Time> {
         None
     }
     /// Every node's local clock reading (by position) at virtual time `at.time`.
-    fn on_clocks(&mut self, _w: &World, _readings: &[Time], _at: Stamp, _v: &mut Violations) {}
+    fn on_clocks(&mut self, _w: &World, _readings: &[Time], _at: Moment, _v: &mut Violations) {}
     /// The run is over (quiescent or out of time): judge end-state properties.
-    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations);
+    fn finish(&mut self, w: &World, at: Moment, v: &mut Violations);
     /// Outcome, operation count and latencies.
     fn report(&self, w: &World) -> FamilyReport;
 }

@@ -23,7 +23,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use ringleader_core::{Event, NodeId, Request, Time, Uid};
 
-use super::{Checker, FamilyReport, Latencies, Stamp, Violations, World};
+use super::{Checker, FamilyReport, Latencies, Moment, Property, Violations, World};
+use crate::outcome::{MutexOutcome, Outcome};
 
 /// Safety, over the set of live holders: a process other than `node` holds the critical section
 /// too. The simulator asks it at every entry, the model checker in every state.
@@ -87,35 +88,35 @@ impl MutexChecker {
 }
 
 impl Checker for MutexChecker {
-    fn properties(&self) -> Vec<&'static str> {
-        let mut p = vec!["safety", "liveness", "no_starvation", "fencing"];
+    fn properties(&self) -> Vec<Property> {
+        let mut p = vec![Property::Safety, Property::Liveness, Property::NoStarvation, Property::Fencing];
         if self.saw_queue {
-            p.push("fifo");
+            p.push(Property::Fifo);
         }
         if self.saw_stamp {
-            p.push("timestamp_order");
+            p.push(Property::TimestampOrder);
         }
         p
     }
 
-    fn on_request(&mut self, _w: &World, node: NodeId, req: &Request, at: Stamp, _v: &mut Violations) {
+    fn on_request(&mut self, _w: &World, node: NodeId, req: &Request, at: Moment, _v: &mut Violations) {
         if *req == Request::Acquire && !self.holders.contains(&node) {
             self.pending.entry(node).or_insert((at.time, self.entries));
         }
     }
 
-    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Stamp, v: &mut Violations) {
+    fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Moment, v: &mut Violations) {
         match *event {
             Event::Entered { fencing } => {
                 if let Some(prev) = fencing_regression(self.last_fencing, fencing) {
-                    v.record("fencing", at, || fencing_detail(w.uids, node, fencing, prev));
+                    v.record(Property::Fencing, at, || fencing_detail(w.uids, node, fencing, prev));
                 }
                 self.last_fencing = Some(fencing);
                 if let Some(mine) = self.stamps.remove(&node)
                     && let Some((_, &(ts, uid))) =
                         self.stamps.iter().filter(|&(_, s)| *s < mine).min_by_key(|&(_, s)| *s)
                 {
-                    v.record("timestamp_order", at, || {
+                    v.record(Property::TimestampOrder, at, || {
                         format!(
                             "id {} entered with request (ts, id) = ({}, {}) while id {uid} waits with the earlier ({ts}, {uid})",
                             mine.1, mine.0, mine.1
@@ -124,7 +125,7 @@ impl Checker for MutexChecker {
                 }
                 self.holders.insert(node);
                 if let Some(other) = other_holder(&self.holders, node) {
-                    v.record("safety", at, || safety_detail(w.uids, node, other));
+                    v.record(Property::Safety, at, || safety_detail(w.uids, node, other));
                 }
                 self.max_holders = self.max_holders.max(self.holders.len());
                 self.entries += 1;
@@ -139,7 +140,7 @@ impl Checker for MutexChecker {
             }
             Event::Exited => {
                 if self.holders.remove(&node) && self.holders.len() < 2 {
-                    v.close("safety", at);
+                    v.close(Property::Safety, at);
                 }
                 if !self.pending.is_empty() && self.holders.is_empty() {
                     self.exit_with_waiters = Some(at.time);
@@ -162,7 +163,7 @@ impl Checker for MutexChecker {
                     Some(i) => {
                         let first = q[0];
                         q.remove(i);
-                        v.record("fifo", at, || {
+                        v.record(Property::Fifo, at, || {
                             format!(
                                 "id {} granted id {} before id {}, which queued earlier",
                                 w.uids[node as usize], w.uids[who as usize], w.uids[first as usize]
@@ -179,22 +180,22 @@ impl Checker for MutexChecker {
         }
     }
 
-    fn on_crash(&mut self, _w: &World, node: NodeId, at: Stamp, v: &mut Violations) {
+    fn on_crash(&mut self, _w: &World, node: NodeId, at: Moment, v: &mut Violations) {
         if self.holders.remove(&node) && self.holders.len() < 2 {
-            v.close("safety", at);
+            v.close(Property::Safety, at);
         }
         self.pending.remove(&node);
         self.queues.remove(&node);
         self.stamps.remove(&node);
     }
 
-    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+    fn finish(&mut self, w: &World, at: Moment, v: &mut Violations) {
         let waiting: Vec<(NodeId, Time)> =
             self.pending.iter().filter(|&(&n, _)| w.alive(n)).map(|(&n, &(t, _))| (n, t)).collect();
         if let Some(&(oldest_node, oldest)) = waiting.iter().min_by_key(|&&(_, t)| t) {
             let cut_off = v.cut_off();
             if self.entries == 0 || self.last_entry < oldest {
-                v.pending("liveness", at, oldest, || {
+                v.pending(Property::Liveness, at, oldest, || {
                     format!(
                         "{} request(s) wait and nobody entered since id {} asked at {:.3} ms{}",
                         waiting.len(),
@@ -204,7 +205,7 @@ impl Checker for MutexChecker {
                     )
                 });
             }
-            v.pending("no_starvation", at, oldest, || {
+            v.pending(Property::NoStarvation, at, oldest, || {
                 format!(
                     "id {} asked at {:.3} ms and {}",
                     w.uids[oldest_node as usize],
@@ -216,19 +217,16 @@ impl Checker for MutexChecker {
     }
 
     fn report(&self, _w: &World) -> FamilyReport {
-        let mut r = FamilyReport { operations: self.entries, ..FamilyReport::default() };
-        r.outcome.insert("entries".into(), self.entries.into());
-        r.outcome.insert("max_concurrent_holders".into(), (self.max_holders as u64).into());
-        r.outcome.insert("max_overtaken".into(), self.max_overtaken.into());
-        for (key, count) in [
-            ("tokens_regenerated", self.regenerations),
-            ("suspicions", self.suspicions),
-            ("coordinator_takeovers", self.takeovers),
-        ] {
-            if count > 0 {
-                r.outcome.insert(key.into(), count.into());
-            }
-        }
+        let when_any = |count: u64| (count > 0).then_some(count);
+        let outcome = Outcome::Mutex(MutexOutcome {
+            coordinator_takeovers: when_any(self.takeovers),
+            entries: self.entries,
+            max_concurrent_holders: self.max_holders as u64,
+            max_overtaken: self.max_overtaken,
+            suspicions: when_any(self.suspicions),
+            tokens_regenerated: when_any(self.regenerations),
+        });
+        let mut r = FamilyReport { outcome, operations: self.entries, latencies: BTreeMap::new() };
         if let Some(p) = self.response.summary() {
             r.latencies.insert("response_time".into(), p);
         }

@@ -113,6 +113,13 @@ impl Property {
     }
 }
 
+/// Serialised as its name (`"no_starvation"`), as reports and traces spell it.
+impl serde::Serialize for Property {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
 impl fmt::Display for Property {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -18,9 +18,12 @@
 //! (virtual time of the last change of the set or of an assignment) and `super_peer_losses`.
 //! `per_operation` counts rounds, so `messages_mean` is the number of messages per round.
 
+use std::collections::BTreeMap;
+
 use ringleader_core::{Event, NodeId, Time};
 
-use super::{Checker, FamilyReport, Stamp, Violations, World};
+use super::{Checker, FamilyReport, Moment, Property, Violations, World};
+use crate::outcome::{Outcome, SuperPeerOutcome};
 
 /// How many times the mean load a super-peer may serve.
 pub const LOAD_FACTOR: u64 = 4;
@@ -91,11 +94,11 @@ impl SuperPeerChecker {
 }
 
 impl Checker for SuperPeerChecker {
-    fn properties(&self) -> Vec<&'static str> {
-        vec!["coverage", "fraction", "balanced_load"]
+    fn properties(&self) -> Vec<Property> {
+        vec![Property::Coverage, Property::Fraction, Property::BalancedLoad]
     }
 
-    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Stamp, _v: &mut Violations) {
+    fn on_event(&mut self, _w: &World, node: NodeId, event: &Event, at: Moment, _v: &mut Violations) {
         match *event {
             Event::SuperPeer => {
                 self.super_peer[node as usize] = true;
@@ -116,12 +119,12 @@ impl Checker for SuperPeerChecker {
         }
     }
 
-    fn on_crash(&mut self, _w: &World, node: NodeId, _at: Stamp, _v: &mut Violations) {
+    fn on_crash(&mut self, _w: &World, node: NodeId, _at: Moment, _v: &mut Violations) {
         self.super_peer[node as usize] = false;
         self.served_by[node as usize] = None;
     }
 
-    fn finish(&mut self, w: &World, at: Stamp, v: &mut Violations) {
+    fn finish(&mut self, w: &World, at: Moment, v: &mut Violations) {
         let t = self.tally(w);
         let n = self.super_peer.len() as NodeId;
         let uncovered = (0..n).find(|&x| {
@@ -131,7 +134,7 @@ impl Checker for SuperPeerChecker {
                     .is_some_and(|(sp, _)| self.super_peer[sp as usize] && w.alive(sp))
         });
         if let Some(x) = uncovered {
-            v.pending("coverage", at, self.last_change, || match self.served_by[x as usize] {
+            v.pending(Property::Coverage, at, self.last_change, || match self.served_by[x as usize] {
                 None => format!("id {} never learned a super-peer", w.uids[x as usize]),
                 Some((sp, _)) => format!(
                     "id {} is served by id {}, which is not a live super-peer",
@@ -141,7 +144,7 @@ impl Checker for SuperPeerChecker {
         }
         let count = t.super_peers.len() as u32;
         if count < self.target.div_ceil(2) || count > self.target || count == 0 {
-            v.pending("fraction", at, self.last_change, || {
+            v.pending(Property::Fraction, at, self.last_change, || {
                 format!("{count} super-peers, outside [{}, {}]", self.target.div_ceil(2), self.target)
             });
         }
@@ -149,7 +152,7 @@ impl Checker for SuperPeerChecker {
         if let Some(&sp) = t.super_peers.iter().max_by_key(|&&sp| t.load[sp as usize])
             && t.load[sp as usize] > bound
         {
-            v.pending("balanced_load", at, self.last_change, || {
+            v.pending(Property::BalancedLoad, at, self.last_change, || {
                 format!(
                     "super-peer id {} serves {} nodes, more than {LOAD_FACTOR}× the mean ({bound})",
                     w.uids[sp as usize], t.load[sp as usize]
@@ -161,42 +164,41 @@ impl Checker for SuperPeerChecker {
     fn report(&self, w: &World) -> FamilyReport {
         let t = self.tally(w);
         let sps = t.super_peers.len();
-        let mut r = FamilyReport { operations: self.rounds, ..FamilyReport::default() };
-        let o = &mut r.outcome;
-        o.insert("super_peers".into(), sps.into());
-        o.insert("target".into(), self.target.into());
-        o.insert("fraction".into(), (sps as f64 / t.live.max(1) as f64).into());
-        o.insert(
-            "load_max".into(),
-            t.super_peers.iter().map(|&s| t.load[s as usize]).max().unwrap_or(0).into(),
-        );
-        o.insert("load_mean".into(), (t.clients as f64 / sps.max(1) as f64).into());
-        o.insert("distance_max".into(), t.distance_max.into());
-        o.insert("distance_mean".into(), (t.distance_sum as f64 / t.clients.max(1) as f64).into());
-        o.insert("rounds".into(), self.rounds.into());
-        o.insert("converged_ms".into(), (self.last_change as f64 / 1e6).into());
-        o.insert("super_peer_losses".into(), self.losses.into());
-        r
+        let outcome = Outcome::SuperPeers(SuperPeerOutcome {
+            converged_ms: self.last_change as f64 / 1e6,
+            distance_max: t.distance_max,
+            distance_mean: t.distance_sum as f64 / t.clients.max(1) as f64,
+            fraction: sps as f64 / t.live.max(1) as f64,
+            load_max: t.super_peers.iter().map(|&s| t.load[s as usize]).max().unwrap_or(0),
+            load_mean: t.clients as f64 / sps.max(1) as f64,
+            // Measured over the final states by the driver (`Algorithm::final_outcome`).
+            min_spacing: None,
+            rounds: self.rounds,
+            super_peer_losses: self.losses,
+            super_peers: sps as u64,
+            target: self.target,
+        });
+        FamilyReport { outcome, operations: self.rounds, latencies: BTreeMap::new() }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checkers::Status;
+    use crate::checkers::NodeStatus;
     use ringleader_algorithms::LeaderRule;
 
     fn judge(n: usize, events: &[(NodeId, Event)]) -> Vec<&'static str> {
         let uids: Vec<u64> = (1..=n as u64).collect();
-        let status = vec![Status::Up; n];
+        let status = vec![NodeStatus::Up; n];
         let w = World { uids: &uids, status: &status, rule: LeaderRule::Set };
         let mut c = SuperPeerChecker::new(n);
         let mut v = Violations::default();
         for (i, (node, e)) in events.iter().enumerate() {
-            c.on_event(&w, *node, e, Stamp { time: i as u64, step: i as u64 }, &mut v);
+            c.on_event(&w, *node, e, Moment { time: i as u64, step: i as u64 }, &mut v);
         }
-        c.finish(&w, Stamp { time: 99, step: 99 }, &mut v);
-        v.list().iter().map(|x| x.property).collect()
+        c.finish(&w, Moment { time: 99, step: 99 }, &mut v);
+        v.list().iter().map(|x| x.property.name()).collect()
     }
 
     fn served(sp: NodeId, target: u32) -> Event {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ringleader_algorithms::Algorithm;
 use ringleader_core::trace::{RecordKind, TraceRecord};
-use ringleader_core::{Action, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
+use ringleader_core::{Command, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -231,9 +231,9 @@ impl<A: Algorithm> Driver<A> {
             self.out.drain();
             return;
         }
-        let actions: Vec<_> = self.out.drain().collect();
-        for action in actions {
-            self.act(action);
+        let commands: Vec<_> = self.out.drain().collect();
+        for command in commands {
+            self.act(command);
         }
         self.settle_lock();
         let leader = self.process.leader();
@@ -269,10 +269,10 @@ impl<A: Algorithm> Driver<A> {
         }
     }
 
-    fn act(&mut self, action: Action<A::Msg, A::Timer>) {
-        match action {
-            Action::Send { to, msg } => self.send(to, msg),
-            Action::SetTimer { timer, after } => {
+    fn act(&mut self, command: Command<A::Msg, A::Timer>) {
+        match command {
+            Command::Send { to, msg } => self.send(to, msg),
+            Command::SetTimer { timer, after } => {
                 self.generation += 1;
                 let generation = self.generation;
                 self.timers.insert(timer.clone(), generation);
@@ -282,11 +282,11 @@ impl<A: Algorithm> Driver<A> {
                     let _ = tx.send(Input::Timer { timer, generation }).await;
                 });
             }
-            Action::CancelTimer(timer) => {
+            Command::CancelTimer(timer) => {
                 self.timers.remove(&timer);
             }
-            Action::Emit(event) => self.emit(event),
-            Action::AdjustClock(delta) => {
+            Command::Emit(event) => self.emit(event),
+            Command::AdjustClock(delta) => {
                 // Applied as an offset on the wall clock the algorithm reads.
                 self.clock_offset = self.clock_offset.saturating_add(delta);
             }
@@ -395,3 +395,4 @@ impl<A: Algorithm> Driver<A> {
         }
     }
 }
+

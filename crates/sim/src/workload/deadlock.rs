@@ -23,7 +23,7 @@
 //! commits and grants, so a cycle of blocked processes never dissolves by itself: it is a
 //! deadlock.
 //!
-//! How often cycles form is a parameter: each request asks for 1..=`fanout` holders; with
+//! How often cycles form is a parameter: each request asks for 1..=`max_holders` holders; with
 //! probability `cycles` one of them is chosen among the processes that already (transitively)
 //! wait for the requester, closing a cycle; the others, and all of them otherwise, are chosen
 //! among busy processes that do not, so the request adds no cycle (unless every other process
@@ -83,7 +83,7 @@ pub struct DeadlockWorkload {
     hold: Time,
     gap: Time,
     cycles: f64,
-    fanout: u32,
+    max_holders: u32,
     waits: Vec<Vec<NodeId>>,
     phase: Vec<Phase>,
     /// The request to make again after an abort.
@@ -94,16 +94,16 @@ pub struct DeadlockWorkload {
 
 impl DeadlockWorkload {
     /// A workload on `n` processes: `entries` transactions in total, mean hold `hold`, up to
-    /// `fanout` holders per request, probability `cycles` of closing a cycle; `max_delay` is the
+    /// `max_holders` holders per request, probability `cycles` of closing a cycle; `max_delay` is the
     /// network's delay bound.
-    pub fn new(n: u32, entries: u64, hold: Time, fanout: u32, cycles: f64, max_delay: Time) -> Self {
+    pub fn new(n: u32, entries: u64, hold: Time, max_holders: u32, cycles: f64, max_delay: Time) -> Self {
         let n = n as usize;
         DeadlockWorkload {
             budget: entries,
             hold,
             gap: 2 * max_delay + 1,
             cycles,
-            fanout: fanout.max(1),
+            max_holders: max_holders.max(1),
             waits: vec![Vec::new(); n],
             phase: vec![Phase::Thinking; n],
             restart: vec![None; n],
@@ -153,7 +153,7 @@ impl DeadlockWorkload {
         let mut closing: Vec<NodeId> = (0..n).filter(|&x| ancestors[x as usize]).collect();
         let mut safe: Vec<NodeId> =
             (0..n).filter(|&x| x != j && self.busy(x) && !ancestors[x as usize]).collect();
-        let k = rng.random_range(1..=self.fanout) as usize;
+        let k = rng.random_range(1..=self.max_holders) as usize;
         let mut holders = Vec::with_capacity(k);
         if !closing.is_empty() && rng.random_bool(self.cycles) {
             holders.push(closing.swap_remove(rng.random_range(0..closing.len())));

@@ -18,7 +18,7 @@ pub mod mutex;
 
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::{Event, NodeId, Request, Time};
-use ringleader_judge::checkers::Status;
+use ringleader_judge::checkers::NodeStatus;
 
 /// A workload's own timer. `kind` says what it is for, in the workload's terms; `epoch` lets the
 /// workload recognise a timer it made stale since it set it.
@@ -30,9 +30,9 @@ pub struct Tick {
     pub epoch: u64,
 }
 
-/// What a workload wants done at a time.
+/// What a workload schedules for a time: a request to a node, or one of its own timers.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Step {
+pub enum Stimulus {
     /// Deliver an application request to a node.
     Ask(NodeId, Request),
     /// Fire one of the workload's own timers for a node.
@@ -46,8 +46,8 @@ pub struct Cx<'a> {
     /// The run's generator (every random choice of the run comes from it, in order).
     pub rng: &'a mut Xoshiro256PlusPlus,
     /// Every node's status, by position.
-    pub status: &'a [Status],
-    out: &'a mut dyn FnMut(Time, Step),
+    pub status: &'a [NodeStatus],
+    out: &'a mut dyn FnMut(Time, Stimulus),
 }
 
 impl<'a> Cx<'a> {
@@ -56,20 +56,20 @@ impl<'a> Cx<'a> {
     pub fn new(
         now: Time,
         rng: &'a mut Xoshiro256PlusPlus,
-        status: &'a [Status],
-        out: &'a mut dyn FnMut(Time, Step),
+        status: &'a [NodeStatus],
+        out: &'a mut dyn FnMut(Time, Stimulus),
     ) -> Self {
         Cx { now, rng, status, out }
     }
 
     /// Asks `node` for `request` at `at`.
     pub fn ask(&mut self, at: Time, node: NodeId, request: Request) {
-        (self.out)(at, Step::Ask(node, request));
+        (self.out)(at, Stimulus::Ask(node, request));
     }
 
     /// Sets the workload's timer `tick` for `node` at `at`.
     pub fn tick(&mut self, at: Time, node: NodeId, tick: Tick) {
-        (self.out)(at, Step::Tick(node, tick));
+        (self.out)(at, Stimulus::Tick(node, tick));
     }
 }
 

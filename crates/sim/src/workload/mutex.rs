@@ -21,7 +21,7 @@
 use rand_distr::{Distribution, Exp};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::{Event, NodeId, Request, Time};
-use ringleader_judge::checkers::Status;
+use ringleader_judge::checkers::NodeStatus;
 
 use super::{Cx, Tally, Workload};
 use crate::scenario::WorkloadKind;
@@ -82,14 +82,14 @@ impl MutexWorkload {
         Exp::new(1.0 / mean).map(|d| d.sample(rng).round() as Time).unwrap_or(0)
     }
 
-    fn next_sequential(&mut self, now: Time, status: &[Status]) -> Option<Scheduled> {
+    fn next_sequential(&mut self, now: Time, status: &[NodeStatus]) -> Option<Scheduled> {
         if self.issued >= self.entries {
             return None;
         }
         for _ in 0..self.requesters.len() {
             let node = self.requesters[self.next_requester];
             self.next_requester = (self.next_requester + 1) % self.requesters.len();
-            if status[node as usize] != Status::Crashed {
+            if status[node as usize] != NodeStatus::Crashed {
                 self.issued += 1;
                 self.outstanding = Some(node);
                 return Some((now, node, Request::Acquire));
@@ -99,7 +99,7 @@ impl MutexWorkload {
     }
 
     /// The requests made at the start of the run.
-    fn initial(&mut self, rng: &mut Xoshiro256PlusPlus, status: &[Status]) -> Vec<Scheduled> {
+    fn initial(&mut self, rng: &mut Xoshiro256PlusPlus, status: &[NodeStatus]) -> Vec<Scheduled> {
         match self.kind {
             WorkloadKind::Sequential => self.next_sequential(0, status).into_iter().collect(),
             WorkloadKind::Saturated => {

@@ -1,0 +1,296 @@
+//! From a scenario to a run: [`Scenario::resolve`] fills in the defaults and checks every
+//! value (with the ranges of [`crate::input`]), and [`RunConfig::repro`] writes the run back as
+//! the command line that replays it (adding `--plain` when [`crate::stories`] says a story
+//! would otherwise come back).
+
+use std::path::PathBuf;
+
+use ringleader_core::Uid;
+
+use crate::notation::{Latency, format_duration};
+use crate::scenario::{
+    ConfigError, Initiators, RunConfig, Scenario, WorkloadKind, default_duration, default_initiators,
+};
+use crate::topologies::{self, Shape};
+
+impl Scenario {
+    /// Fills in defaults and checks every value.
+    pub fn resolve(self, source: Option<PathBuf>) -> Result<RunConfig, ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        let Some(algorithm) = self.algorithm.clone() else {
+            return bad("no algorithm: give --algo NAME or `algorithm = \"NAME\"` in the scenario (see `ringleader list`)".into());
+        };
+        let Some(info) = ringleader_algorithms::find(&algorithm) else {
+            let names: Vec<_> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
+            return bad(format!("unknown algorithm {algorithm:?}; known: {}", names.join(", ")));
+        };
+        let nodes = self.nodes.unwrap_or(5);
+        let end = self.duration.map(|d| d.0).unwrap_or(default_duration(info.family));
+        crate::input::check(&self, &info, nodes, end)?;
+        let check_uid = |u: Uid, what: &str| -> Result<(), ConfigError> {
+            if u == 0 || u > nodes as Uid {
+                Err(ConfigError::Invalid(format!("{what}: node id {u} does not exist (ids are 1..{nodes})")))
+            } else {
+                Ok(())
+            }
+        };
+        let initiators = self.initiators.unwrap_or(default_initiators(info.family));
+        if let Initiators::Ids(ids) = &initiators {
+            for &u in ids {
+                check_uid(u, "--initiators")?;
+            }
+        }
+        for a in self.faults.crash.iter() {
+            check_uid(a.uid, &format!("--crash {a}"))?;
+        }
+        for a in self.faults.recover.iter() {
+            check_uid(a.uid, &format!("--recover {a}"))?;
+        }
+        for p in self.faults.pause.iter() {
+            check_uid(p.uid, &format!("--pause {p}"))?;
+        }
+        for p in self.faults.partition.iter() {
+            for &u in p.left.iter().chain(&p.right) {
+                check_uid(u, &format!("--partition {p}"))?;
+            }
+        }
+        let prob = |v: Option<f64>, what: &str| -> Result<f64, ConfigError> {
+            match v {
+                None => Ok(0.0),
+                Some(p) if (0.0..=1.0).contains(&p) => Ok(p),
+                Some(p) => {
+                    Err(ConfigError::Invalid(format!("{what} {p}: a probability must be between 0 and 1")))
+                }
+            }
+        };
+        let loss = prob(self.network.loss, "--loss")?;
+        let dup = prob(self.network.dup, "--dup")?;
+        let latency = self.network.latency.unwrap_or_default();
+        let max_delay = self.network.max_delay.map(|d| d.0).unwrap_or_else(|| latency.bound());
+        let workload_kind = match (self.workload.kind, info.family) {
+            (Some(k), _) => Some(k),
+            (None, ringleader_algorithms::Family::Mutex) => Some(WorkloadKind::Sequential),
+            (None, ringleader_algorithms::Family::Clock) => Some(WorkloadKind::Messages),
+            (None, _) => None,
+        };
+        let rate = self.workload.rate.unwrap_or(10.0);
+        if !(rate.is_finite() && rate > 0.0) {
+            return bad(format!("--rate {rate}: requests per second must be a positive number"));
+        }
+        let requesters = match self.workload.requesters {
+            None | Some(Initiators::All) => None,
+            Some(Initiators::Ids(ids)) => {
+                for &u in &ids {
+                    check_uid(u, "--requesters")?;
+                }
+                Some(ids)
+            }
+            Some(other) => return bad(format!("--requesters {other}: give ids like 2,3,4 (or all)")),
+        };
+        let cycles = self.workload.cycles.unwrap_or(0.3);
+        if !(0.0..=1.0).contains(&cycles) {
+            return bad(format!("--cycles {cycles}: a probability must be between 0 and 1"));
+        }
+        let holders = self.workload.holders.unwrap_or(2);
+        if holders == 0 {
+            return bad("--holders 0: a request waits for at least one holder".into());
+        }
+        let fanout = self.workload.fanout.unwrap_or(1);
+        if fanout == 0 || fanout >= nodes.max(2) {
+            return bad(format!(
+                "--fanout {fanout}: each send goes to 1..{} other nodes",
+                nodes.saturating_sub(1).max(1)
+            ));
+        }
+        for v in &self.expect.violations {
+            if v.parse::<ringleader_judge::checkers::Property>().is_err() {
+                return bad(format!(
+                    "expected violation {v:?} is not a property; known: {}",
+                    ringleader_judge::checkers::ALL_PROPERTIES.join(", ")
+                ));
+            }
+        }
+        let graph = match self.graph {
+            None => None,
+            Some(spec) => Some(spec.load(nodes).map_err(ConfigError::Invalid)?),
+        };
+        topologies::check(info.topology, &algorithm, nodes, graph.as_ref(), self.edges)
+            .map_err(ConfigError::Invalid)?;
+        // The algorithm's own default shape is no choice: the report and repro line omit it.
+        let graph = graph.filter(|g| Shape::default_for(info.topology).as_ref() != Some(g));
+        let params = self
+            .params
+            .into_iter()
+            .map(|(k, v)| {
+                let s = match v {
+                    toml::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                (k, s)
+            })
+            .collect();
+        Ok(RunConfig {
+            name: self.name,
+            description: self.description,
+            algorithm,
+            nodes,
+            seed: self.seed.unwrap_or(1),
+            ids: self.ids.unwrap_or_default(),
+            initiators,
+            duration: end,
+            edges: self.edges,
+            graph,
+            params,
+            latency,
+            loss,
+            dup,
+            fifo: self.network.fifo.unwrap_or(false),
+            max_delay,
+            max_delay_given: self.network.max_delay.is_some(),
+            crash: self.faults.crash,
+            recover: self.faults.recover,
+            pause: self.faults.pause,
+            partition: self.faults.partition,
+            workload: workload_kind,
+            entries: self.workload.entries.unwrap_or(10),
+            hold: self.workload.hold.map(|d| d.0).unwrap_or(1_000_000),
+            rate,
+            requesters,
+            cycles,
+            fanout,
+            holders,
+            clock_offset: self.clocks.offset.map(|d| d.0).unwrap_or(0),
+            clock_drift_ppm: self.clocks.drift_ppm.unwrap_or(0),
+            clock_slew_ppm: self.clocks.slew_ppm.unwrap_or(crate::clock::SLEW_PPM),
+            clock_step_forward: self.clocks.step_forward.unwrap_or(false),
+            expect: self.expect.violations.into_iter().collect(),
+            source,
+        })
+    }
+}
+
+impl RunConfig {
+    /// A configuration with every default, for `algorithm` on `nodes` nodes.
+    pub fn new(algorithm: &str, nodes: u32) -> Result<RunConfig, ConfigError> {
+        Scenario { algorithm: Some(algorithm.into()), nodes: Some(nodes), ..Scenario::default() }
+            .resolve(None)
+    }
+
+    /// The command line that reproduces this run exactly, without the scenario file.
+    pub fn repro(&self) -> String {
+        let mut s = format!(
+            "ringleader sim --algo {} --nodes {} --seed {} --ids {}",
+            self.algorithm,
+            self.nodes,
+            self.seed,
+            self.ids.name()
+        );
+        let family = ringleader_algorithms::find(&self.algorithm).map(|i| i.family);
+        // Every choice that differs from the default is written, `--initiators none` included.
+        if let Some(f) = family
+            && self.initiators != default_initiators(f)
+        {
+            s += &format!(" --initiators {}", shell_word(&self.initiators.to_string()));
+        }
+        for a in &self.crash {
+            s += &format!(" --crash {a}");
+        }
+        for a in &self.recover {
+            s += &format!(" --recover {a}");
+        }
+        for p in &self.pause {
+            s += &format!(" --pause {p}");
+        }
+        for p in &self.partition {
+            s += &format!(" --partition '{p}'");
+        }
+        if self.latency != Latency::default() {
+            s += &format!(" --latency {}", self.latency);
+        }
+        if self.loss > 0.0 {
+            s += &format!(" --loss {}", self.loss);
+        }
+        if self.dup > 0.0 {
+            s += &format!(" --dup {}", self.dup);
+        }
+        if self.fifo {
+            s += " --fifo";
+        }
+        if self.max_delay_given {
+            s += &format!(" --max-delay {}", format_duration(self.max_delay));
+        }
+        if family.is_none_or(|f| self.duration != default_duration(f)) {
+            s += &format!(" --duration {}", format_duration(self.duration));
+        }
+        if let Some(g) = &self.graph {
+            s += &format!(" --graph {}", shell_word(&g.to_string()));
+        }
+        if let Some(e) = self.edges {
+            s += &format!(" --edges {e}");
+        }
+        if let Some(w) = self.workload {
+            s += &format!(" --workload {} --entries {}", w.name(), self.entries);
+            // The messages workload holds nothing.
+            if w != WorkloadKind::Messages {
+                s += &format!(" --hold {}", format_duration(self.hold));
+            }
+            if matches!(w, WorkloadKind::Poisson | WorkloadKind::Messages) {
+                s += &format!(" --rate {}", self.rate);
+            }
+            if w == WorkloadKind::Messages && self.fanout != 1 {
+                s += &format!(" --fanout {}", self.fanout);
+            }
+            if let Some(r) = &self.requesters {
+                s += &format!(" --requesters {}", Initiators::Ids(r.clone()));
+            }
+        }
+        if self.workload.is_none()
+            && ringleader_algorithms::find(&self.algorithm)
+                .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock)
+        {
+            s += &format!(" --entries {} --hold {}", self.entries, format_duration(self.hold));
+        }
+        if self.cycles != 0.3 {
+            s += &format!(" --cycles {}", self.cycles);
+        }
+        // The deadlock workload's holders per request (default 2); no other run reads them.
+        let deadlock = ringleader_algorithms::find(&self.algorithm)
+            .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock);
+        if deadlock && self.holders != 2 {
+            s += &format!(" --holders {}", self.holders);
+        }
+        if self.clock_offset > 0 {
+            s += &format!(" --clock-offset {}", format_duration(self.clock_offset));
+        }
+        if self.clock_drift_ppm > 0 {
+            s += &format!(" --drift-ppm {}", self.clock_drift_ppm);
+        }
+        if self.clock_slew_ppm != crate::clock::SLEW_PPM {
+            s += &format!(" --slew-ppm {}", self.clock_slew_ppm);
+        }
+        if self.clock_step_forward {
+            s += " --step-forward";
+        }
+        for (k, v) in &self.params {
+            s += &format!(" --param {}", shell_word(&format!("{k}={v}")));
+        }
+        for v in &self.expect {
+            s += &format!(" --expect {}", shell_word(v));
+        }
+        // A run without its algorithm's default story (a scenario file, or flags that set a
+        // story's setting back to the generic value) must not get it back on replay.
+        if crate::stories::needs_plain(self, &s) {
+            s += " --plain";
+        }
+        s
+    }
+}
+
+/// `word`, single-quoted when a shell would split or expand it.
+fn shell_word(word: &str) -> String {
+    if word.chars().all(|c| c.is_ascii_alphanumeric() || "-_.,:/=+@%".contains(c)) {
+        word.into()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
