@@ -355,7 +355,13 @@ fn plots_for_the_docs() {
     for (name, id, args) in [
         ("clock-skew-cristian.svg", "plot-skew", vec![scenario("cristian-twenty-drifting-clocks.toml")]),
         ("clock-skew-berkeley.svg", "plot-skew", vec![scenario("berkeley-twenty-drifting-clocks.toml")]),
-        ("mutex-latency-central.svg", "plot-latency", vec![scenario("central-three-participants.toml")]),
+        (
+            "mutex-latency-ricart-agrawala.svg",
+            "plot-latency",
+            ["--algo", "ricart-agrawala", "--nodes", "9", "--workload", "saturated", "--entries", "90"]
+                .map(String::from)
+                .to_vec(),
+        ),
     ] {
         let file = dir.join(name.replace(".svg", ".html"));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -278,7 +278,11 @@ mod tests {
         {
             assert!(page.contains(text), "{text}");
         }
-        assert!(!page.contains("sync_delay"), "a latency without samples is not plotted");
+        let plots = &page[page.find("<section id=\"plots\">").unwrap()..page.find("</section>").unwrap()];
+        assert!(
+            plots.contains("response_time") && !plots.contains("sync_delay"),
+            "a latency without samples is not plotted"
+        );
         assert_eq!(page.matches("<svg").count(), 2);
 
         // Latencies without samples and an empty timeline: no plot at all.
