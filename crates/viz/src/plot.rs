@@ -147,6 +147,50 @@ pub fn latency_quantiles(distributions: &[Quantiles]) -> Plot {
     }
 }
 
+/// The corner of the plot area the legend covers the fewest points of (the series' points and
+/// points along their lines), upper left when several cover equally few.
+fn legend_corner(plot: &Plot, (x0, x1): (f64, f64), (y0, y1): (f64, f64)) -> SeriesLabelPosition {
+    let frac = |v: f64, lo: f64, hi: f64, log: bool| {
+        if log { (v.ln() - lo.ln()) / (hi.ln() - lo.ln()) } else { (v - lo) / (hi - lo) }
+    };
+    let mut samples = Vec::new();
+    for s in &plot.series {
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .filter(|(x, y)| (!plot.log_x || *x > 0.0) && (!plot.log_y || *y > 0.0))
+            .map(|&(x, y)| (frac(x, x0, x1, plot.log_x), frac(y, y0, y1, plot.log_y)))
+            .collect();
+        samples.extend(pts.iter().copied());
+        for w in pts.windows(2) {
+            samples.extend((1..8).map(|k| {
+                let t = f64::from(k) / 8.0;
+                (w[0].0 + (w[1].0 - w[0].0) * t, w[0].1 + (w[1].1 - w[0].1) * t)
+            }));
+        }
+    }
+    // The legend's box: about 45 % of the width and 30 % of the height from its corner.
+    let covered = |left: bool, upper: bool| {
+        samples
+            .iter()
+            .filter(|(fx, fy)| {
+                (if left { *fx <= 0.45 } else { *fx >= 0.55 })
+                    && (if upper { *fy >= 0.7 } else { *fy <= 0.3 })
+            })
+            .count()
+    };
+    [
+        (covered(true, true), SeriesLabelPosition::UpperLeft),
+        (covered(false, true), SeriesLabelPosition::UpperRight),
+        (covered(false, false), SeriesLabelPosition::LowerRight),
+        (covered(true, false), SeriesLabelPosition::LowerLeft),
+    ]
+    .into_iter()
+    .min_by_key(|(n, _)| *n)
+    .map_or(SeriesLabelPosition::UpperLeft, |(_, p)| p)
+}
+
 /// Draws `plot` as an SVG document of `width` × `height` pixels.
 pub fn svg(plot: &Plot, width: u32, height: u32) -> Result<String, PlotError> {
     REGISTER.call_once(|| {
@@ -158,6 +202,7 @@ pub fn svg(plot: &Plot, width: u32, height: u32) -> Result<String, PlotError> {
     let (Some((x0, x1)), Some((y0, y1))) = (xs, ys) else {
         return Err(PlotError::Empty(plot.title.clone()));
     };
+    let corner = legend_corner(plot, (x0, x1), (y0, y1));
     let draw_err =
         |e: &dyn std::fmt::Display| PlotError::Draw { title: plot.title.clone(), message: e.to_string() };
     let mut out = String::new();
@@ -218,7 +263,7 @@ pub fn svg(plot: &Plot, width: u32, height: u32) -> Result<String, PlotError> {
                     .background_style(WHITE.mix(0.85))
                     .border_style(BLACK)
                     .label_font(("sans-serif", 12))
-                    .position(SeriesLabelPosition::UpperLeft)
+                    .position(corner.clone())
                     .draw()
                     .map_err(|e| draw_err(&e))?;
             }};
@@ -296,6 +341,14 @@ mod tests {
         assert!(s.contains("response_time (40 samples)"), "{s}");
         assert_eq!(s.matches("<circle").count(), 5, "one marker per quantile");
         assert!(matches!(svg(&latency_quantiles(&[q("x", 0)]), 640, 400), Err(PlotError::Empty(_))));
+    }
+
+    #[test]
+    fn the_legend_goes_where_the_lines_are_not() {
+        let rising = plot(false);
+        assert_eq!(legend_corner(&rising, (0.0, 17.0), (0.0, 140.0)), SeriesLabelPosition::UpperLeft);
+        let falling = skew_timeline(&[(1.0, 18.0), (2.0, 7.0), (3.0, 0.4), (10.0, 0.3), (20.0, 0.3)]);
+        assert_eq!(legend_corner(&falling, (0.0, 21.0), (0.0, 19.0)), SeriesLabelPosition::UpperRight);
     }
 
     #[test]
