@@ -6,8 +6,10 @@
 //! answers with the run's report, its trace, its repro line and the self-contained viewer page
 //! of `sim --html`, which the playground shows in a frame. Bad input is answered with the line
 //! the CLI would print, so the page and the terminal say the same words. Clicking a lifeline in
-//! the viewer adds a crash, pause or recovery of that node at that moment; a second algorithm
-//! can run on the same fault plan beside the first.
+//! the viewer adds a crash, pause or recovery of that node at that moment; dragging from one
+//! lifeline to another and a later moment adds a partition (`--partition`) of the nodes dragged
+//! over from the rest over that span; a second algorithm can run on the same fault plan beside
+//! the first.
 //!
 //! Runs are the simulator's: deterministic, bounded by the CLI's ranges, and executed on a
 //! blocking thread so that the server keeps answering. The playground caps N at

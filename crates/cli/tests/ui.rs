@@ -1,7 +1,8 @@
 //! `ringleader ui` in a real browser: the playground lists every algorithm, runs one, takes a
 //! crash from a click on a lifeline, runs again and shows the crash mark and the changed
-//! verdict; bad input shows the CLI's words. Over plain HTTP, every algorithm of `ringleader
-//! list` runs with its defaults.
+//! verdict; a band dragged with the mouse across lifelines becomes a partition of the next run;
+//! bad input shows the CLI's words. Over plain HTTP, every algorithm of `ringleader list` runs
+//! with its defaults.
 //!
 //! Waits are bounded polls on flags the page sets (`data-algorithms`, `data-runs`), never fixed
 //! sleeps.
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 mod browser;
 use browser::Page;
+use headless_chrome::protocol::cdp::Input;
 
 /// A playground server on a free port; killed when dropped.
 struct Server {
@@ -106,6 +108,110 @@ fn a_click_on_a_lifeline_crashes_the_node_and_the_verdict_changes() {
     // The browser logs the 400 answers themselves (one per algorithm compared), nothing else.
     let logged = std::mem::take(&mut *page.errors.lock().unwrap());
     assert!(logged.iter().all(|e| e.contains("status of 400") && e.contains("/run")), "{logged:?}");
+}
+
+/// One mouse event of the left button at `(x, y)` (the page's client coordinates), sent as the
+/// DevTools protocol's input, so the browser makes the DOM events itself (and the click that
+/// follows a press and release).
+fn mouse(page: &Page, kind: Input::DispatchMouseEventTypeOption, (x, y): (f64, f64)) {
+    let pressed = !matches!(kind, Input::DispatchMouseEventTypeOption::MouseReleased);
+    page.tab
+        .call_method(Input::DispatchMouseEvent {
+            Type: kind,
+            x,
+            y,
+            modifiers: None,
+            timestamp: None,
+            button: Some(Input::MouseButton::Left),
+            buttons: Some(if pressed { 1 } else { 0 }),
+            click_count: Some(1),
+            force: None,
+            tangential_pressure: None,
+            tilt_x: None,
+            tilt_y: None,
+            twist: None,
+            delta_x: None,
+            delta_y: None,
+            pointer_Type: None,
+        })
+        .expect("the browser takes the mouse event");
+}
+
+#[test]
+fn dragging_a_band_across_lifelines_adds_a_partition() {
+    use Input::DispatchMouseEventTypeOption::{MouseMoved, MousePressed, MouseReleased};
+    let server = Server::start();
+    let page = Page::new();
+    page.visit(&server.url);
+    let limit = Duration::from_secs(60);
+    page.wait_for("document.body.getAttribute('data-algorithms') !== null", limit, "the algorithm list");
+    page.eval("(document.getElementById('algo').value = 'central', document.getElementById('nodes').value = '3', 0)");
+    page.click("#run");
+    page.wait_for("document.body.getAttribute('data-runs') === '1'", limit, "the first run");
+    let frame = "document.querySelector('.run iframe').contentWindow";
+    page.wait_for(&format!("!!{frame}.ringleaderViewer"), limit, "the viewer in its frame");
+    assert_eq!(
+        page.eval(&format!("{frame}.document.querySelectorAll('.partition-band').length")),
+        serde_json::json!(0)
+    );
+
+    // Where a lifeline's row is in the playground's own coordinates: the frame's offset plus the
+    // point inside the frame.
+    let point = |col: u32, row: u32| -> (f64, f64) {
+        let p = page.eval(&format!(
+            "(function () {{ var f = document.querySelector('.run iframe').getBoundingClientRect();              var p = {frame}.ringleaderViewer.point({col}, {row}); return [f.left + p.x, f.top + p.y]; }})()"
+        ));
+        let (x, y) = (p[0].as_f64().unwrap(), p[1].as_f64().unwrap());
+        let height = page.eval("window.innerHeight").as_f64().unwrap();
+        assert!(y > 0.0 && y < height, "row {row} is on screen: {y} of {height}");
+        (x, y)
+    };
+    let rows = page.eval(&format!("{frame}.ringleaderViewer.rows")).as_u64().unwrap();
+    assert!(rows > 6, "the run has rows to drag over: {rows}");
+    // Press on P1's lifeline (uid 2) at row 1, drag to P2's (uid 3) at row 6, release: nodes 2
+    // and 3 cut off from the coordinator (uid 1) from row 1's time to row 6's.
+    let (start, middle, end) = (point(1, 1), point(2, 3), point(2, 6));
+    mouse(&page, MouseMoved, start);
+    mouse(&page, MousePressed, start);
+    mouse(&page, MouseMoved, middle);
+    assert_eq!(
+        page.eval(&format!("{frame}.document.querySelectorAll('#drag-band').length")),
+        serde_json::json!(1),
+        "the band is drawn while dragging"
+    );
+    mouse(&page, MouseMoved, end);
+    mouse(&page, MouseReleased, end);
+    page.wait_for("document.body.getAttribute('data-runs') === '2'", limit, "the run with the partition");
+
+    // One fault, in the partition field's own notation; the click that ended the drag added no
+    // crash.
+    assert_eq!(page.count("#faults .fault"), 1, "{}", page.text("#faults"));
+    let fault = page.text("#faults .fault");
+    let value = fault
+        .strip_prefix("partition ")
+        .and_then(|f| f.strip_suffix('×'))
+        .unwrap_or_else(|| panic!("{fault}"));
+    assert!(value.starts_with("2,3|1@") && value.contains("ms.."), "{value}");
+    // The run carries it: the repro line has the flag, the trace the cut, the diagram the band.
+    let repro = page.text(".run .repro");
+    assert!(repro.contains("--partition"), "{repro}");
+    page.wait_for(&format!("!!{frame}.ringleaderViewer"), limit, "the second viewer");
+    let cut = page.eval(&format!(
+        "Array.prototype.map.call({frame}.document.querySelectorAll('.partition-label'), function (t) {{ return t.textContent; }})"
+    ));
+    assert!(cut.to_string().contains("2,3|1@"), "the band is labelled with the cut: {cut}");
+    assert!(
+        page.eval(&format!("{frame}.document.querySelectorAll('.partition-band:not(.drag-band)').length"))
+            .as_u64()
+            .unwrap()
+            >= 1,
+        "the partition band is drawn"
+    );
+
+    // It is removed like any fault: × and the chip is gone.
+    page.click("#faults .fault button");
+    assert_eq!(page.count("#faults .fault"), 0);
+    page.assert_no_errors("the drag");
 }
 
 #[test]

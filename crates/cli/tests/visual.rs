@@ -291,6 +291,88 @@ fn render_time_of_ten_thousand_events() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The SVG plot `<figure id=ID>` of a saved page holds, if any.
+fn plot_svg(page_html: &str, id: &str) -> Option<String> {
+    let at = page_html.find(&format!("<figure class=\"plot\" id=\"{id}\">"))?;
+    let start = at + page_html[at..].find("<svg")?;
+    let end = start + page_html[start..].find("</svg>")? + "</svg>".len();
+    Some(page_html[start..end].to_string())
+}
+
+#[test]
+fn a_clock_run_plots_its_skew_a_mutex_run_its_latencies_and_other_runs_no_plot() {
+    let dir = out_dir("plots");
+    let page = Page::new();
+
+    let clock = dir.join("cristian.html");
+    let report = sim_html(&[&scenario("cristian-twenty-drifting-clocks.toml")], &clock);
+    let timeline = report["outcome"]["skew_timeline"].as_array().expect("a skew timeline");
+    assert!(timeline.len() > 1, "{report}");
+    page.open(&clock);
+    assert_eq!(page.count("#plot-skew svg"), 1, "the skew plot is on the page");
+    assert!(page.text("#plot-skew").contains("clock skew over time"));
+    // One marker per slice of the timeline.
+    assert_eq!(page.count("#plot-skew svg circle"), timeline.len() as u64);
+    assert!(
+        page.eval("document.querySelector('#plot-skew svg').getBoundingClientRect().height")
+            .as_f64()
+            .unwrap()
+            > 100.0,
+        "the plot is laid out"
+    );
+
+    let mutex = dir.join("central.html");
+    let report = sim_html(&[&scenario("central-three-participants.toml")], &mutex);
+    let response = &report["latency"]["response_time"];
+    assert!(response["count"].as_u64().unwrap() > 0, "{report}");
+    page.open(&mutex);
+    assert_eq!(page.count("#plot-latency svg"), 1, "the latency plot is on the page");
+    assert!(page.text("#plot-latency").contains("response_time ("), "{}", page.text("#plot-latency"));
+    assert_eq!(page.count("#plot-skew"), 0, "a mutex run has no skew timeline");
+
+    // A logical clock measures neither: no plot section at all.
+    let logical = dir.join("vector-clock.html");
+    let report = sim_html(&["--algo", "vector-clock"], &logical);
+    assert!(
+        report["outcome"]["skew_timeline"].is_null() && report["latency"].as_object().unwrap().is_empty(),
+        "{report}"
+    );
+    page.open(&logical);
+    assert_eq!(page.count("#plots"), 0);
+    assert_eq!(page.count("figure.plot"), 0);
+    page.assert_no_errors("plots");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The plots in docs/CLOCKS.md and docs/MUTEX.md, cut from the pages of the runs their
+/// captions name. Run by name to refresh them:
+/// `cargo test --workspace --test visual -- --ignored plots_for_the_docs`.
+#[test]
+#[ignore = "writes docs/img; run it by name"]
+fn plots_for_the_docs() {
+    let dir = out_dir("doc-plots");
+    let img = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/img");
+    for (name, id, args) in [
+        ("clock-skew-cristian.svg", "plot-skew", vec![scenario("cristian-twenty-drifting-clocks.toml")]),
+        ("clock-skew-berkeley.svg", "plot-skew", vec![scenario("berkeley-twenty-drifting-clocks.toml")]),
+        (
+            "mutex-latency-ricart-agrawala.svg",
+            "plot-latency",
+            ["--algo", "ricart-agrawala", "--nodes", "9", "--workload", "saturated", "--entries", "90"]
+                .map(String::from)
+                .to_vec(),
+        ),
+    ] {
+        let file = dir.join(name.replace(".svg", ".html"));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        sim_html(&args, &file);
+        let svg = plot_svg(&std::fs::read_to_string(&file).unwrap(), id)
+            .unwrap_or_else(|| panic!("{name}: no {id}"));
+        std::fs::write(img.join(name), svg + "\n").unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Screenshots of one run per family for the README and docs/VISUAL.md: the default story of an
 /// algorithm of each family, its page at the first violation or at the last step. Run by name
 /// to refresh `docs/img/family-*.png`:

@@ -503,7 +503,60 @@
     else if (e.key === "End") bLast.click();
     else if (e.key === " ") { e.preventDefault(); bPlay.click(); }
   });
+  // Where a mouse event is on the diagram: drawing coordinates, row and column.
+  function cell(e) {
+    var box = svg.getBoundingClientRect();
+    var yy = e.clientY - box.top + (parseFloat(svg.style.top) || 0);
+    var xx = e.clientX - box.left + (parseFloat(svg.style.left) || 0);
+    return { xx: xx, yy: yy, row: Math.floor((yy - TOP) / ROW_H), col: Math.floor((xx - LEFT) / COL_W) };
+  }
+  function onLifeline(c) { return c.row >= 0 && c.row <= lastRow && c.col >= 0 && c.col < n && Math.abs(c.xx - x(c.col)) <= 12; }
+  var inPlayground = window.parent !== window;
+  // Inside the playground, pressing on a lifeline and dragging to another lifeline and another
+  // row asks for a partition: the lifelines dragged over (those between the two, both included)
+  // cut off from the rest, from the earlier row's time to the later one's. The band is drawn
+  // while dragging; a press released on its own lifeline is an ordinary click.
+  var drag = null, dragged = false;
+  function dragSpan(c) {
+    var col = Math.max(0, Math.min(n - 1, c.col)), row = Math.max(0, Math.min(lastRow, c.row));
+    return { c0: Math.min(col, drag.col), c1: Math.max(col, drag.col), r0: Math.min(row, drag.row), r1: Math.max(row, drag.row) };
+  }
+  svg.addEventListener("mousedown", function (e) {
+    dragged = false;
+    if (!inPlayground || e.button !== 0) return;
+    var t = e.target, c = cell(e);
+    if ((t.closest && t.closest("[data-msg]")) || !onLifeline(c)) return;
+    e.preventDefault();
+    drag = { col: c.col, row: c.row, band: null };
+  });
+  window.addEventListener("mousemove", function (e) {
+    if (!drag) return;
+    var sp = dragSpan(cell(e));
+    if (sp.c0 === sp.c1) { if (drag.band) { drag.band.remove(); drag.band = null; } return; }
+    if (!drag.band) drag.band = sv("rect", { id: "drag-band", class: "partition-band drag-band" }, layer);
+    drag.band.setAttribute("x", x(sp.c0) - COL_W / 2 + 4);
+    drag.band.setAttribute("width", (sp.c1 - sp.c0 + 1) * COL_W - 8);
+    drag.band.setAttribute("y", y(sp.r0));
+    drag.band.setAttribute("height", Math.max(4, y(sp.r1) - y(sp.r0)));
+  });
+  window.addEventListener("mouseup", function (e) {
+    if (!drag) return;
+    var sp = dragSpan(cell(e));
+    if (drag.band) drag.band.remove();
+    drag = null;
+    if (sp.c0 === sp.c1) return;
+    dragged = true;
+    var cut = [], rest = [];
+    for (var i = 0; i < n; i++) (i >= sp.c0 && i <= sp.c1 ? cut : rest).push(uids[i]);
+    if (!rest.length) return;
+    var from = rows[sp.r0].time, to = rows[sp.r1].time;
+    // Rows of one instant: the cut lasts at least a millisecond.
+    if (to <= from) to = from + 1e6;
+    window.parent.postMessage({ ringleader: "partition", cut: cut, rest: rest, from_ns: from, to_ns: to }, "*");
+  });
   svg.addEventListener("click", function (e) {
+    // The click that ends a drag is not a click on a lifeline.
+    if (dragged) { dragged = false; return; }
     var t = e.target, hit = t.closest ? t.closest("[data-msg]") : null;
     if (hit) {
       selected = +hit.getAttribute("data-msg");
@@ -512,15 +565,11 @@
       hit.classList.add("selected");
       return;
     }
-    var box = svg.getBoundingClientRect();
-    var yy = e.clientY - box.top + (parseFloat(svg.style.top) || 0);
-    var xx = e.clientX - box.left + (parseFloat(svg.style.left) || 0);
-    var row = Math.floor((yy - TOP) / ROW_H), col = Math.floor((xx - LEFT) / COL_W);
+    var c = cell(e), row = c.row;
     // Inside the playground (`ringleader ui`), a click near a lifeline asks for a fault of that
     // node at that row's time.
-    if (window.parent !== window && row >= 0 && row <= lastRow && col >= 0 && col < n
-        && Math.abs(xx - x(col)) <= 12) {
-      window.parent.postMessage({ ringleader: "lifeline", uid: uids[col], time_ns: rows[row].time }, "*");
+    if (inPlayground && onLifeline(c)) {
+      window.parent.postMessage({ ringleader: "lifeline", uid: uids[c.col], time_ns: rows[row].time }, "*");
     }
     if (row >= 0 && row <= lastRow) {
       stop();

@@ -5,10 +5,16 @@
 //! viewer's script and style sheet inline (`assets/viewer.js`, `assets/viewer.css`). Nothing
 //! is fetched: the file opens from disk, offline, and can be mailed or attached to an issue.
 //!
+//! Below the viewer the page shows SVG plots of what the report measured over the run, drawn by
+//! [`crate::plot`] when the report carries the data: a physical clock's skew over time
+//! (`outcome.skew_timeline`), and the latency distributions (`latency`: each one's quantiles).
+//! A run without such data has no plot section.
+//!
 //! Large runs: the page embeds at most [`MAX_RECORDS`] records (it says how many it left out),
 //! and the viewer draws only the rows that are scrolled into view once a run has more than a
 //! few thousand rows.
 
+use crate::plot;
 use ringleader_core::Uid;
 use ringleader_core::trace::TraceRecord;
 use serde::Serialize;
@@ -90,6 +96,74 @@ fn embed_json(value: &impl Serialize) -> String {
     s
 }
 
+/// One plot of the page: its element id, its caption and the SVG.
+struct Figure {
+    id: &'static str,
+    caption: String,
+    svg: String,
+}
+
+/// The plots of what `report` measured: the skew timeline and the latency quantiles, each only
+/// when the report has it (and it has something to draw).
+fn figures(report: &serde_json::Value) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let skew: Vec<(f64, f64)> = report["outcome"]["skew_timeline"]
+        .as_array()
+        .map(|points| {
+            points.iter().filter_map(|p| Some((p.get(0)?.as_f64()?, p.get(1)?.as_f64()?))).collect()
+        })
+        .unwrap_or_default();
+    if !skew.is_empty()
+        && let Ok(svg) = plot::svg(&plot::skew_timeline(&skew), 640, 360)
+    {
+        out.push(Figure {
+            id: "plot-skew",
+            caption: "The largest difference between two live clocks in each of up to 20 equal \
+                      slices of the run (the clock checker's skew_timeline)."
+                .into(),
+            svg,
+        });
+    }
+    let quantiles: Vec<plot::Quantiles> = report["latency"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(name, q)| {
+                    Some(plot::Quantiles {
+                        name: name.clone(),
+                        count: q["count"].as_u64()?,
+                        min: q["min"].as_f64()?,
+                        p50: q["p50"].as_f64()?,
+                        p90: q["p90"].as_f64()?,
+                        p99: q["p99"].as_f64()?,
+                        max: q["max"].as_f64()?,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Ok(svg) = plot::svg(&plot::latency_quantiles(&quantiles), 640, 360) {
+        let means: Vec<String> = report["latency"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, q)| q["count"].as_u64().unwrap_or(0) > 0)
+            .filter_map(|(name, q)| Some(format!("{name} mean {:.3} ms", q["mean"].as_f64()?)))
+            .collect();
+        out.push(Figure {
+            id: "plot-latency",
+            caption: format!(
+                "The report keeps each latency's quantiles, not its samples: the markers are the \
+                 minimum, median, 90th and 99th percentiles and the maximum; the lines only join \
+                 them. {}.",
+                means.join("; ")
+            ),
+            svg,
+        });
+    }
+    out
+}
+
 /// The HTML page of `run`.
 pub fn html(run: &RunView) -> String {
     let kept = &run.records[..run.records.len().min(MAX_RECORDS)];
@@ -117,6 +191,16 @@ pub fn html(run: &RunView) -> String {
         "<noscript>This page draws the run with JavaScript; the run itself is the JSON below.</noscript>\n",
     );
     page.push_str("<div id=\"app\"></div>\n");
+    let figures = figures(&run.report);
+    if !figures.is_empty() {
+        page.push_str("<section id=\"plots\">\n<h2>Measured over the run</h2>\n");
+        for f in &figures {
+            page.push_str(&format!("<figure class=\"plot\" id=\"{}\">\n", f.id));
+            page.push_str(&f.svg);
+            page.push_str(&format!("\n<figcaption>{}</figcaption>\n</figure>\n", escape(&f.caption)));
+        }
+        page.push_str("</section>\n");
+    }
     page.push_str("<script type=\"application/json\" id=\"run-data\">");
     page.push_str(&embed_json(&data));
     page.push_str("</script>\n<script>\n");
@@ -173,6 +257,41 @@ mod tests {
         for fetch in ["src=\"http", "href=\"http", "fetch(", "XMLHttpRequest", "import("] {
             assert!(!page.contains(fetch), "nothing is fetched: {fetch}");
         }
+    }
+
+    #[test]
+    fn the_page_plots_the_skew_timeline_and_latencies_only_when_the_report_has_them() {
+        let mut v = view(&[], &[1, 2]);
+        let page = html(&v);
+        assert!(!page.contains("id=\"plots\"") && !page.contains("class=\"plot\""), "no data, no plot");
+
+        v.report = serde_json::json!({
+            "outcome": {"skew_timeline": [[0.5, 30.0], [1.0, 4.5]]},
+            "latency": {"response_time": {"count": 9, "min": 1.0, "p50": 2.0, "p90": 3.0, "p99": 4.0,
+                                          "max": 5.0, "mean": 2.5},
+                        "sync_delay": {"count": 0, "min": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0,
+                                       "max": 0.0, "mean": 0.0}},
+        });
+        let page = html(&v);
+        for text in
+            ["id=\"plot-skew\"", "clock skew over time", "id=\"plot-latency\"", "response_time (9 samples)"]
+        {
+            assert!(page.contains(text), "{text}");
+        }
+        let plots = &page[page.find("<section id=\"plots\">").unwrap()..page.find("</section>").unwrap()];
+        assert!(
+            plots.contains("response_time") && !plots.contains("sync_delay"),
+            "a latency without samples is not plotted"
+        );
+        assert_eq!(page.matches("<svg").count(), 2);
+
+        // Latencies without samples and an empty timeline: no plot at all.
+        v.report = serde_json::json!({
+            "outcome": {"skew_timeline": []},
+            "latency": {"sync_delay": {"count": 0, "min": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0,
+                                       "max": 0.0, "mean": 0.0}},
+        });
+        assert!(!html(&v).contains("<svg"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! SVG line plots, drawn with `plotters`: messages per operation against N beside the textbook
 //! curve, a detector's detection time and false suspicions against its timeout, clock skew over
-//! time.
+//! time ([`skew_timeline`]) and latency distributions given by their quantiles
+//! ([`latency_quantiles`]).
 //!
 //! `plotters` lays text out with a font it measures; the SVG it writes names the font family
 //! and leaves drawing the glyphs to the browser. The measuring font, DejaVu Sans (Bitstream Vera
@@ -90,6 +91,106 @@ fn range(values: impl Iterator<Item = f64>, log: bool) -> Option<(f64, f64)> {
     })
 }
 
+/// The quantiles of one latency distribution, as a run's report gives them (virtual ms).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Quantiles {
+    /// What is measured (`response_time`, `time_to_leader`, `detection_time` …).
+    pub name: String,
+    /// How many samples the quantiles summarise.
+    pub count: u64,
+    /// The smallest sample.
+    pub min: f64,
+    /// The median.
+    pub p50: f64,
+    /// The 90th percentile.
+    pub p90: f64,
+    /// The 99th percentile.
+    pub p99: f64,
+    /// The largest sample.
+    pub max: f64,
+}
+
+/// Clock skew over time: `points` are (end of a slice of the run in s, the largest skew between
+/// two clocks in that slice in ms), as the clock checker's `skew_timeline` gives them.
+pub fn skew_timeline(points: &[(f64, f64)]) -> Plot {
+    Plot {
+        title: "clock skew over time".into(),
+        x_label: "virtual time (s)".into(),
+        y_label: "largest skew between two clocks (ms)".into(),
+        series: vec![Series { name: "skew".into(), points: points.to_vec(), dashed: false }],
+        log_x: false,
+        log_y: false,
+    }
+}
+
+/// Latency distributions drawn from their quantiles: one line per distribution through (min, 0),
+/// (p50, 0.5), (p90, 0.9), (p99, 0.99) and (max, 1), the fraction of samples at or below a
+/// latency. Only these five points are known; the lines between them are straight joins, not
+/// measurements. Distributions without samples are left out.
+pub fn latency_quantiles(distributions: &[Quantiles]) -> Plot {
+    let series = distributions
+        .iter()
+        .filter(|q| q.count > 0)
+        .map(|q| Series {
+            name: format!("{} ({} sample{})", q.name, q.count, if q.count == 1 { "" } else { "s" }),
+            points: vec![(q.min, 0.0), (q.p50, 0.5), (q.p90, 0.9), (q.p99, 0.99), (q.max, 1.0)],
+            dashed: false,
+        })
+        .collect();
+    Plot {
+        title: "latency distribution (min, p50, p90, p99, max)".into(),
+        x_label: "latency (virtual ms)".into(),
+        y_label: "fraction of samples ≤ latency".into(),
+        series,
+        log_x: false,
+        log_y: false,
+    }
+}
+
+/// The corner of the plot area the legend covers the fewest points of (the series' points and
+/// points along their lines), upper left when several cover equally few.
+fn legend_corner(plot: &Plot, (x0, x1): (f64, f64), (y0, y1): (f64, f64)) -> SeriesLabelPosition {
+    let frac = |v: f64, lo: f64, hi: f64, log: bool| {
+        if log { (v.ln() - lo.ln()) / (hi.ln() - lo.ln()) } else { (v - lo) / (hi - lo) }
+    };
+    let mut samples = Vec::new();
+    for s in &plot.series {
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .filter(|(x, y)| (!plot.log_x || *x > 0.0) && (!plot.log_y || *y > 0.0))
+            .map(|&(x, y)| (frac(x, x0, x1, plot.log_x), frac(y, y0, y1, plot.log_y)))
+            .collect();
+        samples.extend(pts.iter().copied());
+        for w in pts.windows(2) {
+            samples.extend((1..8).map(|k| {
+                let t = f64::from(k) / 8.0;
+                (w[0].0 + (w[1].0 - w[0].0) * t, w[0].1 + (w[1].1 - w[0].1) * t)
+            }));
+        }
+    }
+    // The legend's box: about 45 % of the width and 30 % of the height from its corner.
+    let covered = |left: bool, upper: bool| {
+        samples
+            .iter()
+            .filter(|(fx, fy)| {
+                (if left { *fx <= 0.45 } else { *fx >= 0.55 })
+                    && (if upper { *fy >= 0.7 } else { *fy <= 0.3 })
+            })
+            .count()
+    };
+    [
+        (covered(true, true), SeriesLabelPosition::UpperLeft),
+        (covered(false, true), SeriesLabelPosition::UpperRight),
+        (covered(false, false), SeriesLabelPosition::LowerRight),
+        (covered(true, false), SeriesLabelPosition::LowerLeft),
+    ]
+    .into_iter()
+    .min_by_key(|(n, _)| *n)
+    .map_or(SeriesLabelPosition::UpperLeft, |(_, p)| p)
+}
+
 /// Draws `plot` as an SVG document of `width` × `height` pixels.
 pub fn svg(plot: &Plot, width: u32, height: u32) -> Result<String, PlotError> {
     REGISTER.call_once(|| {
@@ -101,6 +202,7 @@ pub fn svg(plot: &Plot, width: u32, height: u32) -> Result<String, PlotError> {
     let (Some((x0, x1)), Some((y0, y1))) = (xs, ys) else {
         return Err(PlotError::Empty(plot.title.clone()));
     };
+    let corner = legend_corner(plot, (x0, x1), (y0, y1));
     let draw_err =
         |e: &dyn std::fmt::Display| PlotError::Draw { title: plot.title.clone(), message: e.to_string() };
     let mut out = String::new();
@@ -161,7 +263,7 @@ pub fn svg(plot: &Plot, width: u32, height: u32) -> Result<String, PlotError> {
                     .background_style(WHITE.mix(0.85))
                     .border_style(BLACK)
                     .label_font(("sans-serif", 12))
-                    .position(SeriesLabelPosition::UpperLeft)
+                    .position(corner.clone())
                     .draw()
                     .map_err(|e| draw_err(&e))?;
             }};
@@ -216,6 +318,37 @@ mod tests {
             // Three markers for the measured series, none for the formula.
             assert_eq!(s.matches("<circle").count(), 3, "log {log}");
         }
+    }
+
+    #[test]
+    fn the_skew_and_latency_plots_draw_their_points() {
+        let skew = svg(&skew_timeline(&[(0.5, 12.0), (1.0, 3.0), (1.5, 0.4)]), 640, 400).unwrap();
+        assert!(skew.contains("clock skew over time") && skew.contains("virtual time (s)"));
+        assert_eq!(skew.matches("<circle").count(), 3);
+        let q = |name: &str, count| Quantiles {
+            name: name.into(),
+            count,
+            min: 1.0,
+            p50: 2.0,
+            p90: 4.0,
+            p99: 7.5,
+            max: 9.0,
+        };
+        let plot = latency_quantiles(&[q("response_time", 40), q("sync_delay", 0)]);
+        assert_eq!(plot.series.len(), 1, "a distribution without samples is left out");
+        assert_eq!(plot.series[0].points[3], (7.5, 0.99));
+        let s = svg(&plot, 640, 400).unwrap();
+        assert!(s.contains("response_time (40 samples)"), "{s}");
+        assert_eq!(s.matches("<circle").count(), 5, "one marker per quantile");
+        assert!(matches!(svg(&latency_quantiles(&[q("x", 0)]), 640, 400), Err(PlotError::Empty(_))));
+    }
+
+    #[test]
+    fn the_legend_goes_where_the_lines_are_not() {
+        let rising = plot(false);
+        assert_eq!(legend_corner(&rising, (0.0, 17.0), (0.0, 140.0)), SeriesLabelPosition::UpperLeft);
+        let falling = skew_timeline(&[(1.0, 18.0), (2.0, 7.0), (3.0, 0.4), (10.0, 0.3), (20.0, 0.3)]);
+        assert_eq!(legend_corner(&falling, (0.0, 21.0), (0.0, 19.0)), SeriesLabelPosition::UpperRight);
     }
 
     #[test]
