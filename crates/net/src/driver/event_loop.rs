@@ -395,4 +395,3 @@ impl<A: Algorithm> Driver<A> {
         }
     }
 }
-
