@@ -17,18 +17,14 @@
 //!   the transport and the API use without depending on the driver;
 //! - [`launch`]: configuring the algorithm, binding the sockets and spawning the tasks;
 //! - [`event_loop`]: the loop itself — handlers, the outbox, clocks and the trace;
-//! - [`lock`]: the HTTP lock session (`POST` / `DELETE /lock`) between the API and the loop.
+//! - [`lock`]: the HTTP lock session (`POST` / `DELETE /lock`) between the API and the loop,
+//!   with its state (the queue of clients, the holder and its lease) in the leaf
+//!   [`lock_session`].
 
 pub mod event_loop;
 pub mod launch;
 pub mod lock;
+pub mod lock_session;
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-pub use crate::shared::{Input, NodeEvent, PeerLink, Shared, View};
+pub use crate::shared::{Input, NodeEvent, PeerLink, Shared, View, wall_ns};
 pub use launch::{StartFuture, StartVisitor};
-
-/// The OS wall clock, ns since the Unix epoch.
-pub fn wall_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-}

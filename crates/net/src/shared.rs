@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use ringleader_algorithms::Family;
@@ -344,4 +344,9 @@ impl Shared {
             counters,
         }
     }
+}
+
+/// The OS wall clock, ns since the Unix epoch (what traces and `/status` times are in).
+pub fn wall_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }

@@ -158,7 +158,7 @@ pub async fn writer(
 fn lost(shared: &Shared, pos: usize) {
     let link = shared.peers[pos].as_ref().expect("writer for a peer");
     link.connected.store(false, Ordering::Relaxed);
-    link.down_since_ns.store(crate::driver::wall_ns().max(1), Ordering::Relaxed);
+    link.down_since_ns.store(crate::shared::wall_ns().max(1), Ordering::Relaxed);
     let _ = shared.api_tx.try_send(Input::PeerDown(pos as NodeId));
 }
 

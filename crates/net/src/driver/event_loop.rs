@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Input;
-use super::lock::LockSession;
+use super::lock_session::LockSession;
 use super::wall_ns;
 use crate::metrics::Counters;
 use crate::shared::{NodeEventKind, Shared};

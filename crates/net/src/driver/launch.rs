@@ -14,7 +14,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::event_loop::{Driver, SplitMix};
-use super::lock::{LockSession, Needs};
+use super::lock_session::{LockSession, Needs};
 use super::wall_ns;
 use crate::metrics::{Counters, LockHistograms};
 use crate::shared::{EventLog, Input, PeerLink, Shared, View};

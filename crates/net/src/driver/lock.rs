@@ -20,129 +20,22 @@
 //!   or suspected by the algorithm's failure detector), the waiting clients are answered at once
 //!   with the peer and the time ([`LockRefusal::Blocked`]) instead of waiting for their timeout.
 //!   Which peers a request needs is known for the algorithms of [`Needs::of`].
+//!
+//! The session's state is the leaf module [`lock_session`](super::lock_session); this module is
+//! what the driver loop does with it.
 
-use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ringleader_algorithms::Algorithm;
-use ringleader_core::{NodeId, Request};
-use subtle::ConstantTimeEq;
+use ringleader_core::Request;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::event_loop::Driver;
+use super::lock_session::{Holder, Needs, Waiter, new_handle};
 use super::wall_ns;
 use crate::shared::{Grant, Input, LockAsk, LockRefusal, NodeEventKind};
-
-/// Which peers a request for the section cannot do without: a request of this node stays
-/// unanswered for good while one of them is down.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Needs {
-    /// Every peer's permission (Ricart-Agrawala, Lamport).
-    Every,
-    /// The coordinator's grant (`central`, `central-timeout` without failover), at this
-    /// position.
-    Coordinator(NodeId),
-    /// Not known (token and quorum algorithms, a coordinator that fails over, this node being
-    /// the coordinator): waiting clients are answered by their timeout.
-    Unknown,
-}
-
-impl Needs {
-    /// What `algorithm` with `params` at position `me` needs.
-    pub fn of(algorithm: &str, params: &BTreeMap<String, String>, me: NodeId) -> Needs {
-        match algorithm {
-            "ricart-agrawala" | "lamport" => Needs::Every,
-            "central" | "central-timeout" if params.get("failover").is_none_or(|f| f.trim() != "true") => {
-                let coordinator = params.get("coordinator").and_then(|c| c.trim().parse().ok()).unwrap_or(0);
-                if coordinator == me { Needs::Unknown } else { Needs::Coordinator(coordinator) }
-            }
-            _ => Needs::Unknown,
-        }
-    }
-
-    fn includes(self, p: NodeId) -> bool {
-        match self {
-            Needs::Every => true,
-            Needs::Coordinator(c) => c == p,
-            Needs::Unknown => false,
-        }
-    }
-
-    fn describe(self) -> &'static str {
-        match self {
-            Needs::Every => "it needs every peer's permission",
-            Needs::Coordinator(_) => "it needs the coordinator's grant",
-            Needs::Unknown => "",
-        }
-    }
-}
-
-/// A lock handle: 128 random bits from the OS, as 32 hex digits.
-fn new_handle() -> Result<String, LockRefusal> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|_| LockRefusal::NoRandomness)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// A client waiting for the lock.
-struct Waiter {
-    ttl: Duration,
-    reply: oneshot::Sender<Result<Grant, LockRefusal>>,
-    since: Instant,
-}
-
-/// The client holding the lock.
-struct Holder {
-    grant: Grant,
-    granted_at: Instant,
-    /// The generation of its lease timer.
-    lease: u64,
-    timer: tokio::task::JoinHandle<()>,
-}
-
-impl Holder {
-    fn owns(&self, handle: &str) -> bool {
-        self.grant.handle.as_bytes().ct_eq(handle.as_bytes()).into()
-    }
-}
-
-/// The lock session of one node (see the [module](self) documentation).
-pub struct LockSession {
-    needs: Needs,
-    queue: VecDeque<Waiter>,
-    holder: Option<Holder>,
-    /// The algorithm has a request for the section outstanding.
-    requested: bool,
-    /// The algorithm granted the section with this fencing token during the current step.
-    entered: Option<u64>,
-    /// A grant nobody took: release it after the current step.
-    release_pending: bool,
-    /// The last lease generation handed out.
-    lease: u64,
-}
-
-impl LockSession {
-    /// A session for an algorithm whose requests need `needs`.
-    pub fn new(needs: Needs) -> LockSession {
-        LockSession {
-            needs,
-            queue: VecDeque::new(),
-            holder: None,
-            requested: false,
-            entered: None,
-            release_pending: false,
-            lease: 0,
-        }
-    }
-
-    /// The algorithm granted the section with `fencing`; the driver hands it to a client once
-    /// the step is over ([`Driver::settle_lock`]).
-    pub(super) fn granted(&mut self, fencing: u64) {
-        self.entered = Some(fencing);
-    }
-}
 
 impl<A: Algorithm> Driver<A> {
     /// `POST /lock`: queue the client, unless a peer the request needs is gone.
