@@ -280,31 +280,48 @@ fn token_ring_lock_storm() {
     lock_storm("token-ring", &["--max-delay", "100ms"]);
 }
 
+/// The one leader every node in `ids` names, if they agree.
+fn agreed_leader(c: &Cluster, ids: &[u16]) -> Option<u64> {
+    let ls: Vec<Option<u64>> = ids.iter().map(|&i| c.status(i).and_then(|s| s["leader"].as_u64())).collect();
+    ls[0].filter(|_| ls.iter().all(|l| *l == ls[0]))
+}
+
+/// What [`kill_the_leader`] saw.
+struct Failover {
+    /// From the start of the wait until every node named the same leader.
+    first: Duration,
+    /// The leader killed.
+    old: u16,
+    /// The leader every live node names afterwards.
+    new: u64,
+    /// From the kill until every live node named `new`.
+    failover: Duration,
+}
+
+/// Waits until the `n` nodes of `c` agree on a leader, kills it (SIGKILL) and waits until every
+/// live node names the same new leader; no request is made.
+fn kill_the_leader(c: &Cluster, n: u16) -> Failover {
+    let all: Vec<u16> = (1..=n).collect();
+    let first = c.wait_until("every node names the same leader", Duration::from_secs(20), || {
+        agreed_leader(c, &all).is_some()
+    });
+    let old = agreed_leader(c, &all).unwrap() as u16;
+    c.ctl("kill", old);
+    let killed = Instant::now();
+    let live: Vec<u16> = all.iter().copied().filter(|&i| i != old).collect();
+    c.wait_until("every live node knows the same new leader", Duration::from_secs(30), || {
+        agreed_leader(c, &live).is_some_and(|l| l != old as u64)
+    });
+    Failover { first, old, new: agreed_leader(c, &live).unwrap(), failover: killed.elapsed() }
+}
+
 /// Five nodes elect by themselves; the leader is killed (SIGKILL); with no request at all, the
 /// followers' failure detector (on by default on real nodes) notices and a new leader becomes
 /// known to every live node. Returns the time from the kill until every live node names the
 /// same new leader (polled every 10 ms).
 fn leader_failover(algo: &str) -> Duration {
     let c = Cluster::start(algo, 5, &[]);
-    // The one leader every node in `ids` names, if they agree.
-    let agreed = |c: &Cluster, ids: &[u16]| -> Option<u64> {
-        let ls: Vec<Option<u64>> =
-            ids.iter().map(|&i| c.status(i).and_then(|s| s["leader"].as_u64())).collect();
-        ls[0].filter(|_| ls.iter().all(|l| *l == ls[0]))
-    };
-    let all: Vec<u16> = (1..=5).collect();
-    let first = c.wait_until("every node elects the same leader at start", Duration::from_secs(20), || {
-        agreed(&c, &all).is_some()
-    });
-    let old = agreed(&c, &all).unwrap() as u16;
-    c.ctl("kill", old);
-    let killed = Instant::now();
-    let live: Vec<u16> = all.iter().copied().filter(|&i| i != old).collect();
-    c.wait_until("every live node knows the same new leader", Duration::from_secs(30), || {
-        agreed(&c, &live).is_some_and(|l| l != old as u64)
-    });
-    let new = agreed(&c, &live).unwrap();
-    let failover = killed.elapsed();
+    let Failover { first, old, new, failover } = kill_the_leader(&c, 5);
     println!(
         "{algo}: first election {first:?}; leader {old} killed, every live node knows leader {new} after {failover:?}"
     );
@@ -386,16 +403,7 @@ fn majority_leader_failover() {
 fn phi_accrual_notices_a_killed_leader_over_tcp() {
     for algo in ["bully", "majority"] {
         let c = Cluster::start(algo, 5, &["heartbeat=20ms", "detector=phi-accrual", "min_std=10ms"]);
-        let leader = |i: u16| c.status(i).and_then(|s| s["leader"].as_u64());
-        let agreed = |ids: &[u16]| leader(ids[0]).filter(|&l| ids.iter().all(|&i| leader(i) == Some(l)));
-        let all: Vec<u16> = (1..=5).collect();
-        c.wait_until("every node knows the same leader", Duration::from_secs(20), || agreed(&all).is_some());
-        let old = agreed(&all).unwrap() as u16;
-        c.ctl("kill", old);
-        let live: Vec<u16> = all.iter().copied().filter(|&i| i != old).collect();
-        c.wait_until("the followers' detectors elect a new leader", Duration::from_secs(30), || {
-            agreed(&live).is_some_and(|l| l != old as u64)
-        });
+        let old = kill_the_leader(&c, 5).old;
         let report = c.stop_and_verify(&[old]);
         assert_eq!(report["violations"], serde_json::json!([]), "{algo}: {report}");
         assert_ne!(report["outcome"]["leader"], old as u64, "{algo}: {report}");
@@ -1003,6 +1011,8 @@ fn the_api_token_reaches_every_node_and_an_open_api_needs_one() {
         .args(["--api-base-port", &api.to_string(), "--peer-base-port", &peer.to_string()])
         .arg("--api-token-file")
         .arg(&token_file)
+        .arg("--data-dir")
+        .arg(dir.join("data"))
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let c = Cluster { child: spawn(&mut cmd), api, peer, n: 2, dir: dir.clone() };
