@@ -644,21 +644,29 @@ fn a_forged_coordinator_for_a_stranger_is_refused() {
     assert_eq!(report["violations"], serde_json::json!([]), "{report}");
 }
 
-/// Forged RELEASE (claiming to be the holder) and forged GRANT with fencing token 2^32-1
-/// (claiming to be the coordinator): both refused; the lock keeps one holder and its tokens.
-#[test]
-fn forged_release_and_grant_are_refused() {
-    use ringleader_algorithms::mutex::central::Msg;
+/// A `central` cluster of 3 where node 3 holds the lock (`first`, its grant) and a client of
+/// node 2 waits for it (at most 3 s; `waiter` answers with what it got).
+fn three_holds_two_waits() -> (Cluster, serde_json::Value, std::thread::JoinHandle<(u16, serde_json::Value)>)
+{
     let c = Cluster::start("central", 3, &[]);
     let (code, first) = http(c.port(3), "POST", "/lock?timeout=5s");
     assert_eq!(code, 200, "{first}");
-    // Node 2 waits for the lock while a stranger claims to be node 3 releasing it and node 1
-    // (the coordinator) granting it to node 2.
     let port2 = c.port(2);
     let waiter = std::thread::spawn(move || http(port2, "POST", "/lock?timeout=3s"));
     c.wait_until("node 2 waits", Duration::from_secs(20), || {
         c.status(2).is_some_and(|s| s["role"] == "waiting")
     });
+    (c, first, waiter)
+}
+
+/// Forged RELEASE (claiming to be the holder) and forged GRANT with fencing token 2^32-1
+/// (claiming to be the coordinator): both refused; the lock keeps one holder and its tokens.
+#[test]
+fn forged_release_and_grant_are_refused() {
+    use ringleader_algorithms::mutex::central::Msg;
+    // Node 2 waits for the lock while a stranger claims to be node 3 releasing it and node 1
+    // (the coordinator) granting it to node 2.
+    let (c, first, waiter) = three_holds_two_waits();
     forge(&c, 1, "central", 3, &[Msg::Release]);
     forge(&c, 2, "central", 1, &[Msg::Grant { fencing: u32::MAX as u64 }]);
     c.wait_until("both forgeries counted", Duration::from_secs(20), || {
@@ -1403,14 +1411,7 @@ fn a_member_claiming_another_id_is_refused() {
 #[test]
 fn a_member_that_is_not_the_coordinator_cannot_grant() {
     use ringleader_algorithms::mutex::central::Msg;
-    let c = Cluster::start("central", 3, &[]);
-    let (code, first) = http(c.port(3), "POST", "/lock?timeout=5s");
-    assert_eq!(code, 200, "{first}");
-    let port2 = c.port(2);
-    let waiter = std::thread::spawn(move || http(port2, "POST", "/lock?timeout=3s"));
-    c.wait_until("node 2 waits", Duration::from_secs(20), || {
-        c.status(2).is_some_and(|s| s["role"] == "waiting")
-    });
+    let (c, first, waiter) = three_holds_two_waits();
     let _conn = as_member(&c, 2, "central", 3, 3, &[Msg::Grant { fencing: u32::MAX as u64 }]);
     let (code, body) = waiter.join().unwrap();
     assert_ne!(code, 200, "node 2 got the lock while node 3 held it: {body}");
