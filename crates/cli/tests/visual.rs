@@ -22,9 +22,11 @@ fn out_dir(test: &str) -> PathBuf {
     dir
 }
 
-/// Runs `ringleader sim ARGS --html FILE --json`; returns the report.
+/// Runs `ringleader sim ARGS --html FILE --json`; returns the report. `RINGLEADER_BIN` names
+/// another binary to run (a release build, for the largest scenarios).
 fn sim_html(args: &[&str], html: &Path) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_ringleader"))
+    let bin = std::env::var_os("RINGLEADER_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ringleader").into());
+    let out = Command::new(bin)
         .arg("sim")
         .args(args)
         .arg("--html")
@@ -186,8 +188,10 @@ fn assert_pages_open(pages: &[(PathBuf, serde_json::Value)]) {
 }
 
 /// The scenarios the test above leaves out (more than 5,000 nodes): their pages are cut to
-/// 200,000 records and must still open cleanly. Too heavy for the suite; run it by name:
-/// `cargo test --workspace --test visual -- --ignored the_largest_scenarios`.
+/// 200,000 records and must still open cleanly. Too heavy for the suite (a debug build needs more
+/// than 20 minutes for the 100,000-node runs); run it by name with a release build:
+/// `cargo build --release && RINGLEADER_BIN=target/release/ringleader cargo test --workspace
+/// --test visual -- --ignored the_largest_scenarios`.
 #[test]
 #[ignore = "minutes of simulation and gigabytes of trace; run it by name"]
 fn the_largest_scenarios_open_without_a_console_error() {
