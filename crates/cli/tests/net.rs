@@ -435,24 +435,18 @@ fn api_errors_are_json_4xx() {
     let (code, body) = http(c.port(1), "POST", "/election");
     assert_eq!(code, 409);
     assert!(body["error"].as_str().unwrap().contains("holds no elections"));
-    let (code, body) = http(c.port(1), "POST", "/lock?timeout=soon");
-    assert_eq!(code, 400);
-    assert!(body["error"].as_str().unwrap().contains("not a duration"), "{body}");
-    let (code, body) = http(c.port(1), "DELETE", "/lock");
-    assert_eq!(code, 400);
-    assert!(body["error"].as_str().unwrap().contains("missing lock handle"), "{body}");
-    let (code, body) = http(c.port(1), "DELETE", "/lock/0123456789abcdef0123456789abcdef");
-    assert_eq!(code, 403);
-    assert!(body["error"].as_str().unwrap().contains("holds no lock"), "{body}");
-    let (code, body) = http(c.port(1), "DELETE", "/lock/nope");
-    assert_eq!(code, 400);
-    assert!(body["error"].as_str().unwrap().contains("malformed lock handle"), "{body}");
-    let (code, body) = http(c.port(1), "POST", "/lock?ttl=1ms");
-    assert_eq!(code, 400);
-    assert!(body["error"].as_str().unwrap().contains("ttl 1ms: give 100ms..=3600s"), "{body}");
-    let (code, body) = http(c.port(1), "POST", "/lock?timeout=1s&timeout=2s");
-    assert_eq!(code, 400);
-    assert!(body["error"].as_str().unwrap().contains("given twice"), "{body}");
+    for (method, path, want, fragment) in [
+        ("POST", "/lock?timeout=soon", 400, "not a duration"),
+        ("DELETE", "/lock", 400, "missing lock handle"),
+        ("DELETE", "/lock/0123456789abcdef0123456789abcdef", 403, "holds no lock"),
+        ("DELETE", "/lock/nope", 400, "malformed lock handle"),
+        ("POST", "/lock?ttl=1ms", 400, "ttl 1ms: give 100ms..=3600s"),
+        ("POST", "/lock?timeout=1s&timeout=2s", 400, "given twice"),
+    ] {
+        let (code, body) = http(c.port(1), method, path);
+        assert_eq!(code, want, "{method} {path}: {body}");
+        assert!(body["error"].as_str().unwrap().contains(fragment), "{method} {path}: {body}");
+    }
     let (code, body) = http(c.port(1), "GET", "/nowhere");
     assert_eq!(code, 404);
     assert!(body["error"].as_str().unwrap().contains("GET /status"));
