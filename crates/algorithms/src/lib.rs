@@ -31,7 +31,7 @@ pub mod topology;
 
 pub use configure::{ConfigError, configure};
 pub use params::{ParamError, Params};
-pub use registry::{Info, Visitor, all, dispatch, find};
+pub use registry::{Info, PlainVisitor, Visitor, all, dispatch, dispatch_plain, find, is_plain};
 pub use topology::TopologyKind;
 
 use ringleader_core::{NodeId, Process, Time, Topology, Uid};
@@ -104,7 +104,7 @@ pub struct Setup<'a> {
 /// The whole state serializes (`serde`): a real node keeps it on stable storage so that after
 /// a crash it restarts from the state it crashed in and recovers through
 /// [`Process::on_recover`], as the simulator's crash and recovery do.
-pub trait Algorithm: Process + serde::Serialize + serde::de::DeserializeOwned {
+pub trait Algorithm: Process + serde::Serialize {
     /// The name `--algo` takes (kebab-case).
     const NAME: &'static str;
     /// The family.
@@ -147,3 +147,11 @@ pub trait Algorithm: Process + serde::Serialize + serde::de::DeserializeOwned {
         Vec::new()
     }
 }
+
+/// An algorithm whose node state is plain data ([`ringleader_core::PlainState`]) and can be read
+/// back from its serialised form: the model checker stores and compares such states, and a real
+/// node writes one whole to its state file. Every textbook algorithm is one; the lock service,
+/// whose state holds a Raft engine, is not.
+pub trait PlainAlgorithm: Algorithm + ringleader_core::PlainState + serde::de::DeserializeOwned {}
+
+impl<A: Algorithm + ringleader_core::PlainState + serde::de::DeserializeOwned> PlainAlgorithm for A {}

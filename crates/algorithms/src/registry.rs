@@ -4,7 +4,9 @@
 //! bridges the two: it calls [`Visitor::visit`] with the concrete type. Adding an algorithm
 //! means adding one line to the `registry!` list below.
 
-use crate::{Algorithm, Family, LeaderRule, TopologyKind, clocks, deadlock, detectors, election, mutex};
+use crate::{
+    Algorithm, Family, LeaderRule, PlainAlgorithm, TopologyKind, clocks, deadlock, detectors, election, mutex,
+};
 
 /// What `ringleader list` shows about an algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,26 +47,58 @@ pub trait Visitor {
     fn visit<A: Algorithm>(self) -> Self::Output;
 }
 
+/// Generic code to run on one concrete algorithm whose state is plain data (the model checker,
+/// a real node's whole-state file).
+pub trait PlainVisitor {
+    /// What the visit returns.
+    type Output;
+    /// Runs with `A` as the algorithm.
+    fn visit<A: PlainAlgorithm>(self) -> Self::Output;
+}
+
 macro_rules! registry {
-    ($($ty:ty),* $(,)?) => {
+    (plain: [$($plain:ty),* $(,)?], engine: [$($engine:ty),* $(,)?] $(,)?) => {
         /// Every algorithm, in the order `ringleader list` prints them.
         pub fn all() -> Vec<Info> {
-            vec![$(Info::of::<$ty>()),*]
+            vec![$(Info::of::<$plain>(),)* $(Info::of::<$engine>(),)*]
         }
 
         /// Calls `visitor` with the algorithm named `name`; `None` when no algorithm has that name.
         pub fn dispatch<V: Visitor>(name: &str, visitor: V) -> Option<V::Output> {
             $(
-                if name == <$ty as Algorithm>::NAME {
-                    return Some(visitor.visit::<$ty>());
+                if name == <$plain as Algorithm>::NAME {
+                    return Some(visitor.visit::<$plain>());
+                }
+            )*
+            $(
+                if name == <$engine as Algorithm>::NAME {
+                    return Some(visitor.visit::<$engine>());
                 }
             )*
             None
+        }
+
+        /// Calls `visitor` with the algorithm named `name` if its state is plain data; `None`
+        /// when no such algorithm has that name (see [`is_plain`] to tell the two cases apart).
+        pub fn dispatch_plain<V: PlainVisitor>(name: &str, visitor: V) -> Option<V::Output> {
+            $(
+                if name == <$plain as Algorithm>::NAME {
+                    return Some(visitor.visit::<$plain>());
+                }
+            )*
+            None
+        }
+
+        /// True when `name` is an algorithm whose state is plain data: the model checker can
+        /// explore it and a real node can keep it in a whole-state file.
+        pub fn is_plain(name: &str) -> bool {
+            [$(<$plain as Algorithm>::NAME),*].contains(&name)
         }
     };
 }
 
 registry! {
+    plain: [
     election::chang_roberts::ChangRoberts,
     election::bully::Bully,
     election::ring::Ring,
@@ -95,6 +129,8 @@ registry! {
     deadlock::wound_wait::WoundWait,
     detectors::heartbeat::Heartbeat,
     detectors::phi_accrual::PhiAccrual,
+    ],
+    engine: [],
 }
 
 /// The description of the algorithm named `name`.

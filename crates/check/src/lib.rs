@@ -79,7 +79,7 @@ mod search;
 
 use std::time::Instant;
 
-use ringleader_algorithms::{Algorithm, Visitor};
+use ringleader_algorithms::{PlainAlgorithm, PlainVisitor};
 use ringleader_core::Uid;
 use ringleader_core::trace::TraceRecord;
 use serde::Serialize;
@@ -235,9 +235,9 @@ struct CheckVisitor<'a, 'p> {
     progress: &'p mut dyn FnMut(&Progress),
 }
 
-impl Visitor for CheckVisitor<'_, '_> {
+impl PlainVisitor for CheckVisitor<'_, '_> {
     type Output = Result<Outcome, String>;
-    fn visit<A: Algorithm>(self) -> Self::Output {
+    fn visit<A: PlainAlgorithm>(self) -> Self::Output {
         check_algorithm_with_progress::<A>(self.bounds, self.opts, self.progress)
     }
 }
@@ -254,19 +254,17 @@ pub fn check_with_progress(
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Outcome, String> {
-    ringleader_algorithms::dispatch(algorithm, CheckVisitor { bounds, opts, progress }).unwrap_or_else(|| {
-        let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
-        Err(format!("unknown algorithm {algorithm:?}; known: {}", names.join(", ")))
-    })
+    ringleader_algorithms::dispatch_plain(algorithm, CheckVisitor { bounds, opts, progress })
+        .unwrap_or_else(|| Err(not_checkable(algorithm)))
 }
 
 /// Model-checks algorithm `A` under `bounds`.
-pub fn check_algorithm<A: Algorithm>(bounds: Bounds, opts: &Options) -> Result<Outcome, String> {
+pub fn check_algorithm<A: PlainAlgorithm>(bounds: Bounds, opts: &Options) -> Result<Outcome, String> {
     check_algorithm_with_progress::<A>(bounds, opts, &mut |_| {})
 }
 
 /// [`check_algorithm`], calling `progress` every [`PROGRESS_EVERY`] while the search runs.
-pub fn check_algorithm_with_progress<A: Algorithm>(
+pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     bounds: Bounds,
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
@@ -391,7 +389,7 @@ fn rec_entrant<M, T>(steps: &[Step<M, T>]) -> Option<ringleader_core::NodeId> {
 }
 
 /// The safety detail naming the node that entered last as the entrant.
-fn safety_story<A: Algorithm>(
+fn safety_story<A: PlainAlgorithm>(
     m: &CheckModel<A>,
     entrant: &Option<ringleader_core::NodeId>,
     s: &State<A>,
@@ -417,9 +415,9 @@ struct ExploreVisitor<'a> {
     threads: usize,
 }
 
-impl Visitor for ExploreVisitor<'_> {
+impl PlainVisitor for ExploreVisitor<'_> {
     type Output = Result<(), String>;
-    fn visit<A: Algorithm>(self) -> Self::Output {
+    fn visit<A: PlainAlgorithm>(self) -> Self::Output {
         let model = CheckModel::<A>::new(self.bounds)?.unlatched();
         std::net::TcpListener::bind(self.address)
             .map_err(|e| format!("--explore {}: cannot listen there: {e}", self.address))?;
@@ -430,6 +428,23 @@ impl Visitor for ExploreVisitor<'_> {
 
 /// Opens stateright's web explorer on the model of `algorithm` at `address` (blocks).
 pub fn explore(algorithm: &str, bounds: Bounds, address: &str, threads: usize) -> Result<(), String> {
-    ringleader_algorithms::dispatch(algorithm, ExploreVisitor { bounds, address, threads })
-        .unwrap_or_else(|| Err(format!("unknown algorithm {algorithm:?}")))
+    ringleader_algorithms::dispatch_plain(algorithm, ExploreVisitor { bounds, address, threads })
+        .unwrap_or_else(|| Err(not_checkable(algorithm)))
+}
+
+/// Why `algorithm` cannot be model-checked: unknown, or its state is not plain data.
+fn not_checkable(algorithm: &str) -> String {
+    if ringleader_algorithms::find(algorithm).is_some() {
+        format!(
+            "{algorithm:?} cannot be model-checked: its state holds a library engine, not plain data \
+             the checker can store and compare; judge it in the simulator (`sim`, `sweep`)"
+        )
+    } else {
+        let names: Vec<&str> = ringleader_algorithms::all()
+            .iter()
+            .map(|i| i.name)
+            .filter(|n| ringleader_algorithms::is_plain(n))
+            .collect();
+        format!("unknown algorithm {algorithm:?}; known: {}", names.join(", "))
+    }
 }

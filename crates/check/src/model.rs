@@ -9,11 +9,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ringleader_algorithms::{Algorithm, Family, Info, Params, Setup};
+use ringleader_algorithms::{Family, Info, Params, PlainAlgorithm, Setup};
 use ringleader_core::time::MILLISECOND;
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{
-    Command, Context, Event, Message, NodeId, Outbox, Process, Request, Time, Topology, Uid,
+    Command, Context, Event, Message, NodeId, Outbox, PlainState, Process, Request, Time, Topology, Uid,
 };
 use ringleader_judge::checkers::mutex::fencing_regression;
 use ringleader_judge::checkers::{NodeStatus, World};
@@ -117,7 +117,7 @@ pub struct Node<T: Ord> {
 
 /// The global state of the model.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct State<A: Process> {
+pub struct State<A: PlainState> {
     /// Each process's own state, by position.
     pub procs: Vec<A>,
     /// What the driver and the checkers know of each node, by position.
@@ -136,7 +136,7 @@ pub struct State<A: Process> {
 }
 
 /// Algorithm `A` under [`Bounds`], as a stateright model.
-pub struct CheckModel<A: Algorithm> {
+pub struct CheckModel<A: PlainAlgorithm> {
     /// What is explored.
     pub bounds: Bounds,
     /// The algorithm's description.
@@ -157,7 +157,7 @@ pub struct CheckModel<A: Algorithm> {
 /// The handlers' outbox type of `A`.
 type Out<A> = Outbox<<A as Process>::Msg, <A as Process>::Timer>;
 
-impl<A: Algorithm> CheckModel<A> {
+impl<A: PlainAlgorithm> CheckModel<A> {
     /// Configures `A` under `bounds`; a bad parameter or bound is a one-line error.
     pub fn new(bounds: Bounds) -> Result<Self, String> {
         let n = bounds.nodes;

@@ -27,7 +27,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ringleader_algorithms::{Algorithm, Family};
+use ringleader_algorithms::{Family, PlainAlgorithm};
 use ringleader_core::NodeId;
 use ringleader_judge::checkers::election::{end_of_run, rival_claimants, uniqueness_detail};
 use ringleader_judge::checkers::mutex::{fencing_detail, other_holder, safety_detail};
@@ -37,7 +37,7 @@ use crate::model::{CheckModel, State};
 use crate::property::CheckProperty;
 
 /// The stateright properties of `family`, in report order.
-pub fn for_family<A: Algorithm>(family: Family) -> Vec<Property<CheckModel<A>>> {
+pub fn for_family<A: PlainAlgorithm>(family: Family) -> Vec<Property<CheckModel<A>>> {
     CheckProperty::of_family(family)
         .iter()
         .map(|&p| {
@@ -52,7 +52,7 @@ pub fn for_family<A: Algorithm>(family: Family) -> Vec<Property<CheckModel<A>>> 
 }
 
 /// The condition stateright evaluates for `p` in a state (a function pointer: one per property).
-fn condition<A: Algorithm>(p: CheckProperty) -> fn(&CheckModel<A>, &State<A>) -> bool {
+fn condition<A: PlainAlgorithm>(p: CheckProperty) -> fn(&CheckModel<A>, &State<A>) -> bool {
     use CheckProperty::*;
     match p {
         Uniqueness => |m, s| judge(m, s, Uniqueness),
@@ -68,7 +68,7 @@ fn condition<A: Algorithm>(p: CheckProperty) -> fn(&CheckModel<A>, &State<A>) ->
 }
 
 /// `p` in `s`, latched: an `always` property holds, a `sometimes` property is reached.
-fn judge<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -> bool {
+fn judge<A: PlainAlgorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -> bool {
     if p.always() {
         m.latch_always(p, || violation(m, s, p))
     } else {
@@ -76,13 +76,13 @@ fn judge<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -> boo
     }
 }
 
-fn live<A: Algorithm>(s: &State<A>) -> impl Iterator<Item = (NodeId, &crate::model::Node<A::Timer>)> {
+fn live<A: PlainAlgorithm>(s: &State<A>) -> impl Iterator<Item = (NodeId, &crate::model::Node<A::Timer>)> {
     s.nodes.iter().enumerate().filter(|(_, v)| !v.crashed).map(|(p, v)| (p as NodeId, v))
 }
 
 /// Why the `always` property `p` is violated in `s`, or `None` when it holds there (always
 /// `None` for a `sometimes` property).
-pub fn violation<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -> Option<String> {
+pub fn violation<A: PlainAlgorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -> Option<String> {
     match p {
         CheckProperty::Uniqueness => {
             let mut claims: BTreeMap<u64, BTreeSet<NodeId>> = BTreeMap::new();
@@ -132,7 +132,7 @@ pub fn violation<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty
 
 /// True when the `sometimes` property `p` is reached in `s` (always false for an `always`
 /// property).
-pub fn reached<A: Algorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -> bool {
+pub fn reached<A: PlainAlgorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -> bool {
     match p {
         CheckProperty::Elected => {
             live(s).any(|(p, v)| v.belief.is_some_and(|(l, _)| l == m.uids[p as usize]))

@@ -2,14 +2,14 @@
 //! possible in a state (so that every order is explored), the state a step leads to, and the
 //! properties of the algorithm's family ([`crate::properties`]).
 
-use ringleader_algorithms::Algorithm;
+use ringleader_algorithms::PlainAlgorithm;
 use ringleader_core::NodeId;
 use stateright::Model;
 
 use crate::model::{CheckModel, State, Step, StepOf};
 use crate::properties;
 
-impl<A: Algorithm> Model for CheckModel<A> {
+impl<A: PlainAlgorithm> Model for CheckModel<A> {
     type State = State<A>;
     type Action = StepOf<A>;
 

@@ -26,7 +26,7 @@ mod topology;
 pub mod trace;
 
 pub use event::{Event, Request, Touch};
-pub use process::{Command, Context, Message, Outbox, Process};
+pub use process::{Command, Context, Message, Outbox, PlainState, Process};
 pub use time::Time;
 pub use topology::{Neighbors, Topology};
 

@@ -188,16 +188,18 @@ impl<M: Clone, T> Outbox<M, T> {
 
 /// A distributed algorithm's node, written as a deterministic sans-IO state machine.
 ///
-/// The whole value is the node's state; it is `Clone + Eq + Hash` so that the model checker can
-/// store and compare states, and `Send + Sync` (plain data) so that it can share them between
-/// its threads. Handlers must not read clocks, spawn threads, do I/O, use a global
+/// The value is the node's state. The simulator and real nodes ask only `Debug + Send`; a process
+/// whose state is also plain data ([`PlainState`]: `Clone + Eq + Hash + Sync`) can be stored and
+/// compared by the model checker. A process that wraps a library whose state is not plain data
+/// (the lock service's Raft engine) runs in the simulator and on real nodes but not in the
+/// model checker. Handlers must not read clocks, spawn threads, do I/O, use a global
 /// RNG or iterate a `HashMap`: everything they need is in the [`Context`].
 ///
 /// Crash semantics: a crashed node receives nothing. When it recovers the driver calls
 /// [`Process::on_recover`] on the state it had when it crashed; the implementation must first
 /// forget everything that is volatile (what a real process would lose with its memory) and keep
 /// only what the algorithm puts on stable storage, then act as the algorithm prescribes.
-pub trait Process: Clone + Eq + Hash + Debug + Send + Sync + 'static {
+pub trait Process: Debug + Send + 'static {
     /// The algorithm's messages.
     type Msg: Message;
     /// The algorithm's timers: a closed enum named after each timer's purpose.
@@ -241,3 +243,10 @@ pub trait Process: Clone + Eq + Hash + Debug + Send + Sync + 'static {
         false
     }
 }
+
+/// A process whose whole state is plain data: it can be cloned, compared and hashed, and shared
+/// between threads. The model checker stores states of this kind; every textbook algorithm is
+/// one. Implemented for every process that has these traits.
+pub trait PlainState: Process + Clone + Eq + Hash + Sync {}
+
+impl<P: Process + Clone + Eq + Hash + Sync> PlainState for P {}

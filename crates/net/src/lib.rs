@@ -263,9 +263,10 @@ pub struct NodeHandle {
 pub async fn start(cfg: NodeConfig) -> Result<NodeHandle, NetError> {
     cfg.validate()?;
     let name = cfg.algorithm.clone();
-    let fut = ringleader_algorithms::dispatch(&name, driver::StartVisitor { cfg }).ok_or_else(|| {
-        let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
-        NetError::UnknownAlgorithm { name: name.clone(), known: names.join(", ") }
-    })?;
+    let fut =
+        ringleader_algorithms::dispatch_plain(&name, driver::StartVisitor { cfg }).ok_or_else(|| {
+            let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
+            NetError::UnknownAlgorithm { name: name.clone(), known: names.join(", ") }
+        })?;
     fut.await
 }

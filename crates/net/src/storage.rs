@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use ringleader_algorithms::Algorithm;
+use ringleader_algorithms::PlainAlgorithm;
 use ringleader_core::{Context, NodeId, Outbox, Topology, Uid};
 use serde::{Deserialize, Serialize};
 
@@ -120,7 +120,7 @@ impl Storage {
     /// Opens (creating it if needed) the data directory `dir` of the node `identity` describes;
     /// with `wipe`, deletes its state file first. Returns the storage and the state the file
     /// holds, if any.
-    pub fn open<A: Algorithm>(
+    pub fn open<A: PlainAlgorithm>(
         dir: &Path,
         identity: Identity,
         wipe: bool,
@@ -146,7 +146,7 @@ impl Storage {
     }
 
     /// Checks a state file's identity and reads its state.
-    fn parse<A: Algorithm>(&self, path: &Path, text: &[u8]) -> Result<A, StorageError> {
+    fn parse<A: PlainAlgorithm>(&self, path: &Path, text: &[u8]) -> Result<A, StorageError> {
         let corrupt = |detail: String| StorageError::Corrupt { path: path.to_path_buf(), detail };
         let mut doc: serde_json::Value = serde_json::from_slice(text).map_err(|e| corrupt(e.to_string()))?;
         let format =
@@ -182,7 +182,7 @@ impl Storage {
 
     /// Marks `state` as already on disk (the state just loaded), so that the next save writes
     /// only if what survives a crash changes.
-    pub fn loaded<A: Algorithm>(
+    pub fn loaded<A: PlainAlgorithm>(
         &mut self,
         state: &A,
         me: NodeId,
@@ -196,7 +196,7 @@ impl Storage {
     /// Writes `state` durably if its recovered form differs from the last one written; returns
     /// whether it wrote. `me`, `uids` and `topology` are the node's position, membership and
     /// communication graph.
-    pub fn save<A: Algorithm>(
+    pub fn save<A: PlainAlgorithm>(
         &mut self,
         state: &A,
         me: NodeId,
@@ -239,7 +239,7 @@ impl Storage {
 
 /// The serialized state the node at position `me` would have right after recovering from
 /// `state` at local time 0 with randomness 0 (the actions `on_recover` asks for are dropped).
-fn recovered_form<A: Algorithm>(
+fn recovered_form<A: PlainAlgorithm>(
     state: &A,
     me: NodeId,
     uids: &[Uid],

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ringleader_algorithms::Algorithm;
+use ringleader_algorithms::PlainAlgorithm;
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Command, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
 use tokio::sync::mpsc;
@@ -33,7 +33,7 @@ impl SplitMix {
 }
 
 /// The task that owns a node's algorithm state (see the [module](super) documentation).
-pub(super) struct Driver<A: Algorithm> {
+pub(super) struct Driver<A: PlainAlgorithm> {
     pub(super) process: A,
     pub(super) topology: Topology,
     pub(super) members: Vec<Uid>,
@@ -59,7 +59,7 @@ pub(super) struct Driver<A: Algorithm> {
     pub(super) halt: CancellationToken,
 }
 
-impl<A: Algorithm> Driver<A> {
+impl<A: PlainAlgorithm> Driver<A> {
     pub(super) async fn run(
         mut self,
         mut rx: mpsc::Receiver<Input<A::Msg, A::Timer>>,

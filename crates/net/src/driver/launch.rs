@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ringleader_algorithms::{Algorithm, ConfigError, Family, Params, Setup, Visitor};
+use ringleader_algorithms::{Algorithm, ConfigError, Family, Params, PlainAlgorithm, PlainVisitor, Setup};
 use ringleader_core::{NodeId, Outbox, Topology, Uid};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -30,9 +30,9 @@ pub struct StartVisitor {
 /// The future [`StartVisitor`] returns.
 pub type StartFuture = Pin<Box<dyn Future<Output = Result<NodeHandle, NetError>> + Send>>;
 
-impl Visitor for StartVisitor {
+impl PlainVisitor for StartVisitor {
     type Output = StartFuture;
-    fn visit<A: Algorithm>(self) -> StartFuture {
+    fn visit<A: PlainAlgorithm>(self) -> StartFuture {
         let cfg = self.cfg;
         let prepared = prepare::<A>(&cfg);
         Box::pin(async move {
@@ -131,7 +131,7 @@ pub(crate) fn prepare<A: Algorithm>(cfg: &NodeConfig) -> Result<(A, Topology, Ve
 }
 
 /// Binds the node's sockets, spawns its transport, API and driver tasks and returns its handle.
-pub(super) async fn launch<A: Algorithm>(
+pub(super) async fn launch<A: PlainAlgorithm>(
     cfg: NodeConfig,
     mut process: A,
     topology: Topology,

@@ -27,7 +27,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use ringleader_algorithms::Algorithm;
+use ringleader_algorithms::PlainAlgorithm;
 use ringleader_core::Request;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -37,7 +37,7 @@ use super::lock_session::{Holder, Needs, Waiter, new_handle};
 use super::wall_ns;
 use crate::shared::{Grant, Input, LockAsk, LockRefusal, NodeEventKind};
 
-impl<A: Algorithm> Driver<A> {
+impl<A: PlainAlgorithm> Driver<A> {
     /// `POST /lock`: queue the client, unless a peer the request needs is gone.
     pub(super) fn acquire(&mut self, ask: LockAsk) {
         if let Some(refusal) = self.blocking_peer() {
