@@ -25,6 +25,7 @@ pub mod mutex;
 pub use ringleader_core::Message;
 pub mod params;
 pub mod registry;
+pub mod service;
 #[cfg(test)]
 mod testing;
 pub mod topology;

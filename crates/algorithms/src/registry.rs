@@ -5,7 +5,8 @@
 //! means adding one line to the `registry!` list below.
 
 use crate::{
-    Algorithm, Family, LeaderRule, PlainAlgorithm, TopologyKind, clocks, deadlock, detectors, election, mutex,
+    Algorithm, Family, LeaderRule, PlainAlgorithm, TopologyKind, clocks, deadlock, detectors, election,
+    mutex, service,
 };
 
 /// What `ringleader list` shows about an algorithm.
@@ -130,7 +131,9 @@ registry! {
     detectors::heartbeat::Heartbeat,
     detectors::phi_accrual::PhiAccrual,
     ],
-    engine: [],
+    engine: [
+    service::lock_service::LockService,
+    ],
 }
 
 /// The description of the algorithm named `name`.
