@@ -36,15 +36,17 @@
 //!    leader. A request whose entry was not seen applied after `retry` is proposed again with
 //!    the same request id (a proposal is dropped when leadership changes); the state machine
 //!    answers a repeated acquire as it answered the first.
-//! 5. **Replicated time.** Only the leader measures time: every `tick` while leases exist it
-//!    proposes `Tick { elapsed }`, the local time since its previous Tick or since it became
+//! 5. **Replicated time.** Only the leader measures time: every `clock_every` while leases exist
+//!    it proposes `Tick { elapsed }`, the local time since its previous Tick or since it became
 //!    leader. Lease deadlines are in this replicated time, so a lease's remaining time survives
 //!    a leader change; time between the old leader's last Tick and the new leader's first is
-//!    never counted, which can only lengthen a lease at the server — the safe direction.
+//!    never counted, which can only lengthen a lease at the server — the safe direction. The
+//!    replicated clock lags real time by up to `clock_every` plus a commit, so a deadline set
+//!    from it can be that much early: the client's margin covers it (rule 6).
 //! 6. **A client trusts its lease less than the server does.** The client dates its lease from
 //!    when it *sent* the grant or keep-alive request, by its own clock, and gives it up
-//!    `margin` (a tenth of the TTL by default: clocks may drift by up to that fraction) before
-//!    the TTL ends. It keeps it alive every third of the TTL. A holder whose lease has run out
+//!    `margin` before the TTL ends (a tenth of the TTL by default, at least twice
+//!    `clock_every`: it covers the replicated clock's lag and clocks that drift apart). It keeps it alive every third of the TTL. A holder whose lease has run out
 //!    by its own clock leaves the critical section.
 //! 7. **Fencing.** A grant's fencing token is the Raft index of the entry whose application
 //!    granted it, so tokens increase per lock across leader changes: a resource that refuses
@@ -65,7 +67,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use protobuf::Message as _;
-use raft::eraftpb::{Entry, EntryType, Message as RaftMessage};
+use raft::eraftpb::{Entry, EntryType, Message as RaftMessage, MessageType};
 use raft::{RawNode, StateRole};
 use ringleader_core::time::MILLISECOND;
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time, Uid};
@@ -79,10 +81,12 @@ use crate::{Algorithm, Family, Setup};
 /// The one lock name the mutual-exclusion workload uses.
 pub const LOCK: &str = "lock";
 
-/// A Raft message on the wire: its kind (raft-rs's `MessageType`) and its protobuf encoding.
+/// A Raft message on the wire: its kind (raft-rs's `MessageType`), whether it is lease upkeep
+/// (see [`Msg::is_detection`]) and its protobuf encoding.
 #[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Msg {
     kind: u8,
+    upkeep: bool,
     bytes: Vec<u8>,
 }
 
@@ -93,8 +97,19 @@ impl fmt::Debug for Msg {
 }
 
 impl Msg {
-    fn encode(m: &RaftMessage) -> Msg {
-        Msg { kind: m.get_msg_type() as u8, bytes: m.write_to_bytes().unwrap_or_default() }
+    /// `m` on the wire; `trigger_upkeep` says whether the input that made the replica send it
+    /// was itself upkeep (an upkeep message, or the tick or keep-alive timer).
+    fn encode(m: &RaftMessage, trigger_upkeep: bool) -> Msg {
+        let kind = m.get_msg_type();
+        let upkeep = match kind {
+            MessageType::MsgHeartbeat | MessageType::MsgHeartbeatResponse => true,
+            MessageType::MsgAppend | MessageType::MsgAppendResponse | MessageType::MsgPropose => {
+                let entries = m.get_entries();
+                entries.iter().all(is_upkeep) && (!entries.is_empty() || trigger_upkeep)
+            }
+            _ => false,
+        };
+        Msg { kind: kind as u8, upkeep, bytes: m.write_to_bytes().unwrap_or_default() }
     }
 
     fn decode(&self) -> Option<RaftMessage> {
@@ -130,9 +145,19 @@ impl Message for Msg {
         (self.kind as usize).min(Self::KINDS.len() - 1)
     }
 
+    /// Lease upkeep is failure detection by another name: heartbeats, and the appends (and their
+    /// answers) that carry only keep-alives and the leader's clock entries, or that an upkeep
+    /// input caused. A run whose requests are all served and whose only traffic is upkeep has
+    /// told its story, as a detector's heartbeats do.
     fn is_detection(&self) -> bool {
-        matches!(self.kind, 8 | 9)
+        self.upkeep
     }
+}
+
+/// True for an entry that only keeps leases alive or moves the replicated clock.
+fn is_upkeep(e: &Entry) -> bool {
+    postcard::from_bytes::<Proposal>(&e.data)
+        .is_ok_and(|p| matches!(p.op, Op::Tick { .. } | Op::KeepAlive { .. }))
 }
 
 /// The replica's timers.
@@ -159,8 +184,12 @@ pub struct Config {
     pub heartbeat_ticks: usize,
     /// A session lease's time to live (`ttl`, default 500 ms).
     pub ttl: Time,
-    /// How long before its TTL a client gives its lease up (`margin`, default ttl / 10).
+    /// How long before its TTL a client gives its lease up (`margin`, default ttl / 10; at
+    /// least twice `clock_every`).
     pub margin: Time,
+    /// How often the leader moves the replicated clock while leases exist (`clock_every`,
+    /// default ttl / 20, at least one tick).
+    pub clock_every: Time,
     /// A request not seen applied after this is proposed again (`retry`, default 2 election
     /// timeouts).
     pub retry: Time,
@@ -203,6 +232,10 @@ pub struct LockService {
     tick_from: Option<Time>,
     leader: u64,
     client: Client,
+    /// The input being handled is lease upkeep (see [`Msg::is_detection`]).
+    upkeep: bool,
+    /// Encoded proposals waiting for [`LockService::drive`].
+    to_propose: Vec<Vec<u8>>,
 }
 
 impl fmt::Debug for LockService {
@@ -294,16 +327,24 @@ impl LockService {
         request
     }
 
+    /// Queues `p` for the Raft node; [`LockService::drive`] proposes it outside a `Ready`
+    /// (raft-rs forbids new messages between taking a `Ready` and advancing it).
     fn submit(&mut self, p: &Proposal) {
-        let data = postcard::to_allocvec(p).unwrap_or_default();
-        // A proposal dropped here (no leader known) is proposed again by rule 4.
-        let _ = self.raft.propose(Vec::new(), data);
+        self.to_propose.push(postcard::to_allocvec(p).unwrap_or_default());
+    }
+
+    fn propose_queued(&mut self) {
+        for data in std::mem::take(&mut self.to_propose) {
+            // A proposal dropped here (no leader known) is proposed again by rule 4.
+            let _ = self.raft.propose(Vec::new(), data);
+        }
     }
 
     /// Carries out everything the Raft node has ready (rule 3), then arms the retry timer when
     /// something waits.
     fn drive(&mut self, cx: &Context, out: &mut Outbox<Msg, Timer>) {
         self.reseed(cx);
+        self.propose_queued();
         while self.raft.has_ready() {
             let mut rd = self.raft.ready();
             if let Some(ss) = rd.ss() {
@@ -331,16 +372,18 @@ impl LockService {
             self.apply(cx, committed, out);
             self.raft.advance_apply();
             self.compact();
+            self.propose_queued();
         }
         self.reseed(cx);
     }
 
     fn send(&self, mut msgs: Vec<RaftMessage>, out: &mut Outbox<Msg, Timer>) {
+        let upkeep = self.upkeep;
         // Rule 2: a fixed order, whatever order the library's maps gave.
         msgs.sort_by_key(|m| m.to);
         for m in &msgs {
             if m.to >= 1 {
-                out.send((m.to - 1) as NodeId, Msg::encode(m));
+                out.send((m.to - 1) as NodeId, Msg::encode(m, upkeep));
             }
         }
     }
@@ -467,13 +510,16 @@ impl LockService {
         }
         match self.tick_from {
             None => self.tick_from = Some(cx.now),
-            Some(from) if self.machine.has_leases() && cx.now > from => {
+            Some(from)
+                if self.machine.has_leases() && cx.now.saturating_sub(from) >= self.config.clock_every =>
+            {
                 let elapsed = cx.now - from;
                 self.tick_from = Some(cx.now);
                 let p = Proposal { origin: self.me, request: u64::MAX, op: Op::Tick { elapsed } };
                 self.submit(&p);
             }
-            Some(_) => self.tick_from = Some(cx.now),
+            Some(_) if !self.machine.has_leases() => self.tick_from = Some(cx.now),
+            Some(_) => {}
         }
     }
 
@@ -497,6 +543,7 @@ impl Process for LockService {
     }
 
     fn on_message(&mut self, cx: &Context, _from: NodeId, msg: Msg, out: &mut Outbox<Msg, Timer>) {
+        self.upkeep = msg.upkeep;
         if let Some(m) = msg.decode() {
             // A message the library refuses (another cluster's, a stale term) changes nothing.
             let _ = self.raft.step(m);
@@ -506,6 +553,7 @@ impl Process for LockService {
     }
 
     fn on_timer(&mut self, cx: &Context, timer: Timer, out: &mut Outbox<Msg, Timer>) {
+        self.upkeep = matches!(timer, Timer::Tick | Timer::KeepAlive);
         match timer {
             Timer::Tick => {
                 self.raft.tick();
@@ -546,6 +594,7 @@ impl Process for LockService {
     }
 
     fn on_request(&mut self, cx: &Context, req: Request, out: &mut Outbox<Msg, Timer>) {
+        self.upkeep = false;
         match req {
             Request::Acquire if !self.client.wants && self.client.holding.is_none() => {
                 self.client.wants = true;
@@ -578,6 +627,7 @@ impl Process for LockService {
         self.tick_from = None;
         self.leader = 0;
         self.client = Client::default();
+        self.to_propose.clear();
         self.reseed(cx);
         out.set_timer(Timer::Tick, self.config.tick);
     }
@@ -623,9 +673,20 @@ impl Algorithm for LockService {
                 reason: "must be at least 3 ticks".into(),
             });
         }
-        let margin = p.duration("margin", ttl / 10)?;
-        if margin >= ttl {
-            return Err(ParamError::OutOfRange { key: "margin".into(), reason: "must be below ttl".into() });
+        let clock_every = p.duration("clock_every", (ttl / 20).max(tick))?;
+        if clock_every < tick || clock_every > ttl / 4 {
+            return Err(ParamError::OutOfRange {
+                key: "clock_every".into(),
+                reason: "must be at least one tick and at most a quarter of ttl".into(),
+            });
+        }
+        let margin = p.duration("margin", (ttl / 10).max(2 * clock_every))?;
+        if margin >= ttl || margin < 2 * clock_every {
+            return Err(ParamError::OutOfRange {
+                key: "margin".into(),
+                reason: "must be below ttl and at least twice clock_every (the replicated clock lags by up to that)"
+                    .into(),
+            });
         }
         let retry = p.duration("retry", 2 * election_ticks as Time * tick)?;
         let snapshot_every: u64 = p.get("snapshot_every", 1000)?;
@@ -635,7 +696,7 @@ impl Algorithm for LockService {
                 reason: "must be at least 1".into(),
             });
         }
-        Ok(Config { tick, election_ticks, heartbeat_ticks, ttl, margin, retry, snapshot_every })
+        Ok(Config { tick, election_ticks, heartbeat_ticks, ttl, margin, clock_every, retry, snapshot_every })
     }
 
     fn new(me: NodeId, config: &Config, setup: &Setup) -> Self {
@@ -650,6 +711,8 @@ impl Algorithm for LockService {
             tick_from: None,
             leader: 0,
             client: Client::default(),
+            upkeep: false,
+            to_propose: Vec::new(),
         }
     }
 }
