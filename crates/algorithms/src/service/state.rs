@@ -867,19 +867,18 @@ impl StateMachine {
             && let Some(&next) = self.service_order(lock).first()
             && let Some(lock) = self.locks.get_mut(name)
             && let Some(at) = lock.waiters.iter().position(|w| w.lease == next)
+            && let Some(w) = lock.waiters.remove(at)
         {
-            if let Some(w) = lock.waiters.remove(at) {
-                lock.holder = Some(Holder { lease: w.lease, fencing: step.index });
-                let origin = self.leases.get(&w.lease).map_or(0, |l| l.origin);
-                step.notices.push(Notice::Granted {
-                    name: name.to_string(),
-                    lease: w.lease,
-                    origin,
-                    request: w.request,
-                    fencing: step.index,
-                });
-                self.after_hand_over(name, w.lease, policy, step);
-            }
+            lock.holder = Some(Holder { lease: w.lease, fencing: step.index });
+            let origin = self.leases.get(&w.lease).map_or(0, |l| l.origin);
+            step.notices.push(Notice::Granted {
+                name: name.to_string(),
+                lease: w.lease,
+                origin,
+                request: w.request,
+                fencing: step.index,
+            });
+            self.after_hand_over(name, w.lease, policy, step);
         }
         if let Some(lock) = self.locks.get(name)
             && lock.holder.is_none()
@@ -1043,5 +1042,755 @@ impl StateMachine {
             candidates.retain(|c| c.lease != lease);
         }
         Reply::Done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A machine and the next index to apply at.
+    struct Log {
+        sm: StateMachine,
+        next: u64,
+    }
+
+    impl Log {
+        fn new(lock_delay: Time, policy: DeadlockPolicy) -> Self {
+            Log { sm: StateMachine::new(lock_delay, policy), next: 1 }
+        }
+
+        /// Applies `op` at the next index.
+        fn apply(&mut self, op: Op) -> Applied {
+            let index = self.next;
+            self.next += 1;
+            self.sm.apply(index, &op).unwrap()
+        }
+
+        /// Grants a lease of `ttl` for node `origin`; returns its id.
+        fn lease(&mut self, ttl: Time, origin: NodeId) -> LeaseId {
+            let index = self.next;
+            let applied = self.apply(Op::Grant { ttl, origin, request: index });
+            assert_eq!(applied.reply, Reply::Granted { lease: index, ttl });
+            index
+        }
+
+        fn tick(&mut self, elapsed: Time) -> Applied {
+            self.apply(Op::Tick { elapsed })
+        }
+
+        fn acquire(&mut self, name: &str, lease: LeaseId, wait: bool) -> Applied {
+            let request = 1000 + self.next;
+            self.apply(Op::Acquire { name: name.into(), lease, request, wait })
+        }
+
+        fn release(&mut self, name: &str, lease: LeaseId) -> Applied {
+            self.apply(Op::Release { name: name.into(), lease })
+        }
+
+        fn campaign(&mut self, election: &str, lease: LeaseId, value: &str) -> Applied {
+            let request = 1000 + self.next;
+            self.apply(Op::Campaign { election: election.into(), lease, value: value.into(), request })
+        }
+    }
+
+    fn quiet(reply: Reply) -> Applied {
+        Applied { reply, notices: vec![] }
+    }
+
+    fn lost(name: &str, lease: LeaseId, origin: NodeId, reason: LossReason) -> Notice {
+        Notice::Lost { name: name.into(), lease, origin, reason }
+    }
+
+    fn granted(name: &str, lease: LeaseId, origin: NodeId, request: RequestId, fencing: u64) -> Notice {
+        Notice::Granted { name: name.into(), lease, origin, request, fencing }
+    }
+
+    // Rule 1: now = sum of Tick.elapsed; deadline = now at grant or keep-alive + ttl; a tick
+    // expires every lease with deadline <= now, in lease-id order.
+    #[test]
+    fn rule_1_replicated_time_is_the_sum_of_ticks_and_expiry_goes_by_lease_id() {
+        let mut log = Log::new(0, DeadlockPolicy::Report);
+        let a = log.lease(10, 7); // index 1, deadline 10
+        log.tick(4);
+        assert_eq!(log.sm.now(), 4);
+        let b = log.lease(3, 8); // index 3, deadline 7
+        let c = log.lease(2, 9); // index 4, deadline 6
+        assert_eq!(log.sm.time_to_live(a), Some(6));
+        // A new leader's first tick continues from the replicated time: a's remaining time is
+        // what it was, not its full ttl.
+        assert_eq!(log.tick(1), quiet(Reply::Done));
+        assert_eq!(log.sm.time_to_live(a), Some(5));
+        assert_eq!(log.sm.time_to_live(c), Some(1));
+        // Both b (deadline 7) and c (deadline 6) are reached at 7: expired in id order, b first.
+        let applied = log.tick(2);
+        assert_eq!(
+            applied.notices,
+            vec![Notice::LeaseExpired { lease: b, origin: 8 }, Notice::LeaseExpired { lease: c, origin: 9 },]
+        );
+        assert_eq!(log.sm.now(), 7);
+        assert_eq!(log.sm.leases(), vec![a]);
+        // A deadline exactly reached expires.
+        assert_eq!(log.tick(3).notices, vec![Notice::LeaseExpired { lease: a, origin: 7 }]);
+        assert_eq!(log.sm.leases(), Vec::<LeaseId>::new());
+    }
+
+    // Rule 2: an expired lease releases every lock it holds and leaves every waiter queue and
+    // every election it is in.
+    #[test]
+    fn rule_2_an_expired_lease_releases_its_locks_and_leaves_queues_and_elections() {
+        let mut log = Log::new(0, DeadlockPolicy::Report);
+        let a = log.lease(5, 1);
+        let b = log.lease(100, 2);
+        let c = log.lease(100, 3);
+        log.acquire("x", a, true); // a holds x
+        log.acquire("y", b, true); // b holds y
+        log.acquire("y", a, true); // a waits for y
+        let waiting = log.acquire("x", c, true); // c waits for x
+        assert_eq!(waiting.reply, Reply::Queued { position: 0 });
+        log.campaign("e", a, "va");
+        log.campaign("e", c, "vc");
+        let c_campaign = log.sm.candidates("e")[1].clone();
+        let tick = log.next;
+        let applied = log.tick(5);
+        assert_eq!(
+            applied.notices,
+            vec![
+                Notice::LeaseExpired { lease: a, origin: 1 },
+                lost("x", a, 1, LossReason::Expired),
+                granted("x", c, 3, 1007, tick),
+                Notice::LeaderChanged { election: "e".into(), leader: Some(c_campaign) },
+            ]
+        );
+        assert_eq!(log.sm.holder("x"), Some((c, tick)));
+        assert_eq!(log.sm.waiters("y"), Vec::<LeaseId>::new());
+        assert_eq!(log.sm.candidates("e").len(), 1);
+    }
+
+    // Rule 2: a lock released involuntarily is not granted again before now + lock_delay; the
+    // first tick at or after that time hands it over.
+    #[test]
+    fn rule_2_lock_delay_holds_an_involuntarily_released_lock_until_a_tick_reaches_it() {
+        let mut log = Log::new(10, DeadlockPolicy::Report);
+        let a = log.lease(5, 1);
+        let b = log.lease(100, 2);
+        let c = log.lease(100, 3);
+        log.acquire("x", a, true);
+        log.acquire("x", b, true);
+        let applied = log.tick(5); // now 5: a expires, x is delayed until 15
+        assert_eq!(
+            applied.notices,
+            vec![Notice::LeaseExpired { lease: a, origin: 1 }, lost("x", a, 1, LossReason::Expired),]
+        );
+        assert_eq!(log.sm.holder("x"), None);
+        assert_eq!(log.sm.waiters("x"), vec![b]);
+        assert_eq!(log.acquire("x", c, false), quiet(Reply::LockDelay { until: 15 }));
+        assert_eq!(log.acquire("x", c, true), quiet(Reply::Queued { position: 1 }));
+        assert_eq!(log.tick(9), quiet(Reply::Done)); // now 14: still delayed
+        assert_eq!(log.sm.holder("x"), None);
+        let tick = log.next;
+        let applied = log.tick(1); // now 15: handed over to the first waiter only
+        assert_eq!(applied.notices, vec![granted("x", b, 2, 1000 + 5, tick)]);
+        assert_eq!(log.sm.holder("x"), Some((b, tick)));
+        assert_eq!(log.sm.waiters("x"), vec![c]);
+    }
+
+    // Rule 2: a lock-delay with nobody waiting still keeps a newcomer out until it passes.
+    #[test]
+    fn rule_2_lock_delay_applies_to_a_newcomer_when_nobody_waits() {
+        let mut log = Log::new(10, DeadlockPolicy::Report);
+        let a = log.lease(5, 1);
+        let b = log.lease(100, 2);
+        log.acquire("x", a, true);
+        log.tick(5);
+        assert_eq!(log.sm.locks(), vec!["x".to_string()]);
+        assert_eq!(log.acquire("x", b, false), quiet(Reply::LockDelay { until: 15 }));
+        log.tick(10); // now 15: the delay passed, nobody waited; the lock is forgotten
+        assert_eq!(log.sm.locks(), Vec::<String>::new());
+        let at = log.next;
+        assert_eq!(log.acquire("x", b, false), quiet(Reply::Acquired { fencing: at }));
+    }
+
+    // Rule 2: a revoke releases at once (voluntary: no lock-delay), with `Lost { Revoked }`.
+    #[test]
+    fn rule_2_a_revoke_releases_everything_at_once() {
+        let mut log = Log::new(10, DeadlockPolicy::Report);
+        let a = log.lease(100, 1);
+        let b = log.lease(100, 2);
+        log.acquire("x", a, true);
+        log.acquire("y", a, true);
+        log.acquire("x", b, true);
+        log.campaign("e", a, "v");
+        let at = log.next;
+        let applied = log.apply(Op::Revoke { lease: a });
+        assert_eq!(applied.reply, Reply::Done);
+        assert_eq!(
+            applied.notices,
+            vec![
+                lost("x", a, 1, LossReason::Revoked),
+                lost("y", a, 1, LossReason::Revoked),
+                granted("x", b, 2, 1000 + 5, at),
+                Notice::LeaderChanged { election: "e".into(), leader: None },
+            ]
+        );
+        assert_eq!(log.sm.holder("x"), Some((b, at)));
+        assert_eq!(log.sm.holder("y"), None);
+        assert_eq!(log.sm.leader("e"), None);
+        assert_eq!(log.apply(Op::Revoke { lease: a }), quiet(Reply::NoSuchLease));
+    }
+
+    // Rule 3: one holder, a FIFO queue, a release grants the first waiter only; a try-lock on
+    // a held name is refused and never queued.
+    #[test]
+    fn rule_3_a_release_grants_the_first_waiter_only_and_try_lock_never_queues() {
+        let mut log = Log::new(0, DeadlockPolicy::Report);
+        let a = log.lease(100, 1);
+        let b = log.lease(100, 2);
+        let c = log.lease(100, 3);
+        let d = log.lease(100, 4);
+        assert_eq!(log.acquire("x", a, true), quiet(Reply::Acquired { fencing: 5 }));
+        assert_eq!(log.acquire("x", b, true), quiet(Reply::Queued { position: 0 }));
+        assert_eq!(log.acquire("x", c, true), quiet(Reply::Queued { position: 1 }));
+        assert_eq!(log.acquire("x", d, false), quiet(Reply::Busy));
+        assert_eq!(log.sm.waiters("x"), vec![b, c]);
+        let applied = log.release("x", a);
+        assert_eq!(applied.reply, Reply::Done);
+        assert_eq!(applied.notices, vec![granted("x", b, 2, 1006, 9)]);
+        assert_eq!(log.sm.holder("x"), Some((b, 9)));
+        assert_eq!(log.sm.waiters("x"), vec![c]);
+        // A waiter that gives up leaves the queue; nobody is granted.
+        assert_eq!(log.release("x", c), quiet(Reply::Done));
+        assert_eq!(log.sm.waiters("x"), Vec::<LeaseId>::new());
+        // The holder's repeated acquire repeats its token.
+        assert_eq!(log.acquire("x", b, true), quiet(Reply::Acquired { fencing: 9 }));
+    }
+
+    // Rule 4: the fencing token is the index of the entry that granted the lock.
+    #[test]
+    fn rule_4_the_fencing_token_is_the_index_of_the_granting_entry() {
+        let mut log = Log::new(0, DeadlockPolicy::Report);
+        let a = log.lease(100, 1);
+        let b = log.lease(100, 2);
+        log.next = 40;
+        assert_eq!(log.acquire("x", a, true), quiet(Reply::Acquired { fencing: 40 }));
+        log.acquire("x", b, true);
+        log.next = 90;
+        assert_eq!(log.release("x", a).notices, vec![granted("x", b, 2, 1041, 90)]);
+        assert_eq!(log.sm.holder("x"), Some((b, 90)));
+    }
+
+    /// A small deterministic generator (xorshift64*), for the long random sequences below.
+    struct Gen(u64);
+
+    impl Gen {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+        }
+    }
+
+    const NAMES: [&str; 3] = ["a", "b", "c"];
+    const ELECTIONS: [&str; 2] = ["e", "f"];
+
+    /// A random op over a few names and elections, mostly by live leases, sometimes by a lease
+    /// that never existed.
+    fn random_op(g: &mut Gen, sm: &StateMachine) -> Op {
+        let leases = sm.leases();
+        let lease = if leases.is_empty() || g.below(10) == 0 {
+            g.below(5000) + 5000
+        } else {
+            leases[g.below(leases.len() as u64) as usize]
+        };
+        let name = NAMES[g.below(3) as usize].to_string();
+        let election = ELECTIONS[g.below(2) as usize].to_string();
+        let request = g.below(1000);
+        match g.below(14) {
+            0 | 1 => Op::Tick { elapsed: g.below(4) },
+            2 | 3 => Op::Grant { ttl: g.below(12), origin: g.below(3) as NodeId, request },
+            4 => Op::KeepAlive { lease },
+            5 => Op::Revoke { lease },
+            6..=8 => Op::Acquire { name, lease, request, wait: g.below(4) != 0 },
+            9 | 10 => Op::Release { name, lease },
+            11 => Op::Campaign { election, lease, value: format!("v{}", g.below(3)), request },
+            12 => Op::Proclaim { election, lease, value: format!("v{}", g.below(3)) },
+            _ => Op::Resign { election, lease },
+        }
+    }
+
+    /// The machine's internal invariants, checked after every entry of the random runs.
+    fn check_invariants(sm: &StateMachine) {
+        for (name, lock) in &sm.locks {
+            if let Some(h) = lock.holder {
+                assert!(sm.leases.contains_key(&h.lease), "{name}: dead holder");
+                assert!(lock.waiters.iter().all(|w| w.lease != h.lease));
+            } else {
+                assert!(
+                    lock.waiters.is_empty() || sm.now < lock.delay_until,
+                    "{name}: free, past its delay, and waited for"
+                );
+            }
+            assert!(lock.holder.is_some() || !lock.waiters.is_empty() || sm.now < lock.delay_until);
+            assert!(lock.waiters.iter().all(|w| sm.leases.contains_key(&w.lease)));
+        }
+        for candidates in sm.elections.values() {
+            assert!(!candidates.is_empty());
+            assert!(candidates.iter().all(|c| sm.leases.contains_key(&c.lease)));
+            assert!(candidates.windows(2).all(|w| w[0].index < w[1].index));
+        }
+        for (w, h) in sm.wait_for_edges() {
+            match sm.policy {
+                DeadlockPolicy::WaitDie => assert!(w < h, "wait-die edge {w} -> {h}"),
+                DeadlockPolicy::WoundWait => assert!(w > h, "wound-wait edge {w} -> {h}"),
+                DeadlockPolicy::Report => {}
+            }
+        }
+    }
+
+    // Rule 4: fencing tokens strictly increase per name, over long random sequences, under
+    // every policy, with and without lock-delay.
+    #[test]
+    fn rule_4_fencing_tokens_strictly_increase_per_name_over_random_runs() {
+        let mut grants = 0;
+        for policy in [DeadlockPolicy::Report, DeadlockPolicy::WaitDie, DeadlockPolicy::WoundWait] {
+            for (seed, lock_delay) in [(1u64, 0), (2, 3), (3, 0), (4, 5)] {
+                let mut g = Gen(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                let mut sm = StateMachine::new(lock_delay, policy);
+                let mut last: BTreeMap<String, u64> = BTreeMap::new();
+                let mut holders: BTreeMap<String, Option<(LeaseId, u64)>> = BTreeMap::new();
+                for index in 1..=3000 {
+                    let op = random_op(&mut g, &sm);
+                    let applied = sm.apply(index, &op).unwrap();
+                    let mut fresh: Vec<(String, u64)> = Vec::new();
+                    for n in &applied.notices {
+                        if let Notice::Granted { name, fencing, .. } = n {
+                            fresh.push((name.clone(), *fencing));
+                        }
+                    }
+                    for name in NAMES {
+                        let now = sm.holder(name);
+                        let before = holders.insert(name.to_string(), now).flatten();
+                        if let Some((_, fencing)) = now
+                            && now != before
+                        {
+                            assert_eq!(fencing, index, "a new holder's token is the entry's index");
+                            fresh.push((name.to_string(), fencing));
+                        }
+                    }
+                    fresh.sort();
+                    fresh.dedup();
+                    for (name, fencing) in fresh {
+                        assert_eq!(fencing, index);
+                        let prev = last.insert(name.clone(), fencing).unwrap_or(0);
+                        assert!(fencing > prev, "{name}: token {fencing} after {prev}");
+                        grants += 1;
+                    }
+                    check_invariants(&sm);
+                }
+            }
+        }
+        // The runs exercise hand-overs, not only first grants.
+        assert!(grants > 1000, "only {grants} grants");
+    }
+
+    // Rule 5: an operation by an unknown or expired lease is refused and changes nothing.
+    #[test]
+    fn rule_5_an_unknown_or_expired_lease_is_refused_and_changes_nothing() {
+        let mut log = Log::new(0, DeadlockPolicy::Report);
+        let a = log.lease(2, 1);
+        let b = log.lease(100, 2);
+        log.acquire("x", b, true);
+        log.campaign("e", b, "v");
+        log.tick(2); // a expires
+        for lease in [a, 999] {
+            for op in [
+                Op::KeepAlive { lease },
+                Op::Revoke { lease },
+                Op::Acquire { name: "x".into(), lease, request: 1, wait: true },
+                Op::Acquire { name: "y".into(), lease, request: 1, wait: false },
+                Op::Release { name: "x".into(), lease },
+                Op::Campaign { election: "e".into(), lease, value: "w".into(), request: 1 },
+                Op::Proclaim { election: "e".into(), lease, value: "w".into() },
+                Op::Resign { election: "e".into(), lease },
+            ] {
+                let mut before = log.sm.clone();
+                let applied = log.apply(op.clone());
+                assert_eq!(applied, quiet(Reply::NoSuchLease), "{op:?}");
+                before.last_applied = log.sm.last_applied();
+                assert_eq!(before, log.sm, "{op:?} changed the state");
+            }
+        }
+    }
+
+    // Rule 5: a keep-alive renews the deadline to now + ttl.
+    #[test]
+    fn rule_5_keep_alive_renews_the_deadline_to_now_plus_ttl() {
+        let mut log = Log::new(0, DeadlockPolicy::Report);
+        let a = log.lease(10, 1);
+        log.tick(7);
+        assert_eq!(log.sm.time_to_live(a), Some(3));
+        assert_eq!(log.apply(Op::KeepAlive { lease: a }), quiet(Reply::KeptAlive { ttl_left: 10 }));
+        assert_eq!(log.sm.time_to_live(a), Some(10));
+        assert_eq!(log.sm.lease(a).map(|l| l.deadline), Some(17));
+        assert_eq!(log.tick(9), quiet(Reply::Done));
+        assert_eq!(log.tick(1).notices, vec![Notice::LeaseExpired { lease: a, origin: 1 }]);
+    }
+
+    // Rule 6: a campaign queues a candidate; the leader is the earliest live candidate; only
+    // the leader proclaims; resign removes; every change of (leader, value) gives exactly one
+    // LeaderChanged, including to no leader.
+    #[test]
+    fn rule_6_elections_follow_etcd_and_every_change_is_noticed_once() {
+        let mut log = Log::new(0, DeadlockPolicy::Report);
+        let a = log.lease(100, 1);
+        let b = log.lease(5, 2);
+        let applied = log.campaign("e", a, "va");
+        let ca = Candidate { lease: a, origin: 1, value: "va".into(), index: 3, request: 1003 };
+        assert_eq!(applied.reply, Reply::Elected);
+        assert_eq!(
+            applied.notices,
+            vec![Notice::LeaderChanged { election: "e".into(), leader: Some(ca.clone()) }]
+        );
+        assert_eq!(log.campaign("e", b, "vb"), quiet(Reply::CampaignQueued));
+        let cb = log.sm.candidates("e")[1].clone();
+        assert_eq!((cb.lease, cb.index, cb.value.as_str()), (b, 4, "vb"));
+        // Only the leader proclaims.
+        let proclaim = |lease, value: &str| Op::Proclaim { election: "e".into(), lease, value: value.into() };
+        assert_eq!(log.apply(proclaim(b, "x")), quiet(Reply::NotLeader));
+        let applied = log.apply(proclaim(a, "va2"));
+        let ca2 = Candidate { value: "va2".into(), ..ca.clone() };
+        assert_eq!(applied.reply, Reply::Done);
+        assert_eq!(
+            applied.notices,
+            vec![Notice::LeaderChanged { election: "e".into(), leader: Some(ca2.clone()) }]
+        );
+        // Proclaiming the same value changes nothing: no notice.
+        assert_eq!(log.apply(proclaim(a, "va2")), quiet(Reply::Done));
+        // A repeated campaign by the leader keeps its place and proclaims its new value.
+        let applied = log.campaign("e", a, "va3");
+        assert_eq!(applied.reply, Reply::Elected);
+        assert_eq!(log.sm.leader("e").map(|c| (c.lease, c.index, c.value)), Some((a, 3, "va3".into())));
+        assert_eq!(applied.notices.len(), 1);
+        // Resign by the leader: b leads.
+        let resign = |lease| Op::Resign { election: "e".into(), lease };
+        let applied = log.apply(resign(a));
+        assert_eq!(applied.reply, Reply::Done);
+        assert_eq!(
+            applied.notices,
+            vec![Notice::LeaderChanged { election: "e".into(), leader: Some(cb.clone()) }]
+        );
+        assert_eq!(log.apply(resign(a)), quiet(Reply::Refused { reason: Refusal::NotCandidate }));
+        // b expires: no leader.
+        let applied = log.tick(5);
+        assert_eq!(
+            applied.notices,
+            vec![
+                Notice::LeaseExpired { lease: b, origin: 2 },
+                Notice::LeaderChanged { election: "e".into(), leader: None },
+            ]
+        );
+        assert_eq!(log.sm.leader("e"), None);
+        assert!(log.sm.candidates("e").is_empty());
+    }
+
+    // Rule 6: a queued candidate that resigns changes nothing observable: no notice.
+    #[test]
+    fn rule_6_a_follower_resigning_gives_no_notice() {
+        let mut log = Log::new(0, DeadlockPolicy::Report);
+        let a = log.lease(100, 1);
+        let b = log.lease(100, 2);
+        log.campaign("e", a, "va");
+        log.campaign("e", b, "vb");
+        let applied = log.apply(Op::Resign { election: "e".into(), lease: b });
+        assert_eq!(applied, quiet(Reply::Done));
+        assert_eq!(log.sm.candidates("e").len(), 1);
+    }
+
+    /// Leases 1, 2, 3 each holding one lock (l1, l2, l3), for the deadlock tests.
+    fn three_holders(policy: DeadlockPolicy) -> Log {
+        let mut log = Log::new(0, policy);
+        for origin in 1..=3 {
+            let lease = log.lease(100, origin);
+            assert_eq!(lease, u64::from(origin));
+        }
+        for lease in 1..=3 {
+            let name = format!("l{lease}");
+            assert_eq!(log.acquire(&name, lease, true).reply, Reply::Acquired { fencing: log.next - 1 });
+        }
+        log
+    }
+
+    // Rule 7 (Report): a wait that closes a cycle is queued and the cycle reported, from its
+    // smallest lease id in wait-for order.
+    #[test]
+    fn rule_7_report_queues_the_wait_and_lists_the_cycle_from_its_smallest_lease() {
+        let mut log = three_holders(DeadlockPolicy::Report);
+        assert_eq!(log.acquire("l3", 1, true), quiet(Reply::Queued { position: 0 })); // 1 -> 3
+        assert_eq!(log.acquire("l2", 3, true), quiet(Reply::Queued { position: 0 })); // 3 -> 2
+        let applied = log.acquire("l1", 2, true); // 2 -> 1 closes 1 -> 3 -> 2 -> 1
+        assert_eq!(applied.reply, Reply::Queued { position: 0 });
+        assert_eq!(applied.notices, vec![Notice::Deadlock { cycle: vec![1, 3, 2], victim: None }]);
+        assert_eq!(log.sm.wait_for_edges(), vec![(1, 3), (2, 1), (3, 2)]);
+    }
+
+    // Rule 7 (Report): a cycle that a hand-over closes is reported too.
+    #[test]
+    fn rule_7_report_a_cycle_closed_by_a_hand_over() {
+        let mut log = three_holders(DeadlockPolicy::Report);
+        // 2 and 3 wait for l1; 2 also waits for l3 (held by 3).
+        log.acquire("l1", 2, true);
+        log.acquire("l1", 3, true);
+        assert_eq!(log.acquire("l3", 2, true).notices, vec![]);
+        // 1 releases l1: 2 gets it, and 3 now waits for 2 while 2 waits for 3.
+        let at = log.next;
+        let applied = log.release("l1", 1);
+        assert_eq!(
+            applied.notices,
+            vec![granted("l1", 2, 2, 1007, at), Notice::Deadlock { cycle: vec![2, 3], victim: None },]
+        );
+    }
+
+    // Rule 7 (WaitDie): a younger requester is refused (Aborted), with a Deadlock notice when
+    // its wait would have closed a cycle; an older one waits.
+    #[test]
+    fn rule_7_wait_die_refuses_a_younger_requester_and_queues_an_older_one() {
+        let mut log = three_holders(DeadlockPolicy::WaitDie);
+        assert_eq!(log.acquire("l3", 1, true), quiet(Reply::Queued { position: 0 })); // 1 -> 3
+        assert_eq!(log.acquire("l2", 1, true), quiet(Reply::Queued { position: 0 })); // 1 -> 2
+        // 3 is younger than 2: it dies, no cycle would close.
+        assert_eq!(log.acquire("l2", 3, true), quiet(Reply::Aborted));
+        // 3 asks for l1 (held by 1, which waits for 3): younger, dies, and a cycle would close.
+        let applied = log.acquire("l1", 3, true);
+        assert_eq!(applied.reply, Reply::Aborted);
+        assert_eq!(applied.notices, vec![Notice::Deadlock { cycle: vec![1, 3], victim: Some(3) }]);
+        assert_eq!(log.sm.wait_for_edges(), vec![(1, 2), (1, 3)]);
+    }
+
+    // Rule 7 (WaitDie): after a hand-over, the remaining waiters younger than the new holder
+    // die (Notice::Aborted); older ones keep waiting.
+    #[test]
+    fn rule_7_wait_die_applies_to_the_waits_a_hand_over_creates() {
+        let mut log = Log::new(0, DeadlockPolicy::WaitDie);
+        let leases: Vec<LeaseId> = (1..=4).map(|o| log.lease(100, o)).collect();
+        let [a, b, c, d] = leases[..] else { unreachable!() };
+        log.acquire("x", d, true); // d (youngest) holds
+        log.acquire("x", b, true);
+        log.acquire("x", c, true);
+        log.acquire("x", a, true);
+        assert_eq!(log.sm.waiters("x"), vec![b, c, a]);
+        let at = log.next;
+        let applied = log.release("x", d);
+        assert_eq!(
+            applied.notices,
+            vec![
+                granted("x", b, 2, 1006, at),
+                Notice::Aborted { name: "x".into(), lease: c, origin: 3, request: 1007 },
+            ]
+        );
+        assert_eq!(log.sm.waiters("x"), vec![a]);
+    }
+
+    // Rule 7 (WoundWait): an older requester wounds a younger holder and is granted next; a
+    // younger requester waits.
+    #[test]
+    fn rule_7_wound_wait_an_older_requester_wounds_the_younger_holder() {
+        let mut log = three_holders(DeadlockPolicy::WoundWait);
+        // 3 is younger than 2: it waits.
+        assert_eq!(log.acquire("l2", 3, true), quiet(Reply::Queued { position: 0 })); // 3 -> 2
+        // 2 asks for l3 (held by 3, which waits for 2): older, wounds 3, a cycle would close.
+        let at = log.next;
+        let applied = log.acquire("l3", 2, true);
+        assert_eq!(applied.reply, Reply::Acquired { fencing: at });
+        assert_eq!(
+            applied.notices,
+            vec![
+                Notice::Deadlock { cycle: vec![2, 3], victim: Some(3) },
+                lost("l3", 3, 3, LossReason::Wounded),
+            ]
+        );
+        assert_eq!(log.sm.holder("l3"), Some((2, at)));
+        assert_eq!(log.sm.wait_for_edges(), vec![(3, 2)]);
+    }
+
+    // Rule 7 (WoundWait): wounding is involuntary, so lock-delay applies; the queue is served
+    // oldest first.
+    #[test]
+    fn rule_7_wound_wait_serves_the_oldest_waiter_after_the_lock_delay() {
+        let mut log = Log::new(4, DeadlockPolicy::WoundWait);
+        let leases: Vec<LeaseId> = (1..=4).map(|o| log.lease(100, o)).collect();
+        let [a, b, c, d] = leases[..] else { unreachable!() };
+        log.acquire("x", c, true); // c holds
+        assert_eq!(log.acquire("x", d, true), quiet(Reply::Queued { position: 0 }));
+        let applied = log.acquire("x", b, true); // older than c: wounds it
+        assert_eq!(applied.reply, Reply::Queued { position: 0 });
+        assert_eq!(applied.notices, vec![lost("x", c, 3, LossReason::Wounded)]);
+        assert_eq!(log.acquire("x", a, true), quiet(Reply::Queued { position: 0 }));
+        assert_eq!(log.sm.waiters("x"), vec![a, b, d]);
+        assert_eq!(log.tick(3), quiet(Reply::Done));
+        let at = log.next;
+        assert_eq!(log.tick(1).notices, vec![granted("x", a, 1, 1008, at)]);
+        assert_eq!(log.sm.waiters("x"), vec![b, d]);
+    }
+
+    // Rule 7: under the prevention policies every wait-for edge points one way in age, so no
+    // cycle ever forms (checked by `check_invariants` in the random runs); under Report the
+    // same runs do produce deadlocks.
+    #[test]
+    fn rule_7_prevention_keeps_the_wait_for_graph_acyclic_and_report_finds_cycles() {
+        let mut counts = BTreeMap::new();
+        for policy in [DeadlockPolicy::Report, DeadlockPolicy::WaitDie, DeadlockPolicy::WoundWait] {
+            let mut g = Gen(0x5eed);
+            let mut sm = StateMachine::new(0, policy);
+            let mut deadlocks = 0;
+            for index in 1..=4000 {
+                let op = random_op(&mut g, &sm);
+                let applied = sm.apply(index, &op).unwrap();
+                for n in &applied.notices {
+                    if let Notice::Deadlock { cycle, victim } = n {
+                        deadlocks += 1;
+                        assert!(cycle.len() >= 2);
+                        assert_eq!(cycle.iter().min(), cycle.first());
+                        assert_eq!(victim.is_some(), policy != DeadlockPolicy::Report);
+                    }
+                }
+                check_invariants(&sm);
+                if policy != DeadlockPolicy::Report {
+                    for &(w, _) in &sm.wait_for_edges() {
+                        assert_eq!(sm.cycle_through_from(w), None);
+                    }
+                }
+            }
+            counts.insert(format!("{policy:?}"), deadlocks);
+        }
+        assert!(counts["Report"] > 0, "{counts:?}");
+    }
+
+    impl StateMachine {
+        /// A cycle through `lease` in the current graph, if any.
+        fn cycle_through_from(&self, lease: LeaseId) -> Option<Vec<LeaseId>> {
+            self.wait_for_edges()
+                .into_iter()
+                .filter(|(w, _)| *w == lease)
+                .find_map(|(w, h)| self.cycle_through(w, h))
+        }
+    }
+
+    // Rule 8: queries are pure reads of the state.
+    #[test]
+    fn rule_8_queries_read_the_state() {
+        let mut log = Log::new(0, DeadlockPolicy::Report);
+        let a = log.lease(10, 1);
+        let b = log.lease(20, 2);
+        log.tick(3);
+        log.acquire("x", a, true);
+        log.acquire("x", b, true);
+        log.campaign("e", b, "vb");
+        let before = log.sm.clone();
+        assert_eq!(log.sm.now(), 3);
+        assert_eq!(log.sm.last_applied(), 6);
+        assert_eq!(log.sm.holder("x"), Some((a, 4)));
+        assert_eq!(log.sm.holder("nope"), None);
+        assert_eq!(log.sm.waiters("x"), vec![b]);
+        assert_eq!(log.sm.time_to_live(a), Some(7));
+        assert_eq!(log.sm.time_to_live(99), None);
+        assert_eq!(log.sm.leases(), vec![a, b]);
+        assert_eq!(log.sm.leader("e").map(|c| c.lease), Some(b));
+        assert_eq!(log.sm.candidates("none"), &[] as &[Candidate]);
+        assert_eq!(log.sm.wait_for_edges(), vec![(b, a)]);
+        assert_eq!(log.sm.locks(), vec!["x".to_string()]);
+        assert_eq!(before, log.sm);
+    }
+
+    // Rule 9: a machine restored from its serialized form applies the rest of the log exactly
+    // as the original: split the log at every point.
+    #[test]
+    fn rule_9_a_restored_snapshot_applies_the_rest_of_the_log_identically() {
+        for policy in [DeadlockPolicy::Report, DeadlockPolicy::WaitDie, DeadlockPolicy::WoundWait] {
+            let mut g = Gen(0xfeed);
+            let mut sm = StateMachine::new(2, policy);
+            let mut log: Vec<(u64, Op)> = Vec::new();
+            let mut applied: Vec<Applied> = Vec::new();
+            let mut snapshots: Vec<String> = Vec::new();
+            let mut index = 0;
+            for _ in 0..300 {
+                snapshots.push(serde_json::to_string(&sm).unwrap());
+                index += 1 + g.below(2); // indexes may skip (entries that are not commands)
+                let op = random_op(&mut g, &sm);
+                applied.push(sm.apply(index, &op).unwrap());
+                log.push((index, op));
+            }
+            for (split, snapshot) in snapshots.iter().enumerate() {
+                let mut restored: StateMachine = serde_json::from_str(snapshot).unwrap();
+                for (k, (index, op)) in log.iter().enumerate().skip(split) {
+                    assert_eq!(restored.apply(*index, op).unwrap(), applied[k], "split {split}, entry {k}");
+                }
+                assert_eq!(restored, sm, "split {split}");
+            }
+        }
+    }
+
+    #[test]
+    fn apply_refuses_an_index_not_above_the_last_and_changes_nothing() {
+        let mut log = Log::new(0, DeadlockPolicy::Report);
+        log.lease(10, 1);
+        let before = log.sm.clone();
+        for index in [0, 1] {
+            let err = log.sm.apply(index, &Op::Tick { elapsed: 5 }).unwrap_err();
+            assert_eq!(err, ApplyError::IndexNotAbove { index, last_applied: 1 });
+        }
+        assert_eq!(
+            ApplyError::IndexNotAbove { index: 1, last_applied: 1 }.to_string(),
+            "entry index 1 is not above the last applied index 1; indexes must strictly increase"
+        );
+        assert_eq!(before, log.sm);
+    }
+
+    #[test]
+    fn odd_inputs_are_refused_or_harmless() {
+        let mut log = Log::new(u64::MAX, DeadlockPolicy::Report);
+        // Zero ttl: refused, no lease.
+        assert_eq!(
+            log.apply(Op::Grant { ttl: 0, origin: 1, request: 1 }),
+            quiet(Reply::Refused { reason: Refusal::ZeroTtl })
+        );
+        assert_eq!(log.sm.leases(), Vec::<LeaseId>::new());
+        let a = log.lease(u64::MAX, 1);
+        let b = log.lease(3, 2);
+        // Tick 0 moves nothing.
+        assert_eq!(log.tick(0), quiet(Reply::Done));
+        assert_eq!(log.sm.now(), 0);
+        // Empty names.
+        let empty = quiet(Reply::Refused { reason: Refusal::EmptyName });
+        assert_eq!(log.acquire("", a, true), empty);
+        assert_eq!(log.release("", a), empty);
+        assert_eq!(log.campaign("", a, "v"), empty);
+        // Release by a non-holder, of a lock nobody holds, and of a held one.
+        let not_holder = quiet(Reply::Refused { reason: Refusal::NotHolder });
+        assert_eq!(log.release("x", a), not_holder);
+        log.acquire("x", a, true);
+        assert_eq!(log.release("x", b), not_holder);
+        // A repeated waiting acquire keeps its place (and a try-lock by a waiter is Busy).
+        assert_eq!(log.acquire("x", b, true), quiet(Reply::Queued { position: 0 }));
+        assert_eq!(log.acquire("x", b, true), quiet(Reply::Queued { position: 0 }));
+        assert_eq!(log.acquire("x", b, false), quiet(Reply::Busy));
+        assert_eq!(log.sm.waiters("x"), vec![b]);
+        // Duplicate campaign keeps one candidate.
+        log.campaign("e", b, "v");
+        log.campaign("e", b, "v");
+        assert_eq!(log.sm.candidates("e").len(), 1);
+        // Proclaim in an election that does not exist.
+        assert_eq!(
+            log.apply(Op::Proclaim { election: "none".into(), lease: a, value: "v".into() }),
+            quiet(Reply::NotLeader)
+        );
+        // Time saturates instead of overflowing; a's deadline (u64::MAX) is reached.
+        let applied = log.tick(u64::MAX);
+        assert_eq!(log.sm.now(), u64::MAX);
+        assert_eq!(applied.notices[0], Notice::LeaseExpired { lease: a, origin: 1 });
+        assert_eq!(log.sm.leases(), Vec::<LeaseId>::new());
+        assert_eq!(log.tick(u64::MAX), quiet(Reply::Done));
+        // Refusals have one clear line each.
+        assert_eq!(Refusal::ZeroTtl.to_string(), "a lease's ttl must be more than zero");
     }
 }
