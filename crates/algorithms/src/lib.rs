@@ -9,7 +9,8 @@
 //! - [`clocks`]: logical clocks (Lamport, vector) and clock synchronization (Cristian,
 //!   Berkeley, NTP), and the textbook's `make` story.
 //! - [`deadlock`]: deadlock detection (Chandy-Misra-Haas) and prevention (wait-die, wound-wait);
-//! - [`detectors`]: failure detectors (heartbeat timeout, φ-accrual).
+//! - [`detectors`]: failure detectors (heartbeat timeout, φ-accrual);
+//! - [`service`]: the lock service's replicated state machine (leases, named locks, elections).
 //!
 //! Each algorithm implements [`Algorithm`] on top of the [`ringleader_core::Process`] contract,
 //! and [`registry`] lists them all by the name `--algo` takes.

@@ -51,8 +51,10 @@
 //! 7. **Fencing.** A grant's fencing token is the Raft index of the entry whose application
 //!    granted it, so tokens increase per lock across leader changes: a resource that refuses
 //!    stale tokens refuses a holder that lost its lease while paused.
-//! 8. **Crash and recovery.** A crash keeps the log (term, vote, entries, snapshot) and loses
-//!    everything else: the Raft node, the state machine (rebuilt from the snapshot and the
+//! 8. **Crash and recovery.** A crash keeps the log (term, vote, entries, snapshot) and an
+//!    incarnation number, which the recovery increments and every proposal carries (request
+//!    ids restart, and entries of an earlier life are applied again while the node catches
+//!    up: they must not answer new requests). It loses everything else: the Raft node, the state machine (rebuilt from the snapshot and the
 //!    committed entries), the client's lease and requests. A recovered node catches up from the
 //!    leader.
 //! 9. **Compaction.** Every `snapshot_every` applied entries the replica snapshots the state
@@ -74,7 +76,7 @@ use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request,
 use serde::{Deserialize, Serialize};
 
 use super::log::MemoryLog;
-use super::state::{Applied, LeaseId, Notice, Op, Reply, RequestId, StateMachine};
+use super::state::{Applied, DeadlockPolicy, LeaseId, Notice, Op, Reply, RequestId, StateMachine};
 use crate::params::ParamError;
 use crate::{Algorithm, Family, Setup};
 
@@ -154,6 +156,20 @@ impl Message for Msg {
     }
 }
 
+/// The lease an operation is made for, if any.
+fn op_lease(op: &Op) -> Option<LeaseId> {
+    match op {
+        Op::KeepAlive { lease }
+        | Op::Revoke { lease }
+        | Op::Acquire { lease, .. }
+        | Op::Release { lease, .. }
+        | Op::Campaign { lease, .. }
+        | Op::Proclaim { lease, .. }
+        | Op::Resign { lease, .. } => Some(*lease),
+        Op::Tick { .. } | Op::Grant { .. } => None,
+    }
+}
+
 /// True for an entry that only keeps leases alive or moves the replicated clock.
 fn is_upkeep(e: &Entry) -> bool {
     postcard::from_bytes::<Proposal>(&e.data)
@@ -195,12 +211,22 @@ pub struct Config {
     pub retry: Time,
     /// Applied entries between two snapshots (`snapshot_every`, default 1000).
     pub snapshot_every: u64,
+    /// After an involuntary loss (expiry, wound) a lock is not granted again for this long
+    /// (`lock_delay`, default 0).
+    pub lock_delay: Time,
+    /// What a wait that would close a cycle of the wait-for graph does (`deadlock`:
+    /// `report`, `wait-die` or `wound-wait`; default `report`).
+    pub policy: DeadlockPolicy,
 }
 
 /// A request of this node's client on its way through the log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Proposal {
     origin: NodeId,
+    /// The proposing node's incarnation: request ids restart after a crash, so an entry of an
+    /// earlier life, applied again while the recovered node catches up, is not taken for an
+    /// answer to a new request.
+    incarnation: u64,
     request: RequestId,
     op: Op,
 }
@@ -220,6 +246,13 @@ struct Client {
     next_request: RequestId,
     /// The retry timer is armed.
     retrying: bool,
+    /// A release is proposed and not yet applied: an acquire waits for it, so that the two
+    /// are applied in the order the client made them.
+    releasing: bool,
+    /// The keep-alive timer is to be armed at the end of this step.
+    keepalive_due: bool,
+    /// The lease-end timer is to be re-armed at the end of this step.
+    lease_timer_due: bool,
 }
 
 /// One replica of the lock service (see the module documentation).
@@ -236,6 +269,10 @@ pub struct LockService {
     upkeep: bool,
     /// Encoded proposals waiting for [`LockService::drive`].
     to_propose: Vec<Vec<u8>>,
+    /// How many times this node recovered (stable: kept across a crash, like the log).
+    incarnation: u64,
+    /// Events of this node's client waiting for [`LockService::drive`] to report them.
+    events: Vec<Event>,
 }
 
 impl fmt::Debug for LockService {
@@ -299,14 +336,15 @@ impl LockService {
     fn build(me: NodeId, config: &Config, log: MemoryLog) -> (RawNode<MemoryLog>, StateMachine) {
         let snapshot = log.last_snapshot();
         let applied = snapshot.get_metadata().index;
-        let machine = if snapshot.data.is_empty() {
-            StateMachine::new()
-        } else {
-            postcard::from_bytes(&snapshot.data).unwrap_or_default()
-        };
+        let machine = Self::machine_from(config, &snapshot.data);
         let raft = RawNode::new(&Self::raft_config_for(me, config, applied), log, &logger())
             .expect("a validated configuration and a consistent log");
         (raft, machine)
+    }
+
+    /// The state machine a snapshot holds (a fresh one for the empty snapshot of a new log).
+    fn machine_from(config: &Config, data: &[u8]) -> StateMachine {
+        postcard::from_bytes(data).unwrap_or_else(|_| StateMachine::new(config.lock_delay, config.policy))
     }
 
     /// Rule 2: after every call into the Raft node, a reset election clock gets our timeout.
@@ -321,7 +359,7 @@ impl LockService {
     fn propose(&mut self, cx: &Context, op: Op) -> RequestId {
         let request = self.client.next_request;
         self.client.next_request += 1;
-        let p = Proposal { origin: self.me, request, op };
+        let p = Proposal { origin: self.me, incarnation: self.incarnation, request, op };
         self.submit(&p);
         self.client.outstanding.insert(request, (p, cx.now));
         request
@@ -340,8 +378,8 @@ impl LockService {
         }
     }
 
-    /// Carries out everything the Raft node has ready (rule 3), then arms the retry timer when
-    /// something waits.
+    /// Carries out everything the Raft node has ready (rule 3), then reports what the client
+    /// saw and arms the client's timers.
     fn drive(&mut self, cx: &Context, out: &mut Outbox<Msg, Timer>) {
         self.reseed(cx);
         self.propose_queued();
@@ -353,11 +391,11 @@ impl LockService {
             self.send(rd.take_messages(), out);
             if !rd.snapshot().is_empty() {
                 let snapshot = rd.snapshot().clone();
-                self.machine = postcard::from_bytes(&snapshot.data).unwrap_or_default();
+                self.machine = Self::machine_from(&self.config, &snapshot.data);
                 self.raft.mut_store().install_snapshot(snapshot);
             }
             let committed = rd.take_committed_entries();
-            self.apply(cx, committed, out);
+            self.apply(cx, committed);
             self.raft.mut_store().append(rd.entries());
             if let Some(hs) = rd.hs() {
                 self.raft.mut_store().set_hard_state(hs.clone());
@@ -369,12 +407,22 @@ impl LockService {
             }
             self.send(light.take_messages(), out);
             let committed = light.take_committed_entries();
-            self.apply(cx, committed, out);
+            self.apply(cx, committed);
             self.raft.advance_apply();
             self.compact();
             self.propose_queued();
         }
         self.reseed(cx);
+        for e in self.events.drain(..) {
+            out.emit(e);
+        }
+        if std::mem::take(&mut self.client.keepalive_due) {
+            out.set_timer(Timer::KeepAlive, self.config.ttl / 3);
+        }
+        if std::mem::take(&mut self.client.lease_timer_due) {
+            out.set_timer(Timer::LeaseEnd, self.client.lease_until.saturating_sub(cx.now));
+        }
+        self.arm_retry(out);
     }
 
     fn send(&self, mut msgs: Vec<RaftMessage>, out: &mut Outbox<Msg, Timer>) {
@@ -401,68 +449,105 @@ impl LockService {
         }
     }
 
-    fn apply(&mut self, cx: &Context, entries: Vec<Entry>, out: &mut Outbox<Msg, Timer>) {
+    fn apply(&mut self, cx: &Context, entries: Vec<Entry>) {
         for e in entries {
             if e.get_entry_type() != EntryType::EntryNormal || e.data.is_empty() {
                 continue;
             }
             let Ok(p) = postcard::from_bytes::<Proposal>(&e.data) else { continue };
-            let applied = self.machine.apply(e.index, &p.op);
-            self.react(cx, &p, applied, out);
+            // An index at or below the last applied one (a snapshot already covered it) is
+            // refused by the state machine and changes nothing.
+            let Ok(applied) = self.machine.apply(e.index, &p.op) else { continue };
+            self.react(cx, &p, applied);
         }
     }
 
-    /// This node's client learns what the applied entry did for it.
-    fn react(&mut self, cx: &Context, p: &Proposal, applied: Applied, out: &mut Outbox<Msg, Timer>) {
-        if p.origin == self.me
-            && let Some((_, sent)) = self.client.outstanding.remove(&p.request)
-        {
-            match applied.reply {
-                Reply::Granted { lease, .. } => {
-                    self.client.lease = Some(lease);
-                    self.trust_lease_from(cx, sent, out);
-                    out.set_timer(Timer::KeepAlive, self.config.ttl / 3);
+    /// This node's client learns what the applied entry did for it. An entry can be applied
+    /// twice when a retried proposal and its original both commit (rule 4); the client
+    /// answers a grant it no longer wants by releasing it, and an extra lease by revoking it.
+    fn react(&mut self, cx: &Context, p: &Proposal, applied: Applied) {
+        if p.origin == self.me && p.incarnation == self.incarnation {
+            let mine = self.client.outstanding.remove(&p.request);
+            match (&p.op, applied.reply) {
+                (Op::Grant { .. }, Reply::Granted { lease, .. }) => {
+                    if let (Some((_, sent)), None) = (&mine, self.client.lease) {
+                        self.client.lease = Some(lease);
+                        self.trust_lease_from(*sent);
+                        self.client.keepalive_due = true;
+                        if self.client.wants {
+                            self.acquire(cx);
+                        }
+                    } else if self.client.lease != Some(lease) {
+                        self.propose(cx, Op::Revoke { lease });
+                    }
+                }
+                (Op::KeepAlive { .. }, Reply::KeptAlive { .. }) => {
+                    if let Some((_, sent)) = mine {
+                        self.trust_lease_from(sent);
+                    }
+                }
+                (Op::Acquire { lease, .. }, Reply::Acquired { fencing }) => self.granted(cx, *lease, fencing),
+                (Op::Acquire { .. }, Reply::Aborted) if mine.is_some() && self.client.wants => self.acquire(cx),
+                (Op::Release { .. }, _) if mine.is_some() => {
+                    self.client.releasing = false;
                     if self.client.wants {
                         self.acquire(cx);
                     }
                 }
-                Reply::KeptAlive { .. } => self.trust_lease_from(cx, sent, out),
-                Reply::Acquired { fencing } => self.enter(fencing, out),
-                Reply::NoSuchLease => self.lease_gone(cx, out),
+                (Op::Grant { .. } | Op::Revoke { .. }, _) => {}
+                (op, Reply::NoSuchLease) if mine.is_some() && op_lease(op) == self.client.lease => self.lease_gone(cx),
                 _ => {}
             }
         }
         for n in applied.notices {
             match n {
-                Notice::Granted { lease, fencing, .. } if Some(lease) == self.client.lease => {
-                    self.enter(fencing, out)
+                Notice::Granted { lease, fencing, .. } => self.granted(cx, lease, fencing),
+                Notice::Aborted { lease, .. } if Some(lease) == self.client.lease && self.client.wants => {
+                    self.acquire(cx)
                 }
-                Notice::LeaseExpired { lease, .. } if Some(lease) == self.client.lease => {
-                    self.lease_gone(cx, out)
-                }
+                Notice::Lost { lease, .. } if Some(lease) == self.client.lease => self.leave(),
+                Notice::LeaseExpired { lease, .. } if Some(lease) == self.client.lease => self.lease_gone(cx),
                 _ => {}
             }
         }
     }
 
-    fn trust_lease_from(&mut self, cx: &Context, sent: Time, out: &mut Outbox<Msg, Timer>) {
+    /// The lock was granted to `lease` with `fencing`.
+    fn granted(&mut self, cx: &Context, lease: LeaseId, fencing: u64) {
+        if Some(lease) != self.client.lease || self.client.holding == Some(fencing) {
+            return;
+        }
+        if self.client.wants && self.client.holding.is_none() && !self.client.releasing {
+            self.client.wants = false;
+            self.client.holding = Some(fencing);
+            self.events.push(Event::Entered { fencing });
+        } else if !self.client.releasing {
+            self.client.releasing = true;
+            self.propose(cx, Op::Release { name: LOCK.into(), lease });
+        }
+    }
+
+    /// Leaves the critical section if in it.
+    fn leave(&mut self) {
+        if self.client.holding.take().is_some() {
+            self.events.push(Event::Exited);
+        }
+    }
+
+    fn trust_lease_from(&mut self, sent: Time) {
         let until = sent + self.config.ttl - self.config.margin;
         if until > self.client.lease_until {
             self.client.lease_until = until;
-        }
-        out.set_timer(Timer::LeaseEnd, self.client.lease_until.saturating_sub(cx.now));
-    }
-
-    fn enter(&mut self, fencing: u64, out: &mut Outbox<Msg, Timer>) {
-        if self.client.wants && self.client.holding.is_none() {
-            self.client.wants = false;
-            self.client.holding = Some(fencing);
-            out.emit(Event::Entered { fencing });
+            self.client.lease_timer_due = true;
         }
     }
 
     fn acquire(&mut self, cx: &Context) {
-        if let Some(lease) = self.client.lease {
+        let pending = self.client.outstanding.values().any(|(p, _)| matches!(p.op, Op::Acquire { .. }));
+        if let Some(lease) = self.client.lease
+            && !pending
+            && !self.client.releasing
+        {
             let request = self.client.next_request;
             self.propose(cx, Op::Acquire { name: LOCK.into(), lease, request, wait: true });
         }
@@ -478,16 +563,12 @@ impl LockService {
 
     /// The client's lease is gone (expired at the server, or by its own clock): leave the
     /// critical section, forget the lease, and take a new one if the lock is still wanted.
-    fn lease_gone(&mut self, cx: &Context, out: &mut Outbox<Msg, Timer>) {
-        if self.client.holding.take().is_some() {
-            out.emit(Event::Exited);
-            self.client.wants = false;
-        }
+    fn lease_gone(&mut self, cx: &Context) {
+        self.leave();
         self.client.lease = None;
         self.client.lease_until = 0;
+        self.client.releasing = false;
         self.client.outstanding.retain(|_, (p, _)| matches!(p.op, Op::Grant { .. }));
-        out.cancel_timer(Timer::KeepAlive);
-        out.cancel_timer(Timer::LeaseEnd);
         if self.client.wants {
             self.take_lease(cx);
         }
@@ -511,14 +592,14 @@ impl LockService {
         match self.tick_from {
             None => self.tick_from = Some(cx.now),
             Some(from)
-                if self.machine.has_leases() && cx.now.saturating_sub(from) >= self.config.clock_every =>
+                if !self.machine.leases().is_empty() && cx.now.saturating_sub(from) >= self.config.clock_every =>
             {
                 let elapsed = cx.now - from;
                 self.tick_from = Some(cx.now);
-                let p = Proposal { origin: self.me, request: u64::MAX, op: Op::Tick { elapsed } };
+                let p = Proposal { origin: self.me, incarnation: self.incarnation, request: u64::MAX, op: Op::Tick { elapsed } };
                 self.submit(&p);
             }
-            Some(_) if !self.machine.has_leases() => self.tick_from = Some(cx.now),
+            Some(_) if self.machine.leases().is_empty() => self.tick_from = Some(cx.now),
             Some(_) => {}
         }
     }
@@ -548,7 +629,6 @@ impl Process for LockService {
             // A message the library refuses (another cluster's, a stale term) changes nothing.
             let _ = self.raft.step(m);
             self.drive(cx, out);
-            self.arm_retry(out);
         }
     }
 
@@ -567,12 +647,12 @@ impl Process for LockService {
                     if !pending {
                         self.propose(cx, Op::KeepAlive { lease });
                     }
-                    out.set_timer(Timer::KeepAlive, self.config.ttl / 3);
+                    self.client.keepalive_due = true;
                 }
             }
             Timer::LeaseEnd => {
                 if self.client.lease.is_some() && cx.now >= self.client.lease_until {
-                    self.lease_gone(cx, out);
+                    self.lease_gone(cx);
                 }
             }
             Timer::Retry => {
@@ -590,7 +670,6 @@ impl Process for LockService {
             }
         }
         self.drive(cx, out);
-        self.arm_retry(out);
     }
 
     fn on_request(&mut self, cx: &Context, req: Request, out: &mut Outbox<Msg, Timer>) {
@@ -599,23 +678,22 @@ impl Process for LockService {
             Request::Acquire if !self.client.wants && self.client.holding.is_none() => {
                 self.client.wants = true;
                 if self.client.lease.is_some() {
+                    // Waits for an outstanding release to apply first (see `acquire`).
                     self.acquire(cx);
                 } else {
                     self.take_lease(cx);
                 }
             }
-            Request::Release => {
-                if self.client.holding.take().is_some() {
-                    out.emit(Event::Exited);
-                    if let Some(lease) = self.client.lease {
-                        self.propose(cx, Op::Release { name: LOCK.into(), lease });
-                    }
+            Request::Release if self.client.holding.is_some() => {
+                self.leave();
+                if let Some(lease) = self.client.lease {
+                    self.client.releasing = true;
+                    self.propose(cx, Op::Release { name: LOCK.into(), lease });
                 }
             }
             _ => return,
         }
         self.drive(cx, out);
-        self.arm_retry(out);
     }
 
     fn on_recover(&mut self, cx: &Context, out: &mut Outbox<Msg, Timer>) {
@@ -628,6 +706,8 @@ impl Process for LockService {
         self.leader = 0;
         self.client = Client::default();
         self.to_propose.clear();
+        self.events.clear();
+        self.incarnation += 1;
         self.reseed(cx);
         out.set_timer(Timer::Tick, self.config.tick);
     }
@@ -696,7 +776,30 @@ impl Algorithm for LockService {
                 reason: "must be at least 1".into(),
             });
         }
-        Ok(Config { tick, election_ticks, heartbeat_ticks, ttl, margin, clock_every, retry, snapshot_every })
+        let lock_delay = p.duration_or_off("lock_delay", 0)?;
+        let policy = match p.get::<String>("deadlock", "report".into())?.as_str() {
+            "report" => DeadlockPolicy::Report,
+            "wait-die" => DeadlockPolicy::WaitDie,
+            "wound-wait" => DeadlockPolicy::WoundWait,
+            other => {
+                return Err(ParamError::OutOfRange {
+                    key: "deadlock".into(),
+                    reason: format!("{other:?} is not a policy; allowed: report, wait-die, wound-wait"),
+                });
+            }
+        };
+        Ok(Config {
+            tick,
+            election_ticks,
+            heartbeat_ticks,
+            ttl,
+            margin,
+            clock_every,
+            retry,
+            snapshot_every,
+            lock_delay,
+            policy,
+        })
     }
 
     fn new(me: NodeId, config: &Config, setup: &Setup) -> Self {
@@ -713,6 +816,8 @@ impl Algorithm for LockService {
             client: Client::default(),
             upkeep: false,
             to_propose: Vec::new(),
+            events: Vec::new(),
+            incarnation: 0,
         }
     }
 }
