@@ -228,6 +228,12 @@ pub fn run(args: CheckArgs) -> crate::Outcome {
         let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
         bail!("unknown algorithm {:?}; known: {}", args.algo, names.join(", "));
     }
+    if !ringleader_algorithms::is_plain(&args.algo) {
+        bail!(
+            "{:?} cannot be model-checked: its state holds a library engine, not plain data the checker can store and compare; judge it in the simulator (`sim`, `sweep`)",
+            args.algo
+        );
+    }
     let bounds = args.bounds()?;
     if let Some(addr) = &args.explore {
         std::net::TcpListener::bind(addr.as_str())

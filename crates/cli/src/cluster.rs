@@ -477,6 +477,11 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
         let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
         bail!("unknown algorithm {algo:?}; known: {}", names.join(", "));
     };
+    if !ringleader_algorithms::is_plain(info.name) {
+        bail!(
+            "{algo:?} does not run on real nodes yet: its state holds a library engine; judge it in the simulator (`sim`, `sweep`)"
+        );
+    }
     if args.nodes == 0 || args.nodes > 200 {
         bail!("--nodes must be 1..200");
     }

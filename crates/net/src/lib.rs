@@ -209,6 +209,15 @@ pub enum NetError {
         /// The algorithms there are, comma-separated.
         known: String,
     },
+    /// The algorithm exists but its state is not plain data a node keeps in its state file
+    /// (the lock service, whose replicas hold a Raft engine).
+    #[error(
+        "{name:?} does not run on `ringleader node`: its state holds a library engine; judge it in the simulator (`sim`, `sweep`)"
+    )]
+    NotOnNodes {
+        /// The name asked for.
+        name: String,
+    },
     /// The algorithm's communication graph cannot be built for this membership.
     #[error("{0}")]
     Topology(String),
@@ -265,7 +274,14 @@ pub async fn start(cfg: NodeConfig) -> Result<NodeHandle, NetError> {
     let name = cfg.algorithm.clone();
     let fut =
         ringleader_algorithms::dispatch_plain(&name, driver::StartVisitor { cfg }).ok_or_else(|| {
-            let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
+            if ringleader_algorithms::find(&name).is_some() {
+                return NetError::NotOnNodes { name: name.clone() };
+            }
+            let names: Vec<&str> = ringleader_algorithms::all()
+                .iter()
+                .map(|i| i.name)
+                .filter(|n| ringleader_algorithms::is_plain(n))
+                .collect();
             NetError::UnknownAlgorithm { name: name.clone(), known: names.join(", ") }
         })?;
     fut.await

@@ -487,7 +487,9 @@ impl LockService {
                     }
                 }
                 (Op::Acquire { lease, .. }, Reply::Acquired { fencing }) => self.granted(cx, *lease, fencing),
-                (Op::Acquire { .. }, Reply::Aborted) if mine.is_some() && self.client.wants => self.acquire(cx),
+                (Op::Acquire { .. }, Reply::Aborted) if mine.is_some() && self.client.wants => {
+                    self.acquire(cx)
+                }
                 (Op::Release { .. }, _) if mine.is_some() => {
                     self.client.releasing = false;
                     if self.client.wants {
@@ -495,7 +497,9 @@ impl LockService {
                     }
                 }
                 (Op::Grant { .. } | Op::Revoke { .. }, _) => {}
-                (op, Reply::NoSuchLease) if mine.is_some() && op_lease(op) == self.client.lease => self.lease_gone(cx),
+                (op, Reply::NoSuchLease) if mine.is_some() && op_lease(op) == self.client.lease => {
+                    self.lease_gone(cx)
+                }
                 _ => {}
             }
         }
@@ -515,6 +519,12 @@ impl LockService {
     /// The lock was granted to `lease` with `fencing`.
     fn granted(&mut self, cx: &Context, lease: LeaseId, fencing: u64) {
         if Some(lease) != self.client.lease || self.client.holding == Some(fencing) {
+            return;
+        }
+        if cx.now >= self.client.lease_until {
+            // Rule 6: a grant that arrives after the lease ran out by this node's clock (it was
+            // paused, or the grant was slow) is not used; the server expires the lease.
+            self.lease_gone(cx);
             return;
         }
         if self.client.wants && self.client.holding.is_none() && !self.client.releasing {
@@ -592,11 +602,17 @@ impl LockService {
         match self.tick_from {
             None => self.tick_from = Some(cx.now),
             Some(from)
-                if !self.machine.leases().is_empty() && cx.now.saturating_sub(from) >= self.config.clock_every =>
+                if !self.machine.leases().is_empty()
+                    && cx.now.saturating_sub(from) >= self.config.clock_every =>
             {
                 let elapsed = cx.now - from;
                 self.tick_from = Some(cx.now);
-                let p = Proposal { origin: self.me, incarnation: self.incarnation, request: u64::MAX, op: Op::Tick { elapsed } };
+                let p = Proposal {
+                    origin: self.me,
+                    incarnation: self.incarnation,
+                    request: u64::MAX,
+                    op: Op::Tick { elapsed },
+                };
                 self.submit(&p);
             }
             Some(_) if self.machine.leases().is_empty() => self.tick_from = Some(cx.now),
