@@ -423,8 +423,7 @@ impl DiskLog {
             return Err(DiskError::SnapshotIndex { index, lowest, commit });
         }
         let term = self.term_at(index).ok_or(DiskError::SnapshotIndex { index, lowest, commit })?;
-        let mut snapshot = Snapshot::default();
-        snapshot.data = data.into();
+        let mut snapshot = Snapshot { data: data.into(), ..Snapshot::default() };
         let metadata = snapshot.mut_metadata();
         metadata.index = index;
         metadata.term = term;
@@ -457,25 +456,22 @@ impl DiskLog {
         let table = txn.open_table(ENTRIES).map_err(store)?;
         let mut out = Vec::with_capacity((high - low).min(1024) as usize);
         let mut size = 0u64;
-        let mut expected = low;
-        for item in table.range(low..high).map_err(store)? {
+        let missing =
+            |index: u64| DiskError::Corrupt { what: "log", detail: format!("entry {index} is missing") };
+        for (expected, item) in (low..).zip(table.range(low..high).map_err(store)?) {
             let (key, value) = item.map_err(store)?;
             if key.value() != expected {
-                return Err(DiskError::Corrupt {
-                    what: "log",
-                    detail: format!("entry {expected} is missing"),
-                });
+                return Err(missing(expected));
             }
             let entry: Entry = decode("entry", value.value())?;
             size += u64::from(entry.compute_size());
             if !out.is_empty() && size > max_size {
-                break;
+                return Ok(out);
             }
             out.push(entry);
-            expected += 1;
         }
-        if out.is_empty() && low < high {
-            return Err(DiskError::Corrupt { what: "log", detail: format!("entry {low} is missing") });
+        if (out.len() as u64) < high - low {
+            return Err(missing(low + out.len() as u64));
         }
         Ok(out)
     }
@@ -589,8 +585,7 @@ fn load(db: Database, path: PathBuf) -> Result<DiskLog, DiskError> {
         Err(e) => return Err(store(e)),
     };
     let mut terms = VecDeque::new();
-    let mut expected = truncated_index + 1;
-    for item in entries.iter().map_err(store)? {
+    for (expected, item) in (truncated_index + 1..).zip(entries.iter().map_err(store)?) {
         let (key, value) = item.map_err(store)?;
         let entry: Entry = decode("entry", value.value())?;
         if key.value() != expected || entry.index != expected {
@@ -604,7 +599,6 @@ fn load(db: Database, path: PathBuf) -> Result<DiskLog, DiskError> {
             });
         }
         terms.push_back(entry.term);
-        expected += 1;
     }
     drop(entries);
     drop(meta);
