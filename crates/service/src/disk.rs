@@ -332,15 +332,15 @@ impl DiskLog {
                 hard_state.term = hard_state.term.max(metadata.term);
                 hard_state.commit = metadata.index;
             }
-            if let Some(head) = update.entries.first() {
-                let tail = update.entries[update.entries.len() - 1].index;
-                if tail < last {
-                    entries.retain_in(tail + 1.., |_, _| false).map_err(store)?;
+            if let Some(tail) = update.entries.last() {
+                // Inserting overwrites the entries at the same indexes; what lies past the new
+                // tail is the rest of the conflicting suffix.
+                if tail.index < last {
+                    entries.retain_in(tail.index + 1.., |_, _| false).map_err(store)?;
                 }
                 for entry in &update.entries {
                     entries.insert(entry.index, encode("entry", entry)?.as_slice()).map_err(store)?;
                 }
-                debug_assert!(head.index >= first);
             }
             if let Some(new) = &update.hard_state {
                 hard_state = new.clone();

@@ -372,6 +372,17 @@ fn a_foreign_redb_file_or_another_format_version_is_refused() {
 }
 
 #[test]
+fn a_log_open_elsewhere_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _first = DiskLog::open(dir.path()).unwrap();
+    let error = open_error(dir.path());
+    assert!(
+        matches!(&error, DiskError::Unreadable { source: redb::Error::DatabaseAlreadyOpen, .. }),
+        "{error:?}"
+    );
+}
+
+#[test]
 fn a_directory_in_place_of_the_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(FILE_NAME)).unwrap();
