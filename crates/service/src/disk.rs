@@ -413,11 +413,11 @@ impl DiskLog {
 
     /// Records a snapshot of the state machine as of the applied entry `index`, with `data` as
     /// its content and the current conf state: [`Storage::snapshot`] returns it from then on
-    /// (to send to a follower that lags behind the compacted log). `index` must be committed
-    /// and not older than the latest snapshot or compaction point. The log is not compacted:
+    /// (to send to a follower that lags behind the compacted log). `index` must be committed,
+    /// at least 1, and not older than the latest snapshot or compaction point. The log is not compacted:
     /// call [`DiskLog::compact`] for that.
     pub fn create_snapshot(&mut self, index: u64, data: Vec<u8>) -> Result<(), DiskError> {
-        let lowest = self.truncated_index.max(self.snapshot_metadata.index);
+        let lowest = self.truncated_index.max(self.snapshot_metadata.index).max(1);
         let commit = self.hard_state.commit;
         if index < lowest || index > commit || index > self.last() {
             return Err(DiskError::SnapshotIndex { index, lowest, commit });

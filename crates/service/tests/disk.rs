@@ -253,7 +253,7 @@ fn a_snapshot_created_by_the_node_is_served_to_followers() {
     let error = log.create_snapshot(6, b"six".to_vec()).unwrap_err();
     assert_eq!(
         error.to_string(),
-        "cannot take a snapshot at index 6: allowed from 0 (the latest snapshot or compaction point) to 5 (the commit index)"
+        "cannot take a snapshot at index 6: allowed from 1 (the latest snapshot or compaction point) to 5 (the commit index)"
     );
     log.create_snapshot(5, b"five".to_vec()).unwrap();
     log.compact(6).unwrap();
