@@ -199,3 +199,22 @@ fn contradictory_parameters_are_refused_with_one_line() {
         assert!(!err.contains('\n'), "{err}");
     }
 }
+
+/// Rule 9: with frequent snapshots, a node that was down while the log was compacted past it
+/// catches up from a snapshot, and serves its own requests afterwards.
+#[test]
+fn rule_9_a_node_behind_a_compaction_catches_up_from_a_snapshot() {
+    let mut c = cfg(3, 2);
+    c.entries = 40;
+    c.rate = 5.0;
+    c.params.insert("snapshot_every".into(), "10".into());
+    c.crash = vec!["3@200ms".parse().unwrap()];
+    c.recover = vec!["3@1500ms".parse().unwrap()];
+    let r = go(&c);
+    assert!(r.report.violations.is_empty(), "{:?}", r.report.violations);
+    assert_eq!(r.report.outcome.mutex().unwrap().entries, 40);
+    let snapshots = r.records.iter().filter(|rec| rec.msg_kind.as_deref() == Some("snapshot")).count();
+    assert!(snapshots >= 1, "the leader sent no snapshot");
+    let late = entries(&r).into_iter().filter(|e| e.1 == 3 && e.0 > 1500 * MS).count();
+    assert!(late >= 1, "the recovered node never entered");
+}

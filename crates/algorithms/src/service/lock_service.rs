@@ -264,6 +264,8 @@ pub struct LockService {
     /// Leader only: local time of the last `Tick` proposal (rule 5).
     tick_from: Option<Time>,
     leader: u64,
+    /// The uid of the Raft leader this node knows, if any.
+    leader_uid: Option<Uid>,
     client: Client,
     /// The input being handled is lease upkeep (see [`Msg::is_detection`]).
     upkeep: bool,
@@ -442,9 +444,11 @@ impl LockService {
         }
         self.leader = leader;
         if leader == 0 {
+            self.leader_uid = None;
             out.emit(Event::LeaderLost);
         } else {
             let uid: Uid = cx.uid_of((leader - 1) as NodeId);
+            self.leader_uid = Some(uid);
             out.emit(Event::Leader { leader: uid, term: self.raft.raft.term });
         }
     }
@@ -720,6 +724,7 @@ impl Process for LockService {
         self.machine = machine;
         self.tick_from = None;
         self.leader = 0;
+        self.leader_uid = None;
         self.client = Client::default();
         self.to_propose.clear();
         self.events.clear();
@@ -729,7 +734,7 @@ impl Process for LockService {
     }
 
     fn leader(&self) -> Option<Uid> {
-        None
+        self.leader_uid
     }
 
     fn in_critical_section(&self) -> bool {
@@ -829,6 +834,7 @@ impl Algorithm for LockService {
             machine,
             tick_from: None,
             leader: 0,
+            leader_uid: None,
             client: Client::default(),
             upkeep: false,
             to_propose: Vec::new(),
