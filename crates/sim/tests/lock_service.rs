@@ -211,8 +211,9 @@ fn rule_9_a_node_behind_a_compaction_catches_up_from_a_snapshot() {
     c.crash = vec!["3@200ms".parse().unwrap()];
     c.recover = vec!["3@1500ms".parse().unwrap()];
     let r = go(&c);
+    // Every request of a live node is served (the one id 3 had when it crashed is lost with it).
     assert!(r.report.violations.is_empty(), "{:?}", r.report.violations);
-    assert_eq!(r.report.outcome.mutex().unwrap().entries, 40);
+    assert_eq!(status(&r, "no_starvation"), PropertyStatus::Holds);
     let snapshots = r.records.iter().filter(|rec| rec.msg_kind.as_deref() == Some("snapshot")).count();
     assert!(snapshots >= 1, "the leader sent no snapshot");
     let late = entries(&r).into_iter().filter(|e| e.1 == 3 && e.0 > 1500 * MS).count();
