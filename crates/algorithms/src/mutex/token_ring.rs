@@ -391,7 +391,9 @@ impl Algorithm for TokenRing {
                 }
                 let mut skipped = (1..n).map(|k| (from + k) % n).take_while(|&x| x != self.me);
                 if skipped.any(|x| !t.removed.contains(&x)) {
-                    return Err("a TOKEN from a node that is not the ring predecessor, past nodes not removed");
+                    return Err(
+                        "a TOKEN from a node that is not the ring predecessor, past nodes not removed",
+                    );
                 }
                 Ok(())
             }
@@ -605,8 +607,14 @@ mod tests {
             admits(1, Msg::Token(token(0, 0, &[2], 1))),
             Err("a TOKEN that says its receiver was removed from the ring")
         );
-        assert_eq!(admits(1, Msg::Token(token(0, 4, &[], 1))), Err("a TOKEN naming a position outside the ring"));
-        assert_eq!(admits(1, Msg::Token(token(0, 0, &[9], 1))), Err("a TOKEN naming a position outside the ring"));
+        assert_eq!(
+            admits(1, Msg::Token(token(0, 4, &[], 1))),
+            Err("a TOKEN naming a position outside the ring")
+        );
+        assert_eq!(
+            admits(1, Msg::Token(token(0, 0, &[9], 1))),
+            Err("a TOKEN naming a position outside the ring")
+        );
         assert_eq!(
             admits(1, Msg::Token(token(0, 0, &[], 0))),
             Err("a TOKEN of pass 0: every pass numbers the token from 1")
