@@ -208,8 +208,8 @@ fn a_forged_message_is_recorded_as_refused() {
     let topology = ringleader_core::Topology::Complete { n: 3 };
     let params = ringleader_algorithms::Params::default();
     let setup = Setup { uids: &uids, topology: &topology, params: &params, max_delay: 1_000_000, seed: 1 };
-    let config = <Checked<SuzukiKasami>>::configure(&setup).unwrap();
-    let mut p = <Checked<SuzukiKasami>>::new(1, &config, &setup);
+    <Checked<SuzukiKasami>>::configure(&setup).unwrap();
+    let mut p = <Checked<SuzukiKasami>>::new(1, &(), &setup);
     let cx = Context { me: 1, uids: &uids, topology: &topology, now: 0, random: 0 };
     p.on_message(&cx, 0, Msg::Request { sn: 0 }, &mut Outbox::new());
     assert_eq!(p.checked, vec![1, 0]);
