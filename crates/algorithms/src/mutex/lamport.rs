@@ -31,6 +31,12 @@
 //! property judges it from the `Requested { ts }` event emitted with every request. The fencing
 //! token is the request's stamp packed as `ts · 2^20 + rank(uid)` ([`super::stamp`]).
 //!
+//! ## Forged messages
+//! A real node refuses (`Algorithm::admits`) a message stamped 0 or beyond 2^62: every
+//! message is stamped with a fresh tick of its sender's clock, and none ticks that often. Which
+//! REPLY or RELEASE answers what cannot be proved from the receiver's state (its queue is
+//! volatile, and a late RELEASE after a crash is honest), so nothing else is refused.
+//!
 //! ## Assumptions and known flaws
 //! **FIFO channels are required.** The simulator's links are FIFO under constant latency (the
 //! default `constant:1ms`: equal delays keep send order), so the default scenario needs no
@@ -196,6 +202,11 @@ impl Algorithm for Lamport {
         "replicated (ts, id) request queue; REQUEST, REPLY, RELEASE to all: 3(N−1) per entry; FIFO links";
     type Config = ();
 
+    /// Every message is stamped with a fresh tick: at least 1, below [`stamp::CLOCK_LIMIT`].
+    fn admits(&self, _from: NodeId, msg: &Msg) -> Result<(), &'static str> {
+        stamp::admits_clock(msg.ts())
+    }
+
     fn configure(setup: &Setup) -> Result<(), ParamError> {
         stamp::check_size(setup)
     }
@@ -280,5 +291,28 @@ mod tests {
             q.deliver(0, Msg::Release { ts: 6 }).emitted(),
             vec![Event::Entered { fencing: (4 << 20) | 2 }]
         );
+    }
+
+    /// Forged messages: a REQUEST, REPLY or RELEASE stamped 0 or beyond 2^62 is refused; one
+    /// stamped with any clock value in between is admitted.
+    #[test]
+    fn admits_only_timestamps_a_clock_could_reach() {
+        let p = node(0);
+        for msg in [Msg::Request { ts: 0 }, Msg::Reply { ts: 0 }, Msg::Release { ts: 0 }] {
+            assert_eq!(
+                p.process.admits(1, &msg),
+                Err("a timestamp of 0: every stamp follows a tick of the sender's clock")
+            );
+        }
+        assert_eq!(
+            p.process.admits(1, &Msg::Release { ts: stamp::CLOCK_LIMIT }),
+            Err(
+                "a timestamp beyond 2^62: no clock ticks that often, and it would overflow this node's clock"
+            )
+        );
+        for msg in [Msg::Request { ts: 1 }, Msg::Reply { ts: 7 }, Msg::Release { ts: stamp::CLOCK_LIMIT - 1 }]
+        {
+            assert_eq!(p.process.admits(1, &msg), Ok(()));
+        }
     }
 }

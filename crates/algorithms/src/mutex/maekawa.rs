@@ -51,6 +51,14 @@
 //! ticks at entry, and in a safe run every hand-over is a causal chain exit → RELEASE → REPLY
 //! → entry along which Lamport clocks strictly increase.
 //!
+//! ## Forged messages
+//! Quorums are symmetric (same row or same column), so every message comes from a member of
+//! the receiver's own quorum: a real node refuses (`Algorithm::admits`) any message from outside
+//! it. Every message but a REQUEST names a request the receiver made (REPLY, INQUIRE, FAILED)
+//! or received (RELEASE, YIELD), so one naming a timestamp above the receiver's clock (on
+//! stable storage, it only grows) is refused too, as is a timestamp or clock of 0 or beyond
+//! 2^62.
+//!
 //! ## Assumptions and known flaws
 //! Reliable channels; FIFO is not needed (every message names the request it is about, and
 //! stale ones are ignored). Safe by quorum intersection. Without INQUIRE/YIELD/FAILED it
@@ -395,6 +403,32 @@ impl Algorithm for Maekawa {
     const SUMMARY: &'static str = "grid quorums (K = 2√N − 1) with INQUIRE / YIELD / FAILED; 3(K−1) messages per entry under light load";
     type Config = Config;
 
+    /// Only quorum members talk to each other; stamps follow a tick and stay below
+    /// [`stamp::CLOCK_LIMIT`]; every message but a REQUEST names a request this node made or
+    /// received, so its timestamp is no later than this node's clock.
+    fn admits(&self, from: NodeId, msg: &Msg) -> Result<(), &'static str> {
+        if self.quorum.binary_search(&from).is_err() {
+            return Err("a message from a node outside this node's quorum (its grid row and column)");
+        }
+        stamp::admits_clock(msg.clock())?;
+        match *msg {
+            Msg::Request { .. } => Ok(()),
+            Msg::Reply { ts, .. }
+            | Msg::Release { ts, .. }
+            | Msg::Inquire { ts, .. }
+            | Msg::Yield { ts, .. }
+            | Msg::Failed { ts, .. } => {
+                stamp::admits_clock(ts)?;
+                if ts > self.clock.0 {
+                    return Err(
+                        "a message about a request stamped later than this node's clock: one it never saw",
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+
     fn configure(setup: &Setup) -> Result<Config, ParamError> {
         stamp::check_size(setup)?;
         let deadlock_handling = setup.params.get("deadlock_handling", true)?;
@@ -540,5 +574,38 @@ mod tests {
         }
         assert!(grid_quorums(9).iter().all(|q| q.len() == 5));
         assert_eq!(grid_quorums(9)[4], vec![1, 3, 4, 5, 7]);
+    }
+
+    /// Forged messages: any message from outside the quorum, a REPLY (or INQUIRE, FAILED,
+    /// RELEASE, YIELD) about a request stamped above this node's clock, and a clock of 0 are
+    /// refused; a quorum member's REQUEST and the REPLY to this node's request are admitted.
+    #[test]
+    fn admits_only_quorum_members_about_requests_this_node_saw() {
+        // Nine positions, a 3 × 3 grid: position 4's quorum is 1, 3, 4, 5, 7.
+        let mut p = node(9, 4, true);
+        assert_eq!(p.request(Request::Acquire).sent()[0], (1, Msg::Request { ts: 1 }));
+        let admits = |p: &Node<Maekawa>, from, msg: Msg| p.process.admits(from, &msg);
+        assert_eq!(admits(&p, 1, Msg::Reply { ts: 1, clock: 3 }), Ok(()));
+        assert_eq!(admits(&p, 7, Msg::Request { ts: 12 }), Ok(()));
+        assert_eq!(
+            admits(&p, 0, Msg::Reply { ts: 1, clock: 3 }),
+            Err("a message from a node outside this node's quorum (its grid row and column)")
+        );
+        assert_eq!(
+            admits(&p, 8, Msg::Request { ts: 2 }),
+            Err("a message from a node outside this node's quorum (its grid row and column)")
+        );
+        assert_eq!(
+            admits(&p, 1, Msg::Reply { ts: 5, clock: 6 }),
+            Err("a message about a request stamped later than this node's clock: one it never saw")
+        );
+        assert_eq!(
+            admits(&p, 3, Msg::Release { ts: 9, clock: 10 }),
+            Err("a message about a request stamped later than this node's clock: one it never saw")
+        );
+        assert_eq!(
+            admits(&p, 5, Msg::Failed { ts: 1, clock: 0 }),
+            Err("a timestamp of 0: every stamp follows a tick of the sender's clock")
+        );
     }
 }

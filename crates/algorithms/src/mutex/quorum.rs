@@ -53,6 +53,13 @@
 //! it. An entry's fencing token is the largest counter among its grants; since the next quorum
 //! intersects this one in a coordinator that saw the RELEASE, tokens increase.
 //!
+//! ## Forged messages
+//! A real node refuses (`Algorithm::admits`) a GRANT from a node that is not a coordinator,
+//! for attempt 0 or an attempt above its own (the attempt number is on stable storage: it never
+//! made that one), or with fencing token 0 (a coordinator counts from 1); and a REQUEST or
+//! RELEASE sent to a node that is not a coordinator, or for attempt 0. It admits a GRANT for an
+//! attempt it gave up: that one is honest, and ignored.
+//!
 //! ## Assumptions and known flaws
 //! Safe while coordinators do not forget. If every coordinator of the intersection of two
 //! quorums crashes and recovers while the first participant holds the section, the second
@@ -315,6 +322,33 @@ impl Algorithm for Quorum {
     const SUMMARY: &'static str = "n queueing coordinators, enter with m > n/2 GRANTs; recovered coordinators forget (Tanenbaum & van Steen)";
     type Config = Config;
 
+    /// Only coordinators grant, and only attempts this node made, with a counter of at least 1;
+    /// only coordinators are asked, for attempts numbered from 1.
+    fn admits(&self, from: NodeId, msg: &Msg) -> Result<(), &'static str> {
+        match *msg {
+            Msg::Grant { attempt, fencing } => {
+                if from >= self.config.coordinators {
+                    Err("a GRANT from a node that is not a coordinator")
+                } else if attempt == 0 || attempt > self.attempt {
+                    Err("a GRANT for an attempt this node never made")
+                } else if fencing == 0 {
+                    Err("a GRANT with fencing token 0: a coordinator's counter starts at 1")
+                } else {
+                    Ok(())
+                }
+            }
+            Msg::Request { attempt } | Msg::Release { attempt, .. } => {
+                if self.votes.is_none() {
+                    Err("a REQUEST or RELEASE sent to a node that is not a coordinator")
+                } else if attempt == 0 {
+                    Err("a REQUEST or RELEASE of attempt 0: attempts are numbered from 1")
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
     fn configure(setup: &Setup) -> Result<Config, ParamError> {
         let nodes = setup.uids.len() as u32;
         let coordinators: u32 = setup.params.get("coordinators", nodes)?;
@@ -440,6 +474,42 @@ mod tests {
         assert_eq!(
             c.deliver(2, Msg::Request { attempt: 1 }).sent(),
             vec![(2, Msg::Grant { attempt: 1, fencing: 2 })]
+        );
+    }
+
+    /// Forged messages: a GRANT from a non-coordinator, for an attempt never made or with
+    /// fencing token 0, and a REQUEST or RELEASE to a non-coordinator or of attempt 0 are
+    /// refused; a coordinator's GRANT of this node's attempt (current or given up) and a
+    /// participant's REQUEST are admitted.
+    #[test]
+    fn admits_grants_only_from_coordinators_for_attempts_made() {
+        let world = World::new(5).param("coordinators", "3");
+        let mut p = world.node::<Quorum>(4);
+        p.request(Request::Acquire);
+        let admits = |p: &Node<Quorum>, from, msg: Msg| p.process.admits(from, &msg);
+        assert_eq!(admits(&p, 2, Msg::Grant { attempt: 1, fencing: 1 }), Ok(()));
+        assert_eq!(
+            admits(&p, 3, Msg::Grant { attempt: 1, fencing: 1 }),
+            Err("a GRANT from a node that is not a coordinator")
+        );
+        assert_eq!(
+            admits(&p, 0, Msg::Grant { attempt: 2, fencing: 1 }),
+            Err("a GRANT for an attempt this node never made")
+        );
+        assert_eq!(
+            admits(&p, 0, Msg::Grant { attempt: 1, fencing: 0 }),
+            Err("a GRANT with fencing token 0: a coordinator's counter starts at 1")
+        );
+        assert_eq!(
+            admits(&p, 1, Msg::Request { attempt: 1 }),
+            Err("a REQUEST or RELEASE sent to a node that is not a coordinator")
+        );
+        let c = World::new(5).param("coordinators", "3").node::<Quorum>(0);
+        assert_eq!(admits(&c, 4, Msg::Request { attempt: 3 }), Ok(()));
+        assert_eq!(admits(&c, 4, Msg::Release { attempt: 3, fencing: 0 }), Ok(()));
+        assert_eq!(
+            admits(&c, 4, Msg::Release { attempt: 0, fencing: 0 }),
+            Err("a REQUEST or RELEASE of attempt 0: attempts are numbered from 1")
         );
     }
 }

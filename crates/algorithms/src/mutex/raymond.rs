@@ -43,6 +43,11 @@
 //! ## Fencing tokens
 //! The PRIVILEGE carries an entry counter, incremented at every entry: the fencing token.
 //!
+//! ## Forged messages
+//! Every message travels along an edge of the tree, so a real node refuses (`Algorithm::admits`)
+//! a REQUEST or PRIVILEGE from a node that is not one of its tree neighbours. It admits a
+//! PRIVILEGE from a neighbour that is not its HOLDER: a duplicating link delivers that honestly.
+//!
 //! ## Assumptions and known flaws
 //! Reliable channels; FIFO is not needed (a neighbour sends at most one REQUEST until it gets
 //! the PRIVILEGE). Safe, deadlock-free and starvation-free (REQUEST_Q is FIFO) while nobody
@@ -87,6 +92,8 @@ pub enum Timer {}
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Raymond {
     me: NodeId,
+    /// The tree neighbours (the parent and the children in the spanning tree), sorted.
+    neighbours: Vec<NodeId>,
     /// HOLDER: self, or the neighbour in the token's direction.
     holder: NodeId,
     /// REQUEST_Q.
@@ -187,6 +194,14 @@ impl Algorithm for Raymond {
     /// Each position's initial HOLDER: its neighbour on the path to position 0 (0 for itself).
     type Config = Vec<NodeId>;
 
+    /// REQUEST and PRIVILEGE travel along the tree's edges only.
+    fn admits(&self, from: NodeId, _msg: &Msg) -> Result<(), &'static str> {
+        if self.neighbours.binary_search(&from).is_err() {
+            return Err("a REQUEST or PRIVILEGE from a node that is not a tree neighbour");
+        }
+        Ok(())
+    }
+
     fn configure(setup: &Setup) -> Result<Vec<NodeId>, ParamError> {
         let n = setup.topology.len() as usize;
         let mut parent = vec![NodeId::MAX; n];
@@ -213,8 +228,12 @@ impl Algorithm for Raymond {
     }
 
     fn new(me: NodeId, parent: &Vec<NodeId>, _setup: &Setup) -> Self {
+        let neighbours = (0..parent.len() as NodeId)
+            .filter(|&j| j != me && (parent[j as usize] == me || parent[me as usize] == j))
+            .collect();
         Raymond {
             me,
+            neighbours,
             holder: parent[me as usize],
             request_q: VecDeque::new(),
             using: false,
@@ -301,5 +320,27 @@ mod tests {
         let h: Vec<NodeId> =
             (0..4).map(|p| World::new(4).topology(line.clone()).node::<Raymond>(p).process.holder).collect();
         assert_eq!(h, vec![0, 0, 1, 2]);
+    }
+
+    /// Forged messages: a REQUEST or PRIVILEGE from a node that is not a tree neighbour is
+    /// refused; the parent's and the children's are admitted.
+    #[test]
+    fn admits_messages_only_from_tree_neighbours() {
+        let p = node(1);
+        assert_eq!(p.process.neighbours, vec![0, 3, 4]);
+        for from in [0, 3, 4] {
+            assert_eq!(p.process.admits(from, &Msg::Request), Ok(()));
+            assert_eq!(p.process.admits(from, &Msg::Privilege { entries: 2 }), Ok(()));
+        }
+        for from in [2, 5, 6] {
+            assert_eq!(
+                p.process.admits(from, &Msg::Privilege { entries: 2 }),
+                Err("a REQUEST or PRIVILEGE from a node that is not a tree neighbour")
+            );
+            assert_eq!(
+                p.process.admits(from, &Msg::Request),
+                Err("a REQUEST or PRIVILEGE from a node that is not a tree neighbour")
+            );
+        }
     }
 }

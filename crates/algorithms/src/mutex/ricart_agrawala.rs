@@ -36,6 +36,12 @@
 //! token is the request's stamp packed as `ts · 2^20 + rank(uid)` ([`super::stamp`]), strictly
 //! increasing because entries follow stamp order.
 //!
+//! ## Forged messages
+//! A real node refuses (`Algorithm::admits`) a message stamped 0 or beyond 2^62 (no clock
+//! ticks that often), and a REPLY naming a timestamp above this node's clock: a request it
+//! never made (its clock, on stable storage, only grows). It admits a REPLY when no request is
+//! outstanding: a late or duplicated REPLY is honest.
+//!
 //! ## Assumptions and known flaws
 //! Reliable channels; FIFO is *not* needed (a REPLY names the one request it answers); duplicated
 //! messages are harmless (permissions are a set of repliers). Safe,
@@ -191,6 +197,23 @@ impl Algorithm for RicartAgrawala {
         "REQUEST(ts, id) to all, enter after N−1 REPLYs, defer younger requests; 2(N−1) per entry";
     type Config = ();
 
+    /// Timestamps follow a tick and stay below [`stamp::CLOCK_LIMIT`]; a REPLY names one of
+    /// this node's requests, stamped no later than its clock.
+    fn admits(&self, _from: NodeId, msg: &Msg) -> Result<(), &'static str> {
+        match *msg {
+            Msg::Request { ts } => stamp::admits_clock(ts),
+            Msg::Reply { ts } => {
+                stamp::admits_clock(ts)?;
+                if ts > self.clock.0 {
+                    return Err(
+                        "a REPLY to a request stamped later than this node's clock: one it never made",
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+
     fn configure(setup: &Setup) -> Result<(), ParamError> {
         stamp::check_size(setup)
     }
@@ -294,5 +317,35 @@ mod tests {
             vec![Event::Entered { fencing: mine.fencing(&p.uids) }]
         );
         assert!(p.process.in_critical_section());
+    }
+
+    /// Forged messages: a REPLY to a request this node never made (stamped above its clock)
+    /// and timestamps 0 or beyond 2^62 are refused; a REPLY to its request, a late one when
+    /// nothing is outstanding, and an ordinary REQUEST are admitted.
+    #[test]
+    fn admits_a_reply_only_to_a_request_this_node_made() {
+        let mut p = node(1);
+        assert_eq!(p.request(Request::Acquire).sent()[0], (0, Msg::Request { ts: 1 }));
+        let admits = |p: &Node<RicartAgrawala>, msg: Msg| p.process.admits(0, &msg);
+        assert_eq!(admits(&p, Msg::Reply { ts: 1 }), Ok(()));
+        assert_eq!(
+            admits(&p, Msg::Reply { ts: 2 }),
+            Err("a REPLY to a request stamped later than this node's clock: one it never made")
+        );
+        assert_eq!(
+            admits(&p, Msg::Reply { ts: 0 }),
+            Err("a timestamp of 0: every stamp follows a tick of the sender's clock")
+        );
+        assert_eq!(admits(&p, Msg::Request { ts: 40 }), Ok(()));
+        assert_eq!(
+            admits(&p, Msg::Request { ts: u64::MAX }),
+            Err(
+                "a timestamp beyond 2^62: no clock ticks that often, and it would overflow this node's clock"
+            )
+        );
+        p.deliver(0, Msg::Reply { ts: 1 });
+        p.deliver(2, Msg::Reply { ts: 1 });
+        p.request(Request::Release);
+        assert_eq!(admits(&p, Msg::Reply { ts: 1 }), Ok(()), "a late copy after the exit");
     }
 }

@@ -40,6 +40,12 @@
 //! run every hand-over of the section is a causal chain exit → … → entry, along which Lamport
 //! clocks strictly increase.
 //!
+//! ## Forged messages
+//! A real node refuses (`Algorithm::admits`) a message stamped 0 or beyond 2^62: every
+//! REQUEST and REPLY carries a tick of its sender's clock, and none ticks that often. A REPLY
+//! while no request is outstanding is admitted: a late or duplicated one is honest, and it
+//! grants nothing then.
+//!
 //! ## Assumptions and known flaws
 //! Reliable channels; FIFO is not needed. Safe and starvation-free while nobody fails. It
 //! tolerates no crash: a crashed process never replies (and a crash erases the permissions
@@ -195,6 +201,15 @@ impl Algorithm for RoucairolCarvalho {
         "Ricart-Agrawala keeping permissions until asked back; 0 … 2(N−1) messages per entry";
     type Config = ();
 
+    /// Every message carries a tick of its sender's clock: at least 1, below
+    /// [`stamp::CLOCK_LIMIT`].
+    fn admits(&self, _from: NodeId, msg: &Msg) -> Result<(), &'static str> {
+        match *msg {
+            Msg::Request { ts } => stamp::admits_clock(ts),
+            Msg::Reply { clock } => stamp::admits_clock(clock),
+        }
+    }
+
     fn configure(setup: &Setup) -> Result<(), ParamError> {
         stamp::check_size(setup)
     }
@@ -290,5 +305,24 @@ mod tests {
         assert_eq!(step.emitted(), vec![Event::Exited]);
         assert_eq!(step.sent(), vec![(0, Msg::Reply { clock: 11 })]);
         assert_eq!(p.request(Request::Acquire).sent(), vec![(0, Msg::Request { ts: 12 })]);
+    }
+
+    /// Forged messages: a REQUEST or REPLY stamped 0 or beyond 2^62 is refused; a REPLY with
+    /// an ordinary clock is admitted, even with no request outstanding.
+    #[test]
+    fn admits_only_timestamps_a_clock_could_reach() {
+        let p = node();
+        assert_eq!(
+            p.process.admits(0, &Msg::Reply { clock: 0 }),
+            Err("a timestamp of 0: every stamp follows a tick of the sender's clock")
+        );
+        assert_eq!(
+            p.process.admits(2, &Msg::Request { ts: u64::MAX - 1 }),
+            Err(
+                "a timestamp beyond 2^62: no clock ticks that often, and it would overflow this node's clock"
+            )
+        );
+        assert_eq!(p.process.admits(0, &Msg::Reply { clock: 5 }), Ok(()));
+        assert_eq!(p.process.admits(2, &Msg::Request { ts: 3 }), Ok(()));
     }
 }

@@ -14,6 +14,23 @@ use crate::{ParamError, Setup};
 /// Bits of a fencing token that hold the uid's rank.
 pub const RANK_BITS: u32 = 20;
 
+/// The largest clock value a message may carry. A Lamport clock advances by one per event: no
+/// process reaches 2^62 (over a century at a billion events a second), and a value near 2^64
+/// would overflow the receiver's clock when it observes it and ticks.
+pub const CLOCK_LIMIT: u64 = 1 << 62;
+
+/// Whether `ts` is a clock value a sender could have stamped: every stamp follows a tick, so
+/// it is at least 1, and it stays below [`CLOCK_LIMIT`]. `Err` says which bound it breaks.
+pub fn admits_clock(ts: u64) -> Result<(), &'static str> {
+    if ts == 0 {
+        Err("a timestamp of 0: every stamp follows a tick of the sender's clock")
+    } else if ts >= CLOCK_LIMIT {
+        Err("a timestamp beyond 2^62: no clock ticks that often, and it would overflow this node's clock")
+    } else {
+        Ok(())
+    }
+}
+
 /// Refuses memberships whose ranks do not fit in [`RANK_BITS`].
 pub fn check_size(setup: &Setup) -> Result<(), ParamError> {
     if setup.uids.len() > 1 << RANK_BITS {

@@ -33,6 +33,13 @@
 //! ## Fencing tokens
 //! The token carries an entry counter, incremented at every entry: the fencing token.
 //!
+//! ## Forged messages
+//! A real node refuses (`Algorithm::admits`) a REQUEST numbered 0, a TOKEN whose LN does not
+//! have one entry per process, whose queue names a position twice or outside the system, or
+//! whose LN claims more of this node's own requests served than it ever made (only this node
+//! writes its entry, from its own request number). It admits a TOKEN while it holds one: a
+//! duplicating link delivers that honestly.
+//!
 //! ## Assumptions and known flaws
 //! Reliable channels; FIFO is not needed (sequence numbers discard stale requests). Safe,
 //! deadlock-free and starvation-free (every waiting request is queued at the next exit and Q is
@@ -196,6 +203,34 @@ impl Algorithm for SuzukiKasami {
         "broadcast REQUEST(j, sn); the token carries LN and a queue; N messages per entry, 0 to re-enter";
     type Config = ();
 
+    /// Request numbers start at 1; the token has one LN entry per process, a queue of distinct
+    /// positions, and this node's LN entry is one of its own request numbers (only this node
+    /// writes it, at its exit).
+    fn admits(&self, _from: NodeId, msg: &Msg) -> Result<(), &'static str> {
+        let n = self.rn.len();
+        match msg {
+            Msg::Request { sn: 0 } => Err("a REQUEST numbered 0: request numbers start at 1"),
+            Msg::Request { .. } => Ok(()),
+            Msg::Token(t) => {
+                if t.ln.len() != n {
+                    return Err("a TOKEN whose LN does not have one entry per process");
+                }
+                let mut seen = vec![false; n];
+                for &j in &t.q {
+                    match seen.get_mut(j as usize) {
+                        Some(s) if !*s => *s = true,
+                        _ => return Err("a TOKEN whose queue names a position twice or outside the system"),
+                    }
+                }
+                let me = self.me as usize;
+                if t.ln[me] > self.rn[me] {
+                    return Err("a TOKEN whose LN claims more of this node's requests served than it made");
+                }
+                Ok(())
+            }
+        }
+    }
+
     fn configure(_setup: &Setup) -> Result<(), ParamError> {
         Ok(())
     }
@@ -287,5 +322,42 @@ mod tests {
         alone.request(Request::Acquire);
         assert!(alone.request(Request::Release).sent().is_empty(), "Q empty: the token stays");
         assert!(alone.process.token.is_some());
+    }
+
+    /// Forged messages: a REQUEST numbered 0, a TOKEN with a short LN, a queue naming a
+    /// position twice or outside the system, or an LN entry for this node above its own request
+    /// number is refused; a TOKEN that serves this node's last request is admitted, as is a
+    /// second TOKEN while this node holds one (a duplicating link).
+    #[test]
+    fn admits_a_token_only_with_a_well_formed_ln_and_queue() {
+        let mut p = node(2);
+        p.request(Request::Acquire);
+        let admits = |p: &Node<SuzukiKasami>, msg: Msg| p.process.admits(0, &msg);
+        assert_eq!(admits(&p, Msg::Token(token([0, 0, 0, 0], &[1, 3], 4))), Ok(()));
+        assert_eq!(admits(&p, Msg::Token(token([0, 0, 1, 0], &[], 4))), Ok(()), "its request 1 served");
+        assert_eq!(
+            admits(&p, Msg::Token(token([0, 0, 2, 0], &[], 4))),
+            Err("a TOKEN whose LN claims more of this node's requests served than it made")
+        );
+        let short = Token { ln: vec![0; 3], q: VecDeque::new(), entries: 4 };
+        assert_eq!(
+            admits(&p, Msg::Token(short)),
+            Err("a TOKEN whose LN does not have one entry per process")
+        );
+        assert_eq!(
+            admits(&p, Msg::Token(token([0; 4], &[1, 1], 4))),
+            Err("a TOKEN whose queue names a position twice or outside the system")
+        );
+        assert_eq!(
+            admits(&p, Msg::Token(token([0; 4], &[4], 4))),
+            Err("a TOKEN whose queue names a position twice or outside the system")
+        );
+        assert_eq!(
+            admits(&p, Msg::Request { sn: 0 }),
+            Err("a REQUEST numbered 0: request numbers start at 1")
+        );
+        assert_eq!(admits(&p, Msg::Request { sn: 9 }), Ok(()));
+        let holder = node(0);
+        assert_eq!(admits(&holder, Msg::Token(token([0; 4], &[], 0))), Ok(()), "a duplicated TOKEN");
     }
 }

@@ -65,6 +65,14 @@
 //! higher origin fences the other out, and a resource that checks fencing tokens (and the
 //! `fencing` property) exposes the double token instead of accepting two equal ones.
 //!
+//! ## Forged messages
+//! A real node refuses (`Algorithm::admits`) a TOKEN from a node that is not its ring
+//! predecessor — unless every node in between is in the token's removed set, as rule 3 skips
+//! them — a TOKEN that says its receiver was removed, names a position outside the ring or
+//! carries pass number 0, and an ACK of pass 0. It admits every REQUEST, and an ACK from any
+//! node: a late ACK may come from a node that was the successor before a crash cleared this
+//! node's removed set, and an ACK that does not match the pass in flight changes nothing.
+//!
 //! ## Assumptions and known flaws
 //! Safe, deadlock-free and starvation-free with reliable links and no failures. A crashed node
 //! that does not hold the token is skipped (`scenarios/token-ring-skip-crashed.toml`). A token
@@ -364,6 +372,36 @@ impl Algorithm for TokenRing {
     const TOPOLOGY: TopologyKind = TopologyKind::Ring;
     type Config = Config;
 
+    /// A TOKEN comes from the ring predecessor, or from a node before it when every node in
+    /// between is in the token's removed set (the sender skipped them, rule 3); it never names
+    /// its receiver as removed nor a position outside the ring, and every pass numbers it from
+    /// 1 — so does every ACK.
+    fn admits(&self, from: NodeId, msg: &Msg) -> Result<(), &'static str> {
+        let n = self.n;
+        match msg {
+            Msg::Token(t) => {
+                if t.hops == 0 {
+                    return Err("a TOKEN of pass 0: every pass numbers the token from 1");
+                }
+                if t.origin >= n || t.last_user >= n || t.removed.iter().any(|&x| x >= n) {
+                    return Err("a TOKEN naming a position outside the ring");
+                }
+                if t.removed.contains(&self.me) {
+                    return Err("a TOKEN that says its receiver was removed from the ring");
+                }
+                let mut skipped = (1..n).map(|k| (from + k) % n).take_while(|&x| x != self.me);
+                if skipped.any(|x| !t.removed.contains(&x)) {
+                    return Err(
+                        "a TOKEN from a node that is not the ring predecessor, past nodes not removed",
+                    );
+                }
+                Ok(())
+            }
+            Msg::Ack { hops: 0 } => Err("an ACK of pass 0, which no TOKEN carries"),
+            Msg::Ack { .. } | Msg::Request => Ok(()),
+        }
+    }
+
     fn configure(setup: &Setup) -> Result<Config, ParamError> {
         let ack_timeout = setup.params.duration("ack_timeout", 2 * setup.max_delay + MILLISECOND)?;
         let regen_timeout = setup.params.duration("regen_timeout", 500 * MILLISECOND)?;
@@ -543,5 +581,46 @@ mod tests {
         let copy = p.deliver(0, Msg::Token(token(0, 0, &[], 1)));
         assert_eq!(copy.sent(), vec![(0, Msg::Ack { hops: 1 })], "the copy is only acknowledged");
         assert!(copy.set().is_empty());
+    }
+
+    /// Forged messages: a TOKEN from a non-predecessor past a node not removed, one that says
+    /// its receiver was removed, names a stranger position or has pass 0, and an ACK of pass 0
+    /// are refused; the predecessor's TOKEN, one that skips removed nodes, any REQUEST and a
+    /// late ACK are admitted.
+    #[test]
+    fn admits_a_token_only_from_the_predecessor_or_across_removed_nodes() {
+        let p = node(2);
+        let admits = |from, msg: Msg| p.process.admits(from, &msg);
+        assert_eq!(admits(1, Msg::Token(token(0, 0, &[], 1))), Ok(()));
+        assert_eq!(admits(0, Msg::Token(token(0, 0, &[1], 1))), Ok(()), "1 was skipped");
+        assert_eq!(admits(3, Msg::Token(token(0, 0, &[0, 1], 4))), Ok(()), "0 and 1 were skipped");
+        assert_eq!(
+            admits(0, Msg::Token(token(0, 0, &[], 1))),
+            Err("a TOKEN from a node that is not the ring predecessor, past nodes not removed")
+        );
+        assert_eq!(
+            admits(3, Msg::Token(token(0, 0, &[1], 1))),
+            Err("a TOKEN from a node that is not the ring predecessor, past nodes not removed"),
+            "0 lies between 3 and 2 and was not removed"
+        );
+        assert_eq!(
+            admits(1, Msg::Token(token(0, 0, &[2], 1))),
+            Err("a TOKEN that says its receiver was removed from the ring")
+        );
+        assert_eq!(
+            admits(1, Msg::Token(token(0, 4, &[], 1))),
+            Err("a TOKEN naming a position outside the ring")
+        );
+        assert_eq!(
+            admits(1, Msg::Token(token(0, 0, &[9], 1))),
+            Err("a TOKEN naming a position outside the ring")
+        );
+        assert_eq!(
+            admits(1, Msg::Token(token(0, 0, &[], 0))),
+            Err("a TOKEN of pass 0: every pass numbers the token from 1")
+        );
+        assert_eq!(admits(0, Msg::Ack { hops: 0 }), Err("an ACK of pass 0, which no TOKEN carries"));
+        assert_eq!(admits(0, Msg::Ack { hops: 7 }), Ok(()), "a late ACK from an earlier successor");
+        assert_eq!(admits(0, Msg::Request), Ok(()));
     }
 }
