@@ -130,7 +130,7 @@ fn central_recovery_is_safe_on_fifo_links_and_the_checker_shows_why_it_needs_the
     };
     let ordered = json(&ringleader(&[&args[..], &["--network", "ordered"]].concat()));
     assert_eq!(ordered["complete"], true);
-    assert_eq!(ordered["unique_states"], 648);
+    assert_eq!(ordered["unique_states"], 613);
     assert_eq!(prop(&ordered, "safety"), true, "{ordered}");
     assert_eq!(prop(&ordered, "fencing"), true, "{ordered}");
     let unordered = json(&ringleader(&args));
