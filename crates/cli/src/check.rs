@@ -360,6 +360,7 @@ fn html_page(out: &Outcome, p: &PropertyOutcome, args: &CheckArgs) -> anyhow::Re
         source: "check",
         uids: &out.uids,
         records: &p.trace,
+        total_records: p.trace.len() as u64,
         report,
         verdict,
         ok: p.holds || p.expected_violation,

@@ -318,6 +318,9 @@ pub fn run(args: SimArgs) -> crate::Outcome {
     let opts = RunOptions {
         trace: args.trace.clone(),
         keep_trace: args.mermaid.is_some() || args.html.is_some() || args.shiviz.is_some(),
+        // A page embeds at most its first MAX_RECORDS records and a diagram draws fewer: keep no
+        // more than that while the run goes on. A ShiViz log is the whole run: it keeps all.
+        keep_at_most: args.shiviz.is_none().then_some(ringleader_viz::html::MAX_RECORDS),
         progress: Some(&mut on_progress),
     };
     let result = ringleader_sim::run(&cfg, opts)?;
@@ -371,6 +374,7 @@ pub fn html_page(result: &ringleader_sim::RunResult, scenario: Option<&str>) -> 
         source: "sim",
         uids: &result.uids,
         records: &result.records,
+        total_records: result.total_records,
         report: serde_json::to_value(report)?,
         verdict,
         ok: report.as_expected(),

@@ -13,6 +13,9 @@ use ringleader_core::{Event, Uid};
 /// Diagrams above this many records are cut (a note says so).
 pub const MAX_RECORDS: usize = 4_000;
 
+/// The words of the note that ends a cut diagram.
+pub const CUT_NOTE: &str = "… trace cut after";
+
 fn label(text: &str) -> String {
     text.chars()
         .map(|c| match c {
@@ -79,7 +82,7 @@ pub fn render(records: &[TraceRecord], uids: &[Uid], violation_window: Option<(u
     };
     for r in records {
         if shown >= MAX_RECORDS {
-            let _ = writeln!(s, "    note over P0: … trace cut after {MAX_RECORDS} records");
+            let _ = writeln!(s, "    note over P0: {CUT_NOTE} {MAX_RECORDS} records");
             break;
         }
         if let Some((start, _)) = violation_window {

@@ -4,6 +4,13 @@
 //! an emitted event) ticks the node's Lamport clock and its own vector entry; a send ticks and
 //! attaches the stamp to the message; a delivery takes the maximum with the attached stamp and
 //! ticks. Vector timestamps are kept only for runs of at most [`MAX_VECTOR_NODES`] nodes.
+//!
+//! A tracer that keeps records in memory may keep only the first ones
+//! ([`Tracer::keep_at_most`]): a page or a diagram draws a bounded prefix of a run, and a run of
+//! millions of steps must not hold every record until the end to have it cut then. Every record
+//! is still counted ([`Tracer::recorded`]), so what is drawn can say what it left out; once a
+//! tracer neither writes nor keeps any more, [`Tracer::record_with`] does not even build the
+//! record.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -20,6 +27,8 @@ pub const MAX_VECTOR_NODES: usize = 64;
 pub struct Tracer {
     sink: Option<BufWriter<File>>,
     kept: Option<Vec<TraceRecord>>,
+    keep_limit: usize,
+    recorded: u64,
     lamport: Vec<u64>,
     vector: Option<Vec<Vec<u64>>>,
     in_flight: HashMap<u64, (u64, Option<Vec<u64>>)>,
@@ -36,11 +45,30 @@ impl Tracer {
         Ok(Tracer {
             sink,
             kept: keep.then(Vec::new),
+            keep_limit: usize::MAX,
+            recorded: 0,
             lamport: vec![0; n],
             vector: (n <= MAX_VECTOR_NODES).then(|| vec![vec![0; n]; n]),
             in_flight: HashMap::new(),
             error: None,
         })
+    }
+
+    /// Keeps only the first `limit` records in memory (the file, if any, still gets them all);
+    /// the rest are counted, not kept.
+    pub fn keep_at_most(mut self, limit: usize) -> Tracer {
+        self.keep_limit = limit;
+        self
+    }
+
+    /// How many records were handed to the tracer, kept or not.
+    pub fn recorded(&self) -> u64 {
+        self.recorded
+    }
+
+    /// True while a record would still be written to the file or kept in memory.
+    pub fn wants_records(&self) -> bool {
+        self.sink.is_some() || self.kept.as_ref().is_some_and(|k| k.len() < self.keep_limit)
     }
 
     fn tick(&mut self, node: usize) {
@@ -50,8 +78,20 @@ impl Tracer {
         }
     }
 
-    /// Stamps `rec` (by its kind and node) and records it.
+    /// Counts one record and, if it would be written or kept, builds it with `make`, stamps and
+    /// records it.
+    pub fn record_with(&mut self, make: impl FnOnce() -> TraceRecord) {
+        if self.wants_records() {
+            self.record(make());
+        } else {
+            self.recorded += 1;
+        }
+    }
+
+    /// Stamps `rec` (by its kind and node) and records it: writes it to the file, if any, and
+    /// keeps it, if records are kept and fewer than the limit are.
     pub fn record(&mut self, mut rec: TraceRecord) {
+        self.recorded += 1;
         if let Some(node) = rec.node.map(|n| n as usize) {
             match rec.kind {
                 RecordKind::Send => {
@@ -93,7 +133,9 @@ impl Tracer {
                 self.error = Some(e);
             }
         }
-        if let Some(k) = self.kept.as_mut() {
+        if let Some(k) = self.kept.as_mut()
+            && k.len() < self.keep_limit
+        {
             k.push(rec);
         }
     }
@@ -107,5 +149,61 @@ impl Tracer {
             s.flush()?;
         }
         Ok(self.kept.unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timer(step: u64) -> TraceRecord {
+        let mut r = TraceRecord::new(step, step, RecordKind::Timer);
+        r.node = Some(0);
+        r
+    }
+
+    #[test]
+    fn a_capped_tracer_keeps_the_first_records_counts_them_all_and_stops_building_them() {
+        let mut t = Tracer::new(1, None, true).unwrap().keep_at_most(3);
+        let mut built = 0;
+        for step in 0..10 {
+            t.record_with(|| {
+                built += 1;
+                timer(step)
+            });
+        }
+        assert_eq!(t.recorded(), 10);
+        assert_eq!(built, 3, "no record is built once none would be kept");
+        assert!(!t.wants_records());
+        let kept = t.finish().unwrap();
+        assert_eq!(kept.iter().map(|r| r.step).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(kept.iter().map(|r| r.lamport).collect::<Vec<_>>(), [Some(1), Some(2), Some(3)]);
+    }
+
+    #[test]
+    fn a_capped_tracer_still_writes_every_record_to_its_file() {
+        let path = std::env::temp_dir().join(format!("ringleader-trace-cap-{}.jsonl", std::process::id()));
+        let mut t = Tracer::new(1, Some(&path), true).unwrap().keep_at_most(2);
+        for step in 0..5 {
+            t.record_with(|| timer(step));
+        }
+        assert!(t.wants_records(), "the file still wants every record");
+        assert_eq!(t.recorded(), 5);
+        assert_eq!(t.finish().unwrap().len(), 2);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let lamports: Vec<u64> =
+            text.lines().map(|l| serde_json::from_str::<TraceRecord>(l).unwrap().lamport.unwrap()).collect();
+        assert_eq!(lamports, [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn an_uncapped_tracer_keeps_everything() {
+        let mut t = Tracer::new(1, None, true).unwrap();
+        for step in 0..5 {
+            t.record(timer(step));
+        }
+        assert_eq!(t.recorded(), 5);
+        assert_eq!(t.finish().unwrap().len(), 5);
     }
 }

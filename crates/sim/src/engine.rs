@@ -455,13 +455,17 @@ impl<A: Algorithm> Simulation<A> {
         }
     }
 
+    /// Records one trace record (built by `fill` only when the tracer still writes or keeps one).
     fn trace(&mut self, kind: RecordKind, node: Option<NodeId>, fill: impl FnOnce(&mut TraceRecord)) {
+        let (step, now, uids) = (self.step, self.now, &self.uids);
         if let Some(t) = self.tracer.as_mut() {
-            let mut r = TraceRecord::new(self.step, self.now, kind);
-            r.node = node;
-            r.uid = node.map(|n| self.uids[n as usize]);
-            fill(&mut r);
-            t.record(r);
+            t.record_with(|| {
+                let mut r = TraceRecord::new(step, now, kind);
+                r.node = node;
+                r.uid = node.map(|n| uids[n as usize]);
+                fill(&mut r);
+                r
+            });
         }
     }
 
@@ -535,15 +539,12 @@ impl<A: Algorithm> Simulation<A> {
             self.last_progress = self.now;
         }
         let id = self.seq;
-        if self.tracer.is_some() {
-            let (kind, value) = (msg.kind(), serde_json::to_value(&msg).ok());
-            self.trace(RecordKind::Send, Some(from), |r| {
-                r.peer = Some(to);
-                r.msg_id = Some(id);
-                r.msg_kind = Some(kind.into());
-                r.msg = value;
-            });
-        }
+        self.trace(RecordKind::Send, Some(from), |r| {
+            r.peer = Some(to);
+            r.msg_id = Some(id);
+            r.msg_kind = Some(msg.kind().into());
+            r.msg = serde_json::to_value(&msg).ok();
+        });
         match self.net.schedule(&mut self.rng, self.now, from, to) {
             None => {
                 self.counters.dropped += 1;
@@ -564,16 +565,13 @@ impl<A: Algorithm> Simulation<A> {
                 if let Some(copy) = dup {
                     let at2 = self.net.schedule(&mut self.rng, self.now, from, to).unwrap_or(at);
                     let id2 = self.seq;
-                    if self.tracer.is_some() {
-                        let (kind, value) = (copy.kind(), serde_json::to_value(&copy).ok());
-                        self.trace(RecordKind::Send, Some(from), |r| {
-                            r.peer = Some(to);
-                            r.msg_id = Some(id2);
-                            r.msg_kind = Some(kind.into());
-                            r.msg = value;
-                            r.detail = Some("duplicate".into());
-                        });
-                    }
+                    self.trace(RecordKind::Send, Some(from), |r| {
+                        r.peer = Some(to);
+                        r.msg_id = Some(id2);
+                        r.msg_kind = Some(copy.kind().into());
+                        r.msg = serde_json::to_value(&copy).ok();
+                        r.detail = Some("duplicate".into());
+                    });
                     self.in_flight += 1;
                     self.algo_in_flight += u64::from(!detection);
                     self.schedule(at2, Item::Deliver { from, to, msg: copy });
@@ -588,9 +586,7 @@ impl<A: Algorithm> Simulation<A> {
         let at = self.stamp();
         self.judge(|c, w, v| c.on_event(w, node, &event, at, v));
         self.drive_all(|w, cx| w.on_event(node, &event, cx));
-        if self.tracer.is_some() {
-            self.trace(RecordKind::Emit, Some(node), |r| r.event = Some(event));
-        }
+        self.trace(RecordKind::Emit, Some(node), |r| r.event = Some(event));
     }
 
     /// Keeps an input of a paused node until it resumes (with its sequence number, so that a
@@ -644,15 +640,12 @@ impl<A: Algorithm> Simulation<A> {
         self.in_flight -= 1;
         self.algo_in_flight -= u64::from(!msg.is_detection());
         self.counters.delivered += 1;
-        if self.tracer.is_some() {
-            let (kind, value) = (msg.kind(), serde_json::to_value(&msg).ok());
-            self.trace(RecordKind::Deliver, Some(to), |r| {
-                r.peer = Some(from);
-                r.msg_id = Some(id);
-                r.msg_kind = Some(kind.into());
-                r.msg = value;
-            });
-        }
+        self.trace(RecordKind::Deliver, Some(to), |r| {
+            r.peer = Some(from);
+            r.msg_id = Some(id);
+            r.msg_kind = Some(msg.kind().into());
+            r.msg = serde_json::to_value(&msg).ok();
+        });
         self.call(to, |p, cx, out| p.on_message(cx, from, msg, out));
     }
 
@@ -670,10 +663,7 @@ impl<A: Algorithm> Simulation<A> {
             return;
         }
         self.timers[node as usize].swap_remove(idx);
-        if self.tracer.is_some() {
-            let name = format!("{timer:?}");
-            self.trace(RecordKind::Timer, Some(node), |r| r.timer = Some(name));
-        }
+        self.trace(RecordKind::Timer, Some(node), |r| r.timer = Some(format!("{timer:?}")));
         self.call(node, |p, cx, out| p.on_timer(cx, timer, out));
     }
 
@@ -696,10 +686,7 @@ impl<A: Algorithm> Simulation<A> {
         let (node, req) = *b;
         let at = self.stamp();
         self.judge(|c, w, v| c.on_request(w, node, &req, at, v));
-        if self.tracer.is_some() {
-            let rq = req.clone();
-            self.trace(RecordKind::Request, Some(node), |r| r.request = Some(rq));
-        }
+        self.trace(RecordKind::Request, Some(node), |r| r.request = Some(req.clone()));
         self.call(node, |p, cx, out| p.on_request(cx, req, out));
     }
 

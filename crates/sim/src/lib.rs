@@ -67,8 +67,13 @@ pub enum SimError {
 pub struct RunOptions<'a> {
     /// Write the JSON-lines trace here.
     pub trace: Option<PathBuf>,
-    /// Keep the trace records in memory (for a Mermaid diagram).
+    /// Keep the trace records in memory (for a Mermaid diagram, an HTML page).
     pub keep_trace: bool,
+    /// Keep only the first this many records in memory (all of them when `None`): a page that
+    /// draws a bounded prefix of the run does not need the rest, and a run of millions of steps
+    /// would otherwise hold them all. The trace file, if any, still gets every record, and
+    /// [`RunResult::total_records`] counts them all.
+    pub keep_at_most: Option<usize>,
     /// Called every 65,536 steps.
     pub progress: Option<&'a mut dyn FnMut(Progress)>,
 }
@@ -78,8 +83,11 @@ pub struct RunOptions<'a> {
 pub struct RunResult {
     /// The report.
     pub report: Report,
-    /// The trace records, when kept.
+    /// The trace records, when kept (the first [`RunOptions::keep_at_most`] of them).
     pub records: Vec<TraceRecord>,
+    /// How many records the run produced when it was traced: more than `records.len()` when
+    /// the kept trace was cut.
+    pub total_records: u64,
     /// Uids by position.
     pub uids: Vec<ringleader_core::Uid>,
     /// The first violation's window (start step, end step), for diagrams.
@@ -87,9 +95,19 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// The Mermaid sequence diagram of the kept trace.
+    /// The Mermaid sequence diagram of the kept trace (a closing note says so when the kept
+    /// trace ends before the run's does and the diagram was not already cut).
     pub fn mermaid(&self) -> String {
-        ringleader_judge::mermaid::render(&self.records, &self.uids, self.violation_window)
+        let mut diagram = ringleader_judge::mermaid::render(&self.records, &self.uids, self.violation_window);
+        let kept = self.records.len() as u64;
+        if self.total_records > kept && !diagram.contains(ringleader_judge::mermaid::CUT_NOTE) {
+            diagram.push_str(&format!(
+                "    note over P0: {} {kept} of {} records\n",
+                ringleader_judge::mermaid::CUT_NOTE,
+                self.total_records
+            ));
+        }
+        diagram
     }
 }
 
@@ -120,7 +138,8 @@ pub fn run_algorithm<A: Algorithm>(cfg: &RunConfig, mut opts: RunOptions) -> Res
     let tracer = if opts.trace.is_some() || opts.keep_trace {
         Some(
             ringleader_judge::trace::Tracer::new(cfg.nodes as usize, opts.trace.as_deref(), opts.keep_trace)
-                .map_err(trace_err)?,
+                .map_err(trace_err)?
+                .keep_at_most(opts.keep_at_most.unwrap_or(usize::MAX)),
         )
     } else {
         None
@@ -134,13 +153,16 @@ pub fn run_algorithm<A: Algorithm>(cfg: &RunConfig, mut opts: RunOptions) -> Res
     };
     sim.run(progress);
     let wall_seconds = wall.elapsed().as_secs_f64();
-    let records = match sim.take_tracer() {
-        Some(t) => t.finish().map_err(trace_err)?,
-        None => Vec::new(),
+    let (records, total_records) = match sim.take_tracer() {
+        Some(t) => {
+            let total = t.recorded();
+            (t.finish().map_err(trace_err)?, total)
+        }
+        None => (Vec::new(), 0),
     };
     let report = build_report::<A>(&sim, wall_seconds);
     let violation_window = sim.violations().list().first().map(|v| (v.step, v.until_step));
-    Ok(RunResult { report, records, uids: sim.uids().to_vec(), violation_window })
+    Ok(RunResult { report, records, total_records, uids: sim.uids().to_vec(), violation_window })
 }
 
 /// What one operation of `per_operation` is, for algorithm `name` of family `family`, and

@@ -246,6 +246,30 @@ fn failover_scenario_keeps_the_holder_and_serves_the_queued_requests() {
 }
 
 #[test]
+fn a_recovered_coordinator_polls_and_serves_the_requests_its_crash_forgot() {
+    let r = run(&scenario("central-coordinator-recovers.toml"), RunOptions::default()).unwrap().report;
+    assert_clean(&r);
+    assert_eq!(r.outcome.mutex().unwrap().entries, 6, "every request was served");
+    assert_eq!(r.outcome.mutex().unwrap().max_concurrent_holders, 1);
+    assert_eq!(kind(&r, "poll"), 3, "one POLL to each of the three others");
+    assert_eq!(kind(&r, "status"), 3, "one STATUS from each");
+    assert_eq!(kind(&r, "request"), 6, "nobody asked twice for one entry");
+    // central-timeout (holds of 5 ms, below its 10 ms timeout) recovers the same way.
+    let mut cfg = scenario("central-coordinator-recovers.toml");
+    cfg.algorithm = "central-timeout".into();
+    let r = run(&cfg, RunOptions::default()).unwrap().report;
+    assert_clean(&r);
+    assert_eq!(r.outcome.mutex().unwrap().entries, 6);
+    assert_eq!((kind(&r, "poll"), kind(&r, "status")), (3, 3));
+    // The same crash without the recovery starves the requests it forgot.
+    let mut cfg = scenario("central-coordinator-recovers.toml");
+    cfg.recover.clear();
+    let r = run(&cfg, RunOptions::default()).unwrap().report;
+    assert!(r.violations.iter().any(|v| v.property.name() == "no_starvation"), "{:?}", r.violations);
+    assert_eq!(kind(&r, "poll"), 0);
+}
+
+#[test]
 fn token_ring_scenarios_regenerate_once_and_the_slow_holder_makes_two_tokens() {
     let lost = run(&scenario("token-ring-lost-token.toml"), RunOptions::default()).unwrap().report;
     assert_clean(&lost);

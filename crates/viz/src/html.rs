@@ -10,8 +10,11 @@
 //! (`outcome.skew_timeline`), and the latency distributions (`latency`: each one's quantiles).
 //! A run without such data has no plot section.
 //!
-//! Large runs: the page embeds at most [`MAX_RECORDS`] records (it says how many it left out),
-//! and the viewer draws only the rows that are scrolled into view once a run has more than a
+//! Large runs: the page embeds at most [`MAX_RECORDS`] records and says how many of the run's
+//! records it left out ([`RunView::total_records`]: a driver may have kept only the first ones
+//! while the run went on, so the total is the run's count, not the length of the slice it hands
+//! over). The report, and so the summary and the property verdicts, is always the whole run's.
+//! The viewer draws only the rows that are scrolled into view once a run has more than a
 //! few thousand rows.
 
 use crate::plot;
@@ -34,8 +37,11 @@ pub struct RunView<'a> {
     pub source: &'a str,
     /// Node uids by position (node `i` has uid `uids[i]`).
     pub uids: &'a [Uid],
-    /// The trace, in step order.
+    /// The trace, in step order: all of it, or its first records.
     pub records: &'a [TraceRecord],
+    /// How many records the whole run produced (at least `records.len()`; more when the driver
+    /// kept only the first ones).
+    pub total_records: u64,
     /// The run's report as JSON (`ringleader sim --json`'s object, or the driver's own). The
     /// viewer reads `algorithm`, `family`, `nodes`, `seed`, `events`, `messages.by_kind`,
     /// `properties` (`name`, `holds`, `expected_violation`), `violations` (`property`,
@@ -55,7 +61,7 @@ struct Embedded<'a> {
     source: &'a str,
     uids: &'a [Uid],
     records: &'a [TraceRecord],
-    total_records: usize,
+    total_records: u64,
     report: &'a serde_json::Value,
     verdict: &'a str,
     ok: bool,
@@ -172,7 +178,7 @@ pub fn html(run: &RunView) -> String {
         source: run.source,
         uids: run.uids,
         records: kept,
-        total_records: run.records.len(),
+        total_records: run.total_records.max(run.records.len() as u64),
         report: &run.report,
         verdict: &run.verdict,
         ok: run.ok,
@@ -220,6 +226,7 @@ mod tests {
             source: "sim",
             uids,
             records,
+            total_records: records.len() as u64,
             report: serde_json::json!({"algorithm": "x"}),
             verdict: "OK".into(),
             ok: true,
@@ -301,5 +308,15 @@ mod tests {
         let page = html(&view(&records, &[1]));
         assert!(page.contains(&format!("\"total_records\":{}", MAX_RECORDS + 5)));
         assert_eq!(page.matches("\"kind\":\"timer\"").count(), MAX_RECORDS);
+    }
+
+    #[test]
+    fn a_trace_kept_in_part_by_the_driver_reports_the_run_s_total() {
+        let records: Vec<_> = (0..3).map(|i| TraceRecord::new(i, i, RecordKind::Timer)).collect();
+        let mut v = view(&records, &[1]);
+        v.total_records = 1_000_000;
+        let page = html(&v);
+        assert!(page.contains("\"total_records\":1000000"));
+        assert_eq!(page.matches("\"kind\":\"timer\"").count(), 3);
     }
 }
