@@ -11,7 +11,7 @@ use ringleader_algorithms::mutex::{
     lamport::Lamport, maekawa::Maekawa, quorum::Quorum, raymond::Raymond, ricart_agrawala::RicartAgrawala,
     roucairol_carvalho::RoucairolCarvalho, suzuki_kasami::SuzukiKasami, token_ring::TokenRing,
 };
-use ringleader_algorithms::{Algorithm, Family, LeaderRule, ParamError, Setup, TopologyKind};
+use ringleader_algorithms::{Algorithm, Family, LeaderRule, ParamError, PlainAlgorithm, Setup, TopologyKind};
 use ringleader_core::{Context, Message, NodeId, Outbox, Process, Request, Uid};
 use ringleader_sim::notation::Latency;
 use ringleader_sim::scenario::WorkloadKind;
@@ -28,7 +28,7 @@ struct Checked<A> {
     refused: Vec<String>,
 }
 
-impl<A: Algorithm> Process for Checked<A> {
+impl<A: PlainAlgorithm> Process for Checked<A> {
     type Msg = A::Msg;
     type Timer = A::Timer;
 
@@ -65,7 +65,7 @@ impl<A: Algorithm> Process for Checked<A> {
     }
 }
 
-impl<A: Algorithm> Algorithm for Checked<A> {
+impl<A: PlainAlgorithm> Algorithm for Checked<A> {
     const NAME: &'static str = A::NAME;
     const FAMILY: Family = A::FAMILY;
     const SUMMARY: &'static str = A::SUMMARY;
@@ -141,7 +141,7 @@ fn config(algo: &str, plan: &mut Plan, seed: u64) -> RunConfig {
 
 /// Runs the sweep for `A`; asserts nothing was refused and every message kind was checked.
 /// Returns the messages checked per kind.
-fn sweep<A: Algorithm>() -> Vec<u64> {
+fn sweep<A: PlainAlgorithm>() -> Vec<u64> {
     let mut plan = Plan(0xAD_517);
     let mut checked = vec![0u64; A::Msg::KINDS.len()];
     for seed in 0..RUNS {

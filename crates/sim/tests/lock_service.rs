@@ -149,12 +149,15 @@ fn rule_7_a_holder_paused_past_its_lease_overlaps_in_time_but_its_token_is_stale
     assert!(overlap.2 > first.2, "the newer holder's token is the larger");
 }
 
+/// A named change to a run's configuration.
+type FaultPlan = (&'static str, fn(&mut RunConfig));
+
 /// The short version of the seeded fault sweep (docs/SERVICE.md has the long command): crashes
 /// with recovery, partitions (a minority cut off, the leader's side cut off), loss with
 /// duplication over slow links, and drifting clocks; every property holds in every run.
 #[test]
 fn seeded_fault_runs_find_no_violation() {
-    let plans: [(&str, fn(&mut RunConfig)); 4] = [
+    let plans: [FaultPlan; 4] = [
         ("crash and recover", |c| {
             c.crash = vec!["1@200ms".parse().unwrap(), "3@500ms".parse().unwrap()];
             c.recover = vec!["1@400ms".parse().unwrap(), "3@800ms".parse().unwrap()];
@@ -194,7 +197,8 @@ fn contradictory_parameters_are_refused_with_one_line() {
     ] {
         let mut c = cfg(3, 1);
         c.params.insert(key.into(), value.into());
-        let err = run(&c, RunOptions::default()).err().expect("refused").to_string();
+        let Err(err) = run(&c, RunOptions::default()) else { panic!("{key}={value} was accepted") };
+        let err = err.to_string();
         assert!(err.contains(words), "{key}={value}: {err}");
         assert!(!err.contains('\n'), "{err}");
     }

@@ -113,9 +113,7 @@ impl MemoryLog {
             return;
         }
         let term = self.entries[(index - self.first()) as usize].term;
-        let mut meta = SnapshotMetadata::default();
-        meta.index = index;
-        meta.term = term;
+        let mut meta = SnapshotMetadata { index, term, ..Default::default() };
         meta.set_conf_state(self.conf_state.clone());
         let mut snapshot = Snapshot::default();
         snapshot.set_metadata(meta);
@@ -185,10 +183,7 @@ mod tests {
     use super::*;
 
     fn entry(index: u64, term: u64) -> Entry {
-        let mut e = Entry::default();
-        e.index = index;
-        e.term = term;
-        e
+        Entry { index, term, ..Default::default() }
     }
 
     #[test]
