@@ -57,7 +57,8 @@ fn every_row_of_the_default_table_is_exact_or_within_its_formula() {
         assert!(r["repro"].as_str().unwrap().starts_with("ringleader sim --algo "), "{r}");
     }
     // Every election and mutex algorithm of `ringleader list` has rows; of the other families
-    // exactly those with a textbook cost per operation.
+    // exactly those with a textbook cost per operation. The lock service has none: its cost is
+    // Raft's and its lease upkeep's (docs/SERVICE.md measures it beside the textbook algorithms).
     let list = ringleader(&["list"]);
     let list = String::from_utf8(list.stdout).unwrap();
     let has = |name: &str| rows.iter().any(|r| r["algorithm"] == name);
@@ -65,6 +66,7 @@ fn every_row_of_the_default_table_is_exact_or_within_its_formula() {
         let mut words = line.split_whitespace();
         let (name, family) = (words.next().unwrap(), words.next().unwrap());
         let expected = match family {
+            _ if name == "lock-service" => false,
             "election" | "mutex" => true,
             _ => ["cristian", "berkeley", "ntp", "chandy-misra-haas", "heartbeat", "phi-accrual"]
                 .contains(&name),
