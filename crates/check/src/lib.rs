@@ -9,7 +9,7 @@
 //! ## Why a `Model`, not stateright's actor framework
 //! Stateright offers two interfaces: `actor::Actor` (its own process contract, run by an
 //! `ActorModel`) and the bare [`stateright::Model`] (initial states, actions, next state,
-//! properties). The adapter implements `Model` directly for every [`Algorithm`]
+//! properties). The adapter implements `Model` directly for every plain-state algorithm ([`PlainAlgorithm`])
 //! ([`CheckModel`]), because four of our semantics do not fit the actor framework:
 //!
 //! 1. **Recovery.** Our `Process::on_recover` runs on the state the node had when it crashed

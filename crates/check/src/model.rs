@@ -1,4 +1,4 @@
-//! The adapter: any [`Algorithm`] as a stateright [`Model`](stateright::Model) (the trait impl
+//! The adapter: any [`PlainAlgorithm`] as a stateright [`Model`](stateright::Model) (the trait impl
 //! is in `search`).
 //!
 //! A [`State`] is every process's own state, the messages in flight, the armed timers, who is
