@@ -1,7 +1,7 @@
 #!/bin/sh
 # The lock service's seeded fault sweep (docs/SERVICE.md): 10,000 runs of `--algo lock-service`
 # on 5 nodes under four fault plans, 2,500 seeds each, on every core. Any violation prints its
-# repro line and makes the script exit non-zero. The test suite runs 100 of these runs
+# repro line and makes the script exit non-zero. The test suite runs a short version
 # (crates/sim/tests/lock_service.rs); this is the long version.
 # Usage: docs/service-sweep.sh [path/to/ringleader] [SEEDS]   (defaults: cargo run --release -q --, 2500)
 set -eu

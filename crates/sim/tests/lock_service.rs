@@ -153,17 +153,21 @@ fn rule_7_a_holder_paused_past_its_lease_overlaps_in_time_but_its_token_is_stale
 type FaultPlan = (&'static str, fn(&mut RunConfig));
 
 /// The short version of the seeded fault sweep (docs/SERVICE.md has the long command): crashes
-/// with recovery, partitions (a minority cut off, the leader's side cut off), loss with
-/// duplication over slow links, and drifting clocks; every property holds in every run.
+/// with recovery, partitions (a minority cut off, the leader's side cut off, one-way cuts), loss
+/// with duplication over slow links, and drifting clocks; every property holds in every run.
 #[test]
 fn seeded_fault_runs_find_no_violation() {
-    let plans: [FaultPlan; 4] = [
+    let plans: [FaultPlan; 5] = [
         ("crash and recover", |c| {
             c.crash = vec!["1@200ms".parse().unwrap(), "3@500ms".parse().unwrap()];
             c.recover = vec!["1@400ms".parse().unwrap(), "3@800ms".parse().unwrap()];
         }),
         ("partition", |c| {
             c.partition = vec!["1,2|3,4,5@300ms..900ms".parse().unwrap()];
+        }),
+        ("one-way partitions", |c| {
+            c.partition =
+                vec!["1>2,3,4,5@300ms..900ms".parse().unwrap(), "3,4,5>2@1s..1.4s".parse().unwrap()];
         }),
         ("loss and duplication", |c| {
             c.loss = 0.1;
