@@ -69,16 +69,17 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use protobuf::Message as _;
-use raft::eraftpb::{Entry, EntryType, Message as RaftMessage, MessageType};
-use raft::{RawNode, StateRole};
+use raft::eraftpb::{Entry, Message as RaftMessage, MessageType};
 use ringleader_core::time::MILLISECOND;
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time, Uid};
 use serde::{Deserialize, Serialize};
 
 use super::log::MemoryLog;
+use super::replica::{Host, Proposal, Replica, Settings, Submit, raft_id};
 use super::state::{Applied, DeadlockPolicy, LeaseId, Notice, Op, Reply, RequestId, StateMachine};
 use crate::params::ParamError;
 use crate::{Algorithm, Family, Setup};
+
 
 /// The one lock name the mutual-exclusion workload uses.
 pub const LOCK: &str = "lock";
@@ -114,7 +115,13 @@ impl Msg {
         Msg { kind: kind as u8, upkeep, bytes: m.write_to_bytes().unwrap_or_default() }
     }
 
-    fn decode(&self) -> Option<RaftMessage> {
+    /// `m` on the wire, for a real node (which has no use for the upkeep flag).
+    pub fn new(m: &RaftMessage) -> Msg {
+        Msg::encode(m, false)
+    }
+
+    /// The Raft message this carries, if its bytes decode.
+    pub fn decode(&self) -> Option<RaftMessage> {
         RaftMessage::parse_from_bytes(&self.bytes).ok()
     }
 }
@@ -219,21 +226,27 @@ pub struct Config {
     pub policy: DeadlockPolicy,
 }
 
-/// A request of this node's client on its way through the log.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct Proposal {
-    origin: NodeId,
-    /// The proposing node's incarnation: request ids restart after a crash, so an entry of an
-    /// earlier life, applied again while the recovered node catches up, is not taken for an
-    /// answer to a new request.
-    incarnation: u64,
-    request: RequestId,
-    op: Op,
+
+impl Config {
+    fn settings(&self) -> Settings {
+        Settings {
+            election_ticks: self.election_ticks,
+            heartbeat_ticks: self.heartbeat_ticks,
+            clock_every: self.clock_every,
+            snapshot_every: self.snapshot_every,
+            lock_delay: self.lock_delay,
+            policy: self.policy,
+        }
+    }
 }
 
-/// What this node's client (the workload's user here) has and waits for.
-#[derive(Clone, Debug, Default)]
+/// What this node's client (the workload's user here) has and waits for. A crash loses it.
+#[derive(Clone, Debug)]
 struct Client {
+    me: NodeId,
+    config: Config,
+    /// The replica's incarnation this client lives in (rule 8).
+    incarnation: u64,
     lease: Option<LeaseId>,
     /// Local time until which the client trusts its lease (rule 6).
     lease_until: Time,
@@ -253,38 +266,28 @@ struct Client {
     keepalive_due: bool,
     /// The lease-end timer is to be re-armed at the end of this step.
     lease_timer_due: bool,
+    /// Events waiting for [`LockService::drive`] to report them.
+    events: Vec<Event>,
 }
 
-/// One replica of the lock service (see the module documentation).
+/// One replica of the lock service and its node's client (see the module documentation).
 pub struct LockService {
-    me: NodeId,
-    config: Config,
-    raft: RawNode<MemoryLog>,
-    machine: StateMachine,
-    /// Leader only: local time of the last `Tick` proposal (rule 5).
-    tick_from: Option<Time>,
-    leader: u64,
+    replica: Replica<MemoryLog>,
     /// The uid of the Raft leader this node knows, if any.
     leader_uid: Option<Uid>,
     client: Client,
     /// The input being handled is lease upkeep (see [`Msg::is_detection`]).
     upkeep: bool,
-    /// Encoded proposals waiting for [`LockService::drive`].
-    to_propose: Vec<Vec<u8>>,
-    /// How many times this node recovered (stable: kept across a crash, like the log).
-    incarnation: u64,
-    /// Events of this node's client waiting for [`LockService::drive`] to report them.
-    events: Vec<Event>,
 }
 
 impl fmt::Debug for LockService {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LockService")
-            .field("me", &self.me)
-            .field("role", &self.raft.raft.state)
-            .field("term", &self.raft.raft.term)
-            .field("leader", &self.leader)
-            .field("applied", &self.machine.last_applied())
+            .field("me", &self.replica.id())
+            .field("role", &self.replica.role())
+            .field("term", &self.replica.term())
+            .field("leader", &self.replica.leader().map_or(0, |l| l as u64 + 1))
+            .field("applied", &self.replica.machine().last_applied())
             .field("holding", &self.client.holding)
             .finish()
     }
@@ -294,195 +297,96 @@ impl Serialize for LockService {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut st = s.serialize_struct("LockService", 6)?;
-        st.serialize_field("role", &format!("{:?}", self.raft.raft.state).to_lowercase())?;
-        st.serialize_field("term", &self.raft.raft.term)?;
-        st.serialize_field("leader", &self.leader.checked_sub(1))?;
-        st.serialize_field("applied", &self.machine.last_applied())?;
+        st.serialize_field("role", &format!("{:?}", self.replica.role()).to_lowercase())?;
+        st.serialize_field("term", &self.replica.term())?;
+        st.serialize_field("leader", &self.replica.leader().map(|l| l as u64))?;
+        st.serialize_field("applied", &self.replica.machine().last_applied())?;
         st.serialize_field("lease", &self.client.lease)?;
         st.serialize_field("holding", &self.client.holding)?;
         st.end()
     }
 }
 
-/// raft-rs's logger, silenced: the replica reports through events.
-fn logger() -> slog::Logger {
-    slog::Logger::root(slog::Discard, slog::o!())
+/// The simulator's side of a [`Replica`]: messages go to the outbox, leader changes and the
+/// client's events are reported, applied entries reach this node's client.
+struct SimHost<'a> {
+    cx: &'a Context<'a>,
+    out: &'a mut Outbox<Msg, Timer>,
+    client: &'a mut Client,
+    leader_uid: &'a mut Option<Uid>,
+    upkeep: bool,
 }
 
-/// The Raft id of position `node` (Raft ids start at 1).
-fn raft_id(node: NodeId) -> u64 {
-    node as u64 + 1
-}
-
-impl LockService {
-    fn raft_config_for(me: NodeId, config: &Config, applied: u64) -> raft::Config {
-        raft::Config {
-            id: raft_id(me),
-            election_tick: config.election_ticks,
-            heartbeat_tick: config.heartbeat_ticks,
-            // Rule 2: the library's own draw is replaced by ours; this range is the one ours
-            // is drawn from.
-            min_election_tick: config.election_ticks,
-            max_election_tick: 2 * config.election_ticks,
-            applied,
-            pre_vote: true,
-            check_quorum: true,
-            max_size_per_msg: 1024 * 1024,
-            max_inflight_msgs: 256,
-            ..Default::default()
+impl Host for SimHost<'_> {
+    fn leader_changed(&mut self, leader: Option<NodeId>, term: u64) {
+        match leader {
+            None => {
+                *self.leader_uid = None;
+                self.out.emit(Event::LeaderLost);
+            }
+            Some(node) => {
+                let uid: Uid = self.cx.uid_of(node);
+                *self.leader_uid = Some(uid);
+                self.out.emit(Event::Leader { leader: uid, term });
+            }
         }
     }
 
-    /// A Raft node over `log` and the state machine as of the log's snapshot; raft-rs hands
-    /// the committed entries after the snapshot to the next `Ready` for applying again.
-    fn build(me: NodeId, config: &Config, log: MemoryLog) -> (RawNode<MemoryLog>, StateMachine) {
-        let snapshot = log.last_snapshot();
-        let applied = snapshot.get_metadata().index;
-        let machine = Self::machine_from(config, &snapshot.data);
-        let raft = RawNode::new(&Self::raft_config_for(me, config, applied), log, &logger())
-            .expect("a validated configuration and a consistent log");
-        (raft, machine)
+    fn send(&mut self, to: NodeId, msg: RaftMessage) {
+        self.out.send(to, Msg::encode(&msg, self.upkeep));
     }
 
-    /// The state machine a snapshot holds (a fresh one for the empty snapshot of a new log).
-    fn machine_from(config: &Config, data: &[u8]) -> StateMachine {
-        postcard::from_bytes(data).unwrap_or_else(|_| StateMachine::new(config.lock_delay, config.policy))
+    fn applied(&mut self, _: u64, p: &Proposal, applied: Applied, _: &StateMachine, submit: &mut Submit) {
+        self.client.react(self.cx, p, applied, submit);
     }
+}
 
-    /// Rule 2: after every call into the Raft node, a reset election clock gets our timeout.
-    fn reseed(&mut self, cx: &Context) {
-        if self.raft.raft.election_elapsed == 0 && self.raft.raft.state != StateRole::Leader {
-            let e = self.config.election_ticks;
-            let t = e + (cx.random % e as u64) as usize;
-            self.raft.raft.set_randomized_election_timeout(t);
+impl Client {
+    fn new(me: NodeId, config: Config, incarnation: u64) -> Client {
+        Client {
+            me,
+            config,
+            incarnation,
+            lease: None,
+            lease_until: 0,
+            wants: false,
+            holding: None,
+            outstanding: BTreeMap::new(),
+            next_request: 0,
+            retrying: false,
+            releasing: false,
+            keepalive_due: false,
+            lease_timer_due: false,
+            events: Vec::new(),
         }
     }
 
-    fn propose(&mut self, cx: &Context, op: Op) -> RequestId {
-        let request = self.client.next_request;
-        self.client.next_request += 1;
+    fn propose(&mut self, cx: &Context, op: Op, submit: &mut Submit) -> RequestId {
+        let request = self.next_request;
+        self.next_request += 1;
         let p = Proposal { origin: self.me, incarnation: self.incarnation, request, op };
-        self.submit(&p);
-        self.client.outstanding.insert(request, (p, cx.now));
+        submit.submit(&p);
+        self.outstanding.insert(request, (p, cx.now));
         request
-    }
-
-    /// Queues `p` for the Raft node; [`LockService::drive`] proposes it outside a `Ready`
-    /// (raft-rs forbids new messages between taking a `Ready` and advancing it).
-    fn submit(&mut self, p: &Proposal) {
-        self.to_propose.push(postcard::to_allocvec(p).unwrap_or_default());
-    }
-
-    fn propose_queued(&mut self) {
-        for data in std::mem::take(&mut self.to_propose) {
-            // A proposal dropped here (no leader known) is proposed again by rule 4.
-            let _ = self.raft.propose(Vec::new(), data);
-        }
-    }
-
-    /// Carries out everything the Raft node has ready (rule 3), then reports what the client
-    /// saw and arms the client's timers.
-    fn drive(&mut self, cx: &Context, out: &mut Outbox<Msg, Timer>) {
-        self.reseed(cx);
-        self.propose_queued();
-        while self.raft.has_ready() {
-            let mut rd = self.raft.ready();
-            if let Some(ss) = rd.ss() {
-                self.on_soft_state(cx, ss.leader_id, out);
-            }
-            self.send(rd.take_messages(), out);
-            if !rd.snapshot().is_empty() {
-                let snapshot = rd.snapshot().clone();
-                self.machine = Self::machine_from(&self.config, &snapshot.data);
-                self.raft.mut_store().install_snapshot(snapshot);
-            }
-            let committed = rd.take_committed_entries();
-            self.apply(cx, committed);
-            self.raft.mut_store().append(rd.entries());
-            if let Some(hs) = rd.hs() {
-                self.raft.mut_store().set_hard_state(hs.clone());
-            }
-            self.send(rd.take_persisted_messages(), out);
-            let mut light = self.raft.advance(rd);
-            if let Some(commit) = light.commit_index() {
-                self.raft.mut_store().set_commit(commit);
-            }
-            self.send(light.take_messages(), out);
-            let committed = light.take_committed_entries();
-            self.apply(cx, committed);
-            self.raft.advance_apply();
-            self.compact();
-            self.propose_queued();
-        }
-        self.reseed(cx);
-        for e in self.events.drain(..) {
-            out.emit(e);
-        }
-        if std::mem::take(&mut self.client.keepalive_due) {
-            out.set_timer(Timer::KeepAlive, self.config.ttl / 3);
-        }
-        if std::mem::take(&mut self.client.lease_timer_due) {
-            out.set_timer(Timer::LeaseEnd, self.client.lease_until.saturating_sub(cx.now));
-        }
-        self.arm_retry(out);
-    }
-
-    fn send(&self, mut msgs: Vec<RaftMessage>, out: &mut Outbox<Msg, Timer>) {
-        let upkeep = self.upkeep;
-        // Rule 2: a fixed order, whatever order the library's maps gave.
-        msgs.sort_by_key(|m| m.to);
-        for m in &msgs {
-            if m.to >= 1 {
-                out.send((m.to - 1) as NodeId, Msg::encode(m, upkeep));
-            }
-        }
-    }
-
-    fn on_soft_state(&mut self, cx: &Context, leader: u64, out: &mut Outbox<Msg, Timer>) {
-        if leader == self.leader {
-            return;
-        }
-        self.leader = leader;
-        if leader == 0 {
-            self.leader_uid = None;
-            out.emit(Event::LeaderLost);
-        } else {
-            let uid: Uid = cx.uid_of((leader - 1) as NodeId);
-            self.leader_uid = Some(uid);
-            out.emit(Event::Leader { leader: uid, term: self.raft.raft.term });
-        }
-    }
-
-    fn apply(&mut self, cx: &Context, entries: Vec<Entry>) {
-        for e in entries {
-            if e.get_entry_type() != EntryType::EntryNormal || e.data.is_empty() {
-                continue;
-            }
-            let Ok(p) = postcard::from_bytes::<Proposal>(&e.data) else { continue };
-            // An index at or below the last applied one (a snapshot already covered it) is
-            // refused by the state machine and changes nothing.
-            let Ok(applied) = self.machine.apply(e.index, &p.op) else { continue };
-            self.react(cx, &p, applied);
-        }
     }
 
     /// This node's client learns what the applied entry did for it. An entry can be applied
     /// twice when a retried proposal and its original both commit (rule 4); the client
     /// answers a grant it no longer wants by releasing it, and an extra lease by revoking it.
-    fn react(&mut self, cx: &Context, p: &Proposal, applied: Applied) {
+    fn react(&mut self, cx: &Context, p: &Proposal, applied: Applied, submit: &mut Submit) {
         if p.origin == self.me && p.incarnation == self.incarnation {
-            let mine = self.client.outstanding.remove(&p.request);
+            let mine = self.outstanding.remove(&p.request);
             match (&p.op, applied.reply) {
                 (Op::Grant { .. }, Reply::Granted { lease, .. }) => {
-                    if let (Some((_, sent)), None) = (&mine, self.client.lease) {
-                        self.client.lease = Some(lease);
+                    if let (Some((_, sent)), None) = (&mine, self.lease) {
+                        self.lease = Some(lease);
                         self.trust_lease_from(*sent);
-                        self.client.keepalive_due = true;
-                        if self.client.wants {
-                            self.acquire(cx);
+                        self.keepalive_due = true;
+                        if self.wants {
+                            self.acquire(cx, submit);
                         }
-                    } else if self.client.lease != Some(lease) {
-                        self.propose(cx, Op::Revoke { lease });
+                    } else if self.lease != Some(lease) {
+                        self.propose(cx, Op::Revoke { lease }, submit);
                     }
                 }
                 (Op::KeepAlive { .. }, Reply::KeptAlive { .. }) => {
@@ -490,147 +394,136 @@ impl LockService {
                         self.trust_lease_from(sent);
                     }
                 }
-                (Op::Acquire { lease, .. }, Reply::Acquired { fencing }) => self.granted(cx, *lease, fencing),
-                (Op::Acquire { .. }, Reply::Aborted) if mine.is_some() && self.client.wants => {
-                    self.acquire(cx)
-                }
+                (Op::Acquire { lease, .. }, Reply::Acquired { fencing }) => self.granted(cx, *lease, fencing, submit),
+                (Op::Acquire { .. }, Reply::Aborted) if mine.is_some() && self.wants => self.acquire(cx, submit),
                 (Op::Release { .. }, _) if mine.is_some() => {
-                    self.client.releasing = false;
-                    if self.client.wants {
-                        self.acquire(cx);
+                    self.releasing = false;
+                    if self.wants {
+                        self.acquire(cx, submit);
                     }
                 }
                 (Op::Grant { .. } | Op::Revoke { .. }, _) => {}
-                (op, Reply::NoSuchLease) if mine.is_some() && op_lease(op) == self.client.lease => {
-                    self.lease_gone(cx)
+                (op, Reply::NoSuchLease) if mine.is_some() && op_lease(op) == self.lease => {
+                    self.lease_gone(cx, submit)
                 }
                 _ => {}
             }
         }
         for n in applied.notices {
             match n {
-                Notice::Granted { lease, fencing, .. } => self.granted(cx, lease, fencing),
-                Notice::Aborted { lease, .. } if Some(lease) == self.client.lease && self.client.wants => {
-                    self.acquire(cx)
+                Notice::Granted { lease, fencing, .. } => self.granted(cx, lease, fencing, submit),
+                Notice::Aborted { lease, .. } if Some(lease) == self.lease && self.wants => {
+                    self.acquire(cx, submit)
                 }
-                Notice::Lost { lease, .. } if Some(lease) == self.client.lease => self.leave(),
-                Notice::LeaseExpired { lease, .. } if Some(lease) == self.client.lease => self.lease_gone(cx),
+                Notice::Lost { lease, .. } if Some(lease) == self.lease => self.leave(),
+                Notice::LeaseExpired { lease, .. } if Some(lease) == self.lease => self.lease_gone(cx, submit),
                 _ => {}
             }
         }
     }
 
     /// The lock was granted to `lease` with `fencing`.
-    fn granted(&mut self, cx: &Context, lease: LeaseId, fencing: u64) {
-        if Some(lease) != self.client.lease || self.client.holding == Some(fencing) {
+    fn granted(&mut self, cx: &Context, lease: LeaseId, fencing: u64, submit: &mut Submit) {
+        if Some(lease) != self.lease || self.holding == Some(fencing) {
             return;
         }
-        if cx.now >= self.client.lease_until {
+        if cx.now >= self.lease_until {
             // Rule 6: a grant that arrives after the lease ran out by this node's clock (it was
             // paused, or the grant was slow) is not used; the server expires the lease.
-            self.lease_gone(cx);
+            self.lease_gone(cx, submit);
             return;
         }
-        if self.client.wants && self.client.holding.is_none() && !self.client.releasing {
-            self.client.wants = false;
-            self.client.holding = Some(fencing);
+        if self.wants && self.holding.is_none() && !self.releasing {
+            self.wants = false;
+            self.holding = Some(fencing);
             self.events.push(Event::Entered { fencing });
-        } else if !self.client.releasing {
-            self.client.releasing = true;
-            self.propose(cx, Op::Release { name: LOCK.into(), lease });
+        } else if !self.releasing {
+            self.releasing = true;
+            self.propose(cx, Op::Release { name: LOCK.into(), lease }, submit);
         }
     }
 
     /// Leaves the critical section if in it.
     fn leave(&mut self) {
-        if self.client.holding.take().is_some() {
+        if self.holding.take().is_some() {
             self.events.push(Event::Exited);
         }
     }
 
     fn trust_lease_from(&mut self, sent: Time) {
         let until = sent + self.config.ttl - self.config.margin;
-        if until > self.client.lease_until {
-            self.client.lease_until = until;
-            self.client.lease_timer_due = true;
+        if until > self.lease_until {
+            self.lease_until = until;
+            self.lease_timer_due = true;
         }
     }
 
-    fn acquire(&mut self, cx: &Context) {
-        let pending = self.client.outstanding.values().any(|(p, _)| matches!(p.op, Op::Acquire { .. }));
-        if let Some(lease) = self.client.lease
+    fn acquire(&mut self, cx: &Context, submit: &mut Submit) {
+        let pending = self.outstanding.values().any(|(p, _)| matches!(p.op, Op::Acquire { .. }));
+        if let Some(lease) = self.lease
             && !pending
-            && !self.client.releasing
+            && !self.releasing
         {
-            let request = self.client.next_request;
-            self.propose(cx, Op::Acquire { name: LOCK.into(), lease, request, wait: true });
+            let request = self.next_request;
+            self.propose(cx, Op::Acquire { name: LOCK.into(), lease, request, wait: true }, submit);
         }
     }
 
-    fn take_lease(&mut self, cx: &Context) {
-        let pending = self.client.outstanding.values().any(|(p, _)| matches!(p.op, Op::Grant { .. }));
+    fn take_lease(&mut self, cx: &Context, submit: &mut Submit) {
+        let pending = self.outstanding.values().any(|(p, _)| matches!(p.op, Op::Grant { .. }));
         if !pending {
-            let request = self.client.next_request;
-            self.propose(cx, Op::Grant { ttl: self.config.ttl, origin: self.me, request });
+            let request = self.next_request;
+            self.propose(cx, Op::Grant { ttl: self.config.ttl, origin: self.me, request }, submit);
         }
     }
 
     /// The client's lease is gone (expired at the server, or by its own clock): leave the
     /// critical section, forget the lease, and take a new one if the lock is still wanted.
-    fn lease_gone(&mut self, cx: &Context) {
+    fn lease_gone(&mut self, cx: &Context, submit: &mut Submit) {
         self.leave();
-        self.client.lease = None;
-        self.client.lease_until = 0;
-        self.client.releasing = false;
-        self.client.outstanding.retain(|_, (p, _)| matches!(p.op, Op::Grant { .. }));
-        if self.client.wants {
-            self.take_lease(cx);
+        self.lease = None;
+        self.lease_until = 0;
+        self.releasing = false;
+        self.outstanding.retain(|_, (p, _)| matches!(p.op, Op::Grant { .. }));
+        if self.wants {
+            self.take_lease(cx, submit);
         }
     }
 
     /// Rule 4: while a request waits, the retry timer is armed (once: re-arming at every tick
     /// would keep it from ever firing).
     fn arm_retry(&mut self, out: &mut Outbox<Msg, Timer>) {
-        if !self.client.outstanding.is_empty() && !self.client.retrying {
-            self.client.retrying = true;
+        if !self.outstanding.is_empty() && !self.retrying {
+            self.retrying = true;
             out.set_timer(Timer::Retry, self.config.retry);
         }
     }
+}
 
-    /// Rule 5, on the leader.
-    fn leader_clock(&mut self, cx: &Context) {
-        if self.raft.raft.state != StateRole::Leader {
-            self.tick_from = None;
-            return;
+impl LockService {
+    /// Carries out everything the Raft node has ready (rule 3), then reports what the client
+    /// saw and arms the client's timers.
+    fn drive(&mut self, cx: &Context, out: &mut Outbox<Msg, Timer>) {
+        let mut host = SimHost {
+            cx,
+            out: &mut *out,
+            client: &mut self.client,
+            leader_uid: &mut self.leader_uid,
+            upkeep: self.upkeep,
+        };
+        self.replica
+            .drive(cx.random, &mut host)
+            .expect("the simulator's log cannot fail, and its snapshots are the replicas' own");
+        for e in self.client.events.drain(..) {
+            out.emit(e);
         }
-        match self.tick_from {
-            None => self.tick_from = Some(cx.now),
-            Some(from)
-                if !self.machine.leases().is_empty()
-                    && cx.now.saturating_sub(from) >= self.config.clock_every =>
-            {
-                let elapsed = cx.now - from;
-                self.tick_from = Some(cx.now);
-                let p = Proposal {
-                    origin: self.me,
-                    incarnation: self.incarnation,
-                    request: u64::MAX,
-                    op: Op::Tick { elapsed },
-                };
-                self.submit(&p);
-            }
-            Some(_) if self.machine.leases().is_empty() => self.tick_from = Some(cx.now),
-            Some(_) => {}
+        if std::mem::take(&mut self.client.keepalive_due) {
+            out.set_timer(Timer::KeepAlive, self.client.config.ttl / 3);
         }
-    }
-
-    fn compact(&mut self) {
-        let applied = self.machine.last_applied();
-        let log = self.raft.store();
-        if applied >= log.first() && applied - log.first() + 1 >= self.config.snapshot_every {
-            let data = postcard::to_allocvec(&self.machine).unwrap_or_default();
-            self.raft.mut_store().compact(applied, data);
+        if std::mem::take(&mut self.client.lease_timer_due) {
+            out.set_timer(Timer::LeaseEnd, self.client.lease_until.saturating_sub(cx.now));
         }
+        self.client.arm_retry(out);
     }
 }
 
@@ -639,53 +532,47 @@ impl Process for LockService {
     type Timer = Timer;
 
     fn on_start(&mut self, cx: &Context, out: &mut Outbox<Msg, Timer>) {
-        self.reseed(cx);
-        out.set_timer(Timer::Tick, self.config.tick);
+        self.replica.reseed(cx.random);
+        out.set_timer(Timer::Tick, self.client.config.tick);
     }
 
     fn on_message(&mut self, cx: &Context, _from: NodeId, msg: Msg, out: &mut Outbox<Msg, Timer>) {
         self.upkeep = msg.upkeep;
         if let Some(m) = msg.decode() {
-            // A message the library refuses (another cluster's, a stale term) changes nothing.
-            let _ = self.raft.step(m);
+            self.replica.step(m);
             self.drive(cx, out);
         }
     }
 
     fn on_timer(&mut self, cx: &Context, timer: Timer, out: &mut Outbox<Msg, Timer>) {
         self.upkeep = matches!(timer, Timer::Tick | Timer::KeepAlive);
+        let client = &mut self.client;
         match timer {
             Timer::Tick => {
-                self.raft.tick();
-                self.leader_clock(cx);
-                out.set_timer(Timer::Tick, self.config.tick);
+                self.replica.tick(cx.now);
+                out.set_timer(Timer::Tick, client.config.tick);
             }
             Timer::KeepAlive => {
-                if let Some(lease) = self.client.lease {
-                    let pending =
-                        self.client.outstanding.values().any(|(p, _)| matches!(p.op, Op::KeepAlive { .. }));
+                if let Some(lease) = client.lease {
+                    let pending = client.outstanding.values().any(|(p, _)| matches!(p.op, Op::KeepAlive { .. }));
                     if !pending {
-                        self.propose(cx, Op::KeepAlive { lease });
+                        client.propose(cx, Op::KeepAlive { lease }, self.replica.queue());
                     }
-                    self.client.keepalive_due = true;
+                    client.keepalive_due = true;
                 }
             }
             Timer::LeaseEnd => {
-                if self.client.lease.is_some() && cx.now >= self.client.lease_until {
-                    self.lease_gone(cx);
+                if client.lease.is_some() && cx.now >= client.lease_until {
+                    client.lease_gone(cx, self.replica.queue());
                 }
             }
             Timer::Retry => {
-                self.client.retrying = false;
-                let due: Vec<Proposal> = self
-                    .client
-                    .outstanding
-                    .values()
-                    .filter(|(_, sent)| cx.now.saturating_sub(*sent) >= self.config.retry)
-                    .map(|(p, _)| p.clone())
-                    .collect();
-                for p in &due {
-                    self.submit(p);
+                client.retrying = false;
+                let retry = client.config.retry;
+                for (p, sent) in client.outstanding.values() {
+                    if cx.now.saturating_sub(*sent) >= retry {
+                        self.replica.submit(p);
+                    }
                 }
             }
         }
@@ -694,21 +581,22 @@ impl Process for LockService {
 
     fn on_request(&mut self, cx: &Context, req: Request, out: &mut Outbox<Msg, Timer>) {
         self.upkeep = false;
+        let client = &mut self.client;
         match req {
-            Request::Acquire if !self.client.wants && self.client.holding.is_none() => {
-                self.client.wants = true;
-                if self.client.lease.is_some() {
+            Request::Acquire if !client.wants && client.holding.is_none() => {
+                client.wants = true;
+                if client.lease.is_some() {
                     // Waits for an outstanding release to apply first (see `acquire`).
-                    self.acquire(cx);
+                    client.acquire(cx, self.replica.queue());
                 } else {
-                    self.take_lease(cx);
+                    client.take_lease(cx, self.replica.queue());
                 }
             }
-            Request::Release if self.client.holding.is_some() => {
-                self.leave();
-                if let Some(lease) = self.client.lease {
-                    self.client.releasing = true;
-                    self.propose(cx, Op::Release { name: LOCK.into(), lease });
+            Request::Release if client.holding.is_some() => {
+                client.leave();
+                if let Some(lease) = client.lease {
+                    client.releasing = true;
+                    client.propose(cx, Op::Release { name: LOCK.into(), lease }, self.replica.queue());
                 }
             }
             _ => return,
@@ -718,19 +606,11 @@ impl Process for LockService {
 
     fn on_recover(&mut self, cx: &Context, out: &mut Outbox<Msg, Timer>) {
         // Rule 8: the log survives; the Raft node, the state machine and the client do not.
-        let log = std::mem::take(self.raft.mut_store());
-        let (raft, machine) = Self::build(self.me, &self.config, log);
-        self.raft = raft;
-        self.machine = machine;
-        self.tick_from = None;
-        self.leader = 0;
+        self.replica.recover().expect("the simulator's log holds only what its replica wrote");
         self.leader_uid = None;
-        self.client = Client::default();
-        self.to_propose.clear();
-        self.events.clear();
-        self.incarnation += 1;
-        self.reseed(cx);
-        out.set_timer(Timer::Tick, self.config.tick);
+        self.client = Client::new(self.replica.id(), self.client.config, self.replica.incarnation());
+        self.replica.reseed(cx.random);
+        out.set_timer(Timer::Tick, self.client.config.tick);
     }
 
     fn leader(&self) -> Option<Uid> {
@@ -825,21 +705,8 @@ impl Algorithm for LockService {
 
     fn new(me: NodeId, config: &Config, setup: &Setup) -> Self {
         let voters: Vec<u64> = (0..setup.uids.len() as NodeId).map(raft_id).collect();
-        let log = MemoryLog::new(voters);
-        let (raft, machine) = Self::build(me, config, log);
-        LockService {
-            me,
-            config: *config,
-            raft,
-            machine,
-            tick_from: None,
-            leader: 0,
-            leader_uid: None,
-            client: Client::default(),
-            upkeep: false,
-            to_propose: Vec::new(),
-            events: Vec::new(),
-            incarnation: 0,
-        }
+        let replica = Replica::new(me, 0, config.settings(), MemoryLog::new(voters))
+            .expect("a validated configuration and a fresh log");
+        LockService { replica, leader_uid: None, client: Client::new(me, *config, 0), upkeep: false }
     }
 }

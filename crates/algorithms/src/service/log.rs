@@ -124,6 +124,49 @@ impl MemoryLog {
     }
 }
 
+impl super::replica::StableLog for MemoryLog {
+    type Error = std::convert::Infallible;
+
+    fn persist(
+        &mut self,
+        snapshot: Option<&Snapshot>,
+        entries: &[Entry],
+        hard_state: Option<&HardState>,
+    ) -> Result<(), Self::Error> {
+        if let Some(s) = snapshot {
+            self.install_snapshot(s.clone());
+        }
+        self.append(entries);
+        if let Some(hs) = hard_state {
+            self.set_hard_state(hs.clone());
+        }
+        Ok(())
+    }
+
+    fn set_commit(&mut self, commit: u64) -> Result<(), Self::Error> {
+        MemoryLog::set_commit(self, commit);
+        Ok(())
+    }
+
+    fn set_conf_state(&mut self, conf_state: ConfState) -> Result<(), Self::Error> {
+        self.conf_state = conf_state;
+        Ok(())
+    }
+
+    fn snapshot_and_compact(&mut self, index: u64, data: Vec<u8>) -> Result<(), Self::Error> {
+        self.compact(index, data);
+        Ok(())
+    }
+
+    fn first_kept(&self) -> u64 {
+        self.first()
+    }
+
+    fn latest_snapshot(&self) -> Result<Snapshot, Self::Error> {
+        Ok(self.snapshot.clone())
+    }
+}
+
 impl raft::Storage for MemoryLog {
     fn initial_state(&self) -> raft::Result<RaftState> {
         Ok(RaftState { hard_state: self.hard_state.clone(), conf_state: self.conf_state.clone() })
