@@ -94,6 +94,15 @@ pub struct ClusterArgs {
     /// No stable storage: a restarted node starts with an empty memory (`on_start`).
     #[arg(long, conflicts_with_all = ["data_dir", "keep_data"])]
     pub no_data_dir: bool,
+    /// Start nodes of the coordination service (`ringleader serve`: leases, locks and
+    /// elections on Raft) instead of an algorithm's nodes. Node i's `GET /status` names the
+    /// Raft leader's id in `leader`.
+    #[arg(long, conflicts_with_all = ["algo", "param", "trace_dir", "max_delay", "no_elect_at_start", "no_data_dir", "api_token_file"])]
+    pub service: bool,
+    /// With --service: an argument passed to every `ringleader serve` (repeatable), e.g.
+    /// --serve-arg=--tick=5ms.
+    #[arg(long, requires = "service", value_name = "ARG", allow_hyphen_values = true)]
+    pub serve_arg: Vec<String>,
 }
 
 /// The secret file a launcher whose control channel listens on `port` writes by default.
@@ -171,11 +180,10 @@ struct Launcher {
 }
 
 impl Launcher {
-    /// Starts node `id`; `fresh`: with an empty memory (its data directory's state deleted).
-    fn spawn(self: &Arc<Self>, id: u64, fresh: bool) -> anyhow::Result<()> {
+    /// The arguments of `ringleader node` for node `id`.
+    fn node_command(&self, cmd: &mut Command, id: u64, fresh: bool) {
         let a = &self.args;
         let port = |base: u16, i: u64| base as u64 + i;
-        let mut cmd = Command::new(&self.exe);
         cmd.arg("node")
             .args(["--id", &id.to_string()])
             .args(["--listen", &format!("{}:{}", a.host, port(a.peer_base_port, id))])
@@ -212,6 +220,40 @@ impl Launcher {
             if fresh {
                 cmd.arg("--wipe-data");
             }
+        }
+    }
+
+    /// The arguments of `ringleader serve` for node `id`; `fresh`: its log is deleted first.
+    fn service_command(&self, cmd: &mut Command, id: u64, fresh: bool) -> anyhow::Result<()> {
+        let a = &self.args;
+        let port = |base: u16, i: u64| base as u64 + i;
+        cmd.arg("serve")
+            .args(["--id", &id.to_string()])
+            .args(["--listen", &format!("{}:{}", a.host, port(a.peer_base_port, id))])
+            .args(["--api", &format!("{}:{}", a.host, port(a.api_base_port, id))]);
+        for j in (1..=a.nodes).filter(|&j| j != id) {
+            cmd.args(["--peer", &format!("{j}={}:{}", a.host, port(a.peer_base_port, j))]);
+        }
+        match &self.secret {
+            Some((path, _)) => cmd.arg("--secret-file").arg(path),
+            None => cmd.arg("--insecure"),
+        };
+        let dir = self.data_dir.as_ref().context("the service always keeps its log on disk")?.join(format!("node-{id}"));
+        if fresh && dir.exists() {
+            std::fs::remove_dir_all(&dir).with_context(|| format!("emptying {}", dir.display()))?;
+        }
+        cmd.arg("--data-dir").arg(dir);
+        cmd.args(&a.serve_arg);
+        Ok(())
+    }
+
+    /// Starts node `id`; `fresh`: with an empty memory (its data directory's state deleted).
+    fn spawn(self: &Arc<Self>, id: u64, fresh: bool) -> anyhow::Result<()> {
+        let mut cmd = Command::new(&self.exe);
+        if self.args.service {
+            self.service_command(&mut cmd, id, fresh)?;
+        } else {
+            self.node_command(&mut cmd, id, fresh);
         }
         cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).kill_on_drop(true);
         // SAFETY: prctl is async-signal-safe; the closure allocates nothing.
@@ -472,16 +514,24 @@ fn authenticate<'a>(secret: &ringleader_net::auth::Secret, nonce: &str, line: &'
 }
 
 async fn launch(args: ClusterArgs) -> crate::Outcome {
-    let Some(algo) = args.algo.clone() else { bail!("missing --algo NAME (see `ringleader list`)") };
-    let Some(info) = ringleader_algorithms::find(&algo) else {
-        let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
-        bail!("unknown algorithm {algo:?}; known: {}", names.join(", "));
+    let (algo, family) = if args.service {
+        ("lock service".to_string(), "raft-rs")
+    } else {
+        let Some(algo) = args.algo.clone() else {
+            bail!("missing --algo NAME (see `ringleader list`), or --service for the coordination service")
+        };
+        let Some(info) = ringleader_algorithms::find(&algo) else {
+            let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
+            bail!("unknown algorithm {algo:?}; known: {}", names.join(", "));
+        };
+        if !ringleader_algorithms::is_plain(info.name) {
+            bail!(
+                "{algo:?} does not run as `ringleader node`s: its state holds a library engine; judge it in the \
+                 simulator (`sim`, `sweep`), or start the coordination service with `cluster --service`"
+            );
+        }
+        (algo, info.family.name())
     };
-    if !ringleader_algorithms::is_plain(info.name) {
-        bail!(
-            "{algo:?} does not run on real nodes yet: its state holds a library engine; judge it in the simulator (`sim`, `sweep`)"
-        );
-    }
     if args.nodes == 0 || args.nodes > 200 {
         bail!("--nodes must be 1..200");
     }
@@ -516,7 +566,7 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
         exe,
         args,
     });
-    println!("ringleader cluster: {n} nodes running {algo} ({})", info.family.name());
+    println!("ringleader cluster: {n} nodes running {algo} ({family})");
     for id in 1..=n {
         launcher.spawn(id, !launcher.args.keep_data)?;
         let a = &launcher.args;

@@ -11,12 +11,14 @@
 //! it knows (which flag, which file) on the way.
 
 mod bench;
+mod bench_service;
 mod check;
 mod cluster;
 mod demo;
 mod detector_curve;
 mod node;
 mod quorum_risk;
+mod serve;
 mod sim;
 mod sweep;
 mod table;
@@ -88,6 +90,8 @@ enum Subcommand {
     #[command(long_about = table::LONG_ABOUT)]
     Table(table::TableArgs),
     Ui(ui::UiArgs),
+    Serve(Box<serve::ServeArgs>),
+    BenchService(bench_service::BenchServiceArgs),
 }
 
 /// Ends the program quietly when a reader closes our stdout or stderr (`ringleader table | head
@@ -165,6 +169,8 @@ fn main() -> ExitCode {
         Subcommand::Check(args) => check::run(*args),
         Subcommand::Table(args) => table::run(args),
         Subcommand::Ui(args) => ui::run(args),
+        Subcommand::Serve(args) => serve::run(*args),
+        Subcommand::BenchService(args) => bench_service::run(args),
     };
     match result {
         Ok(status) => ExitCode::from(status.code()),

@@ -124,7 +124,7 @@ struct NodeFile {
     data_dir: Option<PathBuf>,
 }
 
-fn resolve(addr: &str, what: &str) -> anyhow::Result<SocketAddr> {
+pub(crate) fn resolve(addr: &str, what: &str) -> anyhow::Result<SocketAddr> {
     use std::net::ToSocketAddrs;
     addr.to_socket_addrs()
         .with_context(|| format!("{what} {addr:?}: expected HOST:PORT"))?
@@ -132,7 +132,7 @@ fn resolve(addr: &str, what: &str) -> anyhow::Result<SocketAddr> {
         .with_context(|| format!("{what} {addr:?}: the name resolves to no address"))
 }
 
-fn parse_peer(s: &str) -> anyhow::Result<(Uid, String)> {
+pub(crate) fn parse_peer(s: &str) -> anyhow::Result<(Uid, String)> {
     let (id, addr) = s.split_once('=').with_context(|| format!("peer {s:?}: expected ID=HOST:PORT"))?;
     let id: Uid =
         id.trim().parse().with_context(|| format!("peer {s:?}: the id must be a positive integer"))?;

@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use protobuf::Message;
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, Storage, StorageError};
+use ringleader_algorithms::service::replica::StableLog;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableError};
 
 /// The name of the log's file inside the directory given to [`DiskLog::open`].
@@ -613,6 +614,52 @@ fn load(db: Database, path: PathBuf) -> Result<DiskLog, DiskError> {
         truncated_term,
         terms,
     })
+}
+
+/// The replica's view of the disk: each `Ready` is one [`DiskLog::persist`], so one fsync.
+impl StableLog for DiskLog {
+    type Error = DiskError;
+
+    fn persist(
+        &mut self,
+        snapshot: Option<&Snapshot>,
+        entries: &[Entry],
+        hard_state: Option<&HardState>,
+    ) -> Result<(), DiskError> {
+        let update = LogUpdate {
+            snapshot: snapshot.cloned(),
+            entries: entries.to_vec(),
+            hard_state: hard_state.cloned(),
+        };
+        DiskLog::persist(self, &update)
+    }
+
+    /// Kept in memory and written with the next hard state: a restarted node learns the commit
+    /// index from the leader again, so this needs no fsync of its own.
+    fn set_commit(&mut self, commit: u64) -> Result<(), DiskError> {
+        self.hard_state.commit = self.hard_state.commit.max(commit);
+        Ok(())
+    }
+
+    fn set_conf_state(&mut self, conf_state: ConfState) -> Result<(), DiskError> {
+        DiskLog::set_conf_state(self, conf_state)
+    }
+
+    fn snapshot_and_compact(&mut self, index: u64, data: Vec<u8>) -> Result<(), DiskError> {
+        self.create_snapshot(index, data)?;
+        self.compact(index + 1)
+    }
+
+    fn first_kept(&self) -> u64 {
+        self.first()
+    }
+
+    fn latest_snapshot(&self) -> Result<Snapshot, DiskError> {
+        if self.snapshot_metadata.index == 0 {
+            return Ok(Snapshot::default());
+        }
+        self.read_snapshot()
+    }
 }
 
 impl Storage for DiskLog {

@@ -1,0 +1,171 @@
+//! `ringleader serve`: one node of the coordination service (leases, locks, elections on
+//! raft-rs), with its durable log in a data directory and its HTTP API.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use ringleader_algorithms::service::state::DeadlockPolicy;
+use ringleader_service::server::{self, ServerConfig};
+
+/// Run one node of the coordination service: leases, named locks and elections on Raft
+///
+/// With no flags: a one-node service, API on http://127.0.0.1:4100, log in
+/// ./ringleader-service-data. Clients: `ringleader lock`, `elect`, `lease`, the Rust client
+/// crate, or curl (docs/SERVICE-API.md). Three local nodes at once:
+/// `ringleader cluster --service --nodes 3`.
+///
+/// Examples:
+///   ringleader serve
+///   ringleader serve --id 1 --listen 127.0.0.1:4201 --api 127.0.0.1:4101 \
+///       --peer 2=127.0.0.1:4202 --peer 3=127.0.0.1:4203 \
+///       --data-dir node-1 --secret-file cluster.secret
+///   curl -s localhost:4100/status
+#[derive(Args, Debug, Clone)]
+#[command(verbatim_doc_comment)]
+pub struct ServeArgs {
+    /// This node's id (from 1; also its Raft id).
+    #[arg(long, default_value_t = 1, value_name = "ID")]
+    pub id: u64,
+    /// Where to accept peer connections (host:port).
+    #[arg(long, default_value = "127.0.0.1:4200", value_name = "ADDR")]
+    pub listen: String,
+    /// Where to serve the HTTP API (host:port).
+    #[arg(long, default_value = "127.0.0.1:4100", value_name = "ADDR")]
+    pub api: String,
+    /// Another member as ID=HOST:PORT (repeatable). None: a one-node service.
+    #[arg(long, value_name = "ID=HOST:PORT")]
+    pub peer: Vec<String>,
+    /// The directory of the durable Raft log (created if missing; a restarted node recovers
+    /// from it).
+    #[arg(long, default_value = "ringleader-service-data", value_name = "DIR")]
+    pub data_dir: PathBuf,
+    /// The cluster secret (hex, as `ringleader cluster` writes it): peers must prove they hold
+    /// it. Needed when there are peers, unless --insecure.
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<PathBuf>,
+    /// Believe every peer's hello (no secret).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Local time between two Raft ticks, 1ms..1s.
+    #[arg(long, default_value = "10ms", value_name = "TIME")]
+    pub tick: String,
+    /// Ticks without a leader before a follower campaigns (the election timeout is drawn from
+    /// [E, 2E) ticks), 2..1000.
+    #[arg(long, default_value_t = 10, value_name = "E")]
+    pub election_ticks: usize,
+    /// Ticks between a leader's heartbeats (below --election-ticks).
+    #[arg(long, default_value_t = 2, value_name = "H")]
+    pub heartbeat_ticks: usize,
+    /// After an involuntary loss (an expired lease), a lock is not granted again for this
+    /// long (Chubby's lock-delay).
+    #[arg(long, default_value = "0ms", value_name = "TIME")]
+    pub lock_delay: String,
+    /// What a wait that would close a cycle of the wait-for graph does: report, wait-die or
+    /// wound-wait.
+    #[arg(long, default_value = "report", value_name = "POLICY")]
+    pub deadlock: String,
+    /// Applied entries between two snapshots (the log is compacted behind them).
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub snapshot_every: u64,
+    /// A request not committed within this is answered 503 (try another node).
+    #[arg(long, default_value = "5s", value_name = "TIME")]
+    pub request_timeout: String,
+    /// Seed of the election-timeout draws [default: from the OS].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
+    let ns = ringleader_algorithms::params::parse_duration(text)
+        .with_context(|| format!("{flag} {text:?}: expected a duration such as 10ms or 2s"))?;
+    Ok(Duration::from_nanos(ns))
+}
+
+impl ServeArgs {
+    /// The server's configuration.
+    pub fn to_config(&self) -> anyhow::Result<ServerConfig> {
+        if self.id == 0 {
+            bail!("--id 0: node ids start at 1");
+        }
+        let listen = crate::node::resolve(&self.listen, "--listen")?;
+        let api = crate::node::resolve(&self.api, "--api")?;
+        if !api.ip().is_loopback() && !self.insecure {
+            bail!(
+                "--api {api}: the service API has no authentication yet; bind a loopback address, or give \
+                 --insecure to serve it on the network anyway"
+            );
+        }
+        let mut members = vec![(self.id, listen.to_string())];
+        for p in &self.peer {
+            members.push(crate::node::parse_peer(p)?);
+        }
+        let mut cfg = ServerConfig::new(self.id, members, listen, api, self.data_dir.clone());
+        cfg.secret = match (&self.secret_file, self.insecure) {
+            (Some(_), true) => bail!("--secret-file and --insecure contradict each other; give one"),
+            (Some(path), false) => Some(ringleader_net::auth::Secret::read_file(path)?),
+            (None, true) => None,
+            (None, false) if self.peer.is_empty() => None,
+            (None, false) => bail!(
+                "no cluster secret: give --secret-file FILE (`ringleader cluster --service` writes one) or \
+                 --insecure to believe every peer"
+            ),
+        };
+        cfg.tick = duration("--tick", &self.tick)?;
+        cfg.election_ticks = self.election_ticks;
+        cfg.heartbeat_ticks = self.heartbeat_ticks;
+        cfg.lock_delay = duration("--lock-delay", &self.lock_delay)?;
+        cfg.policy = match self.deadlock.as_str() {
+            "report" => DeadlockPolicy::Report,
+            "wait-die" => DeadlockPolicy::WaitDie,
+            "wound-wait" => DeadlockPolicy::WoundWait,
+            other => bail!("--deadlock {other:?}: give report, wait-die or wound-wait"),
+        };
+        cfg.snapshot_every = self.snapshot_every;
+        cfg.request_timeout = duration("--request-timeout", &self.request_timeout)?;
+        // Rule 4 of the replica: a proposal dropped by a leader change is proposed again after
+        // two election timeouts.
+        cfg.retry = cfg.tick * (2 * self.election_ticks as u32);
+        cfg.clock_every = cfg.tick * 2;
+        cfg.seed = self.seed;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// Runs the node until Ctrl-C or SIGTERM.
+pub fn run(args: ServeArgs) -> crate::Outcome {
+    let cfg = args.to_config()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(async move {
+        let id = cfg.id;
+        let n = cfg.members.len();
+        let dir = cfg.data_dir.clone();
+        let running = server::start(cfg).await?;
+        eprintln!(
+            "[id {id}] lock service node ({n} member{}) peers on {}, HTTP API on http://{}, log in {}",
+            if n == 1 { "" } else { "s" },
+            running.listen,
+            running.api,
+            dir.display()
+        );
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut done = running.done;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+            r = &mut done => {
+                match r {
+                    Ok(Ok(())) => bail!("[id {id}] the node stopped"),
+                    Ok(Err(e)) => bail!("[id {id}] the node stopped: {e}"),
+                    Err(e) => bail!("[id {id}] the node's loop failed: {e}"),
+                }
+            }
+        }
+        eprintln!("[id {id}] stopping");
+        running.node.shutdown.cancel();
+        let _ = done.await;
+        Ok(crate::ExitStatus::Ok)
+    })
+}

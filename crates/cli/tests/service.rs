@@ -1,0 +1,295 @@
+//! The coordination service on real processes: `ringleader cluster --service` starts three
+//! `ringleader serve` nodes on loopback, and clients speak the HTTP API (docs/SERVICE-API.md)
+//! to them. Waits are bounded polls, never fixed sleeps.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// Held while this process probes ports or forks, so that no child inherits a probe socket.
+static FORK: Mutex<()> = Mutex::new(());
+
+fn spawn(cmd: &mut Command) -> Child {
+    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+    cmd.spawn().expect("the ringleader binary starts")
+}
+
+/// A base with `n + 1` free consecutive ports; ranges handed out here never overlap.
+fn free_base(n: u16) -> u16 {
+    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let seed = (std::process::id() % 300) as u16;
+    loop {
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert!(k < 600, "no free port range");
+        let base = 20000 + (seed * 64 + k * 64 + 32) % 12000;
+        let held: Vec<_> = (0..=n).filter_map(|i| TcpListener::bind(("127.0.0.1", base + i)).ok()).collect();
+        if held.len() == n as usize + 1 {
+            return base;
+        }
+    }
+}
+
+thread_local! {
+    static AGENT: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into();
+}
+
+/// One request; `None` when the node cannot be reached.
+fn try_call(port: u16, method: &str, path: &str, body: Option<Value>) -> Option<(u16, Value)> {
+    let url = format!("http://127.0.0.1:{port}{path}");
+    let response = AGENT.with(|a| match (method, body) {
+        ("GET", _) => a.get(&url).call(),
+        ("POST", Some(b)) => a.post(&url).header("content-type", "application/json").send(b.to_string()),
+        ("POST", None) => a.post(&url).send_empty(),
+        (other, _) => panic!("the tests speak GET and POST, not {other}"),
+    });
+    let mut response = response.ok()?;
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().ok()?;
+    Some((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+}
+
+fn call(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    try_call(port, method, path, body).unwrap_or_else(|| panic!("service node on port {port} unreachable: {path}"))
+}
+
+fn post(port: u16, path: &str, body: Value) -> (u16, Value) {
+    call(port, "POST", path, Some(body))
+}
+
+struct Service {
+    child: Child,
+    api: u16,
+    n: u16,
+    dir: PathBuf,
+}
+
+impl Service {
+    fn start(n: u16) -> Service {
+        let api = free_base(n);
+        let peer = free_base(n);
+        let dir = std::env::temp_dir().join(format!("ringleader-service-{}-{api}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
+        cmd.args(["cluster", "--service", "--nodes", &n.to_string()])
+            .args(["--api-base-port", &api.to_string(), "--peer-base-port", &peer.to_string()])
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .arg("--secret-file")
+            .arg(dir.join("cluster.secret"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        std::fs::create_dir_all(&dir).unwrap();
+        let s = Service { child: spawn(&mut cmd), api, n, dir };
+        s.leader(&[], Duration::from_secs(30));
+        s
+    }
+
+    fn port(&self, id: u16) -> u16 {
+        self.api + id
+    }
+
+    fn status(&self, id: u16) -> Option<Value> {
+        let (code, body) = try_call(self.port(id), "GET", "/status", None)?;
+        (code == 200).then_some(body)
+    }
+
+    /// Waits until every node not in `down` names the same leader, itself not in `down`.
+    fn leader(&self, down: &[u16], limit: Duration) -> u16 {
+        let t0 = Instant::now();
+        loop {
+            let leaders: Vec<Option<u64>> = (1..=self.n)
+                .filter(|i| !down.contains(i))
+                .map(|i| self.status(i).and_then(|s| s["leader"].as_u64()))
+                .collect();
+            if let Some(Some(l)) = leaders.first()
+                && leaders.iter().all(|x| *x == Some(*l))
+                && !down.contains(&(*l as u16))
+            {
+                return *l as u16;
+            }
+            assert!(t0.elapsed() < limit, "no agreed leader within {limit:?}: {leaders:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn ctl(&self, action: &str, id: u16) {
+        let out = Command::new(env!("CARGO_BIN_EXE_ringleader"))
+            .args(["cluster", "ctl", action, &id.to_string(), "--ctl", &format!("127.0.0.1:{}", self.api)])
+            .arg("--secret-file")
+            .arg(self.dir.join("cluster.secret"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "ctl {action} {id}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+
+    fn grant(&self, id: u16, ttl_ms: u64) -> u64 {
+        let (code, body) = post(self.port(id), "/v1/lease/grant", json!({ "ttl_ms": ttl_ms }));
+        assert_eq!(code, 200, "{body}");
+        body["lease"].as_u64().unwrap()
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn three_nodes_agree_on_a_leader_and_hand_a_lock_over_in_fifo_order_with_increasing_tokens() {
+    let s = Service::start(3);
+    let (a, b, c) = (s.grant(1, 10_000), s.grant(2, 10_000), s.grant(3, 10_000));
+
+    // A takes the lock through node 1; a try-lock by B through node 2 is refused.
+    let (code, got) = post(s.port(1), "/v1/lock/acquire", json!({ "name": "db", "lease": a }));
+    assert_eq!(code, 200, "{got}");
+    let first = got["fencing"].as_u64().unwrap();
+    let (code, busy) = post(s.port(2), "/v1/lock/acquire", json!({ "name": "db", "lease": b, "wait": false }));
+    assert_eq!((code, busy["reason"].as_str()), (409, Some("busy")), "{busy}");
+
+    // B, then C, wait at the server; A's release hands the lock to B only.
+    let port = s.port(2);
+    let waiter_b = std::thread::spawn(move || post(port, "/v1/lock/acquire", json!({ "name": "db", "lease": b })));
+    let t0 = Instant::now();
+    while call(s.port(1), "GET", "/v1/lock/db", None).1["waiters"] != json!([b]) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "B never queued");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let port = s.port(3);
+    let waiter_c = std::thread::spawn(move || post(port, "/v1/lock/acquire", json!({ "name": "db", "lease": c })));
+    while call(s.port(1), "GET", "/v1/lock/db", None).1["waiters"] != json!([b, c]) {
+        assert!(t0.elapsed() < Duration::from_secs(10), "C never queued behind B");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (code, body) = post(s.port(1), "/v1/lock/release", json!({ "name": "db", "lease": a }));
+    assert_eq!(code, 200, "{body}");
+    let (code, got_b) = waiter_b.join().unwrap();
+    assert_eq!(code, 200, "{got_b}");
+    let second = got_b["fencing"].as_u64().unwrap();
+    assert!(second > first, "tokens increase: {first} then {second}");
+    let view = call(s.port(3), "GET", "/v1/lock/db", None).1;
+    assert_eq!(view["holder"], json!({ "lease": b, "fencing": second }), "C still waits: {view}");
+
+    // B's lease is revoked: the lock goes to C with a larger token.
+    let (code, body) = post(s.port(2), "/v1/lease/revoke", json!({ "lease": b }));
+    assert_eq!(code, 200, "{body}");
+    let (code, got_c) = waiter_c.join().unwrap();
+    assert_eq!(code, 200, "{got_c}");
+    assert!(got_c["fencing"].as_u64().unwrap() > second);
+}
+
+#[test]
+fn a_holder_that_stops_renewing_loses_the_lock_when_its_ttl_runs_out() {
+    let s = Service::start(3);
+    let waiter = s.grant(2, 10_000);
+    let t0 = Instant::now();
+    let holder = s.grant(1, 300);
+    let (code, got) = post(s.port(1), "/v1/lock/acquire", json!({ "name": "job", "lease": holder }));
+    assert_eq!(code, 200, "{got}");
+    let (code, next) = post(s.port(2), "/v1/lock/acquire", json!({ "name": "job", "lease": waiter, "timeout_ms": 10_000 }));
+    assert_eq!(code, 200, "{next}");
+    // The replicated clock lags the leader's by up to `clock_every` (two ticks, 20 ms) plus a
+    // commit, so a lease can end that much before its TTL counted from its grant
+    // (docs/SERVICE-API.md); clients give theirs up a margin before the TTL for that reason.
+    let lived = t0.elapsed();
+    assert!(lived >= Duration::from_millis(300 - 40), "the holder's lease lived its TTL less the clock's lag: {lived:?}");
+    assert!(next["fencing"].as_u64() > got["fencing"].as_u64());
+    let (code, gone) = post(s.port(1), "/v1/lease/keepalive", json!({ "lease": holder }));
+    assert_eq!((code, gone["reason"].as_str()), (404, Some("no_such_lease")), "{gone}");
+}
+
+#[test]
+fn a_blocked_acquire_that_times_out_is_withdrawn_from_the_queue() {
+    let s = Service::start(3);
+    let (a, b) = (s.grant(1, 10_000), s.grant(1, 10_000));
+    assert_eq!(post(s.port(1), "/v1/lock/acquire", json!({ "name": "q", "lease": a })).0, 200);
+    let (code, body) = post(s.port(2), "/v1/lock/acquire", json!({ "name": "q", "lease": b, "timeout_ms": 200 }));
+    assert_eq!((code, body["reason"].as_str()), (408, Some("timeout")), "{body}");
+    let view = call(s.port(3), "GET", "/v1/lock/q", None).1;
+    assert_eq!(view["waiters"], json!([]), "{view}");
+}
+
+#[test]
+fn killing_the_leader_elects_another_and_the_lock_keeps_its_token_order() {
+    let s = Service::start(3);
+    let leader = s.leader(&[], Duration::from_secs(10));
+    let other = (1..=3).find(|&i| i != leader).unwrap();
+    let a = s.grant(other, 10_000);
+    let (code, got) = post(s.port(other), "/v1/lock/acquire", json!({ "name": "x", "lease": a }));
+    assert_eq!(code, 200, "{got}");
+    assert_eq!(post(s.port(other), "/v1/lock/release", json!({ "name": "x", "lease": a })).0, 200);
+
+    s.ctl("kill", leader);
+    let new = s.leader(&[leader], Duration::from_secs(10));
+    assert_ne!(new, leader);
+    let (code, again) = post(s.port(other), "/v1/lock/acquire", json!({ "name": "x", "lease": a }));
+    assert_eq!(code, 200, "the lease survived the leader change: {again}");
+    assert!(again["fencing"].as_u64() > got["fencing"].as_u64());
+
+    // The killed node restarts from its log and catches up.
+    s.ctl("restart", leader);
+    let t0 = Instant::now();
+    loop {
+        let applied = |i| s.status(i).and_then(|st| st["applied"].as_u64());
+        if let (Some(x), Some(y)) = (applied(leader), applied(new))
+            && x >= y
+        {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "the restarted node never caught up");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn elections_name_the_earliest_live_candidate_and_observe_streams_changes() {
+    let s = Service::start(3);
+    let (a, b) = (s.grant(1, 10_000), s.grant(2, 10_000));
+    let (code, won) = post(s.port(1), "/v1/election/campaign", json!({ "election": "e", "lease": a, "value": "alpha" }));
+    assert_eq!(code, 200, "{won}");
+    assert_eq!(won["leader"]["value"], "alpha");
+    let port = s.port(2);
+    let second = std::thread::spawn(move || {
+        post(port, "/v1/election/campaign", json!({ "election": "e", "lease": b, "value": "beta" }))
+    });
+    let (code, body) = post(s.port(3), "/v1/election/proclaim", json!({ "election": "e", "lease": b, "value": "x" }));
+    assert_eq!((code, body["reason"].as_str()), (409, Some("not_leader")), "{body}");
+    assert_eq!(post(s.port(1), "/v1/election/resign", json!({ "election": "e", "lease": a })).0, 200);
+    let (code, won) = second.join().unwrap();
+    assert_eq!(code, 200, "{won}");
+    assert_eq!(won["leader"]["value"], "beta");
+    let (_, now) = call(s.port(3), "GET", "/v1/election/e", None);
+    assert_eq!(now["leader"]["lease"], json!(b), "{now}");
+}
+
+#[test]
+fn bad_requests_get_one_line_and_a_reason() {
+    let s = Service::start(1);
+    for (path, body, reason) in [
+        ("/v1/lease/grant", json!({ "ttl_ms": 0 }), "bad_request"),
+        ("/v1/lease/grant", json!({ "ttl": 10 }), "bad_request"),
+        ("/v1/lock/acquire", json!({ "name": "", "lease": 1 }), "bad_request"),
+        ("/v1/lock/acquire", json!({ "name": "n", "lease": 999_999 }), "no_such_lease"),
+        ("/v1/lease/keepalive", json!({ "lease": 42 }), "no_such_lease"),
+    ] {
+        let (code, answer) = post(s.port(1), path, body);
+        assert_eq!(answer["reason"], reason, "{path}: {answer}");
+        assert!(code >= 400, "{path}: {code}");
+        let line = answer["error"].as_str().unwrap();
+        assert!(!line.is_empty() && !line.contains('\n'), "{line:?}");
+    }
+    let (code, answer) = call(s.port(1), "GET", "/v1/nothing", None);
+    assert_eq!((code, answer["reason"].as_str()), (404, Some("not_found")));
+}

@@ -1,0 +1,620 @@
+//! The service's HTTP/JSON API (docs/SERVICE-API.md is its reference).
+//!
+//! Handlers turn a request into a [`Command`] for the node's loop and its answer into JSON.
+//! Requests that block (an acquire that queues, a campaign behind an earlier candidate) listen
+//! to the node's notices — subscribed *before* proposing, so no notice is missed — until theirs
+//! arrives, their lease dies or their timeout passes. A blocked request that ends without its
+//! grant (timeout, client gone) withdraws: it proposes the release or resignation, so no
+//! abandoned waiter stays queued.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::Stream;
+use ringleader_algorithms::service::state::{
+    Candidate, LeaseId, LossReason, Notice, Op, Refusal, Reply, StateMachine,
+};
+use ringleader_core::Time;
+use ringleader_core::time::MILLISECOND;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::server::{Node, Published, Unavailable};
+
+/// The longest name of a lock or an election, in bytes.
+pub const MAX_NAME: usize = 256;
+/// The longest value a candidate announces, in bytes.
+pub const MAX_VALUE: usize = 4096;
+/// The shortest lease TTL (the replicated clock moves in steps of `clock_every`).
+pub const MIN_TTL_MS: u64 = 100;
+/// The longest lease TTL and the longest wait.
+pub const MAX_MS: u64 = 86_400_000;
+/// How often a blocked request checks that its lease still exists (a revoked lease sends no
+/// notice to its waiters).
+const LEASE_CHECK: Duration = Duration::from_millis(500);
+
+/// An error answer: status, `reason` code and one line.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    reason: &'static str,
+    message: String,
+    extra: Option<(&'static str, Value)>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, reason: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, reason, message: message.into(), extra: None }
+    }
+
+    fn bad(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    fn no_lease(lease: LeaseId) -> ApiError {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_such_lease",
+            format!("lease {lease} is unknown, revoked or expired; grant a new one"),
+        )
+    }
+
+    fn conflict(reason: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, reason, message)
+    }
+}
+
+impl From<Unavailable> for ApiError {
+    fn from(e: Unavailable) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({ "error": self.message, "reason": self.reason });
+        if let Some((k, v)) = self.extra {
+            body[k] = v;
+        }
+        (self.status, Json(body)).into_response()
+    }
+}
+
+type Answer = Result<Json<Value>, ApiError>;
+
+/// The body of a request, or a 400 naming what was wrong with it.
+fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
+    b.map(|Json(t)| t).map_err(|e| ApiError::bad(format!("bad JSON body: {}", e.body_text())))
+}
+
+fn check_name(what: &str, name: &str) -> Result<(), ApiError> {
+    if name.is_empty() || name.len() > MAX_NAME {
+        return Err(ApiError::bad(format!("{what} must be 1..={MAX_NAME} bytes long")));
+    }
+    Ok(())
+}
+
+fn check_ms(what: &str, ms: u64, min: u64) -> Result<Duration, ApiError> {
+    if !(min..=MAX_MS).contains(&ms) {
+        return Err(ApiError::bad(format!("{what} must be {min}..={MAX_MS} milliseconds")));
+    }
+    Ok(Duration::from_millis(ms))
+}
+
+fn ms(t: Time) -> u64 {
+    t / MILLISECOND
+}
+
+fn candidate(c: &Candidate) -> Value {
+    json!({ "lease": c.lease, "value": c.value, "index": c.index })
+}
+
+fn refused(reason: Refusal) -> ApiError {
+    match reason {
+        Refusal::NotHolder => ApiError::conflict("not_holder", reason.to_string()),
+        Refusal::NotCandidate => ApiError::conflict("not_candidate", reason.to_string()),
+        Refusal::ZeroTtl | Refusal::EmptyName => ApiError::bad(reason.to_string()),
+    }
+}
+
+/// The answer to a reply no handler expects for its operation.
+fn unexpected(reply: &Reply) -> ApiError {
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("unexpected reply {reply:?}"))
+}
+
+/// Serves the API on `listener` until the node shuts down.
+pub async fn serve(listener: tokio::net::TcpListener, node: Arc<Node>) {
+    let shutdown = node.shutdown.clone();
+    let app = router(node);
+    let _ = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
+}
+
+/// The API's routes.
+pub fn router(node: Arc<Node>) -> axum::Router {
+    axum::Router::new()
+        .route("/status", get(status))
+        .route("/v1/lease/grant", post(lease_grant))
+        .route("/v1/lease/keepalive", post(lease_keepalive))
+        .route("/v1/lease/revoke", post(lease_revoke))
+        .route("/v1/lease/{id}", get(lease_get))
+        .route("/v1/lease/{id}/watch", get(lease_watch))
+        .route("/v1/lock/acquire", post(lock_acquire))
+        .route("/v1/lock/release", post(lock_release))
+        .route("/v1/lock/{name}", get(lock_get))
+        .route("/v1/election/campaign", post(campaign))
+        .route("/v1/election/proclaim", post(proclaim))
+        .route("/v1/election/resign", post(resign))
+        .route("/v1/election/{name}", get(election_get))
+        .route("/v1/election/{name}/observe", get(observe))
+        .fallback(|| async {
+            ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route; see docs/SERVICE-API.md")
+        })
+        .with_state(node)
+}
+
+async fn status(State(node): State<Arc<Node>>) -> Json<Value> {
+    let s = node.status.lock().expect("status lock").clone();
+    Json(serde_json::to_value(s).unwrap_or_default())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrantBody {
+    ttl_ms: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LeaseBody {
+    lease: LeaseId,
+}
+
+async fn lease_grant(State(node): State<Arc<Node>>, b: Result<Json<GrantBody>, JsonRejection>) -> Answer {
+    let b = body(b)?;
+    let ttl = check_ms("ttl_ms", b.ttl_ms, MIN_TTL_MS)?;
+    let origin = node.me;
+    let applied = node.propose(Op::Grant { ttl: ttl.as_nanos() as Time, origin, request: 0 }).await?;
+    match applied.reply {
+        Reply::Granted { lease, ttl } => Ok(Json(json!({ "lease": lease, "ttl_ms": ms(ttl) }))),
+        Reply::Refused { reason } => Err(refused(reason)),
+        other => Err(unexpected(&other)),
+    }
+}
+
+async fn lease_keepalive(State(node): State<Arc<Node>>, b: Result<Json<LeaseBody>, JsonRejection>) -> Answer {
+    let lease = body(b)?.lease;
+    match node.propose(Op::KeepAlive { lease }).await?.reply {
+        Reply::KeptAlive { ttl_left } => Ok(Json(json!({ "lease": lease, "ttl_ms": ms(ttl_left) }))),
+        Reply::NoSuchLease => Err(ApiError::no_lease(lease)),
+        other => Err(unexpected(&other)),
+    }
+}
+
+async fn lease_revoke(State(node): State<Arc<Node>>, b: Result<Json<LeaseBody>, JsonRejection>) -> Answer {
+    let lease = body(b)?.lease;
+    match node.propose(Op::Revoke { lease }).await?.reply {
+        Reply::Done => Ok(Json(json!({ "lease": lease }))),
+        Reply::NoSuchLease => Err(ApiError::no_lease(lease)),
+        other => Err(unexpected(&other)),
+    }
+}
+
+fn parse_id(text: &str) -> Result<LeaseId, ApiError> {
+    text.parse().map_err(|_| ApiError::bad(format!("{text:?} is not a lease id (an unsigned integer)")))
+}
+
+async fn lease_get(State(node): State<Arc<Node>>, Path(id): Path<String>) -> Answer {
+    let lease = parse_id(&id)?;
+    let (_, v) = node
+        .read(Box::new(move |m: &StateMachine| match m.lease(lease) {
+            Some(l) => json!({ "lease": lease, "ttl_ms": ms(l.ttl), "remaining_ms": ms(l.deadline.saturating_sub(m.now())) }),
+            None => Value::Null,
+        }))
+        .await?;
+    if v.is_null() { Err(ApiError::no_lease(lease)) } else { Ok(Json(v)) }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AcquireBody {
+    name: String,
+    lease: LeaseId,
+    #[serde(default)]
+    wait: Option<bool>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReleaseBody {
+    name: String,
+    lease: LeaseId,
+}
+
+/// Proposes `op` if dropped while armed: a blocked request that ends without its grant (its
+/// client went away) withdraws its wait.
+struct Withdraw {
+    node: Arc<Node>,
+    op: Option<Op>,
+}
+
+impl Withdraw {
+    fn disarm(&mut self) {
+        self.op = None;
+    }
+
+    /// Withdraws now and waits for it to be applied.
+    async fn now(&mut self) {
+        if let Some(op) = self.op.take() {
+            let _ = self.node.propose(op).await;
+        }
+    }
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        if let Some(op) = self.op.take() {
+            let node = self.node.clone();
+            tokio::spawn(async move {
+                let _ = node.propose(op).await;
+            });
+        }
+    }
+}
+
+/// What a blocked request heard.
+enum Heard {
+    Notice(Published),
+    /// Notices were missed (the receiver lagged) or it is time to check the lease.
+    Check,
+    TimedOut,
+}
+
+async fn next_notice(
+    rx: &mut tokio::sync::broadcast::Receiver<Published>,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<Heard, ApiError> {
+    let recv = async {
+        match tokio::time::timeout(LEASE_CHECK, rx.recv()).await {
+            Err(_) | Ok(Err(RecvError::Lagged(_))) => Ok(Heard::Check),
+            Ok(Ok(p)) => Ok(Heard::Notice(p)),
+            Ok(Err(RecvError::Closed)) => Err(ApiError::from(Unavailable::Stopping)),
+        }
+    };
+    match deadline {
+        Some(d) => tokio::time::timeout_at(d, recv).await.unwrap_or(Ok(Heard::TimedOut)),
+        None => recv.await,
+    }
+}
+
+fn deadline_of(timeout_ms: Option<u64>) -> Result<Option<tokio::time::Instant>, ApiError> {
+    timeout_ms.map(|t| check_ms("timeout_ms", t, 0).map(|d| tokio::time::Instant::now() + d)).transpose()
+}
+
+async fn lock_acquire(State(node): State<Arc<Node>>, b: Result<Json<AcquireBody>, JsonRejection>) -> Answer {
+    let b = body(b)?;
+    check_name("name", &b.name)?;
+    let deadline = deadline_of(b.timeout_ms)?;
+    let (name, lease, wait) = (b.name, b.lease, b.wait.unwrap_or(true));
+    let mut rx = node.notices.subscribe();
+    let applied = node.propose(Op::Acquire { name: name.clone(), lease, request: 0, wait }).await?;
+    match applied.reply {
+        Reply::Acquired { fencing } => return deliver_grant(&node, name, lease, fencing).await,
+        Reply::Queued { .. } => {}
+        Reply::Busy => return Err(ApiError::conflict("busy", format!("lock {name:?} is held by another lease"))),
+        Reply::LockDelay { until } => {
+            let mut e = ApiError::conflict(
+                "lock_delay",
+                format!("lock {name:?} is in its lock-delay after an involuntary loss; try again later"),
+            );
+            e.extra = Some(("until_ms", json!(ms(until))));
+            return Err(e);
+        }
+        Reply::Aborted => {
+            return Err(ApiError::conflict("aborted", "wait-die refused the wait: an older lease holds the lock; retry later"));
+        }
+        Reply::NoSuchLease => return Err(ApiError::no_lease(lease)),
+        Reply::Refused { reason } => return Err(refused(reason)),
+        other => return Err(unexpected(&other)),
+    }
+    let mut withdraw = Withdraw { node: node.clone(), op: Some(Op::Release { name: name.clone(), lease }) };
+    loop {
+        match next_notice(&mut rx, deadline).await? {
+            Heard::TimedOut => {
+                withdraw.now().await;
+                return Err(ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "timeout",
+                    format!("lock {name:?} was not granted within the timeout; the wait was withdrawn"),
+                ));
+            }
+            Heard::Check => {
+                let n = name.clone();
+                let v = node
+                    .local(Box::new(move |m: &StateMachine| {
+                        json!({ "alive": m.lease(lease).is_some(), "holder": m.holder(&n) })
+                    }))
+                    .await?;
+                if v["alive"] == json!(false) {
+                    withdraw.disarm();
+                    return Err(ApiError::no_lease(lease));
+                }
+                if let Some(h) = v["holder"].as_array()
+                    && h.first().and_then(Value::as_u64) == Some(lease)
+                {
+                    withdraw.disarm();
+                    let fencing = h.get(1).and_then(Value::as_u64).unwrap_or(0);
+                    return deliver_grant(&node, name, lease, fencing).await;
+                }
+            }
+            Heard::Notice(p) => match &p.1 {
+                Notice::Granted { name: n, lease: l, fencing, .. } if *n == name && *l == lease => {
+                    withdraw.disarm();
+                    return deliver_grant(&node, name, lease, *fencing).await;
+                }
+                Notice::Aborted { name: n, lease: l, .. } if *n == name && *l == lease => {
+                    withdraw.disarm();
+                    return Err(ApiError::conflict("aborted", "wait-die dropped the wait: an older lease got the lock; retry later"));
+                }
+                Notice::LeaseExpired { lease: l, .. } if *l == lease => {
+                    withdraw.disarm();
+                    return Err(ApiError::no_lease(lease));
+                }
+                _ => {}
+            },
+        }
+    }
+}
+
+/// Answers a grant after checking again, on this node's applied state, that `lease` still
+/// holds `name` with `fencing` (a later entry may have taken it away).
+async fn deliver_grant(node: &Node, name: String, lease: LeaseId, fencing: u64) -> Answer {
+    let n = name.clone();
+    let v = node.local(Box::new(move |m: &StateMachine| json!(m.holder(&n) == Some((lease, fencing))))).await?;
+    if v != json!(true) {
+        return Err(ApiError::conflict("lost", format!("lease {lease} lost lock {name:?} before the grant was delivered")));
+    }
+    Ok(Json(json!({ "name": name, "lease": lease, "fencing": fencing })))
+}
+
+async fn lock_release(State(node): State<Arc<Node>>, b: Result<Json<ReleaseBody>, JsonRejection>) -> Answer {
+    let b = body(b)?;
+    check_name("name", &b.name)?;
+    match node.propose(Op::Release { name: b.name.clone(), lease: b.lease }).await?.reply {
+        Reply::Done => Ok(Json(json!({ "name": b.name, "lease": b.lease }))),
+        Reply::NoSuchLease => Err(ApiError::no_lease(b.lease)),
+        Reply::Refused { reason } => Err(refused(reason)),
+        other => Err(unexpected(&other)),
+    }
+}
+
+async fn lock_get(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Answer {
+    check_name("name", &name)?;
+    let n = name.clone();
+    let (_, v) = node
+        .read(Box::new(move |m: &StateMachine| {
+            let holder = m.holder(&n).map(|(lease, fencing)| json!({ "lease": lease, "fencing": fencing }));
+            json!({ "name": n, "holder": holder, "waiters": m.waiters(&n) })
+        }))
+        .await?;
+    Ok(Json(v))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CampaignBody {
+    election: String,
+    lease: LeaseId,
+    value: String,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProclaimBody {
+    election: String,
+    lease: LeaseId,
+    value: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResignBody {
+    election: String,
+    lease: LeaseId,
+}
+
+fn check_value(value: &str) -> Result<(), ApiError> {
+    if value.len() > MAX_VALUE {
+        return Err(ApiError::bad(format!("value must be at most {MAX_VALUE} bytes")));
+    }
+    Ok(())
+}
+
+async fn leader_of(node: &Node, election: &str) -> Result<Option<Candidate>, ApiError> {
+    let e = election.to_string();
+    let v = node.local(Box::new(move |m: &StateMachine| serde_json::to_value(m.leader(&e)).unwrap_or_default())).await?;
+    Ok(serde_json::from_value(v).unwrap_or(None))
+}
+
+async fn campaign(State(node): State<Arc<Node>>, b: Result<Json<CampaignBody>, JsonRejection>) -> Answer {
+    let b = body(b)?;
+    check_name("election", &b.election)?;
+    check_value(&b.value)?;
+    let deadline = deadline_of(b.timeout_ms)?;
+    let (election, lease) = (b.election, b.lease);
+    let elected = |c: &Candidate| Json(json!({ "election": election, "leader": candidate(c) }));
+    let mut rx = node.notices.subscribe();
+    let op = Op::Campaign { election: election.clone(), lease, value: b.value, request: 0 };
+    match node.propose(op).await?.reply {
+        Reply::Elected => {
+            if let Some(c) = leader_of(&node, &election).await?.filter(|c| c.lease == lease) {
+                return Ok(elected(&c));
+            }
+            return Err(ApiError::conflict("lost", "the candidacy ended before the answer was delivered"));
+        }
+        Reply::CampaignQueued => {}
+        Reply::NoSuchLease => return Err(ApiError::no_lease(lease)),
+        Reply::Refused { reason } => return Err(refused(reason)),
+        other => return Err(unexpected(&other)),
+    }
+    let mut withdraw = Withdraw { node: node.clone(), op: Some(Op::Resign { election: election.clone(), lease }) };
+    loop {
+        match next_notice(&mut rx, deadline).await? {
+            Heard::TimedOut => {
+                withdraw.now().await;
+                return Err(ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "timeout",
+                    format!("lease {lease} did not become leader of {election:?} within the timeout; the candidacy was withdrawn"),
+                ));
+            }
+            Heard::Check => {
+                let leader = leader_of(&node, &election).await?;
+                if let Some(c) = leader.filter(|c| c.lease == lease) {
+                    withdraw.disarm();
+                    return Ok(elected(&c));
+                }
+                let alive = node.local(Box::new(move |m: &StateMachine| json!(m.lease(lease).is_some()))).await?;
+                if alive == json!(false) {
+                    withdraw.disarm();
+                    return Err(ApiError::no_lease(lease));
+                }
+            }
+            Heard::Notice(p) => match &p.1 {
+                Notice::LeaderChanged { election: e, leader: Some(c) } if *e == election && c.lease == lease => {
+                    withdraw.disarm();
+                    return Ok(elected(c));
+                }
+                Notice::LeaseExpired { lease: l, .. } if *l == lease => {
+                    withdraw.disarm();
+                    return Err(ApiError::no_lease(lease));
+                }
+                _ => {}
+            },
+        }
+    }
+}
+
+async fn proclaim(State(node): State<Arc<Node>>, b: Result<Json<ProclaimBody>, JsonRejection>) -> Answer {
+    let b = body(b)?;
+    check_name("election", &b.election)?;
+    check_value(&b.value)?;
+    let op = Op::Proclaim { election: b.election.clone(), lease: b.lease, value: b.value };
+    match node.propose(op).await?.reply {
+        Reply::Done => Ok(Json(json!({ "election": b.election, "lease": b.lease }))),
+        Reply::NotLeader => {
+            Err(ApiError::conflict("not_leader", format!("lease {} does not lead {:?}; only the leader may proclaim", b.lease, b.election)))
+        }
+        Reply::NoSuchLease => Err(ApiError::no_lease(b.lease)),
+        Reply::Refused { reason } => Err(refused(reason)),
+        other => Err(unexpected(&other)),
+    }
+}
+
+async fn resign(State(node): State<Arc<Node>>, b: Result<Json<ResignBody>, JsonRejection>) -> Answer {
+    let b = body(b)?;
+    check_name("election", &b.election)?;
+    match node.propose(Op::Resign { election: b.election.clone(), lease: b.lease }).await?.reply {
+        Reply::Done => Ok(Json(json!({ "election": b.election, "lease": b.lease }))),
+        Reply::NoSuchLease => Err(ApiError::no_lease(b.lease)),
+        Reply::Refused { reason } => Err(refused(reason)),
+        other => Err(unexpected(&other)),
+    }
+}
+
+async fn election_get(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Answer {
+    check_name("election", &name)?;
+    let e = name.clone();
+    let (_, v) = node
+        .read(Box::new(move |m: &StateMachine| json!({ "election": e, "leader": m.leader(&e).as_ref().map(candidate) })))
+        .await?;
+    Ok(Json(v))
+}
+
+type Events = Sse<axum::response::sse::KeepAliveStream<std::pin::Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>>>>;
+
+/// `observe`: the current leader (a linearizable read), then every change after the index that
+/// read saw, in log order.
+async fn observe(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Result<Events, ApiError> {
+    check_name("election", &name)?;
+    let rx = node.notices.subscribe();
+    let e = name.clone();
+    let (seen, first) = node
+        .read(Box::new(move |m: &StateMachine| json!({ "election": e, "leader": m.leader(&e).as_ref().map(candidate) })))
+        .await?;
+    let first = SseEvent::default().event("leader").data(first.to_string());
+    let rest = futures_util::stream::unfold(rx, move |mut rx| {
+        let name = name.clone();
+        async move {
+            loop {
+                match rx.recv().await {
+                    Ok(p) => {
+                        if let (index, Notice::LeaderChanged { election, leader }) = &*p
+                            && *election == name
+                            && *index > seen
+                        {
+                            let data = json!({ "election": election, "leader": leader.as_ref().map(candidate) });
+                            return Some((Ok(SseEvent::default().event("leader").data(data.to_string())), rx));
+                        }
+                    }
+                    // A subscriber that fell behind cannot tell what it missed: the stream ends
+                    // and the client observes again (it gets the current leader first).
+                    Err(_) => return None,
+                }
+            }
+        }
+    });
+    let stream = futures_util::StreamExt::chain(futures_util::stream::iter([Ok(first)]), rest);
+    Ok(Sse::new(Box::pin(stream) as _).keep_alive(KeepAlive::default()))
+}
+
+/// `watch`: what happens to one lease, until it expires.
+async fn lease_watch(State(node): State<Arc<Node>>, Path(id): Path<String>) -> Result<Events, ApiError> {
+    let lease = parse_id(&id)?;
+    let rx = node.notices.subscribe();
+    let alive = node.read(Box::new(move |m: &StateMachine| json!(m.lease(lease).is_some()))).await?.1;
+    if alive != json!(true) {
+        return Err(ApiError::no_lease(lease));
+    }
+    let stream = futures_util::stream::unfold((rx, false), move |(mut rx, ended)| async move {
+        if ended {
+            return None;
+        }
+        loop {
+            let p = rx.recv().await.ok()?;
+            let (event, data, end) = match &p.1 {
+                Notice::Granted { name, lease: l, fencing, .. } if *l == lease => {
+                    ("granted", json!({ "name": name, "fencing": fencing }), false)
+                }
+                Notice::Lost { name, lease: l, reason, .. } if *l == lease => {
+                    let reason = match reason {
+                        LossReason::Expired => "expired",
+                        LossReason::Revoked => "revoked",
+                        LossReason::Wounded => "wounded",
+                    };
+                    ("lost", json!({ "name": name, "reason": reason }), false)
+                }
+                Notice::Aborted { name, lease: l, .. } if *l == lease => ("aborted", json!({ "name": name }), false),
+                Notice::Deadlock { cycle, victim } if cycle.contains(&lease) => {
+                    ("deadlock", json!({ "cycle": cycle, "victim": victim }), false)
+                }
+                Notice::LeaseExpired { lease: l, .. } if *l == lease => ("expired", json!({}), true),
+                _ => continue,
+            };
+            return Some((Ok(SseEvent::default().event(event).data(data.to_string())), (rx, end)));
+        }
+    });
+    Ok(Sse::new(Box::pin(stream) as _).keep_alive(KeepAlive::default()))
+}
