@@ -15,8 +15,12 @@ mod check;
 mod cluster;
 mod demo;
 mod detector_curve;
+mod elect;
+mod lease;
+mod lock;
 mod node;
 mod quorum_risk;
+mod service_client;
 mod sim;
 mod sweep;
 mod table;
@@ -88,6 +92,9 @@ enum Subcommand {
     #[command(long_about = table::LONG_ABOUT)]
     Table(table::TableArgs),
     Ui(ui::UiArgs),
+    Lock(Box<lock::LockArgs>),
+    Elect(Box<elect::ElectArgs>),
+    Lease(Box<lease::LeaseArgs>),
 }
 
 /// Ends the program quietly when a reader closes our stdout or stderr (`ringleader table | head
@@ -165,6 +172,9 @@ fn main() -> ExitCode {
         Subcommand::Check(args) => check::run(*args),
         Subcommand::Table(args) => table::run(args),
         Subcommand::Ui(args) => ui::run(args),
+        Subcommand::Lock(args) => lock::run(*args),
+        Subcommand::Elect(args) => elect::run(*args),
+        Subcommand::Lease(args) => lease::run(*args),
     };
     match result {
         Ok(status) => ExitCode::from(status.code()),
