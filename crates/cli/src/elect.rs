@@ -27,7 +27,7 @@ use crate::service_client::{self, EndpointArgs, HoldEnd};
 #[command(verbatim_doc_comment)]
 pub struct ElectArgs {
     /// The election's name.
-    #[arg(value_name = "NAME")]
+    #[arg(value_name = "NAME", value_parser = service_client::parse_name)]
     pub name: String,
     /// The value to lead with [default: HOSTNAME:PID].
     #[arg(long, value_name = "V", conflicts_with = "observe")]

@@ -31,7 +31,7 @@ use crate::service_client::{self, EndpointArgs, HoldEnd};
 #[command(verbatim_doc_comment)]
 pub struct LockArgs {
     /// The lock's name.
-    #[arg(value_name = "NAME")]
+    #[arg(value_name = "NAME", value_parser = service_client::parse_name)]
     pub name: String,
     #[command(flatten)]
     pub endpoints: EndpointArgs,

@@ -37,6 +37,17 @@ impl EndpointArgs {
     }
 }
 
+/// Parses a lock or election name: not empty, and no `/`, `?`, `#`, `%`, space or control
+/// character (a name is one URL path segment).
+pub fn parse_name(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.chars().any(|c| matches!(c, '/' | '?' | '#' | '%' | ' ') || c.is_control()) {
+        return Err(
+            "a name must be non-empty, without '/', '?', '#', '%', spaces or control characters".into()
+        );
+    }
+    Ok(text.to_string())
+}
+
 /// Parses a TTL: a duration with a unit (`ns`, `us`, `ms`, `s`; a bare number is milliseconds),
 /// 10ms to 1h, in whole milliseconds.
 pub fn parse_ttl(text: &str) -> Result<Duration, String> {
