@@ -33,7 +33,7 @@ impl EndpointArgs {
         } else {
             (vec![DEFAULT_ENDPOINT.to_string()], "the default endpoint")
         };
-        Client::new(list).with_context(|| format!("{from}"))
+        Client::new(list).context(from)
     }
 }
 
