@@ -16,9 +16,13 @@ mod check;
 mod cluster;
 mod demo;
 mod detector_curve;
+mod elect;
+mod lease;
+mod lock;
 mod node;
 mod quorum_risk;
 mod serve;
+mod service_client;
 mod sim;
 mod sweep;
 mod table;
@@ -92,6 +96,9 @@ enum Subcommand {
     Ui(ui::UiArgs),
     Serve(Box<serve::ServeArgs>),
     BenchService(bench_service::BenchServiceArgs),
+    Lock(Box<lock::LockArgs>),
+    Elect(Box<elect::ElectArgs>),
+    Lease(Box<lease::LeaseArgs>),
 }
 
 /// Ends the program quietly when a reader closes our stdout or stderr (`ringleader table | head
@@ -171,6 +178,9 @@ fn main() -> ExitCode {
         Subcommand::Ui(args) => ui::run(args),
         Subcommand::Serve(args) => serve::run(*args),
         Subcommand::BenchService(args) => bench_service::run(args),
+        Subcommand::Lock(args) => lock::run(*args),
+        Subcommand::Elect(args) => elect::run(*args),
+        Subcommand::Lease(args) => lease::run(*args),
     };
     match result {
         Ok(status) => ExitCode::from(status.code()),

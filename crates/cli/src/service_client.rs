@@ -1,0 +1,194 @@
+//! What the service verbs (`lock`, `elect`, `lease`) share: endpoints, durations, signals,
+//! and running a command while a lease-backed hold lasts.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+use ringleader_client::{Client, Session};
+
+/// The endpoints when neither `--endpoints` nor `RINGLEADER_ENDPOINTS` gives them.
+pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:4100";
+
+/// `--endpoints`, shared by every service verb.
+#[derive(Args, Debug, Clone, Default)]
+pub struct EndpointArgs {
+    /// Service nodes to ask, comma-separated (a node that cannot be reached or answers 503 is
+    /// skipped) [default: $RINGLEADER_ENDPOINTS, else http://127.0.0.1:4100].
+    #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',', global = true)]
+    pub endpoints: Vec<String>,
+}
+
+impl EndpointArgs {
+    /// A client of the endpoints given, or of `RINGLEADER_ENDPOINTS`, or of the default.
+    pub fn client(&self) -> anyhow::Result<Client> {
+        let (list, from) = if !self.endpoints.is_empty() {
+            (self.endpoints.clone(), "--endpoints")
+        } else if let Ok(env) = std::env::var("RINGLEADER_ENDPOINTS")
+            && !env.trim().is_empty()
+        {
+            (env.split(',').map(str::to_string).collect(), "RINGLEADER_ENDPOINTS")
+        } else {
+            (vec![DEFAULT_ENDPOINT.to_string()], "the default endpoint")
+        };
+        Client::new(list).context(from)
+    }
+}
+
+/// Parses a lock or election name: not empty, and no `/`, `?`, `#`, `%`, space or control
+/// character (a name is one URL path segment).
+pub fn parse_name(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.chars().any(|c| matches!(c, '/' | '?' | '#' | '%' | ' ') || c.is_control()) {
+        return Err(
+            "a name must be non-empty, without '/', '?', '#', '%', spaces or control characters".into()
+        );
+    }
+    Ok(text.to_string())
+}
+
+/// Parses a TTL: a duration with a unit (`ns`, `us`, `ms`, `s`; a bare number is milliseconds),
+/// 10ms to 1h, in whole milliseconds.
+pub fn parse_ttl(text: &str) -> Result<Duration, String> {
+    parse_bounded(text, Duration::from_millis(10), Duration::from_secs(3600))
+}
+
+/// Parses a wait: 1ms to 24h.
+pub fn parse_wait(text: &str) -> Result<Duration, String> {
+    parse_bounded(text, Duration::from_millis(1), Duration::from_secs(24 * 3600))
+}
+
+fn parse_bounded(text: &str, min: Duration, max: Duration) -> Result<Duration, String> {
+    let ns = ringleader_algorithms::params::parse_duration(text)
+        .ok_or_else(|| "not a duration: use e.g. 500ms or 10s (a bare number is milliseconds)".to_string())?;
+    let d = Duration::from_nanos(ns);
+    if d < min || d > max {
+        return Err(format!("must be at least {min:?} and at most {max:?}"));
+    }
+    Ok(d)
+}
+
+/// A SIGINT or SIGTERM arrived.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+/// The last signal that another process sent us (not the terminal), to forward to the child.
+static TO_FORWARD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    SIGNALLED.store(true, Ordering::SeqCst);
+    // A signal from the terminal (Ctrl-C) has no sender process: the child, in the same
+    // process group, received it too. One sent with kill(2) names its sender: forward it.
+    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
+    let from_process = !info.is_null() && unsafe { (*info).si_pid() } != 0;
+    if from_process {
+        TO_FORWARD.store(sig, Ordering::SeqCst);
+    }
+}
+
+/// Catches SIGINT and SIGTERM from now on (see [`signalled`] and the forwarding in
+/// [`run_while`]).
+pub fn catch_signals() -> anyhow::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction is valid; the handler only stores to atomics.
+        let rc = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            anyhow::bail!("cannot catch signal {sig}: {}", std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Whether SIGINT or SIGTERM arrived since [`catch_signals`].
+pub fn signalled() -> bool {
+    SIGNALLED.load(Ordering::SeqCst)
+}
+
+/// How a hold ended.
+pub enum HoldEnd {
+    /// The command ended with this exit status (128 + N when killed by signal N).
+    Command(u8),
+    /// Ctrl-C or SIGTERM (no command).
+    Signalled,
+    /// The session was lost (the command, if any, was sent SIGTERM and has ended).
+    Lost(String),
+}
+
+/// How often the hold checks on the command and signals.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Runs `command` (if any) with `env` while `session` lives, forwarding SIGINT/SIGTERM sent to
+/// this process; without a command, waits for Ctrl-C. [`catch_signals`] must have been called.
+pub fn run_while(session: &Session, command: &[String], env: &[(&str, String)]) -> anyhow::Result<HoldEnd> {
+    let Some((program, args)) = command.split_first() else {
+        loop {
+            if signalled() {
+                return Ok(HoldEnd::Signalled);
+            }
+            if let Some(end) = session.wait_lost(POLL) {
+                return Ok(HoldEnd::Lost(end.to_string()));
+            }
+        }
+    };
+    let mut child = Command::new(program)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .spawn()
+        .with_context(|| format!("cannot run {program:?}"))?;
+    let pid = child.id() as libc::pid_t;
+    loop {
+        if let Some(status) = child.try_wait().context("waiting for the command")? {
+            return Ok(HoldEnd::Command(exit_code(status)));
+        }
+        let forward = TO_FORWARD.swap(0, Ordering::SeqCst);
+        if forward != 0 {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(pid, forward) };
+        }
+        if let Some(end) = session.wait_lost(POLL) {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let _ = child.wait();
+            return Ok(HoldEnd::Lost(end.to_string()));
+        }
+    }
+}
+
+/// The exit status a shell would report for `status`.
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt as _;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c.clamp(0, 255) as u8,
+        (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
+        (None, None) => 1,
+    }
+}
+
+/// Ends the process with `code` after flushing stdout (for a command's exit status, which
+/// [`crate::ExitStatus`] does not carry).
+pub fn exit_with(code: u8) -> ! {
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    std::process::exit(i32::from(code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttls_and_waits_have_ranges() {
+        assert_eq!(parse_ttl("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_ttl("250"), Ok(Duration::from_millis(250)));
+        assert!(parse_ttl("5ms").unwrap_err().contains("at least"));
+        assert!(parse_ttl("2h").is_err());
+        assert!(parse_ttl("soon").unwrap_err().contains("not a duration"));
+        assert_eq!(parse_wait("1ms"), Ok(Duration::from_millis(1)));
+        assert!(parse_wait("0").is_err());
+    }
+}

@@ -1,0 +1,471 @@
+//! [`Client`]: endpoints, failover, and the requests that need no session.
+
+use std::io::BufReader;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::ClientError;
+use crate::events::{LeaseEvents, Observe};
+
+/// How long a connection attempt may take before the next endpoint is tried.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// How long a request that does not wait at the server may take in all (a node that is cut off
+/// from its majority answers 503 after its own request timeout, which should be shorter).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How much longer than its `timeout_ms` the client waits for a blocking request's answer.
+const WAIT_SLACK: Duration = Duration::from_secs(5);
+
+/// A blocking client of the coordination service. Cheap to clone (clones share the endpoint
+/// they last reached).
+#[derive(Clone, Debug)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    endpoints: Vec<String>,
+    /// The index of the endpoint that answered last: the first one tried next time.
+    current: AtomicUsize,
+    agent: ureq::Agent,
+    rounds: usize,
+    request_timeout: Duration,
+}
+
+/// What a node says about itself and the cluster (`GET /status`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Status {
+    /// This node's id (`0..N-1`).
+    pub id: u64,
+    /// The node id of the Raft leader this node knows, if any.
+    pub leader: Option<u64>,
+    /// The Raft term.
+    pub term: u64,
+    /// `leader`, `follower`, `candidate` or `pre_candidate`.
+    pub role: String,
+    /// The last log index applied to the state machine.
+    pub applied: u64,
+    /// The last committed log index.
+    pub commit: u64,
+    /// The cluster's node ids.
+    pub members: Vec<u64>,
+}
+
+/// A lease as granted or kept alive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub struct LeaseGrant {
+    /// The lease id.
+    pub lease: u64,
+    /// Its time to live, in milliseconds.
+    pub ttl_ms: u64,
+}
+
+/// A lease's time to live and what remains of it (`GET /v1/lease/ID`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub struct LeaseInfo {
+    /// The lease id.
+    pub lease: u64,
+    /// Its time to live, in milliseconds.
+    pub ttl_ms: u64,
+    /// What remains of it on the service's clock, in milliseconds.
+    pub remaining_ms: u64,
+}
+
+/// An election's leader.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Leader {
+    /// The leader's lease.
+    pub lease: u64,
+    /// The value it campaigned with or last proclaimed.
+    pub value: String,
+    /// The log index of its candidacy (grows with every new leader).
+    pub index: u64,
+}
+
+/// Whether a request can be sent again after a failure that may have happened after it was
+/// sent.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Retry {
+    /// Only if the request certainly was not sent (connection failed) or was answered 503.
+    IfUnsent,
+    /// On any transport failure: sending it twice does what sending it once does.
+    Always,
+}
+
+/// How a request went at one endpoint.
+enum Attempt<T> {
+    /// The node answered (anything but 503).
+    Done(T),
+    /// The node answered 503 `unavailable`: it could not commit the request.
+    Unavailable,
+    /// The request certainly did not reach the node.
+    Unsent,
+    /// It may have reached the node.
+    Failed(String),
+}
+
+/// A plain answer: its status and body.
+type Answer = (u16, String);
+
+impl Client {
+    /// A client of the nodes at `endpoints` (base URLs such as `http://127.0.0.1:4100`).
+    pub fn new<I, S>(endpoints: I) -> Result<Client, ClientError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut list = Vec::new();
+        for e in endpoints {
+            list.push(normalize(e.as_ref())?);
+        }
+        if list.is_empty() {
+            return Err(ClientError::BadEndpoint(String::new()));
+        }
+        Ok(Client {
+            inner: Arc::new(Inner {
+                endpoints: list,
+                current: AtomicUsize::new(0),
+                agent: agent(DEFAULT_CONNECT_TIMEOUT),
+                rounds: 1,
+                request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            }),
+        })
+    }
+
+    /// The same client with another connect timeout (default [`DEFAULT_CONNECT_TIMEOUT`]).
+    pub fn with_connect_timeout(self, timeout: Duration) -> Client {
+        self.rebuild(|i| i.agent = agent(timeout))
+    }
+
+    /// The same client trying every endpoint `rounds` times (at least once) before a request
+    /// fails with [`ClientError::Unavailable`] (default 1).
+    pub fn with_rounds(self, rounds: usize) -> Client {
+        self.rebuild(|i| i.rounds = rounds.max(1))
+    }
+
+    /// The same client with another bound on requests that do not wait at the server (default
+    /// [`DEFAULT_REQUEST_TIMEOUT`]).
+    pub fn with_request_timeout(self, timeout: Duration) -> Client {
+        self.rebuild(|i| i.request_timeout = timeout)
+    }
+
+    fn rebuild(self, change: impl FnOnce(&mut Inner)) -> Client {
+        let mut inner = Inner {
+            endpoints: self.inner.endpoints.clone(),
+            current: AtomicUsize::new(self.inner.current.load(Ordering::Relaxed)),
+            agent: self.inner.agent.clone(),
+            rounds: self.inner.rounds,
+            request_timeout: self.inner.request_timeout,
+        };
+        change(&mut inner);
+        Client { inner: Arc::new(inner) }
+    }
+
+    /// The endpoints, as normalized (no trailing `/`).
+    pub fn endpoints(&self) -> &[String] {
+        &self.inner.endpoints
+    }
+
+    /// The endpoint tried first by the next request: the one that answered last.
+    pub fn current_endpoint(&self) -> &str {
+        &self.inner.endpoints[self.inner.current.load(Ordering::Relaxed) % self.inner.endpoints.len()]
+    }
+
+    /// `GET /status` of the node that answers.
+    pub fn status(&self) -> Result<Status, ClientError> {
+        self.get("/status")
+    }
+
+    /// Grants a lease of `ttl` (whole milliseconds, at least 1).
+    pub fn grant(&self, ttl: Duration) -> Result<LeaseGrant, ClientError> {
+        let ttl_ms = whole_ms(ttl).max(1);
+        self.post("/v1/lease/grant", json!({ "ttl_ms": ttl_ms }), Retry::IfUnsent)
+    }
+
+    /// Keeps `lease` alive once (its time to live starts again).
+    pub fn keep_alive(&self, lease: u64) -> Result<LeaseGrant, ClientError> {
+        self.post("/v1/lease/keepalive", json!({ "lease": lease }), Retry::Always)
+    }
+
+    /// Revokes `lease`: every lock it holds is released, every candidacy withdrawn.
+    pub fn revoke(&self, lease: u64) -> Result<(), ClientError> {
+        self.post::<Value>("/v1/lease/revoke", json!({ "lease": lease }), Retry::Always).map(drop)
+    }
+
+    /// `lease`'s time to live and what remains of it.
+    pub fn time_to_live(&self, lease: u64) -> Result<LeaseInfo, ClientError> {
+        self.get(&format!("/v1/lease/{lease}"))
+    }
+
+    /// The leader of `election`, if it has one.
+    pub fn leader(&self, election: &str) -> Result<Option<Leader>, ClientError> {
+        #[derive(Deserialize)]
+        struct Answer {
+            leader: Option<Leader>,
+        }
+        let a: Answer = self.get(&format!("/v1/election/{}", path_segment(election)?))?;
+        Ok(a.leader)
+    }
+
+    /// The leaders of `election` as they change: first the current one, then every change
+    /// (`None` when it has none). The iterator ends when the stream does.
+    pub fn observe(&self, election: &str) -> Result<Observe, ClientError> {
+        let body = self.stream(&format!("/v1/election/{}/observe", path_segment(election)?))?;
+        Ok(Observe::new(body))
+    }
+
+    /// What happens to `lease`: locks granted and lost, waits aborted, deadlocks, its end.
+    pub fn watch(&self, lease: u64) -> Result<LeaseEvents, ClientError> {
+        let body = self.stream(&format!("/v1/lease/{lease}/watch"))?;
+        Ok(LeaseEvents::new(body))
+    }
+
+    pub(crate) fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        self.call("GET", path, None, self.inner.request_timeout, Retry::Always)
+    }
+
+    pub(crate) fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: Value,
+        retry: Retry,
+    ) -> Result<T, ClientError> {
+        self.call("POST", path, Some(body), self.inner.request_timeout, retry)
+    }
+
+    /// A POST that waits at the server up to `wait` (or without bound when `None`).
+    pub(crate) fn post_waiting<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: Value,
+        wait: Option<Duration>,
+    ) -> Result<T, ClientError> {
+        let bound = wait.map(|w| w + WAIT_SLACK);
+        self.call_bounded("POST", path, Some(body), bound, Retry::Always)
+    }
+
+    fn call<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        timeout: Duration,
+        retry: Retry,
+    ) -> Result<T, ClientError> {
+        self.call_bounded(method, path, body, Some(timeout), retry)
+    }
+
+    fn call_bounded<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        timeout: Option<Duration>,
+        retry: Retry,
+    ) -> Result<T, ClientError> {
+        let text = body.map(|b| b.to_string());
+        let (status, answer) = self.failover(retry, |base| {
+            let url = format!("{base}{path}");
+            let result = match &text {
+                Some(t) => self
+                    .inner
+                    .agent
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .config()
+                    .timeout_global(timeout)
+                    .build()
+                    .send(t.as_bytes()),
+                None => {
+                    debug_assert_eq!(method, "GET");
+                    self.inner.agent.get(&url).config().timeout_global(timeout).build().call()
+                }
+            };
+            match result {
+                Ok(r) => read_answer(r),
+                Err(e) => classify(e),
+            }
+        })?;
+        decode(status, &answer)
+    }
+
+    fn stream(&self, path: &str) -> Result<ureq::Body, ClientError> {
+        let answer = self.failover(Retry::Always, |base| {
+            let url = format!("{base}{path}");
+            match self.inner.agent.get(&url).header("accept", "text/event-stream").call() {
+                Ok(r) if r.status().is_success() => Attempt::Done(Ok(r.into_body())),
+                Ok(r) => match read_answer(r) {
+                    Attempt::Done(a) => Attempt::Done(Err(a)),
+                    Attempt::Unavailable => Attempt::Unavailable,
+                    Attempt::Unsent => Attempt::Unsent,
+                    Attempt::Failed(why) => Attempt::Failed(why),
+                },
+                Err(e) => classify(e),
+            }
+        })?;
+        answer.map_err(|(status, body)| match decode::<Value>(status, &body) {
+            Err(e) => e,
+            Ok(_) => ClientError::Protocol(format!("status {status} where an event stream was expected")),
+        })
+    }
+
+    /// Runs `attempt` on the endpoints in turn, starting with the current one, until one answers
+    /// with something other than 503 (or, under [`Retry::IfUnsent`], until one fails after the
+    /// request may have reached it).
+    fn failover<T>(
+        &self,
+        retry: Retry,
+        mut attempt: impl FnMut(&str) -> Attempt<T>,
+    ) -> Result<T, ClientError> {
+        let n = self.inner.endpoints.len();
+        let start = self.inner.current.load(Ordering::Relaxed);
+        let mut tried: Vec<String> = Vec::new();
+        for k in 0..n * self.inner.rounds {
+            let i = (start + k) % n;
+            let base = &self.inner.endpoints[i];
+            if !tried.contains(base) {
+                tried.push(base.clone());
+            }
+            match attempt(base) {
+                Attempt::Done(answer) => {
+                    self.inner.current.store(i, Ordering::Relaxed);
+                    return Ok(answer);
+                }
+                Attempt::Unavailable | Attempt::Unsent => {}
+                Attempt::Failed(_) if retry == Retry::Always => {}
+                Attempt::Failed(why) => {
+                    // The next request starts with another node.
+                    self.inner.current.store((i + 1) % n, Ordering::Relaxed);
+                    return Err(ClientError::Protocol(format!(
+                        "{base} failed after the request was sent ({why}); it may or may not have been applied"
+                    )));
+                }
+            }
+        }
+        // The next request starts with the endpoint after the first one tried.
+        self.inner.current.store((start + 1) % n, Ordering::Relaxed);
+        Err(ClientError::Unavailable { tried })
+    }
+}
+
+/// Reads a whole answer.
+fn read_answer(mut r: ureq::http::Response<ureq::Body>) -> Attempt<Answer> {
+    let status = r.status().as_u16();
+    match r.body_mut().read_to_string() {
+        Ok(_) if status == 503 => Attempt::Unavailable,
+        Ok(s) => Attempt::Done((status, s)),
+        Err(e) => Attempt::Failed(e.to_string()),
+    }
+}
+
+/// The answer's body as `T`, or the error a non-2xx status stands for.
+fn decode<T: DeserializeOwned>(status: u16, body: &str) -> Result<T, ClientError> {
+    if !(200..300).contains(&status) {
+        return Err(ClientError::from_response(status, body));
+    }
+    serde_json::from_str(body)
+        .map_err(|e| ClientError::Protocol(format!("malformed answer ({e}): {body:.200}")))
+}
+
+/// Whether a transport error happened before the request could reach the node.
+fn classify<T>(e: ureq::Error) -> Attempt<T> {
+    use ureq::Error as E;
+    use ureq::Timeout as T;
+    match e {
+        E::HostNotFound | E::ConnectionFailed | E::Timeout(T::Connect | T::Resolve) => Attempt::Unsent,
+        E::Io(io)
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::AddrNotAvailable
+                    | std::io::ErrorKind::HostUnreachable
+                    | std::io::ErrorKind::NetworkUnreachable
+            ) =>
+        {
+            Attempt::Unsent
+        }
+        other => Attempt::Failed(other.to_string()),
+    }
+}
+
+fn agent(connect_timeout: Duration) -> ureq::Agent {
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(connect_timeout))
+        .build();
+    ureq::Agent::new_with_config(config)
+}
+
+/// `http://HOST:PORT`, with any trailing `/` removed; anything else is refused.
+fn normalize(endpoint: &str) -> Result<String, ClientError> {
+    let e = endpoint.trim().trim_end_matches('/');
+    let bad = || ClientError::BadEndpoint(endpoint.to_string());
+    let rest = e.strip_prefix("http://").ok_or_else(bad)?;
+    let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
+    if host.is_empty() || host.contains('/') || port.parse::<u16>().is_err() {
+        return Err(bad());
+    }
+    Ok(e.to_string())
+}
+
+/// `name` as one URL path segment; names are plain (no `/`, `?`, `#`, `%`, space or control).
+pub(crate) fn path_segment(name: &str) -> Result<&str, ClientError> {
+    if name.is_empty() {
+        return Err(ClientError::BadRequest("empty name: give a lock or election name".into()));
+    }
+    if name.chars().any(|c| matches!(c, '/' | '?' | '#' | '%' | ' ') || c.is_control()) {
+        return Err(ClientError::BadRequest(format!(
+            "name {name:?} has a character that cannot be in a URL path ('/', '?', '#', '%', space, control)"
+        )));
+    }
+    Ok(name)
+}
+
+/// `d` in whole milliseconds, rounded up (a wait of 0.5 ms is a wait of 1 ms), saturating.
+pub(crate) fn whole_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
+/// Reads a stream body line by line.
+pub(crate) fn buffered(body: ureq::Body) -> BufReader<ureq::BodyReader<'static>> {
+    BufReader::new(body.into_reader())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_http_host_port() {
+        assert_eq!(normalize("http://127.0.0.1:4100/").unwrap(), "http://127.0.0.1:4100");
+        assert_eq!(normalize(" http://node-1:80 ").unwrap(), "http://node-1:80");
+        for bad in
+            ["127.0.0.1:4100", "https://a:1", "http://a", "http://:1", "http://a:99999", "http://a:1/x"]
+        {
+            assert!(matches!(normalize(bad), Err(ClientError::BadEndpoint(_))), "{bad}");
+        }
+        assert!(matches!(Client::new(Vec::<String>::new()), Err(ClientError::BadEndpoint(_))));
+    }
+
+    #[test]
+    fn names_are_one_path_segment() {
+        assert_eq!(path_segment("db-1.primary").unwrap(), "db-1.primary");
+        for bad in ["", "a/b", "a b", "a?b", "a%20", "a\nb"] {
+            assert!(matches!(path_segment(bad), Err(ClientError::BadRequest(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn milliseconds_round_up() {
+        assert_eq!(whole_ms(Duration::from_micros(1)), 1);
+        assert_eq!(whole_ms(Duration::from_millis(1500)), 1500);
+        assert_eq!(whole_ms(Duration::ZERO), 0);
+    }
+}
