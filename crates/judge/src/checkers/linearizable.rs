@@ -7,11 +7,20 @@
 //!
 //! - `acquire`: from the `Acquire` request to `Entered { fencing }` (the fencing token is the
 //!   answer); an acquire still waiting at a crash or at the end never returned;
-//! - `release`: from the `Release` request to `Exited`;
+//! - `release`: from the `Release` request to `Exited`; if the holder was seen paused while it
+//!   held the lock, also a `lease_ended` from the `Entered` to that `Exited` (its lease may have
+//!   run out at the server during the pause without the client noticing; see below);
 //! - `lease_ended`: an `Exited` with no release asked is the client giving the lock up because its
 //!   lease ran out by its clock; it may have ended at the server any time after the grant, so the
 //!   interval runs from the `Entered` to the `Exited`. A holder that crashes gets a lease end
 //!   that never returned (the server expires its lease at some point after the grant).
+//!
+//! Pauses: a holder paused past its lease cannot notice that the server expired it, and when it
+//! resumes it may release a lock it no longer holds. That expiry is real but no client observed
+//! it, so the history would otherwise show two holders. The checker uses the simulator's view:
+//! a holder seen paused (at any event of the run) while it held the lock gets a `lease_ended`
+//! from its grant to its exit. Real clients' histories have no such view (see
+//! docs/VERIFICATION.md).
 //!
 //! A holder is a node in one life: a recovered node's client has a new lease. At the end of the
 //! run the history is checked against [`crate::linearizability::lock::LockModel`] (what that
@@ -19,11 +28,11 @@
 //! return that could not be explained, with the witness; a search that runs out of budget
 //! leaves the property undecided.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ringleader_core::{Event, NodeId, Request, Time};
 
-use super::{Checker, FamilyReport, Moment, Property, Violations, World};
+use super::{Checker, FamilyReport, Moment, NodeStatus, Property, Violations, World};
 use crate::linearizability::lock::{LockInput, LockModel, LockOp, LockOperation, LockOutput};
 use crate::linearizability::{DEFAULT_BUDGET, Operation, Verdict, check};
 
@@ -45,6 +54,8 @@ pub struct LockHistory {
     holding: BTreeMap<NodeId, Time>,
     /// Crashes per node (its life number).
     lives: BTreeMap<NodeId, u32>,
+    /// Holders seen paused while holding.
+    paused: BTreeSet<NodeId>,
 }
 
 impl LockHistory {
@@ -78,8 +89,18 @@ impl LockHistory {
         self.moments.entry(at.time).or_insert(at);
     }
 
+    /// Notes the holders the world says are paused.
+    fn note_pauses(&mut self, w: &World) {
+        for &h in self.holding.keys() {
+            if w.status[h as usize] == NodeStatus::Paused {
+                self.paused.insert(h);
+            }
+        }
+    }
+
     /// A request to `node`'s client.
     pub fn on_request(&mut self, w: &World, node: NodeId, req: &Request, at: Moment) {
+        self.note_pauses(w);
         match req {
             Request::Acquire
                 if !self.open_acquire.contains_key(&node) && !self.holding.contains_key(&node) =>
@@ -99,6 +120,7 @@ impl LockHistory {
 
     /// An event of `node`'s.
     pub fn on_event(&mut self, w: &World, node: NodeId, event: &Event, at: Moment) {
+        self.note_pauses(w);
         match *event {
             Event::Entered { fencing } => {
                 let i = match self.open_acquire.remove(&node) {
@@ -110,10 +132,14 @@ impl LockHistory {
             }
             Event::Exited => {
                 if let Some(granted) = self.holding.remove(&node) {
-                    let i = match self.open_release.remove(&node) {
-                        Some(i) => i,
-                        None => self.open(w, node, LockOp::LeaseEnded, granted),
-                    };
+                    let paused = self.paused.remove(&node);
+                    if let Some(i) = self.open_release.remove(&node) {
+                        self.close(i, LockOutput::Done, at);
+                        if !paused {
+                            return;
+                        }
+                    }
+                    let i = self.open(w, node, LockOp::LeaseEnded, granted);
                     self.close(i, LockOutput::Done, at);
                 }
             }
@@ -128,6 +154,7 @@ impl LockHistory {
         if let Some(granted) = self.holding.remove(&node) {
             self.open(w, node, LockOp::LeaseEnded, granted);
         }
+        self.paused.remove(&node);
         *self.lives.entry(node).or_default() += 1;
     }
 
@@ -213,8 +240,8 @@ impl<C: Checker> Checker for LinearizableChecker<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checkers::LeaderRule;
     use crate::checkers::mutex::MutexChecker;
-    use crate::checkers::{LeaderRule, NodeStatus};
 
     fn at(ms: u64, step: u64) -> Moment {
         Moment { time: ms * 1_000_000, step }
@@ -283,5 +310,29 @@ mod tests {
         ]);
         let lin = v.list().iter().find(|x| x.property == Property::Linearizable).expect("violated");
         assert!(lin.detail.contains("id 2 acquire -> token 9"), "{}", lin.detail);
+    }
+
+    /// A holder paused past its lease releases after the next grant: its lease ended unobserved
+    /// during the pause, which the simulator saw, so the history is linearizable; the same
+    /// history without the pause is two holders.
+    #[test]
+    fn a_holder_seen_paused_may_have_lost_its_lease_during_the_pause() {
+        let uids = [1, 2, 3];
+        let up = [NodeStatus::Up; 3];
+        let paused = [NodeStatus::Paused, NodeStatus::Up, NodeStatus::Up];
+        for pause in [true, false] {
+            let mut c = LinearizableChecker::new(MutexChecker::new(3));
+            let mut v = Violations::default();
+            let w = World { uids: &uids, status: &up, rule: LeaderRule::Max };
+            let wp = World { uids: &uids, status: if pause { &paused } else { &up }, rule: LeaderRule::Max };
+            c.on_request(&w, 0, &Request::Acquire, at(0, 0), &mut v);
+            c.on_event(&w, 0, &Event::Entered { fencing: 3 }, at(5, 1), &mut v);
+            c.on_request(&w, 1, &Request::Acquire, at(6, 2), &mut v);
+            c.on_event(&wp, 1, &Event::Entered { fencing: 8 }, at(600, 3), &mut v);
+            c.on_request(&w, 0, &Request::Release, at(900, 4), &mut v);
+            c.on_event(&w, 0, &Event::Exited, at(900, 5), &mut v);
+            c.finish(&w, at(1_000, 6), &mut v);
+            assert_eq!(v.has(Property::Linearizable), !pause, "paused: {pause}: {:?}", v.list());
+        }
     }
 }
