@@ -14,17 +14,31 @@ use ringleader_core::Uid;
 /// Kills that `ringleader cluster` made are in the traces (a `crash` record); a later `start`
 /// of the node is its recovery.
 ///
-/// Exit status: 0 when every property holds, 2 on a violation, 1 on unreadable input.
+/// With --history, checks instead a client history of lock operations (JSON lines: client, op,
+/// lock, lease, invoke_ns, return_ns, result; docs/VERIFICATION.md) for linearizability
+/// against a lock under leases with fencing tokens.
+///
+/// Exit status: 0 when every property holds (for --history: linearizable, or undecided when
+/// the search ran out of --budget without finding a violation, as a cut-off simulation is), 2
+/// on a violation, 1 on unreadable input.
 ///
 /// Examples:
 ///   ringleader verify traces/node-*.jsonl
 ///   ringleader verify --down 5 traces/*.jsonl     (node 5 was killed for good, by hand)
+///   ringleader verify --history clients.jsonl
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct VerifyArgs {
     /// The node traces.
-    #[arg(required = true, value_name = "TRACE")]
+    #[arg(required_unless_present = "history", conflicts_with = "history", value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
+    /// Check a client history of lock operations (JSON lines) for linearizability instead.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["down", "html", "shiviz"])]
+    pub history: Option<PathBuf>,
+    /// With --history: the search budget, in steps per lock; over it the verdict is undecided.
+    #[arg(long, value_name = "STEPS", default_value_t = ringleader_judge::linearizability::DEFAULT_BUDGET,
+          value_parser = clap::value_parser!(u64).range(1..), requires = "history")]
+    pub budget: u64,
     /// A node id killed for good that no launcher recorded (repeatable): it counts as crashed
     /// after its last record.
     #[arg(long, value_name = "ID")]
@@ -42,6 +56,9 @@ pub struct VerifyArgs {
 
 /// Runs `ringleader verify`.
 pub fn run(args: VerifyArgs) -> crate::Outcome {
+    if let Some(path) = &args.history {
+        return history(path, args.budget, args.json);
+    }
     let report = ringleader_net::verify::verify_files(&args.traces, &args.down)?;
     if args.html.is_some() || args.shiviz.is_some() {
         write_pictures(&args, &report)?;
@@ -110,4 +127,45 @@ fn write_pictures(args: &VerifyArgs, report: &ringleader_net::verify::VerifyRepo
         std::fs::write(path, page).with_context(|| format!("{}", path.display()))?;
     }
     Ok(())
+}
+
+/// `--history`: a client history checked for linearizability.
+fn history(path: &std::path::Path, budget: u64, json: bool) -> crate::Outcome {
+    use ringleader_judge::linearizability::{Verdict, lock};
+    let checked = lock::check_history_file(path, budget)?;
+    let (word, detail) = match &checked.verdict {
+        Verdict::Linearizable => ("linearizable", None),
+        Verdict::Violated(w) => ("violated", Some(w.to_string())),
+        Verdict::Undecided { .. } => ("undecided", Some(checked.verdict.to_string())),
+    };
+    if json {
+        let v = serde_json::json!({
+            "history": path.display().to_string(),
+            "operations": checked.operations,
+            "locks": checked.partitions,
+            "steps": checked.steps,
+            "budget": budget,
+            "verdict": word,
+            "detail": detail,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "history    {}: {} operations on {} lock{}",
+            path.display(),
+            checked.operations,
+            checked.partitions,
+            if checked.partitions == 1 { "" } else { "s" }
+        );
+        println!("search     {} steps (budget {budget} per lock)", checked.steps);
+        let verdict = match &checked.verdict {
+            Verdict::Linearizable => "OK: linearizable".to_string(),
+            Verdict::Violated(w) => format!("VIOLATED: not linearizable: {w}"),
+            Verdict::Undecided { .. } => {
+                format!("UNDECIDED: {}", checked.verdict.to_string().replacen("undecided: ", "", 1))
+            }
+        };
+        println!("verdict    {verdict}");
+    }
+    Ok(crate::ExitStatus::violation_unless(!matches!(checked.verdict, Verdict::Violated(_))))
 }

@@ -9,13 +9,16 @@
 //! - [`trace`]: the JSON-lines trace writer, which stamps every record with Lamport and vector
 //!   timestamps;
 //! - [`outcome`]: what a run ended with, typed per family (the checkers build it);
-//! - [`mermaid`]: the Mermaid sequence diagram of a trace.
+//! - [`mermaid`]: the Mermaid sequence diagram of a trace;
+//! - [`linearizability`]: a linearizability checker over client histories (Wing & Gong's search
+//!   with Lowe's memo) and the model of the lock service's locks.
 //!
 //! It depends on `ringleader-core` and `ringleader-algorithms` only: no event queue, no network
 //! model, no scenario parser.
 
 #![warn(missing_docs)]
 pub mod checkers;
+pub mod linearizability;
 pub mod mermaid;
 pub mod outcome;
 pub mod trace;

@@ -88,6 +88,17 @@ pub fn properties_of(info: &Info) -> &'static [&'static str] {
     if info.leader_rule == LeaderRule::Set {
         return &["coverage", "fraction", "balanced_load"];
     }
+    if info.name == ringleader_judge::checkers::linearizable::LOCK_SERVICE {
+        return &[
+            "safety",
+            "liveness",
+            "no_starvation",
+            "fencing",
+            "fifo",
+            "timestamp_order",
+            "linearizable",
+        ];
+    }
     match info.family {
         Family::Election => &["agreement", "validity", "uniqueness", "termination"],
         Family::Mutex => &["safety", "liveness", "no_starvation", "fencing", "fifo", "timestamp_order"],

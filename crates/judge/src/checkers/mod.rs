@@ -10,6 +10,7 @@ pub mod clock;
 pub mod deadlock;
 pub mod detector;
 pub mod election;
+pub mod linearizable;
 pub mod mutex;
 pub mod property;
 pub mod superpeer;
@@ -171,6 +172,14 @@ impl Violations {
         }
     }
 
+    /// `property` could not be decided for a reason other than a cut-off (a search ran out of
+    /// its budget): undecided whether or not the run was cut off, unless already violated.
+    pub fn undecided_because(&mut self, property: Property, since: Time, detail: impl FnOnce() -> String) {
+        if !self.has(property) && !self.undecided.iter().any(|u| u.property == property) {
+            self.undecided.push(Undecided { property, detail: detail(), since: since as f64 / 1e6 });
+        }
+    }
+
     /// The eventual properties left undecided (none is also violated).
     pub fn undecided(&self) -> &[Undecided] {
         &self.undecided
@@ -302,10 +311,13 @@ pub fn for_family(family: Family, n: usize) -> Box<dyn Checker + Send> {
 }
 
 /// The checker for algorithm `info` on `n` nodes: the super-peer checker for algorithms that
-/// elect a set ([`LeaderRule::Set`]), the family's checker otherwise.
+/// elect a set ([`LeaderRule::Set`]), the mutual-exclusion checker plus `linearizable` for the
+/// lock service, the family's checker otherwise.
 pub fn for_algorithm(info: &Info, n: usize) -> Box<dyn Checker + Send> {
     if info.leader_rule == LeaderRule::Set {
         Box::new(superpeer::SuperPeerChecker::new(n))
+    } else if info.name == linearizable::LOCK_SERVICE {
+        Box::new(linearizable::LinearizableChecker::new(mutex::MutexChecker::new(n)))
     } else if info.prevention {
         Box::new(deadlock::DeadlockChecker::for_prevention(n))
     } else {

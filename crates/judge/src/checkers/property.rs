@@ -50,11 +50,14 @@ pub enum Property {
     NoDeadlock,
     /// `eventual_accuracy`: no live process is suspected by a live process at the end.
     EventualAccuracy,
+    /// `linearizable`: the clients' lock, release and lease-end operations are linearizable
+    /// (the lock service).
+    Linearizable,
 }
 
 impl Property {
     /// Every property, in the order the documentation lists them.
-    pub const ALL: [Property; 22] = [
+    pub const ALL: [Property; 23] = [
         Property::Agreement,
         Property::Validity,
         Property::Uniqueness,
@@ -77,6 +80,7 @@ impl Property {
         Property::SingleVictim,
         Property::NoDeadlock,
         Property::EventualAccuracy,
+        Property::Linearizable,
     ];
 
     /// The property's name, as reports, traces and scenarios spell it.
@@ -104,6 +108,7 @@ impl Property {
             Property::SingleVictim => "single_victim",
             Property::NoDeadlock => "no_deadlock",
             Property::EventualAccuracy => "eventual_accuracy",
+            Property::Linearizable => "linearizable",
         }
     }
 
@@ -139,8 +144,8 @@ impl FromStr for Property {
 }
 
 /// Every property's name, in [`Property::ALL`] order.
-pub const NAMES: [&str; 22] = {
-    let mut names = [""; 22];
+pub const NAMES: [&str; 23] = {
+    let mut names = [""; 23];
     let mut i = 0;
     while i < names.len() {
         names[i] = Property::ALL[i].name();
