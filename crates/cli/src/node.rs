@@ -75,6 +75,14 @@ pub struct NodeArgs {
     /// Maximum simultaneous inbound peer connections, 1..65536 [default: 64].
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// Maximum simultaneous HTTP API connections (SSE subscribers included), 1..65536
+    /// [default: 256]; one more is answered 503 and closed.
+    #[arg(long, value_name = "N")]
+    pub api_max_connections: Option<usize>,
+    /// Close an API connection whose client reads nothing of a response for this long
+    /// (100ms..3600s) [default: 30s]. Hidden: tests set it short.
+    #[arg(long, value_name = "TIME", hide = true)]
+    pub api_write_stall_timeout: Option<String>,
     /// Elections: do not start one by themselves once the peers are connected (elections
     /// still start on `POST /election` and when the failure detector suspects the leader).
     #[arg(long)]
@@ -119,6 +127,7 @@ struct NodeFile {
     max_frame: Option<usize>,
     queue: Option<usize>,
     max_connections: Option<usize>,
+    api_max_connections: Option<usize>,
     secret_file: Option<PathBuf>,
     api_token_file: Option<PathBuf>,
     data_dir: Option<PathBuf>,
@@ -198,6 +207,22 @@ impl NodeArgs {
                 bail!("--max-connections {c}: give 1..65536");
             }
             cfg.max_connections = c;
+        }
+        if let Some(c) = self.api_max_connections.or(file.api_max_connections) {
+            if !(1..=65_536).contains(&c) {
+                bail!("--api-max-connections {c}: give 1..65536");
+            }
+            cfg.api_max_connections = c;
+        }
+        if let Some(d) = &self.api_write_stall_timeout {
+            let ns = ringleader_algorithms::params::parse_duration(d).with_context(|| {
+                format!("--api-write-stall-timeout {d:?}: expected a duration such as 30s")
+            })?;
+            let t = std::time::Duration::from_nanos(ns);
+            if !(std::time::Duration::from_millis(100)..=std::time::Duration::from_secs(3600)).contains(&t) {
+                bail!("--api-write-stall-timeout {d}: give 100ms..=3600s");
+            }
+            cfg.api_write_stall_timeout = t;
         }
         cfg.elect_at_start = !self.no_elect_at_start;
         cfg.insecure_api = self.insecure;

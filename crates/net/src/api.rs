@@ -22,8 +22,12 @@
 //! Connections are served by hyper's HTTP/1.1 server with a header-read timeout
 //! ([`NodeConfig::api_idle_timeout`](crate::NodeConfig::api_idle_timeout)): a connection that
 //! sends no complete request head within it — idle between requests, or trickling its headers —
-//! is closed. A response the client stops reading for [`WRITE_STALL_TIMEOUT`] ends its
-//! connection.
+//! is closed. A response the client stops reading for
+//! [`NodeConfig::api_write_stall_timeout`](crate::NodeConfig::api_write_stall_timeout)
+//! (default [`WRITE_STALL_TIMEOUT`]) ends its connection (`api_write_stalls`). At most
+//! [`NodeConfig::api_max_connections`](crate::NodeConfig::api_max_connections) (default
+//! [`DEFAULT_API_MAX_CONNECTIONS`]) connections are open at once: one more is answered
+//! `503` with `Connection: close` and closed (`api_connections_over_limit`).
 
 use std::borrow::Cow;
 use std::convert::Infallible;
@@ -32,6 +36,7 @@ use std::io;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -52,6 +57,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::NetError;
+use crate::metrics::Counters;
 use crate::shared::{Input, LockAsk, LockRefusal, Shared};
 
 type AppState = Arc<Shared>;
@@ -69,6 +75,37 @@ pub const LOCK_TTL_RANGE: (Duration, Duration) = (Duration::from_millis(100), Du
 pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the API waits for a request head by default (see [`serve`]).
 pub const DEFAULT_API_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many API connections may be open at once by default (SSE subscribers included).
+pub const DEFAULT_API_MAX_CONNECTIONS: usize = 256;
+/// How long a refused connection (over the limit) is given to take its 503 answer.
+const REFUSAL_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How the API treats its connections (from [`NodeConfig`](crate::NodeConfig)).
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectionLimits {
+    /// A connection that sends no complete request head for this long is closed.
+    pub idle_timeout: Duration,
+    /// A connection whose response stays unwritable (the client reads nothing) this long is
+    /// closed.
+    pub write_stall_timeout: Duration,
+    /// Connections open at once; one more is answered 503 and closed.
+    pub max_connections: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            idle_timeout: DEFAULT_API_IDLE_TIMEOUT,
+            write_stall_timeout: WRITE_STALL_TIMEOUT,
+            max_connections: DEFAULT_API_MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// The answer to a connection over the limit (it is closed after it).
+const OVER_LIMIT_ANSWER: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+connection: close\r\nretry-after: 1\r\ncontent-length: 63\r\n\r\n\
+{\"error\":\"too many open connections to this node's API; retry\"}";
 
 const ENDPOINTS: &str = "GET /health, GET /ready, GET /status, POST /election, POST /lock, \
                          POST /lock/HANDLE/keepalive, DELETE /lock/HANDLE, GET /events, GET /metrics";
@@ -138,13 +175,13 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// Serves the API on `listener` until shutdown: HTTP/1.1 with a header-read timeout of
-/// `idle_timeout`, the Host check on a loopback bind, the bearer token when there is one.
+/// Serves the API on `listener` until shutdown: HTTP/1.1 with the [`ConnectionLimits`], the
+/// Host check on a loopback bind, the bearer token when there is one.
 pub async fn serve(
     listener: TcpListener,
     shared: Arc<Shared>,
     token: Option<ApiToken>,
-    idle_timeout: Duration,
+    limits: ConnectionLimits,
     shutdown: CancellationToken,
 ) {
     let loopback = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
@@ -155,6 +192,9 @@ pub async fn serve(
     if loopback {
         app = app.layer(axum::middleware::from_fn(loopback_host));
     }
+    // Refusals in progress are bounded too: beyond this many, an extra connection is just closed.
+    let refusing = Arc::new(AtomicUsize::new(0));
+    let max_refusing = (limits.max_connections / 4).max(16);
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -169,42 +209,96 @@ pub async fn serve(
                 continue;
             }
         };
+        if shared.api_connections.load(Ordering::Relaxed) >= limits.max_connections as u64 {
+            Counters::bump(&shared.counters.api_connections_over_limit);
+            if refusing.load(Ordering::Relaxed) < max_refusing {
+                refusing.fetch_add(1, Ordering::Relaxed);
+                let refusing = refusing.clone();
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(REFUSAL_TIMEOUT, refuse(stream)).await;
+                    refusing.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+            continue;
+        }
+        let open = OpenConnection::new(shared.clone());
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             let mut http = hyper::server::conn::http1::Builder::new();
-            http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(idle_timeout);
-            let io = hyper_util::rt::TokioIo::new(StallGuard::new(stream, WRITE_STALL_TIMEOUT));
+            http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(limits.idle_timeout);
+            let guard = StallGuard::new(stream, limits.write_stall_timeout, open.shared.clone());
+            let io = hyper_util::rt::TokioIo::new(guard);
             let connection = http.serve_connection(io, service);
             tokio::select! {
                 _ = connection => {}
                 _ = shutdown.cancelled() => {}
             }
+            drop(open);
         });
+    }
+}
+
+/// Answers a connection over the limit with 503 and closes it: the answer, a half-close, then
+/// whatever the client sent is read and discarded until it closes too (closing with unread
+/// data would reset the connection and could lose the answer).
+async fn refuse(mut stream: TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if stream.write_all(OVER_LIMIT_ANSWER).await.is_err() || stream.shutdown().await.is_err() {
+        return;
+    }
+    let mut sink = [0u8; 1024];
+    while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+}
+
+/// One open API connection, counted in [`Shared::api_connections`] while it lives.
+struct OpenConnection {
+    shared: Arc<Shared>,
+}
+
+impl OpenConnection {
+    fn new(shared: Arc<Shared>) -> OpenConnection {
+        shared.api_connections.fetch_add(1, Ordering::Relaxed);
+        OpenConnection { shared }
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.shared.api_connections.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 /// A TCP stream whose writes fail once they have been blocked for `limit` (the client reads
 /// nothing: an SSE subscriber that stopped reading, a slow reader).
+/// Each stall is counted once in `api_write_stalls`.
 struct StallGuard {
     io: TcpStream,
     limit: Duration,
     stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+    shared: Arc<Shared>,
+    counted: bool,
 }
 
 impl StallGuard {
-    fn new(io: TcpStream, limit: Duration) -> StallGuard {
-        StallGuard { io, limit, stalled: None }
+    fn new(io: TcpStream, limit: Duration, shared: Arc<Shared>) -> StallGuard {
+        StallGuard { io, limit, stalled: None, shared, counted: false }
     }
 
     fn pending<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
         let limit = self.limit;
         let sleep = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
         match sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the client read nothing of the response for too long",
-            ))),
+            Poll::Ready(()) => {
+                if !self.counted {
+                    self.counted = true;
+                    Counters::bump(&self.shared.counters.api_write_stalls);
+                }
+                Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the client read nothing of the response for too long",
+                )))
+            }
             Poll::Pending => Poll::Pending,
         }
     }
@@ -616,6 +710,11 @@ pub fn exposition(s: &Shared) -> String {
         "lock_fencing",
         "The fencing token of the grant this node holds (0: none)",
         ConstGauge::new(int(st.holding.unwrap_or(0))),
+    );
+    r.register(
+        "api_connections",
+        "HTTP API connections open now (SSE subscribers included)",
+        ConstGauge::new(int(s.api_connections.load(Ordering::Relaxed))),
     );
     r.register(
         "lock_clients_waiting",

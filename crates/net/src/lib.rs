@@ -86,6 +86,12 @@ pub struct NodeConfig {
     /// An API connection that sends no complete request head for this long (idle between
     /// requests, or trickling its headers) is closed.
     pub api_idle_timeout: std::time::Duration,
+    /// An API connection whose response stays unwritable this long (the client reads nothing,
+    /// e.g. an SSE subscriber that stopped reading) is closed.
+    pub api_write_stall_timeout: std::time::Duration,
+    /// API connections open at once (SSE subscribers included); one more is answered 503 and
+    /// closed.
+    pub api_max_connections: usize,
     /// An inbound peer connection that delivers no frame for this long is closed; writers send
     /// an empty keep-alive frame after a quarter of it without traffic.
     pub peer_idle_timeout: std::time::Duration,
@@ -133,6 +139,8 @@ impl NodeConfig {
             api_token: None,
             insecure_api: false,
             api_idle_timeout: api::DEFAULT_API_IDLE_TIMEOUT,
+            api_write_stall_timeout: api::WRITE_STALL_TIMEOUT,
+            api_max_connections: api::DEFAULT_API_MAX_CONNECTIONS,
             peer_idle_timeout: DEFAULT_PEER_IDLE_TIMEOUT,
             data_dir: None,
             wipe_data: false,
@@ -155,7 +163,7 @@ impl NodeConfig {
         if self.max_frame < 64 {
             return Err(NetError::FrameTooSmall);
         }
-        if self.queue_capacity == 0 || self.max_connections == 0 {
+        if self.queue_capacity == 0 || self.max_connections == 0 || self.api_max_connections == 0 {
             return Err(NetError::ZeroCapacity);
         }
         if let Some(api) = self.api

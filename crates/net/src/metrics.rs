@@ -48,6 +48,8 @@ counters! {
     messages_rejected_sender: "Messages refused because they claim a sender id other than the one their connection proved.",
     messages_rejected_stranger: "Messages refused because they name an id that is not a member.",
     messages_rejected_rules: "Messages refused because their sender could not have sent them by the algorithm's rules (e.g. a fencing token from a node that is not the coordinator).",
+    api_connections_over_limit: "HTTP API connections refused (503, closed) because too many were open.",
+    api_write_stalls: "HTTP API connections closed because the client read nothing of a response for the write-stall timeout.",
     state_writes: "Times the algorithm's state was written durably to the data directory (--data-dir).",
 }
 

@@ -281,6 +281,8 @@ pub struct Shared {
     /// Inputs from the API to the driver: the driver's own inputs, with no message and no
     /// timer type (see [`Input::widen`]).
     pub api_tx: mpsc::Sender<Input<Infallible, Infallible>>,
+    /// HTTP API connections open now (a gauge; see [`crate::api::ConnectionLimits`]).
+    pub api_connections: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {

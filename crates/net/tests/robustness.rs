@@ -361,3 +361,142 @@ async fn ready_says_why_not() {
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert!(answer.contains(r#""ready":false"#) && answer.contains("not connected to peer(s) 2"), "{answer}");
 }
+
+/// A node whose API takes at most `max` connections at once and closes a connection whose
+/// response stays unwritable for `stall`.
+async fn capped_api_node(max: usize, stall: Duration) -> NodeHandle {
+    let mut cfg =
+        NodeConfig::new(1, "127.0.0.1:0".parse().unwrap(), vec![(2, "127.0.0.1:9".into())], "central");
+    cfg.api = Some("127.0.0.1:0".parse().unwrap());
+    cfg.api_max_connections = max;
+    cfg.api_write_stall_timeout = stall;
+    ringleader_net::start(cfg).await.expect("node starts")
+}
+
+/// Open API connections (the `api_connections` gauge).
+fn api_open(h: &NodeHandle) -> u64 {
+    h.shared.api_connections.load(Ordering::Relaxed)
+}
+
+/// Waits (bounded) until the `api_connections` gauge is `want`.
+async fn wait_api_open(h: &NodeHandle, want: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while api_open(h) != want {
+        assert!(Instant::now() < deadline, "api_connections stayed at {} (want {want})", api_open(h));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Reads one keep-alive answer (head and `content-length` bytes of body) from `s`.
+fn read_answer(s: &mut TcpStream) -> String {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&seen).to_string();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let len = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_string())
+                })
+                .and_then(|v| v.parse::<usize>().ok())
+                .expect("content-length");
+            if body.len() >= len {
+                return text;
+            }
+        }
+        let n = s.read(&mut buf).expect("an answer within the read timeout");
+        assert!(n > 0, "the node closed the connection: {text}");
+        seen.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Issue 13 §5: the API holds at most `api_max_connections` connections. One more is answered
+/// 503 (and counted); once connections close, the API answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_connections_beyond_the_cap_are_refused_until_some_close() {
+    let h = capped_api_node(4, Duration::from_secs(30)).await;
+    let api = h.api.unwrap();
+    // Four keep-alive connections, each answered once and left open.
+    let held = tokio::task::spawn_blocking(move || {
+        (0..4)
+            .map(|_| {
+                let mut s = TcpStream::connect(api).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+                let answer = read_answer(&mut s);
+                assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+                s
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    wait_api_open(&h, 4).await;
+    // The fifth and sixth are refused with a clear answer.
+    for refused in 1..=2 {
+        let (answer, _) =
+            api_exchange(api, b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").await;
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        assert!(answer.contains("too many open connections"), "{answer}");
+        assert_eq!(counter(&h, "api_connections_over_limit"), refused);
+    }
+    assert_eq!(api_open(&h), 4);
+    // Closing the held connections frees their places.
+    drop(held);
+    wait_api_open(&h, 0).await;
+    let (answer, _) =
+        api_exchange(api, b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        answer
+            .lines()
+            .any(|l| l.starts_with("ringleader_api_connections_over_limit_total{") && l.ends_with(" 2")),
+        "{answer}"
+    );
+    assert!(answer.contains("# TYPE ringleader_api_connections gauge"), "{answer}");
+    assert_eq!(api_status(&h).await["id"], 1, "the node serves again");
+}
+
+/// Issue 13 §5: an SSE subscriber that stops reading cannot pin the node's memory: once its
+/// events have filled the socket buffers and the response stays unwritable for the write-stall
+/// timeout, the node closes the connection (`api_write_stalls`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_events_subscriber_that_stops_reading_is_disconnected() {
+    use ringleader_net::shared::NodeEventKind;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let h = capped_api_node(16, Duration::from_millis(300)).await;
+    // A subscriber with a small receive buffer that never reads.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut client = socket.connect(h.api.unwrap()).await.unwrap();
+    client.write_all(b"GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while h.shared.events.receiver_count() == 0 {
+        assert!(Instant::now() < deadline, "the subscriber never subscribed");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Publish events until the node gives up on the subscriber.
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(30);
+    let mut published = 0u64;
+    while counter(&h, "api_write_stalls") == 0 {
+        assert!(Instant::now() < deadline, "no stall detected after {published} events");
+        for _ in 0..64 {
+            published += 1;
+            h.shared.publish(
+                published,
+                NodeEventKind::LockLost { fencing: published, ttl: Duration::from_secs(1) },
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    println!("write stall detected after {published} events, {:?}", started.elapsed());
+    wait_api_open(&h, 0).await;
+    // The client finds the stream ended (after what was buffered), within a bounded wait.
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), client.read_to_end(&mut rest)).await;
+    assert!(read.is_ok(), "the connection is closed: the read ends");
+    assert_eq!(counter(&h, "api_write_stalls"), 1);
+    assert_eq!(api_status(&h).await["id"], 1, "the node keeps serving");
+}

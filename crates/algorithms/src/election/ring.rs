@@ -381,10 +381,17 @@ impl<const MIN: bool> Process for RingElection<MIN> {
     }
 
     /// Everything is volatile; the recovered process starts an election to re-enter the ring.
+    /// The hop counter starts afresh at a point drawn from the recovery's randomness, so that
+    /// an ACK still in flight for a hop of the crashed incarnation matches no new hop. The
+    /// counter is not kept across the crash: a real node writes its state to its data
+    /// directory whenever what survives a crash changes, and a surviving counter would cost a
+    /// durable write per hop — slow enough (tens of ms under load) to exceed T and have live
+    /// successors skipped.
     fn on_recover(&mut self, cx: &Context, out: &mut Out) {
         self.leader = None;
         self.members.clear();
         self.pending.clear();
+        self.next_seq = (cx.random >> 2) | 1;
         self.start_election(cx, out);
     }
 
@@ -478,6 +485,26 @@ mod tests {
         let ack = p.deliver(2, Msg::Ack(2));
         assert_eq!(ack.cancelled(), vec![Timer::Ack(2)]);
         assert!(p.armed().is_empty());
+    }
+
+    /// Nothing survives a crash, the hop counter included: two processes that made different
+    /// numbers of hops recover into the same state (a real node's stable storage then writes
+    /// nothing when a hop is made).
+    #[test]
+    fn nothing_survives_a_crash_not_even_the_hop_counter() {
+        let mut a = node::<false>(0);
+        let b = node::<false>(0);
+        a.request(Request::StartElection);
+        a.fire(Timer::Ack(1));
+        a.deliver(2, Msg::Ack(2));
+        assert_ne!(a.process, b.process);
+        let (mut a, mut b) = (a.process.clone(), b.process.clone());
+        let uids = [1, 2, 3, 4];
+        let topology = Topology::Ring { n: 4 };
+        let cx = Context { me: 0, uids: &uids, topology: &topology, now: 5, random: 12345 };
+        a.on_recover(&cx, &mut Outbox::new());
+        b.on_recover(&cx, &mut Outbox::new());
+        assert_eq!(a, b);
     }
 
     /// Rule 2: each receiver acknowledges, appends itself and forwards.

@@ -216,6 +216,7 @@ pub(super) async fn launch<A: PlainAlgorithm>(
         lock_times: LockHistograms::default(),
         peers,
         api_tx,
+        api_connections: Default::default(),
     });
     let shutdown = CancellationToken::new();
     let stopped = CancellationToken::new();
@@ -278,7 +279,11 @@ pub(super) async fn launch<A: PlainAlgorithm>(
                 l,
                 shared.clone(),
                 cfg.api_token.clone(),
-                cfg.api_idle_timeout,
+                crate::api::ConnectionLimits {
+                    idle_timeout: cfg.api_idle_timeout,
+                    write_stall_timeout: cfg.api_write_stall_timeout,
+                    max_connections: cfg.api_max_connections,
+                },
                 shutdown.clone(),
             ));
             addr
