@@ -86,7 +86,8 @@ impl Session {
             .into();
         let lease = match target {
             Target::Ringleader => {
-                post(&agent, &format!("{base}/v1/lease/grant"), &json!({ "ttl_ms": 30_000 }))?["lease"].to_string()
+                post(&agent, &format!("{base}/v1/lease/grant"), &json!({ "ttl_ms": 30_000 }))?["lease"]
+                    .to_string()
             }
             Target::Etcd => {
                 let v = post(&agent, &format!("{base}/v3/lease/grant"), &json!({ "TTL": 30 }))?;
@@ -162,7 +163,8 @@ pub fn run(args: BenchServiceArgs) -> crate::Outcome {
     let elapsed = start.elapsed().as_secs_f64();
     let ops = all.len();
     let rate = ops as f64 / elapsed;
-    let (p50, p99) = (all.value_at_quantile(0.5) as f64 / 1000.0, all.value_at_quantile(0.99) as f64 / 1000.0);
+    let (p50, p99) =
+        (all.value_at_quantile(0.5) as f64 / 1000.0, all.value_at_quantile(0.99) as f64 / 1000.0);
     let target = match args.target {
         Target::Ringleader => "ringleader",
         Target::Etcd => "etcd",

@@ -238,7 +238,11 @@ impl Launcher {
             Some((path, _)) => cmd.arg("--secret-file").arg(path),
             None => cmd.arg("--insecure"),
         };
-        let dir = self.data_dir.as_ref().context("the service always keeps its log on disk")?.join(format!("node-{id}"));
+        let dir = self
+            .data_dir
+            .as_ref()
+            .context("the service always keeps its log on disk")?
+            .join(format!("node-{id}"));
         if fresh && dir.exists() {
             std::fs::remove_dir_all(&dir).with_context(|| format!("emptying {}", dir.display()))?;
         }

@@ -58,7 +58,8 @@ fn try_call(port: u16, method: &str, path: &str, body: Option<Value>) -> Option<
 }
 
 fn call(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    try_call(port, method, path, body).unwrap_or_else(|| panic!("service node on port {port} unreachable: {path}"))
+    try_call(port, method, path, body)
+        .unwrap_or_else(|| panic!("service node on port {port} unreachable: {path}"))
 }
 
 fn post(port: u16, path: &str, body: Value) -> (u16, Value) {
@@ -156,19 +157,22 @@ fn three_nodes_agree_on_a_leader_and_hand_a_lock_over_in_fifo_order_with_increas
     let (code, got) = post(s.port(1), "/v1/lock/acquire", json!({ "name": "db", "lease": a }));
     assert_eq!(code, 200, "{got}");
     let first = got["fencing"].as_u64().unwrap();
-    let (code, busy) = post(s.port(2), "/v1/lock/acquire", json!({ "name": "db", "lease": b, "wait": false }));
+    let (code, busy) =
+        post(s.port(2), "/v1/lock/acquire", json!({ "name": "db", "lease": b, "wait": false }));
     assert_eq!((code, busy["reason"].as_str()), (409, Some("busy")), "{busy}");
 
     // B, then C, wait at the server; A's release hands the lock to B only.
     let port = s.port(2);
-    let waiter_b = std::thread::spawn(move || post(port, "/v1/lock/acquire", json!({ "name": "db", "lease": b })));
+    let waiter_b =
+        std::thread::spawn(move || post(port, "/v1/lock/acquire", json!({ "name": "db", "lease": b })));
     let t0 = Instant::now();
     while call(s.port(1), "GET", "/v1/lock/db", None).1["waiters"] != json!([b]) {
         assert!(t0.elapsed() < Duration::from_secs(10), "B never queued");
         std::thread::sleep(Duration::from_millis(5));
     }
     let port = s.port(3);
-    let waiter_c = std::thread::spawn(move || post(port, "/v1/lock/acquire", json!({ "name": "db", "lease": c })));
+    let waiter_c =
+        std::thread::spawn(move || post(port, "/v1/lock/acquire", json!({ "name": "db", "lease": c })));
     while call(s.port(1), "GET", "/v1/lock/db", None).1["waiters"] != json!([b, c]) {
         assert!(t0.elapsed() < Duration::from_secs(10), "C never queued behind B");
         std::thread::sleep(Duration::from_millis(5));
@@ -198,13 +202,17 @@ fn a_holder_that_stops_renewing_loses_the_lock_when_its_ttl_runs_out() {
     let holder = s.grant(1, 300);
     let (code, got) = post(s.port(1), "/v1/lock/acquire", json!({ "name": "job", "lease": holder }));
     assert_eq!(code, 200, "{got}");
-    let (code, next) = post(s.port(2), "/v1/lock/acquire", json!({ "name": "job", "lease": waiter, "timeout_ms": 10_000 }));
+    let (code, next) =
+        post(s.port(2), "/v1/lock/acquire", json!({ "name": "job", "lease": waiter, "timeout_ms": 10_000 }));
     assert_eq!(code, 200, "{next}");
     // The replicated clock lags the leader's by up to `clock_every` (two ticks, 20 ms) plus a
     // commit, so a lease can end that much before its TTL counted from its grant
     // (docs/SERVICE-API.md); clients give theirs up a margin before the TTL for that reason.
     let lived = t0.elapsed();
-    assert!(lived >= Duration::from_millis(300 - 40), "the holder's lease lived its TTL less the clock's lag: {lived:?}");
+    assert!(
+        lived >= Duration::from_millis(300 - 40),
+        "the holder's lease lived its TTL less the clock's lag: {lived:?}"
+    );
     assert!(next["fencing"].as_u64() > got["fencing"].as_u64());
     let (code, gone) = post(s.port(1), "/v1/lease/keepalive", json!({ "lease": holder }));
     assert_eq!((code, gone["reason"].as_str()), (404, Some("no_such_lease")), "{gone}");
@@ -215,7 +223,8 @@ fn a_blocked_acquire_that_times_out_is_withdrawn_from_the_queue() {
     let s = Service::start(3);
     let (a, b) = (s.grant(1, 10_000), s.grant(1, 10_000));
     assert_eq!(post(s.port(1), "/v1/lock/acquire", json!({ "name": "q", "lease": a })).0, 200);
-    let (code, body) = post(s.port(2), "/v1/lock/acquire", json!({ "name": "q", "lease": b, "timeout_ms": 200 }));
+    let (code, body) =
+        post(s.port(2), "/v1/lock/acquire", json!({ "name": "q", "lease": b, "timeout_ms": 200 }));
     assert_eq!((code, body["reason"].as_str()), (408, Some("timeout")), "{body}");
     let view = call(s.port(3), "GET", "/v1/lock/q", None).1;
     assert_eq!(view["waiters"], json!([]), "{view}");
@@ -257,14 +266,16 @@ fn killing_the_leader_elects_another_and_the_lock_keeps_its_token_order() {
 fn elections_name_the_earliest_live_candidate_and_observe_streams_changes() {
     let s = Service::start(3);
     let (a, b) = (s.grant(1, 10_000), s.grant(2, 10_000));
-    let (code, won) = post(s.port(1), "/v1/election/campaign", json!({ "election": "e", "lease": a, "value": "alpha" }));
+    let (code, won) =
+        post(s.port(1), "/v1/election/campaign", json!({ "election": "e", "lease": a, "value": "alpha" }));
     assert_eq!(code, 200, "{won}");
     assert_eq!(won["leader"]["value"], "alpha");
     let port = s.port(2);
     let second = std::thread::spawn(move || {
         post(port, "/v1/election/campaign", json!({ "election": "e", "lease": b, "value": "beta" }))
     });
-    let (code, body) = post(s.port(3), "/v1/election/proclaim", json!({ "election": "e", "lease": b, "value": "x" }));
+    let (code, body) =
+        post(s.port(3), "/v1/election/proclaim", json!({ "election": "e", "lease": b, "value": "x" }));
     assert_eq!((code, body["reason"].as_str()), (409, Some("not_leader")), "{body}");
     assert_eq!(post(s.port(1), "/v1/election/resign", json!({ "election": "e", "lease": a })).0, 200);
     let (code, won) = second.join().unwrap();

@@ -135,7 +135,8 @@ fn unexpected(reply: &Reply) -> ApiError {
 pub async fn serve(listener: tokio::net::TcpListener, node: Arc<Node>) {
     let shutdown = node.shutdown.clone();
     let app = router(node);
-    let _ = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
+    let _ =
+        axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
 }
 
 /// The API's routes.
@@ -311,7 +312,9 @@ async fn lock_acquire(State(node): State<Arc<Node>>, b: Result<Json<AcquireBody>
     match applied.reply {
         Reply::Acquired { fencing } => return deliver_grant(&node, name, lease, fencing).await,
         Reply::Queued { .. } => {}
-        Reply::Busy => return Err(ApiError::conflict("busy", format!("lock {name:?} is held by another lease"))),
+        Reply::Busy => {
+            return Err(ApiError::conflict("busy", format!("lock {name:?} is held by another lease")));
+        }
         Reply::LockDelay { until } => {
             let mut e = ApiError::conflict(
                 "lock_delay",
@@ -321,7 +324,10 @@ async fn lock_acquire(State(node): State<Arc<Node>>, b: Result<Json<AcquireBody>
             return Err(e);
         }
         Reply::Aborted => {
-            return Err(ApiError::conflict("aborted", "wait-die refused the wait: an older lease holds the lock; retry later"));
+            return Err(ApiError::conflict(
+                "aborted",
+                "wait-die refused the wait: an older lease holds the lock; retry later",
+            ));
         }
         Reply::NoSuchLease => return Err(ApiError::no_lease(lease)),
         Reply::Refused { reason } => return Err(refused(reason)),
@@ -364,7 +370,10 @@ async fn lock_acquire(State(node): State<Arc<Node>>, b: Result<Json<AcquireBody>
                 }
                 Notice::Aborted { name: n, lease: l, .. } if *n == name && *l == lease => {
                     withdraw.disarm();
-                    return Err(ApiError::conflict("aborted", "wait-die dropped the wait: an older lease got the lock; retry later"));
+                    return Err(ApiError::conflict(
+                        "aborted",
+                        "wait-die dropped the wait: an older lease got the lock; retry later",
+                    ));
                 }
                 Notice::LeaseExpired { lease: l, .. } if *l == lease => {
                     withdraw.disarm();
@@ -380,9 +389,13 @@ async fn lock_acquire(State(node): State<Arc<Node>>, b: Result<Json<AcquireBody>
 /// holds `name` with `fencing` (a later entry may have taken it away).
 async fn deliver_grant(node: &Node, name: String, lease: LeaseId, fencing: u64) -> Answer {
     let n = name.clone();
-    let v = node.local(Box::new(move |m: &StateMachine| json!(m.holder(&n) == Some((lease, fencing))))).await?;
+    let v =
+        node.local(Box::new(move |m: &StateMachine| json!(m.holder(&n) == Some((lease, fencing))))).await?;
     if v != json!(true) {
-        return Err(ApiError::conflict("lost", format!("lease {lease} lost lock {name:?} before the grant was delivered")));
+        return Err(ApiError::conflict(
+            "lost",
+            format!("lease {lease} lost lock {name:?} before the grant was delivered"),
+        ));
     }
     Ok(Json(json!({ "name": name, "lease": lease, "fencing": fencing })))
 }
@@ -444,7 +457,9 @@ fn check_value(value: &str) -> Result<(), ApiError> {
 
 async fn leader_of(node: &Node, election: &str) -> Result<Option<Candidate>, ApiError> {
     let e = election.to_string();
-    let v = node.local(Box::new(move |m: &StateMachine| serde_json::to_value(m.leader(&e)).unwrap_or_default())).await?;
+    let v = node
+        .local(Box::new(move |m: &StateMachine| serde_json::to_value(m.leader(&e)).unwrap_or_default()))
+        .await?;
     Ok(serde_json::from_value(v).unwrap_or(None))
 }
 
@@ -469,7 +484,8 @@ async fn campaign(State(node): State<Arc<Node>>, b: Result<Json<CampaignBody>, J
         Reply::Refused { reason } => return Err(refused(reason)),
         other => return Err(unexpected(&other)),
     }
-    let mut withdraw = Withdraw { node: node.clone(), op: Some(Op::Resign { election: election.clone(), lease }) };
+    let mut withdraw =
+        Withdraw { node: node.clone(), op: Some(Op::Resign { election: election.clone(), lease }) };
     loop {
         match next_notice(&mut rx, deadline).await? {
             Heard::TimedOut => {
@@ -477,7 +493,9 @@ async fn campaign(State(node): State<Arc<Node>>, b: Result<Json<CampaignBody>, J
                 return Err(ApiError::new(
                     StatusCode::REQUEST_TIMEOUT,
                     "timeout",
-                    format!("lease {lease} did not become leader of {election:?} within the timeout; the candidacy was withdrawn"),
+                    format!(
+                        "lease {lease} did not become leader of {election:?} within the timeout; the candidacy was withdrawn"
+                    ),
                 ));
             }
             Heard::Check => {
@@ -486,14 +504,17 @@ async fn campaign(State(node): State<Arc<Node>>, b: Result<Json<CampaignBody>, J
                     withdraw.disarm();
                     return Ok(elected(&c));
                 }
-                let alive = node.local(Box::new(move |m: &StateMachine| json!(m.lease(lease).is_some()))).await?;
+                let alive =
+                    node.local(Box::new(move |m: &StateMachine| json!(m.lease(lease).is_some()))).await?;
                 if alive == json!(false) {
                     withdraw.disarm();
                     return Err(ApiError::no_lease(lease));
                 }
             }
             Heard::Notice(p) => match &p.1 {
-                Notice::LeaderChanged { election: e, leader: Some(c) } if *e == election && c.lease == lease => {
+                Notice::LeaderChanged { election: e, leader: Some(c) }
+                    if *e == election && c.lease == lease =>
+                {
                     withdraw.disarm();
                     return Ok(elected(c));
                 }
@@ -514,9 +535,10 @@ async fn proclaim(State(node): State<Arc<Node>>, b: Result<Json<ProclaimBody>, J
     let op = Op::Proclaim { election: b.election.clone(), lease: b.lease, value: b.value };
     match node.propose(op).await?.reply {
         Reply::Done => Ok(Json(json!({ "election": b.election, "lease": b.lease }))),
-        Reply::NotLeader => {
-            Err(ApiError::conflict("not_leader", format!("lease {} does not lead {:?}; only the leader may proclaim", b.lease, b.election)))
-        }
+        Reply::NotLeader => Err(ApiError::conflict(
+            "not_leader",
+            format!("lease {} does not lead {:?}; only the leader may proclaim", b.lease, b.election),
+        )),
         Reply::NoSuchLease => Err(ApiError::no_lease(b.lease)),
         Reply::Refused { reason } => Err(refused(reason)),
         other => Err(unexpected(&other)),
@@ -538,12 +560,18 @@ async fn election_get(State(node): State<Arc<Node>>, Path(name): Path<String>) -
     check_name("election", &name)?;
     let e = name.clone();
     let (_, v) = node
-        .read(Box::new(move |m: &StateMachine| json!({ "election": e, "leader": m.leader(&e).as_ref().map(candidate) })))
+        .read(Box::new(
+            move |m: &StateMachine| json!({ "election": e, "leader": m.leader(&e).as_ref().map(candidate) }),
+        ))
         .await?;
     Ok(Json(v))
 }
 
-type Events = Sse<axum::response::sse::KeepAliveStream<std::pin::Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>>>>;
+type Events = Sse<
+    axum::response::sse::KeepAliveStream<
+        std::pin::Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>>,
+    >,
+>;
 
 /// `observe`: the current leader (a linearizable read), then every change after the index that
 /// read saw, in log order.
@@ -552,7 +580,9 @@ async fn observe(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Res
     let rx = node.notices.subscribe();
     let e = name.clone();
     let (seen, first) = node
-        .read(Box::new(move |m: &StateMachine| json!({ "election": e, "leader": m.leader(&e).as_ref().map(candidate) })))
+        .read(Box::new(
+            move |m: &StateMachine| json!({ "election": e, "leader": m.leader(&e).as_ref().map(candidate) }),
+        ))
         .await?;
     let first = SseEvent::default().event("leader").data(first.to_string());
     let rest = futures_util::stream::unfold(rx, move |mut rx| {
@@ -565,8 +595,12 @@ async fn observe(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Res
                             && *election == name
                             && *index > seen
                         {
-                            let data = json!({ "election": election, "leader": leader.as_ref().map(candidate) });
-                            return Some((Ok(SseEvent::default().event("leader").data(data.to_string())), rx));
+                            let data =
+                                json!({ "election": election, "leader": leader.as_ref().map(candidate) });
+                            return Some((
+                                Ok(SseEvent::default().event("leader").data(data.to_string())),
+                                rx,
+                            ));
                         }
                     }
                     // A subscriber that fell behind cannot tell what it missed: the stream ends
@@ -606,7 +640,9 @@ async fn lease_watch(State(node): State<Arc<Node>>, Path(id): Path<String>) -> R
                     };
                     ("lost", json!({ "name": name, "reason": reason }), false)
                 }
-                Notice::Aborted { name, lease: l, .. } if *l == lease => ("aborted", json!({ "name": name }), false),
+                Notice::Aborted { name, lease: l, .. } if *l == lease => {
+                    ("aborted", json!({ "name": name }), false)
+                }
                 Notice::Deadlock { cycle, victim } if cycle.contains(&lease) => {
                     ("deadlock", json!({ "cycle": cycle, "victim": victim }), false)
                 }

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use raft::StateRole;
 use raft::eraftpb::Message as RaftMessage;
-use rand_xoshiro::Xoshiro256PlusPlus;
 use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::Family;
 use ringleader_algorithms::service::lock_service::Msg;
 use ringleader_algorithms::service::replica::{Host, Proposal, Replica, ReplicaError, Settings, Submit};
@@ -83,7 +83,13 @@ pub struct ServerConfig {
 
 impl ServerConfig {
     /// A configuration with the defaults for everything but identity, membership and places.
-    pub fn new(id: u64, members: Vec<(u64, String)>, listen: SocketAddr, api: SocketAddr, data_dir: PathBuf) -> Self {
+    pub fn new(
+        id: u64,
+        members: Vec<(u64, String)>,
+        listen: SocketAddr,
+        api: SocketAddr,
+        data_dir: PathBuf,
+    ) -> Self {
         ServerConfig {
             id,
             members,
@@ -128,7 +134,10 @@ impl ServerConfig {
             return bad("--election-ticks must be 2..=1000".into());
         }
         if self.heartbeat_ticks == 0 || self.heartbeat_ticks >= self.election_ticks {
-            return bad(format!("--heartbeat-ticks must be 1..{} (below --election-ticks)", self.election_ticks));
+            return bad(format!(
+                "--heartbeat-ticks must be 1..{} (below --election-ticks)",
+                self.election_ticks
+            ));
         }
         if self.snapshot_every == 0 {
             return bad("--snapshot-every must be at least 1".into());
@@ -163,11 +172,11 @@ pub enum ServeError {
         /// The data directory.
         dir: PathBuf,
         /// What went wrong.
-        source: DiskError,
+        source: Box<DiskError>,
     },
     /// The replica failed (storage, a corrupt snapshot, raft-rs refusing the log).
     #[error("replica: {0}")]
-    Replica(#[from] ReplicaError<DiskError>),
+    Replica(Box<ReplicaError<DiskError>>),
     /// A socket or a file could not be opened.
     #[error("{what}: {source}")]
     Io {
@@ -176,6 +185,12 @@ pub enum ServeError {
         /// The OS error.
         source: std::io::Error,
     },
+}
+
+impl From<ReplicaError<DiskError>> for ServeError {
+    fn from(e: ReplicaError<DiskError>) -> ServeError {
+        ServeError::Replica(Box::new(e))
+    }
 }
 
 /// Why a request could not be served.
@@ -302,7 +317,11 @@ fn next_incarnation(dir: &Path) -> Result<u64, ServeError> {
     let io = |what: &str, source| ServeError::Io { what: format!("{what} {}", path.display()), source };
     let previous = match std::fs::read_to_string(&path) {
         Ok(text) => text.trim().parse::<u64>().map_err(|_| {
-            ServeError::Config(format!("{} holds {:?}, not a number; restore or delete it", path.display(), text.trim()))
+            ServeError::Config(format!(
+                "{} holds {:?}, not a number; restore or delete it",
+                path.display(),
+                text.trim()
+            ))
         })?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
         Err(e) => return Err(io("read", e)),
@@ -325,7 +344,7 @@ pub async fn start(cfg: ServerConfig) -> Result<Running, ServeError> {
     cfg.validate()?;
     std::fs::create_dir_all(&cfg.data_dir)
         .map_err(|source| ServeError::Io { what: format!("create {}", cfg.data_dir.display()), source })?;
-    let disk = |source| ServeError::Disk { dir: cfg.data_dir.clone(), source };
+    let disk = |source| ServeError::Disk { dir: cfg.data_dir.clone(), source: Box::new(source) };
     let mut log = DiskLog::open(&cfg.data_dir).map_err(disk)?;
     let mut ids: Vec<u64> = cfg.members.iter().map(|m| m.0).collect();
     ids.sort_unstable();
@@ -342,11 +361,13 @@ pub async fn start(cfg: ServerConfig) -> Result<Running, ServeError> {
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .map_err(|source| ServeError::Io { what: format!("listen for peers on {}", cfg.listen), source })?;
-    let listen = listener.local_addr().map_err(|source| ServeError::Io { what: "peer address".into(), source })?;
+    let listen =
+        listener.local_addr().map_err(|source| ServeError::Io { what: "peer address".into(), source })?;
     let api_listener = tokio::net::TcpListener::bind(cfg.api)
         .await
         .map_err(|source| ServeError::Io { what: format!("HTTP API on {}", cfg.api), source })?;
-    let api = api_listener.local_addr().map_err(|source| ServeError::Io { what: "API address".into(), source })?;
+    let api =
+        api_listener.local_addr().map_err(|source| ServeError::Io { what: "API address".into(), source })?;
 
     // The transport of real nodes, reused: uids are the node ids, positions their order.
     let mut net = NodeConfig::new(
@@ -392,6 +413,7 @@ pub async fn start(cfg: ServerConfig) -> Result<Running, ServeError> {
         events,
         event_log: Mutex::new(EventLog::default()),
         lock_times: Default::default(),
+        api_connections: Default::default(),
         peers,
         api_tx,
     });
@@ -505,8 +527,10 @@ impl Host for ServerHost<'_> {
                 // A retried proposal committed twice: a second lease nobody holds is revoked
                 // at once (the other duplicates are harmless: the state machine answers them
                 // as it answered the first).
-                if let (Op::Grant { .. }, ringleader_algorithms::service::state::Reply::Granted { lease, .. }) =
-                    (&p.op, &applied.reply)
+                if let (
+                    Op::Grant { .. },
+                    ringleader_algorithms::service::state::Reply::Granted { lease, .. },
+                ) = (&p.op, &applied.reply)
                 {
                     let revoke = Proposal {
                         origin: self.me,
@@ -593,13 +617,17 @@ fn on_command(replica: &mut Replica<DiskLog>, state: &mut LoopState, cmd: Comman
             state.next_request += 1;
             let proposal = Proposal { origin: replica.id(), incarnation: replica.incarnation(), request, op };
             replica.submit(&proposal);
-            state.pending.insert(request, Pending { proposal, reply: Some(reply), first_sent: now, last_sent: now });
+            state
+                .pending
+                .insert(request, Pending { proposal, reply: Some(reply), first_sent: now, last_sent: now });
         }
         Command::Read { query, reply } => {
             let ctx = state.next_read;
             state.next_read += 1;
             replica.read_index(ctx.to_le_bytes().to_vec());
-            state.reads.insert(ctx, PendingRead { query, reply, first_sent: now, last_sent: now, index: None });
+            state
+                .reads
+                .insert(ctx, PendingRead { query, reply, first_sent: now, last_sent: now, index: None });
         }
         Command::Local { query, reply } => {
             let _ = reply.send(query(replica.machine()));
@@ -643,7 +671,8 @@ fn on_tick(replica: &mut Replica<DiskLog>, state: &mut LoopState) {
 /// Answers the reads whose confirmed index is applied.
 fn answer_reads(replica: &Replica<DiskLog>, state: &mut LoopState) {
     let applied = replica.machine().last_applied();
-    let ready: Vec<u64> = state.reads.iter().filter(|(_, r)| r.index.is_some_and(|i| i <= applied)).map(|(k, _)| *k).collect();
+    let ready: Vec<u64> =
+        state.reads.iter().filter(|(_, r)| r.index.is_some_and(|i| i <= applied)).map(|(k, _)| *k).collect();
     for ctx in ready {
         let r = state.reads.remove(&ctx).expect("listed");
         let _ = r.reply.send(Ok((applied, (r.query)(replica.machine()))));

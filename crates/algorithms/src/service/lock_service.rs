@@ -80,7 +80,6 @@ use super::state::{Applied, DeadlockPolicy, LeaseId, Notice, Op, Reply, RequestI
 use crate::params::ParamError;
 use crate::{Algorithm, Family, Setup};
 
-
 /// The one lock name the mutual-exclusion workload uses.
 pub const LOCK: &str = "lock";
 
@@ -225,7 +224,6 @@ pub struct Config {
     /// `report`, `wait-die` or `wound-wait`; default `report`).
     pub policy: DeadlockPolicy,
 }
-
 
 impl Config {
     fn settings(&self) -> Settings {
@@ -394,8 +392,12 @@ impl Client {
                         self.trust_lease_from(sent);
                     }
                 }
-                (Op::Acquire { lease, .. }, Reply::Acquired { fencing }) => self.granted(cx, *lease, fencing, submit),
-                (Op::Acquire { .. }, Reply::Aborted) if mine.is_some() && self.wants => self.acquire(cx, submit),
+                (Op::Acquire { lease, .. }, Reply::Acquired { fencing }) => {
+                    self.granted(cx, *lease, fencing, submit)
+                }
+                (Op::Acquire { .. }, Reply::Aborted) if mine.is_some() && self.wants => {
+                    self.acquire(cx, submit)
+                }
                 (Op::Release { .. }, _) if mine.is_some() => {
                     self.releasing = false;
                     if self.wants {
@@ -416,7 +418,9 @@ impl Client {
                     self.acquire(cx, submit)
                 }
                 Notice::Lost { lease, .. } if Some(lease) == self.lease => self.leave(),
-                Notice::LeaseExpired { lease, .. } if Some(lease) == self.lease => self.lease_gone(cx, submit),
+                Notice::LeaseExpired { lease, .. } if Some(lease) == self.lease => {
+                    self.lease_gone(cx, submit)
+                }
                 _ => {}
             }
         }
@@ -554,7 +558,8 @@ impl Process for LockService {
             }
             Timer::KeepAlive => {
                 if let Some(lease) = client.lease {
-                    let pending = client.outstanding.values().any(|(p, _)| matches!(p.op, Op::KeepAlive { .. }));
+                    let pending =
+                        client.outstanding.values().any(|(p, _)| matches!(p.op, Op::KeepAlive { .. }));
                     if !pending {
                         client.propose(cx, Op::KeepAlive { lease }, self.replica.queue());
                     }

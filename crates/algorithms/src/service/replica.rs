@@ -228,7 +228,12 @@ impl<L: StableLog> Replica<L> {
     /// Replica `id` over `log`, in its `incarnation`-th life, with the state machine as of the
     /// log's latest snapshot; raft-rs hands the committed entries after it to the next `Ready`
     /// for applying again.
-    pub fn new(id: NodeId, incarnation: u64, settings: Settings, log: L) -> Result<Self, ReplicaError<L::Error>> {
+    pub fn new(
+        id: NodeId,
+        incarnation: u64,
+        settings: Settings,
+        log: L,
+    ) -> Result<Self, ReplicaError<L::Error>> {
         let snapshot = log.latest_snapshot().map_err(ReplicaError::Storage)?;
         let applied = snapshot.get_metadata().index;
         let machine = machine_from(&settings, &snapshot.data)?;
@@ -282,7 +287,8 @@ impl<L: StableLog> Replica<L> {
 
     /// The voters of its current configuration, as node ids.
     pub fn voters(&self) -> Vec<NodeId> {
-        let mut v: Vec<NodeId> = self.raft.raft.prs().conf().voters().ids().iter().filter_map(node_of).collect();
+        let mut v: Vec<NodeId> =
+            self.raft.raft.prs().conf().voters().ids().iter().filter_map(node_of).collect();
         v.sort_unstable();
         v
     }
@@ -437,7 +443,10 @@ impl<L: StableLog> Replica<L> {
                 EntryType::EntryConfChange => {
                     let Ok(change) = ConfChange::parse_from_bytes(&e.data) else { continue };
                     let conf_state = self.raft.apply_conf_change(&change)?;
-                    self.raft.mut_store().set_conf_state(conf_state.clone()).map_err(ReplicaError::Storage)?;
+                    self.raft
+                        .mut_store()
+                        .set_conf_state(conf_state.clone())
+                        .map_err(ReplicaError::Storage)?;
                     host.membership_changed(&change, &conf_state);
                 }
                 _ => {}
@@ -503,7 +512,10 @@ fn raft_config(id: NodeId, settings: &Settings, applied: u64) -> raft::Config {
 }
 
 /// The state machine a snapshot holds (a fresh one for the empty snapshot of a new log).
-fn machine_from<E: std::error::Error>(settings: &Settings, data: &[u8]) -> Result<StateMachine, ReplicaError<E>> {
+fn machine_from<E: std::error::Error>(
+    settings: &Settings,
+    data: &[u8],
+) -> Result<StateMachine, ReplicaError<E>> {
     if data.is_empty() {
         return Ok(StateMachine::new(settings.lock_delay, settings.policy));
     }
