@@ -304,3 +304,43 @@ fn bad_requests_get_one_line_and_a_reason() {
     let (code, answer) = call(s.port(1), "GET", "/v1/nothing", None);
     assert_eq!((code, answer["reason"].as_str()), (404, Some("not_found")));
 }
+
+/// `ringleader ARGS` against the service's three endpoints.
+fn verb(s: &Service, args: &[&str]) -> std::process::Output {
+    let endpoints = (1..=s.n).map(|i| format!("http://127.0.0.1:{}", s.port(i))).collect::<Vec<_>>().join(",");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
+    cmd.args(args).env("RINGLEADER_ENDPOINTS", endpoints).stdout(Stdio::piped()).stderr(Stdio::piped());
+    spawn(&mut cmd).wait_with_output().unwrap()
+}
+
+#[test]
+fn lock_runs_a_command_with_its_fencing_token_and_exits_with_its_status() {
+    let s = Service::start(3);
+    let token = |out: &std::process::Output| -> u64 {
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text.lines().find_map(|l| l.strip_prefix("token=")).unwrap_or_else(|| panic!("no token: {text}"));
+        line.trim().parse().unwrap()
+    };
+    let script = "echo token=$RINGLEADER_FENCING_TOKEN; exit 3";
+    let first = verb(&s, &["lock", "job", "--ttl", "5s", "--", "sh", "-c", script]);
+    assert_eq!(first.status.code(), Some(3), "{}", String::from_utf8_lossy(&first.stderr));
+    let second = verb(&s, &["lock", "job", "--ttl", "5s", "--", "sh", "-c", script]);
+    assert_eq!(second.status.code(), Some(3));
+    assert!(token(&second) > token(&first), "tokens increase across holders");
+
+    // While another lease holds the lock, a timed `lock` exits 1 with one line saying why.
+    let holder = s.grant(1, 10_000);
+    assert_eq!(post(s.port(1), "/v1/lock/acquire", json!({ "name": "job", "lease": holder })).0, 200);
+    let refused = verb(&s, &["lock", "job", "--timeout", "200ms", "--", "true"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn elect_runs_a_command_while_leader() {
+    let s = Service::start(3);
+    let out = verb(&s, &["elect", "cron", "--value", "host-a", "--", "sh", "-c", "echo leading; exit 0"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("leading"));
+}

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The coordination service beside etcd, in one run, on this machine, measured by the same client
+# (`ringleader bench-service`: lock+unlock loops; etcd through its v3 JSON gateway).
+#
+#   docs/service-bench.sh                 # release build; 5 s per measurement
+#   SECONDS_EACH=2 RINGLEADER_BIN=target/debug/ringleader docs/service-bench.sh
+#
+# Installs Debian's etcd-server if etcd is missing. Both services fsync every commit (etcd by
+# default; ours with one fsync per batch of proposals). Prints one line per measurement.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${RINGLEADER_BIN:-target/release/ringleader}
+EACH=${SECONDS_EACH:-5}
+[ -x "$BIN" ] || cargo build --release --locked
+if ! command -v etcd >/dev/null; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
+fi
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+wait_http() { # URL: wait (bounded) until it answers
+  for _ in $(seq 1 300); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done
+  echo "no answer from $1" >&2; return 1
+}
+
+bench() { # LABEL ARGS...
+  local label=$1; shift
+  printf '%-34s ' "$label"
+  "$BIN" bench-service --duration "${EACH}s" "$@"
+}
+
+etcd_cluster() { # N
+  local n=$1 init="" i
+  for i in $(seq 1 "$n"); do init+="e$i=http://127.0.0.1:$((12380 + i)),"; done
+  for i in $(seq 1 "$n"); do
+    etcd --name "e$i" --data-dir "$work/etcd-$n-$i" \
+      --listen-client-urls "http://127.0.0.1:$((12370 + i))" --advertise-client-urls "http://127.0.0.1:$((12370 + i))" \
+      --listen-peer-urls "http://127.0.0.1:$((12380 + i))" --initial-advertise-peer-urls "http://127.0.0.1:$((12380 + i))" \
+      --initial-cluster "${init%,}" --initial-cluster-state new >"$work/etcd-$n-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in $(seq 1 "$n"); do wait_http "http://127.0.0.1:$((12370 + i))/health"; done
+}
+
+ours_cluster() { # N
+  "$BIN" cluster --service --nodes "$1" --api-base-port 14100 --peer-base-port 14200 \
+    --data-dir "$work/ours-$1" --secret-file "$work/secret-$1" >"$work/ours-$1.log" 2>&1 &
+  pids+=($!)
+  for i in $(seq 1 "$1"); do
+    for _ in $(seq 1 300); do curl -s "http://127.0.0.1:$((14100 + i))/status" | grep -q '"leader":[0-9]' && break; sleep 0.1; done
+  done
+}
+
+stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; pids=(); }
+
+ms() { echo $(( $(date +%s%N) / 1000000 )); }
+post() { curl -s --max-time 1 -o /dev/null -w '%{http_code}' -H 'content-type: application/json' -d "$2" "$1"; }
+
+failover_trials() { # TRIALS: kill -9 the leader of 3 nodes; time until a lock+unlock succeeds again
+  ours_cluster 3
+  local ctl="--ctl 127.0.0.1:14100 --secret-file $work/secret-3" times=()
+  for _ in $(seq 1 "$1"); do
+    leader=$(curl -s http://127.0.0.1:14101/status | sed -n 's/.*"leader":\([0-9]*\).*/\1/p')
+    other=$(( leader % 3 + 1 ))
+    ep="http://127.0.0.1:$((14100 + other))"
+    lease=$(curl -s -H 'content-type: application/json' -d '{"ttl_ms":10000}' "$ep/v1/lease/grant" | sed -n 's/.*"lease":\([0-9]*\).*/\1/p')
+    t0=$(ms)
+    "$BIN" cluster ctl kill "$leader" $ctl >/dev/null
+    until [ "$(post "$ep/v1/lock/acquire" "{\"name\":\"f\",\"lease\":$lease}")" = 200 ] &&
+          [ "$(post "$ep/v1/lock/release" "{\"name\":\"f\",\"lease\":$lease}")" = 200 ]; do :; done
+    times+=($(( $(ms) - t0 )))
+    "$BIN" cluster ctl restart "$leader" $ctl >/dev/null
+    for _ in $(seq 1 300); do curl -s "http://127.0.0.1:$((14100 + leader))/status" | grep -q '"leader":[0-9]' && break; sleep 0.1; done
+  done
+  stop_all
+  printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "ringleader 3 nodes, leader kill -9 -> lock+unlock again: %d trials, p50 %d ms, p99 %d ms, max %d ms\n", NR, a[int((NR+1)/2)], a[int(NR*0.99+0.999)], a[NR]}'
+}
+
+failover_trials "${FAILOVER_TRIALS:-20}"
+
+for n in 1 3; do
+  ours_cluster "$n"
+  # The leader's endpoint first: a follower forwards to it.
+  leader=$(curl -s http://127.0.0.1:14101/status | sed -n 's/.*"leader":\([0-9]*\).*/\1/p')
+  ep="http://127.0.0.1:$((14100 + leader))"
+  bench "ringleader $n node(s), 1 client" --endpoints "$ep" --clients 1
+  bench "ringleader $n node(s), 8 clients 1 name" --endpoints "$ep" --clients 8 --names 1
+  bench "ringleader $n node(s), 8 clients 8 names" --endpoints "$ep" --clients 8 --names 8
+  stop_all
+  etcd_cluster "$n"
+  ep="http://127.0.0.1:12371"
+  bench "etcd $n node(s), 1 client" --target etcd --endpoints "$ep" --clients 1
+  bench "etcd $n node(s), 8 clients 1 name" --target etcd --endpoints "$ep" --clients 8 --names 1
+  bench "etcd $n node(s), 8 clients 8 names" --target etcd --endpoints "$ep" --clients 8 --names 8
+  stop_all
+done
