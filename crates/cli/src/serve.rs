@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use ringleader_algorithms::service::state::DeadlockPolicy;
-use ringleader_service::server::{self, ServerConfig};
+use ringleader_service::server::ServerConfig;
 
 /// Run one node of the coordination service: leases, named locks and elections on Raft
 ///
@@ -142,7 +142,7 @@ pub fn run(args: ServeArgs) -> crate::Outcome {
         let id = cfg.id;
         let n = cfg.members.len();
         let dir = cfg.data_dir.clone();
-        let running = server::start(cfg).await?;
+        let running = ringleader_service::start(cfg).await?;
         eprintln!(
             "[id {id}] lock service node ({n} member{}) peers on {}, HTTP API on http://{}, log in {}",
             if n == 1 { "" } else { "s" },

@@ -307,7 +307,8 @@ fn bad_requests_get_one_line_and_a_reason() {
 
 /// `ringleader ARGS` against the service's three endpoints.
 fn verb(s: &Service, args: &[&str]) -> std::process::Output {
-    let endpoints = (1..=s.n).map(|i| format!("http://127.0.0.1:{}", s.port(i))).collect::<Vec<_>>().join(",");
+    let endpoints =
+        (1..=s.n).map(|i| format!("http://127.0.0.1:{}", s.port(i))).collect::<Vec<_>>().join(",");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
     cmd.args(args).env("RINGLEADER_ENDPOINTS", endpoints).stdout(Stdio::piped()).stderr(Stdio::piped());
     spawn(&mut cmd).wait_with_output().unwrap()
@@ -318,7 +319,8 @@ fn lock_runs_a_command_with_its_fencing_token_and_exits_with_its_status() {
     let s = Service::start(3);
     let token = |out: &std::process::Output| -> u64 {
         let text = String::from_utf8_lossy(&out.stdout);
-        let line = text.lines().find_map(|l| l.strip_prefix("token=")).unwrap_or_else(|| panic!("no token: {text}"));
+        let line =
+            text.lines().find_map(|l| l.strip_prefix("token=")).unwrap_or_else(|| panic!("no token: {text}"));
         line.trim().parse().unwrap()
     };
     let script = "echo token=$RINGLEADER_FENCING_TOKEN; exit 3";

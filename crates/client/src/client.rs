@@ -1,6 +1,5 @@
 //! [`Client`]: endpoints, failover, and the requests that need no session.
 
-use std::io::BufReader;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -431,11 +430,6 @@ pub(crate) fn path_segment(name: &str) -> Result<&str, ClientError> {
 /// `d` in whole milliseconds, rounded up (a wait of 0.5 ms is a wait of 1 ms), saturating.
 pub(crate) fn whole_ms(d: Duration) -> u64 {
     u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
-}
-
-/// Reads a stream body line by line.
-pub(crate) fn buffered(body: ureq::Body) -> BufReader<ureq::BodyReader<'static>> {
-    BufReader::new(body.into_reader())
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ pub struct Observe<R = Body> {
 
 impl Observe {
     pub(crate) fn new(body: ureq::Body) -> Self {
-        Observe::from_reader(crate::client::buffered(body))
+        Observe::from_reader(buffered(body))
     }
 }
 
@@ -108,7 +108,7 @@ pub struct LeaseEvents<R = Body> {
 
 impl LeaseEvents {
     pub(crate) fn new(body: ureq::Body) -> Self {
-        LeaseEvents::from_reader(crate::client::buffered(body))
+        LeaseEvents::from_reader(buffered(body))
     }
 }
 
@@ -193,6 +193,11 @@ fn parse<T: serde::de::DeserializeOwned>(event: &SseEvent) -> Result<T, ClientEr
     serde_json::from_str(&event.data).map_err(|e| {
         ClientError::Protocol(format!("malformed `{}` event ({e}): {:.200}", event.event, event.data))
     })
+}
+
+/// Reads a stream body line by line.
+fn buffered(body: ureq::Body) -> std::io::BufReader<ureq::BodyReader<'static>> {
+    std::io::BufReader::new(body.into_reader())
 }
 
 #[cfg(test)]

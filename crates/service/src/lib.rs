@@ -16,3 +16,11 @@
 pub mod disk;
 pub mod http;
 pub mod server;
+
+/// Starts a service node ([`server::start`]) and serves its HTTP API ([`http::serve`]) until
+/// the node shuts down.
+pub async fn start(cfg: server::ServerConfig) -> Result<server::Running, server::ServeError> {
+    let (running, api) = server::start(cfg).await?;
+    tokio::spawn(http::serve(api, running.node.clone()));
+    Ok(running)
+}

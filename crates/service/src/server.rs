@@ -339,8 +339,9 @@ fn next_incarnation(dir: &Path) -> Result<u64, ServeError> {
 }
 
 /// Starts a node: opens (or creates) its log, binds its sockets, connects to its peers and
-/// runs its loop and HTTP API until `shutdown`.
-pub async fn start(cfg: ServerConfig) -> Result<Running, ServeError> {
+/// runs its loop until `shutdown`. The API's listener is bound and handed back for
+/// [`crate::start`] to serve.
+pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListener), ServeError> {
     cfg.validate()?;
     std::fs::create_dir_all(&cfg.data_dir)
         .map_err(|source| ServeError::Io { what: format!("create {}", cfg.data_dir.display()), source })?;
@@ -454,8 +455,7 @@ pub async fn start(cfg: ServerConfig) -> Result<Running, ServeError> {
         msg_count: 0,
     };
     let done = tokio::spawn(run_loop(replica, state, input_rx, commands_rx, shutdown.clone()));
-    tokio::spawn(crate::http::serve(api_listener, node.clone()));
-    Ok(Running { node, listen, api, done })
+    Ok((Running { node, listen, api, done }, api_listener))
 }
 
 /// A proposal of this node's waiting to be seen applied.
