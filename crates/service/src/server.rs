@@ -1,7 +1,7 @@
 //! A service node: one [`Replica`] over a [`DiskLog`], its peers over the authenticated TCP
 //! transport of real nodes, and the HTTP API ([`crate::http`]).
 //!
-//! One task owns the replica (the *loop*, [`run_loop`]). Everything else talks to it through
+//! One task owns the replica (the *loop*, `run_loop`). Everything else talks to it through
 //! channels: the transport's readers hand it peer messages, HTTP handlers send it
 //! [`Command`]s and wait on a oneshot for the answer, and it publishes every applied
 //! [`Notice`] on a broadcast channel that blocked requests and watch streams listen to.
