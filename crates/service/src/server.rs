@@ -524,21 +524,28 @@ impl Host for ServerHost<'_> {
             }
             Some(_) => {}
             None => {
-                // A retried proposal committed twice: a second lease nobody holds is revoked
-                // at once (the other duplicates are harmless: the state machine answers them
-                // as it answered the first).
-                if let (
-                    Op::Grant { .. },
-                    ringleader_algorithms::service::state::Reply::Granted { lease, .. },
-                ) = (&p.op, &applied.reply)
-                {
-                    let revoke = Proposal {
+                // A retried proposal committed twice (the original survived a leader change
+                // after the retry was sent). Nobody waits for the second application, so what it
+                // took is given back: a second lease is revoked, and a lock it granted anew (its
+                // token is this entry's index: the first grant had been released meanwhile) is
+                // released. The other duplicates are harmless: the state machine answers them as
+                // it answered the first.
+                use ringleader_algorithms::service::state::Reply;
+                let undo = match (&p.op, &applied.reply) {
+                    (Op::Grant { .. }, Reply::Granted { lease, .. }) => Some(Op::Revoke { lease: *lease }),
+                    (Op::Acquire { name, lease, .. }, Reply::Acquired { fencing }) if *fencing == index => {
+                        Some(Op::Release { name: name.clone(), lease: *lease })
+                    }
+                    _ => None,
+                };
+                if let Some(op) = undo {
+                    let undo = Proposal {
                         origin: self.me,
                         incarnation: self.incarnation,
                         request: Proposal::CLOCK - 1,
-                        op: Op::Revoke { lease: *lease },
+                        op,
                     };
-                    submit.submit(&revoke);
+                    submit.submit(&undo);
                 }
             }
         }
