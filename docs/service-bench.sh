@@ -4,6 +4,7 @@
 #
 #   docs/service-bench.sh                 # release build; 5 s per measurement
 #   SECONDS_EACH=2 RINGLEADER_BIN=target/debug/ringleader docs/service-bench.sh
+#   MEASURE=failover FAILOVER_TRIALS=40 docs/service-bench.sh    # only the leader-kill trials
 #
 # Installs Debian's etcd-server if etcd is missing. Both services fsync every commit (etcd by
 # default; ours with one fsync per batch of proposals). Prints one line per measurement.
@@ -79,7 +80,9 @@ failover_trials() { # TRIALS: kill -9 the leader of 3 nodes; time until a lock+u
   printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "ringleader 3 nodes, leader kill -9 -> lock+unlock again: %d trials, p50 %d ms, p99 %d ms, max %d ms\n", NR, a[int((NR+1)/2)], a[int(NR*0.99+0.999)], a[NR]}'
 }
 
-failover_trials "${FAILOVER_TRIALS:-20}"
+MEASURE=${MEASURE:-all}
+[ "$MEASURE" = throughput ] || failover_trials "${FAILOVER_TRIALS:-20}"
+[ "$MEASURE" = failover ] && exit 0
 
 for n in 1 3; do
   ours_cluster "$n"
