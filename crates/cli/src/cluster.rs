@@ -103,6 +103,10 @@ pub struct ClusterArgs {
     /// --serve-arg=--tick=5ms.
     #[arg(long, requires = "service", value_name = "ARG", allow_hyphen_values = true)]
     pub serve_arg: Vec<String>,
+    /// With --service: node i also serves the etcd-compatible gRPC API on GRPC_BASE+i
+    /// (docs/ETCD.md).
+    #[arg(long, requires = "service", value_name = "PORT")]
+    pub grpc_base_port: Option<u16>,
 }
 
 /// The secret file a launcher whose control channel listens on `port` writes by default.
@@ -231,6 +235,9 @@ impl Launcher {
             .args(["--id", &id.to_string()])
             .args(["--listen", &format!("{}:{}", a.host, port(a.peer_base_port, id))])
             .args(["--api", &format!("{}:{}", a.host, port(a.api_base_port, id))]);
+        if let Some(g) = a.grpc_base_port {
+            cmd.args(["--grpc", &format!("{}:{}", a.host, port(g, id))]);
+        }
         for j in (1..=a.nodes).filter(|&j| j != id) {
             cmd.args(["--peer", &format!("{j}={}:{}", a.host, port(a.peer_base_port, j))]);
         }
@@ -539,7 +546,10 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
     if args.nodes == 0 || args.nodes > 200 {
         bail!("--nodes must be 1..200");
     }
-    if args.api_base_port as u64 + args.nodes > 65535 || args.peer_base_port as u64 + args.nodes > 65535 {
+    if args.api_base_port as u64 + args.nodes > 65535
+        || args.peer_base_port as u64 + args.nodes > 65535
+        || args.grpc_base_port.is_some_and(|g| g as u64 + args.nodes > 65535)
+    {
         bail!("port bases leave no room for {} nodes", args.nodes);
     }
     if let Some(dir) = &args.trace_dir {
@@ -574,8 +584,10 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
     for id in 1..=n {
         launcher.spawn(id, !launcher.args.keep_data)?;
         let a = &launcher.args;
+        let grpc =
+            a.grpc_base_port.map(|g| format!("  etcd gRPC {}:{}", a.host, g as u64 + id)).unwrap_or_default();
         println!(
-            "  node {id}: peers {}:{}  api http://{}:{}",
+            "  node {id}: peers {}:{}  api http://{}:{}{grpc}",
             a.host,
             a.peer_base_port as u64 + id,
             a.host,

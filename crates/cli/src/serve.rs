@@ -34,6 +34,10 @@ pub struct ServeArgs {
     /// Where to serve the HTTP API (host:port).
     #[arg(long, default_value = "127.0.0.1:4100", value_name = "ADDR")]
     pub api: String,
+    /// Also serve the etcd-compatible gRPC API (leases, locks, elections; docs/ETCD.md) on
+    /// this host:port. Off by default; loopback only unless --insecure.
+    #[arg(long, value_name = "ADDR")]
+    pub grpc: Option<String>,
     /// Another member as ID=HOST:PORT (repeatable). None: a one-node service.
     #[arg(long, value_name = "ID=HOST:PORT")]
     pub peer: Vec<String>,
@@ -84,6 +88,19 @@ fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
 }
 
 impl ServeArgs {
+    /// The address of the etcd-compatible gRPC API, if it is asked for.
+    pub fn grpc_addr(&self) -> anyhow::Result<Option<std::net::SocketAddr>> {
+        let Some(text) = &self.grpc else { return Ok(None) };
+        let addr = crate::node::resolve(text, "--grpc")?;
+        if !addr.ip().is_loopback() && !self.insecure {
+            bail!(
+                "--grpc {addr}: the etcd gRPC API has no authentication; bind a loopback address, or give \
+                 --insecure to serve it on the network anyway"
+            );
+        }
+        Ok(Some(addr))
+    }
+
     /// The server's configuration.
     pub fn to_config(&self) -> anyhow::Result<ServerConfig> {
         if self.id == 0 {
@@ -97,6 +114,7 @@ impl ServeArgs {
                  --insecure to serve it on the network anyway"
             );
         }
+        self.grpc_addr()?;
         let mut members = vec![(self.id, listen.to_string())];
         for p in &self.peer {
             members.push(crate::node::parse_peer(p)?);
@@ -137,14 +155,16 @@ impl ServeArgs {
 /// Runs the node until Ctrl-C or SIGTERM.
 pub fn run(args: ServeArgs) -> crate::Outcome {
     let cfg = args.to_config()?;
+    let grpc = args.grpc_addr()?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {
         let id = cfg.id;
         let n = cfg.members.len();
         let dir = cfg.data_dir.clone();
-        let running = ringleader_service::start(cfg).await?;
+        let (running, grpc) = ringleader_service::start_with_grpc(cfg, grpc).await?;
+        let grpc = grpc.map(|a| format!(", etcd gRPC API on {a}")).unwrap_or_default();
         eprintln!(
-            "[id {id}] lock service node ({n} member{}) peers on {}, HTTP API on http://{}, log in {}",
+            "[id {id}] lock service node ({n} member{}) peers on {}, HTTP API on http://{}{grpc}, log in {}",
             if n == 1 { "" } else { "s" },
             running.listen,
             running.api,

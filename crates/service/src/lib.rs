@@ -12,15 +12,40 @@
 //! - [`server`]: one node — the loop that owns the replica, the authenticated TCP transport of
 //!   real nodes to its peers, and the commands the API sends the loop.
 //! - [`http`]: the HTTP/JSON API with Server-Sent-Event watches (docs/SERVICE-API.md).
+//! - [`etcd`]: the etcd-compatible gRPC API (leases, locks, elections; docs/ETCD.md).
 
 pub mod disk;
+pub mod etcd;
 pub mod http;
 pub mod server;
 
 /// Starts a service node ([`server::start`]) and serves its HTTP API ([`http::serve`]) until
 /// the node shuts down.
 pub async fn start(cfg: server::ServerConfig) -> Result<server::Running, server::ServeError> {
+    start_with_grpc(cfg, None).await.map(|(running, _)| running)
+}
+
+/// [`start`], and with `grpc` also the etcd-compatible gRPC API ([`etcd::serve`]) on that
+/// address; answers the bound gRPC address too.
+pub async fn start_with_grpc(
+    cfg: server::ServerConfig,
+    grpc: Option<std::net::SocketAddr>,
+) -> Result<(server::Running, Option<std::net::SocketAddr>), server::ServeError> {
+    let io = |what: String| move |source| server::ServeError::Io { what, source };
+    let grpc = match grpc {
+        Some(addr) => {
+            let l =
+                tokio::net::TcpListener::bind(addr).await.map_err(io(format!("etcd gRPC API on {addr}")))?;
+            let bound = l.local_addr().map_err(io("gRPC address".into()))?;
+            Some((l, bound))
+        }
+        None => None,
+    };
     let (running, api) = server::start(cfg).await?;
     tokio::spawn(http::serve(api, running.node.clone()));
-    Ok(running)
+    let bound = grpc.map(|(l, bound)| {
+        tokio::spawn(etcd::serve(l, running.node.clone()));
+        bound
+    });
+    Ok((running, bound))
 }

@@ -1,0 +1,186 @@
+//! `etcdserverpb.Lease`: Grant, Revoke, KeepAlive (a stream), TimeToLive, Leases.
+//!
+//! etcd's TTLs are whole seconds; the service's are kept in nanoseconds of replicated time. A
+//! TimeToLive's remaining TTL is rounded up, so a live lease never shows 0.
+
+use std::pin::Pin;
+
+use futures_util::Stream;
+use ringleader_algorithms::service::state::{Op, Reply, StateMachine};
+use ringleader_core::Time;
+use serde_json::{Value, json};
+use tonic::{Request, Response, Status, Streaming};
+
+use super::pb::etcdserverpb::lease_server::Lease;
+use super::pb::etcdserverpb::{
+    LeaseGrantRequest, LeaseGrantResponse, LeaseKeepAliveRequest, LeaseKeepAliveResponse, LeaseLeasesRequest,
+    LeaseLeasesResponse, LeaseRevokeRequest, LeaseRevokeResponse, LeaseStatus, LeaseTimeToLiveRequest,
+    LeaseTimeToLiveResponse,
+};
+use super::{Ctx, key_of, lease_id, lease_not_found, unavailable};
+
+/// The longest lease TTL, in seconds (the HTTP API's bound).
+pub const MAX_TTL_S: i64 = (crate::http::MAX_MS / 1000) as i64;
+
+const SECOND: Time = 1_000_000_000;
+
+/// Whole seconds, rounded up.
+fn seconds_up(t: Time) -> i64 {
+    t.div_ceil(SECOND) as i64
+}
+
+/// The Lease service.
+pub struct LeaseApi(pub Ctx);
+
+type KeepAliveStream = Pin<Box<dyn Stream<Item = Result<LeaseKeepAliveResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Lease for LeaseApi {
+    async fn lease_grant(
+        &self,
+        req: Request<LeaseGrantRequest>,
+    ) -> Result<Response<LeaseGrantResponse>, Status> {
+        let req = req.into_inner();
+        if req.id != 0 {
+            return Err(Status::invalid_argument(format!(
+                "lease ID {}: ringleader chooses lease ids; send ID 0",
+                req.id
+            )));
+        }
+        if req.ttl > MAX_TTL_S {
+            return Err(Status::out_of_range("etcdserver: too large lease TTL"));
+        }
+        if req.ttl <= 0 {
+            return Err(Status::invalid_argument(format!(
+                "TTL {}: a lease's TTL must be 1..={MAX_TTL_S} seconds",
+                req.ttl
+            )));
+        }
+        let ctx = &self.0;
+        let op = Op::Grant { ttl: req.ttl as Time * SECOND, origin: ctx.node.me, request: 0 };
+        match ctx.node.propose(op).await.map_err(unavailable)?.reply {
+            Reply::Granted { lease, ttl } => Ok(Response::new(LeaseGrantResponse {
+                header: ctx.header(None),
+                id: lease as i64,
+                ttl: seconds_up(ttl),
+                error: String::new(),
+            })),
+            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
+        }
+    }
+
+    async fn lease_revoke(
+        &self,
+        req: Request<LeaseRevokeRequest>,
+    ) -> Result<Response<LeaseRevokeResponse>, Status> {
+        let lease = lease_id("lease ID", req.into_inner().id)?;
+        let ctx = &self.0;
+        match ctx.node.propose(Op::Revoke { lease }).await.map_err(unavailable)?.reply {
+            Reply::Done => Ok(Response::new(LeaseRevokeResponse { header: ctx.header(None) })),
+            Reply::NoSuchLease => Err(lease_not_found()),
+            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
+        }
+    }
+
+    type LeaseKeepAliveStream = KeepAliveStream;
+
+    /// Each request renews its lease and is answered in order; an unknown lease is answered
+    /// with TTL 0, as etcd does.
+    async fn lease_keep_alive(
+        &self,
+        req: Request<Streaming<LeaseKeepAliveRequest>>,
+    ) -> Result<Response<Self::LeaseKeepAliveStream>, Status> {
+        let ctx = self.0.clone();
+        let requests = req.into_inner();
+        let stream = futures_util::stream::unfold((requests, ctx), |(mut requests, ctx)| async move {
+            let req = match requests.message().await {
+                Ok(Some(r)) => r,
+                Ok(None) | Err(_) => return None,
+            };
+            let answer = async {
+                let lease = lease_id("lease ID", req.id)?;
+                let ttl = match ctx.node.propose(Op::KeepAlive { lease }).await.map_err(unavailable)?.reply {
+                    Reply::KeptAlive { ttl_left } => seconds_up(ttl_left),
+                    Reply::NoSuchLease => 0,
+                    other => return Err(Status::internal(format!("unexpected reply {other:?}"))),
+                };
+                Ok(LeaseKeepAliveResponse { header: ctx.header(None), id: req.id, ttl })
+            }
+            .await;
+            Some((answer, (requests, ctx)))
+        });
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    /// A linearizable read. An unknown lease is answered with TTL −1, as etcd does. `keys`
+    /// lists the locks the lease holds or waits for, as lock keys.
+    async fn lease_time_to_live(
+        &self,
+        req: Request<LeaseTimeToLiveRequest>,
+    ) -> Result<Response<LeaseTimeToLiveResponse>, Status> {
+        let req = req.into_inner();
+        let lease = lease_id("lease ID", req.id)?;
+        let ctx = &self.0;
+        let (index, v) = ctx
+            .node
+            .read(Box::new(move |m: &StateMachine| match m.lease(lease) {
+                None => Value::Null,
+                Some(l) => {
+                    let keys: Vec<String> = m
+                        .locks()
+                        .into_iter()
+                        .filter(|n| m.holder(n).map(|h| h.0) == Some(lease) || m.waiters(n).contains(&lease))
+                        .collect();
+                    json!({ "ttl": l.ttl, "left": l.deadline.saturating_sub(m.now()), "keys": keys })
+                }
+            }))
+            .await
+            .map_err(unavailable)?;
+        let header = ctx.header(Some(index));
+        if v.is_null() {
+            return Ok(Response::new(LeaseTimeToLiveResponse {
+                header,
+                id: req.id,
+                ttl: -1,
+                granted_ttl: 0,
+                keys: Vec::new(),
+            }));
+        }
+        let keys = if req.keys {
+            v["keys"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(|n| key_of(n, lease))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Response::new(LeaseTimeToLiveResponse {
+            header,
+            id: req.id,
+            ttl: seconds_up(v["left"].as_u64().unwrap_or(0)),
+            granted_ttl: seconds_up(v["ttl"].as_u64().unwrap_or(0)),
+            keys,
+        }))
+    }
+
+    /// A linearizable read of every live lease.
+    async fn lease_leases(
+        &self,
+        _req: Request<LeaseLeasesRequest>,
+    ) -> Result<Response<LeaseLeasesResponse>, Status> {
+        let ctx = &self.0;
+        let (index, v) =
+            ctx.node.read(Box::new(|m: &StateMachine| json!(m.leases()))).await.map_err(unavailable)?;
+        let leases = v
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_u64)
+            .map(|id| LeaseStatus { id: id as i64 })
+            .collect();
+        Ok(Response::new(LeaseLeasesResponse { header: ctx.header(Some(index)), leases }))
+    }
+}

@@ -1,0 +1,306 @@
+//! The etcd-compatible gRPC API (docs/ETCD.md is its reference).
+//!
+//! A subset of etcd's v3 API, served over the same [`Node`] as the HTTP API, so that etcd's
+//! clients (the Rust `etcd-client` crate, Go's `clientv3` concurrency helpers, `etcdctl lock`
+//! and `elect`) can use the service's leases, locks and elections:
+//!
+//! - [`lease`]: `etcdserverpb.Lease` — Grant, Revoke, KeepAlive (stream), TimeToLive, Leases.
+//! - [`lock`]: `v3lockpb.Lock` — Lock, Unlock.
+//! - [`election`]: `v3electionpb.Election` — Campaign, Proclaim, Leader, Observe (stream),
+//!   Resign.
+//! - [`maintenance`]: `etcdserverpb.Maintenance` — Status.
+//! - [`cluster`]: `etcdserverpb.Cluster` — MemberList.
+//!
+//! Every other method, of these services or of any other (KV and Watch included), is answered
+//! `UNIMPLEMENTED` with the method's name. The messages are compiled from `proto/`, which
+//! mirrors etcd's package, service and message names and field numbers.
+//!
+//! Keys. A lock held by lease `L` on name `N` is the key `N/` followed by `L` in lower-case hex
+//! (etcd's own format); Unlock maps it back to `(N, L)`. A candidate of election `E` has the
+//! key `E/` followed by its lease in hex, likewise.
+//!
+//! Headers. `cluster_id` is a hash of the member ids, `member_id` the node's id, `raft_term` its
+//! Raft term, and `revision` the node's last applied Raft index when it answers — except in a
+//! Lock answer, where it is the lock's fencing token (the index of the entry that granted it),
+//! which strictly increases per lock name.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ringleader_algorithms::service::state::{LeaseId, Op, StateMachine};
+use tokio::sync::broadcast::error::RecvError;
+use tonic::Status;
+
+use crate::server::{Node, Published, Unavailable};
+
+pub mod cluster;
+pub mod election;
+pub mod lease;
+pub mod lock;
+pub mod maintenance;
+
+/// The messages and services generated from `proto/` (etcd's names and field numbers).
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod pb {
+    /// `mvccpb`: the key-value record an election's leader is reported as.
+    pub mod mvccpb {
+        tonic::include_proto!("mvccpb");
+    }
+    /// `etcdserverpb`: headers, leases, maintenance status, cluster membership.
+    pub mod etcdserverpb {
+        tonic::include_proto!("etcdserverpb");
+    }
+    /// `v3lockpb`: the Lock service.
+    pub mod v3lockpb {
+        tonic::include_proto!("v3lockpb");
+    }
+    /// `v3electionpb`: the Election service.
+    pub mod v3electionpb {
+        tonic::include_proto!("v3electionpb");
+    }
+}
+
+use pb::etcdserverpb::ResponseHeader;
+
+/// The version string `Maintenance.Status` answers: the etcd API level served, marked as
+/// ringleader's.
+pub const VERSION: &str = "3.5.0+ringleader";
+
+/// How often a blocked request checks that its lease still exists (a revoked lease sends no
+/// notice to its waiters).
+const LEASE_CHECK: Duration = Duration::from_millis(500);
+
+/// The gRPC methods served; any other path is answered `UNIMPLEMENTED` with its name.
+pub const SERVED: [&str; 14] = [
+    "/etcdserverpb.Lease/LeaseGrant",
+    "/etcdserverpb.Lease/LeaseRevoke",
+    "/etcdserverpb.Lease/LeaseKeepAlive",
+    "/etcdserverpb.Lease/LeaseTimeToLive",
+    "/etcdserverpb.Lease/LeaseLeases",
+    "/v3lockpb.Lock/Lock",
+    "/v3lockpb.Lock/Unlock",
+    "/v3electionpb.Election/Campaign",
+    "/v3electionpb.Election/Proclaim",
+    "/v3electionpb.Election/Leader",
+    "/v3electionpb.Election/Observe",
+    "/v3electionpb.Election/Resign",
+    "/etcdserverpb.Maintenance/Status",
+    "/etcdserverpb.Cluster/MemberList",
+];
+
+/// What the gRPC services share: the node and the API's own address.
+#[derive(Clone)]
+pub struct Ctx {
+    /// The node the API speaks for.
+    pub node: Arc<Node>,
+    /// The address the gRPC API is served on (reported by MemberList as the node's client URL).
+    pub addr: SocketAddr,
+}
+
+impl Ctx {
+    /// A response header; `revision`: the revision to report (default: the last applied index).
+    pub fn header(&self, revision: Option<u64>) -> Option<ResponseHeader> {
+        let s = self.node.status.lock().map(|s| s.clone()).unwrap_or_default();
+        Some(ResponseHeader {
+            cluster_id: cluster_id(&s.members),
+            member_id: self.node.me as u64 + 1,
+            revision: to_i64(revision.unwrap_or(s.applied)),
+            raft_term: s.term,
+        })
+    }
+}
+
+/// The cluster id headers carry: FNV-1a of the sorted member ids (the same on every member).
+pub fn cluster_id(members: &[u64]) -> u64 {
+    let mut ids = members.to_vec();
+    ids.sort_unstable();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for id in ids {
+        for b in id.to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// etcd's answer to an operation on a lease it does not know.
+pub fn lease_not_found() -> Status {
+    Status::not_found("etcdserver: requested lease not found")
+}
+
+/// A service that cannot be reached in time answers UNAVAILABLE (clients retry elsewhere).
+pub fn unavailable(e: Unavailable) -> Status {
+    Status::unavailable(e.to_string())
+}
+
+/// A lease id from the wire: etcd's are `int64`, ringleader's are positive.
+pub fn lease_id(what: &str, id: i64) -> Result<LeaseId, Status> {
+    if id <= 0 {
+        return Err(Status::invalid_argument(format!(
+            "{what} {id}: a lease id from LeaseGrant is required (ringleader chooses lease ids, all positive)"
+        )));
+    }
+    Ok(id as LeaseId)
+}
+
+/// A lock or election name from the wire: UTF-8, 1..=[`MAX_NAME`](crate::http::MAX_NAME) bytes.
+pub fn name_of(what: &str, bytes: &[u8]) -> Result<String, Status> {
+    let name = std::str::from_utf8(bytes).map_err(|_| {
+        Status::invalid_argument(format!("{what} must be UTF-8 (ringleader's names are text)"))
+    })?;
+    if name.is_empty() || name.len() > crate::http::MAX_NAME {
+        return Err(Status::invalid_argument(format!(
+            "{what} must be 1..={} bytes long",
+            crate::http::MAX_NAME
+        )));
+    }
+    Ok(name.to_string())
+}
+
+/// The key of lease `lease` under `name`: `name/` and the lease in lower-case hex (etcd's
+/// format for lock and election keys).
+pub fn key_of(name: &str, lease: LeaseId) -> Vec<u8> {
+    format!("{name}/{lease:x}").into_bytes()
+}
+
+/// The `(name, lease)` a key made by [`key_of`] stands for; `None` for any other key.
+pub fn parse_key(key: &[u8]) -> Option<(String, LeaseId)> {
+    let key = std::str::from_utf8(key).ok()?;
+    let (name, hex) = key.rsplit_once('/')?;
+    if name.is_empty() || hex.is_empty() || hex.len() > 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let lease = LeaseId::from_str_radix(hex, 16).ok()?;
+    (lease > 0).then(|| (name.to_string(), lease))
+}
+
+/// Whether `lease` exists, on this node's applied state.
+pub async fn lease_alive(node: &Node, lease: LeaseId) -> Result<bool, Status> {
+    let v = node
+        .local(Box::new(move |m: &StateMachine| serde_json::json!(m.lease(lease).is_some())))
+        .await
+        .map_err(unavailable)?;
+    Ok(v == serde_json::json!(true))
+}
+
+/// Proposes `op` if dropped while armed: a blocked request that ends without its grant (its
+/// client cancelled or went away) withdraws its wait.
+pub struct Withdraw {
+    node: Arc<Node>,
+    op: Option<Op>,
+}
+
+impl Withdraw {
+    /// Armed to propose `op` when dropped.
+    pub fn new(node: Arc<Node>, op: Op) -> Withdraw {
+        Withdraw { node, op: Some(op) }
+    }
+
+    /// The wait ended as it should: nothing to withdraw.
+    pub fn disarm(&mut self) {
+        self.op = None;
+    }
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        if let Some(op) = self.op.take() {
+            let node = self.node.clone();
+            tokio::spawn(async move {
+                let _ = node.propose(op).await;
+            });
+        }
+    }
+}
+
+/// What a blocked request heard.
+pub enum Heard {
+    /// A notice of an applied entry.
+    Notice(Published),
+    /// Notices were missed (the receiver lagged) or it is time to check the lease.
+    Check,
+}
+
+/// The next notice, or [`Heard::Check`] after [`LEASE_CHECK`] or a lag.
+pub async fn next_notice(rx: &mut tokio::sync::broadcast::Receiver<Published>) -> Result<Heard, Status> {
+    match tokio::time::timeout(LEASE_CHECK, rx.recv()).await {
+        Err(_) | Ok(Err(RecvError::Lagged(_))) => Ok(Heard::Check),
+        Ok(Ok(p)) => Ok(Heard::Notice(p)),
+        Ok(Err(RecvError::Closed)) => Err(unavailable(Unavailable::Stopping)),
+    }
+}
+
+/// The answer to a method this API does not serve.
+fn unimplemented(path: &str) -> axum::response::Response {
+    let method = path.trim_start_matches('/');
+    let status = Status::unimplemented(format!(
+        "ringleader does not serve {method}: its etcd API has leases, locks, elections, Maintenance.Status \
+         and Cluster.MemberList only (KV and Watch are not served yet; see docs/ETCD.md)"
+    ));
+    let (parts, ()) = status.into_http::<()>().into_parts();
+    axum::response::Response::from_parts(parts, axum::body::Body::empty())
+}
+
+/// The gRPC routes: each served method to its service, everything else to UNIMPLEMENTED.
+pub fn router(ctx: Ctx) -> axum::Router {
+    use pb::etcdserverpb::cluster_server::ClusterServer;
+    use pb::etcdserverpb::lease_server::LeaseServer;
+    use pb::etcdserverpb::maintenance_server::MaintenanceServer;
+    use pb::v3electionpb::election_server::ElectionServer;
+    use pb::v3lockpb::lock_server::LockServer;
+    let lease = LeaseServer::new(lease::LeaseApi(ctx.clone()));
+    let lock = LockServer::new(lock::LockApi(ctx.clone()));
+    let election = ElectionServer::new(election::ElectionApi(ctx.clone()));
+    let maintenance = MaintenanceServer::new(maintenance::MaintenanceApi(ctx.clone()));
+    let cluster = ClusterServer::new(cluster::ClusterApi(ctx));
+    let mut r = axum::Router::new();
+    for path in SERVED {
+        r = match path.split('/').nth(1) {
+            Some("etcdserverpb.Lease") => r.route_service(path, lease.clone()),
+            Some("v3lockpb.Lock") => r.route_service(path, lock.clone()),
+            Some("v3electionpb.Election") => r.route_service(path, election.clone()),
+            Some("etcdserverpb.Maintenance") => r.route_service(path, maintenance.clone()),
+            _ => r.route_service(path, cluster.clone()),
+        };
+    }
+    r.fallback(|uri: axum::http::Uri| async move { unimplemented(uri.path()) })
+}
+
+/// Serves the gRPC API on `listener` until the node shuts down.
+pub async fn serve(listener: tokio::net::TcpListener, node: Arc<Node>) {
+    let Ok(addr) = listener.local_addr() else { return };
+    let shutdown = node.shutdown.clone();
+    let routes = tonic::service::Routes::from(router(Ctx { node, addr }));
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let _ = tonic::transport::Server::builder()
+        .add_routes(routes)
+        .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
+        .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_map_back_to_name_and_lease() {
+        assert_eq!(key_of("db", 0x694d), b"db/694d".to_vec());
+        assert_eq!(parse_key(b"db/694d"), Some(("db".to_string(), 0x694d)));
+        assert_eq!(parse_key(b"a/b/ff"), Some(("a/b".to_string(), 255)));
+        for bad in [&b"db"[..], b"/ff", b"db/", b"db/xyz", b"db/0", b"db/11112222333344445", b"\xff/1"] {
+            assert_eq!(parse_key(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn cluster_id_ignores_member_order() {
+        assert_eq!(cluster_id(&[1, 2, 3]), cluster_id(&[3, 1, 2]));
+        assert_ne!(cluster_id(&[1, 2, 3]), cluster_id(&[1, 2]));
+    }
+}
