@@ -15,4 +15,13 @@ if [ -z "${RINGLEADER_BROWSER:-}" ] && ! command -v chromium >/dev/null && ! com
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
+if ! command -v protoc >/dev/null && [ -z "${PROTOC:-}" ]; then
+  # The etcd-client crate (the client of crates/cli/tests/etcd_grpc.rs) runs protoc in its build.
+  echo "== installing protoc for the etcd-client test dependency (Debian package)"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler >/dev/null
+fi
+
 cargo test --workspace --locked

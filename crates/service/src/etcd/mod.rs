@@ -1,8 +1,8 @@
 //! The etcd-compatible gRPC API (docs/ETCD.md is its reference).
 //!
-//! A subset of etcd's v3 API, served over the same [`Node`] as the HTTP API, so that etcd's
-//! clients (the Rust `etcd-client` crate, Go's `clientv3` concurrency helpers, `etcdctl lock`
-//! and `elect`) can use the service's leases, locks and elections:
+//! A subset of etcd's v3 API, served over the same [`Node`] as the HTTP API, so that clients of
+//! etcd's Lease, Lock and Election services (the Rust `etcd-client` crate) can use the
+//! service's leases, locks and elections:
 //!
 //! - [`lease`]: `etcdserverpb.Lease` — Grant, Revoke, KeepAlive (stream), TimeToLive, Leases.
 //! - [`lock`]: `v3lockpb.Lock` — Lock, Unlock.

@@ -1,0 +1,318 @@
+//! The etcd-compatible gRPC API on real processes: `ringleader cluster --service
+//! --grpc-base-port G` starts three `ringleader serve` nodes, node i serving etcd's v3 gRPC on
+//! G+i, and the real Rust `etcd-client` crate talks to them (docs/ETCD.md). Every wait is
+//! bounded; a wait for a state is a poll with a deadline, never a fixed sleep.
+
+use std::future::Future;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use etcd_client::{Client, Error, LeaseTimeToLiveOptions, LockOptions, ProclaimOptions, ResignOptions};
+use tonic::Code;
+
+/// Held while this process probes ports or forks, so that no child inherits a probe socket.
+static FORK: Mutex<()> = Mutex::new(());
+
+/// The longest any one call may take.
+const BOUND: Duration = Duration::from_secs(20);
+
+/// A base with `n + 1` free consecutive ports; ranges handed out here never overlap.
+fn free_base(n: u16) -> u16 {
+    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let seed = (std::process::id() % 300) as u16;
+    loop {
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert!(k < 600, "no free port range");
+        let base = 20000 + (seed * 64 + k * 64 + 16) % 12000;
+        let held: Vec<_> = (0..=n).filter_map(|i| TcpListener::bind(("127.0.0.1", base + i)).ok()).collect();
+        if held.len() == n as usize + 1 {
+            return base;
+        }
+    }
+}
+
+/// Awaits `f`, failing the test after [`BOUND`].
+async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(BOUND, f).await.unwrap_or_else(|_| panic!("{what}: no answer within {BOUND:?}"))
+}
+
+/// The gRPC status of a failed call.
+fn status(e: Error) -> tonic::Status {
+    match e {
+        Error::GRpcStatus(s) => s,
+        other => panic!("expected a gRPC status, got {other}"),
+    }
+}
+
+struct Cluster {
+    child: Child,
+    grpc: u16,
+    dir: PathBuf,
+}
+
+impl Cluster {
+    /// Three nodes with the gRPC API, once every node names the same Raft leader.
+    async fn start() -> Cluster {
+        let n = 3u16;
+        let (api, peer, grpc) = (free_base(n), free_base(n), free_base(n));
+        let dir = std::env::temp_dir().join(format!("ringleader-etcd-{}-{grpc}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
+        cmd.args(["cluster", "--service", "--nodes", &n.to_string()])
+            .args(["--api-base-port", &api.to_string(), "--peer-base-port", &peer.to_string()])
+            .args(["--grpc-base-port", &grpc.to_string()])
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .arg("--secret-file")
+            .arg(dir.join("cluster.secret"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = {
+            let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+            cmd.spawn().expect("the ringleader binary starts")
+        };
+        let c = Cluster { child, grpc, dir };
+        c.agreed_leader().await;
+        c
+    }
+
+    fn endpoint(&self, id: u16) -> String {
+        format!("http://127.0.0.1:{}", self.grpc + id)
+    }
+
+    /// A client of node `id` alone.
+    async fn client(&self, id: u16) -> Client {
+        within("connect", Client::connect([self.endpoint(id)], None)).await.expect("etcd-client connects")
+    }
+
+    /// Polls Maintenance.Status on every node until all name the same leader.
+    async fn agreed_leader(&self) -> u64 {
+        let t0 = Instant::now();
+        loop {
+            let mut leaders = Vec::new();
+            for id in 1..=3 {
+                let answer = match Client::connect([self.endpoint(id)], None).await {
+                    Ok(mut c) => tokio::time::timeout(Duration::from_secs(2), c.status()).await.ok(),
+                    Err(_) => None,
+                };
+                leaders.push(answer.and_then(|r| r.ok()).map(|s| s.leader()).unwrap_or(0));
+            }
+            if leaders[0] != 0 && leaders.iter().all(|&l| l == leaders[0]) {
+                return leaders[0];
+            }
+            assert!(t0.elapsed() < Duration::from_secs(30), "no agreed leader within 30s: {leaders:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Polls `lease`'s TimeToLive on `client` until its keys include `key` (a lock it holds or
+/// waits for).
+async fn until_queued(client: &mut Client, lease: i64, key: &[u8]) {
+    let t0 = Instant::now();
+    loop {
+        let r = within(
+            "time-to-live",
+            client.lease_time_to_live(lease, Some(LeaseTimeToLiveOptions::new().with_keys())),
+        )
+        .await
+        .unwrap();
+        if r.keys().iter().any(|k| k == key) {
+            return;
+        }
+        assert!(t0.elapsed() < BOUND, "lease {lease:x} never queued for {:?}", String::from_utf8_lossy(key));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_grant_keep_alive_time_to_live_and_revoke() {
+    let c = Cluster::start().await;
+    let mut one = c.client(1).await;
+    let mut two = c.client(2).await;
+
+    let granted = within("grant", one.lease_grant(10, None)).await.unwrap();
+    let id = granted.id();
+    assert!(id > 0);
+    assert_eq!(granted.ttl(), 10);
+    let h = granted.header().expect("a header");
+    assert_eq!(h.member_id(), 1, "node 1 answered");
+    assert!(h.revision() >= id, "revision {} is an applied index at or past the grant {id}", h.revision());
+    assert!(h.raft_term() > 0 && h.cluster_id() != 0);
+
+    // Another node sees it (a linearizable read), with its granted TTL.
+    let ttl = within("ttl", two.lease_time_to_live(id, None)).await.unwrap();
+    assert_eq!((ttl.id(), ttl.granted_ttl()), (id, 10));
+    assert!((1..=10).contains(&ttl.ttl()), "remaining {}", ttl.ttl());
+    let leases = within("leases", two.leases()).await.unwrap();
+    assert!(leases.leases().iter().any(|l| l.id() == id));
+
+    // Keep-alive over the bidirectional stream.
+    let (mut keeper, mut stream) = within("keep-alive", two.lease_keep_alive(id)).await.unwrap();
+    for _ in 0..2 {
+        within("keep-alive", keeper.keep_alive()).await.unwrap();
+        let r = within("keep-alive answer", stream.message()).await.unwrap().expect("an answer");
+        assert_eq!((r.id(), r.ttl()), (id, 10));
+    }
+
+    // Revoked: gone everywhere; etcd's answers for a lease it does not know.
+    within("revoke", one.lease_revoke(id)).await.unwrap();
+    assert_eq!(within("ttl", two.lease_time_to_live(id, None)).await.unwrap().ttl(), -1);
+    keeper.keep_alive().await.unwrap();
+    let r = within("keep-alive answer", stream.message()).await.unwrap().expect("an answer");
+    assert_eq!(r.ttl(), 0, "a keep-alive of an unknown lease answers TTL 0");
+    let e = status(within("revoke again", one.lease_revoke(id)).await.unwrap_err());
+    assert_eq!((e.code(), e.message()), (Code::NotFound, "etcdserver: requested lease not found"));
+    let e =
+        status(within("lock", one.lock("db", Some(LockOptions::new().with_lease(id)))).await.unwrap_err());
+    assert_eq!(e.code(), Code::NotFound, "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_block_hand_over_in_order_and_fence_with_increasing_revisions() {
+    let c = Cluster::start().await;
+    let mut one = c.client(1).await;
+    let two = c.client(2).await;
+    let three = c.client(3).await;
+    let a = within("grant", one.lease_grant(30, None)).await.unwrap().id();
+    let b = within("grant", one.lease_grant(30, None)).await.unwrap().id();
+
+    let got_a = within("lock A", one.lock("db", Some(LockOptions::new().with_lease(a)))).await.unwrap();
+    assert_eq!(got_a.key(), format!("db/{a:x}").as_bytes(), "etcd's key format NAME/LEASEHEX");
+    let fence_a = got_a.header().unwrap().revision();
+    assert!(fence_a > 0);
+
+    // B, through another node, blocks behind A.
+    let mut b_client = two.clone();
+    let waiter_b =
+        tokio::spawn(async move { b_client.lock("db", Some(LockOptions::new().with_lease(b))).await });
+    until_queued(&mut one, b, format!("db/{b:x}").as_bytes()).await;
+    assert!(!waiter_b.is_finished(), "B must wait while A holds the lock");
+
+    // A unlocks with its key: B gets the lock, with a larger fencing revision.
+    within("unlock A", one.unlock(got_a.key())).await.unwrap();
+    let got_b = within("lock B", waiter_b).await.unwrap().expect("B locks after A unlocks");
+    assert_eq!(got_b.key(), format!("db/{b:x}").as_bytes());
+    let fence_b = got_b.header().unwrap().revision();
+    assert!(fence_b > fence_a, "fencing revisions increase: {fence_a} then {fence_b}");
+
+    // A third locker waits; revoking B's lease hands it over.
+    let mut a_client = three.clone();
+    let waiter_a =
+        tokio::spawn(async move { a_client.lock("db", Some(LockOptions::new().with_lease(a))).await });
+    until_queued(&mut one, a, format!("db/{a:x}").as_bytes()).await;
+    assert!(!waiter_a.is_finished());
+    within("revoke B", one.lease_revoke(b)).await.unwrap();
+    let again_a = within("lock A again", waiter_a).await.unwrap().expect("A locks once B's lease is revoked");
+    let fence_a2 = again_a.header().unwrap().revision();
+    assert!(fence_a2 > fence_b, "{fence_b} then {fence_a2}");
+    within("unlock A", one.unlock(again_a.key())).await.unwrap();
+
+    // A holder whose lease expires (D, TTL 1 s, never kept alive) hands over to the waiter.
+    let d = within("grant", one.lease_grant(1, None)).await.unwrap().id();
+    let other = format!("expiring-{d}");
+    let got_d = within("lock D", one.lock(other.clone(), Some(LockOptions::new().with_lease(d)))).await;
+    let fence_d = match got_d {
+        Ok(r) => r.header().unwrap().revision(),
+        Err(e) => panic!("D should get the free lock before its 1 s lease runs out: {e}"),
+    };
+    let mut a_client = three.clone();
+    let name = other.clone();
+    let waiter =
+        tokio::spawn(async move { a_client.lock(name, Some(LockOptions::new().with_lease(a))).await });
+    let got =
+        within("lock after expiry", waiter).await.unwrap().expect("the waiter gets the lock when D expires");
+    assert!(got.header().unwrap().revision() > fence_d);
+    let ttl = within("ttl", one.lease_time_to_live(d, None)).await.unwrap();
+    assert_eq!(ttl.ttl(), -1, "D expired");
+
+    // Unlock of a key that is not a lock key is refused with one line.
+    let e = status(within("unlock", one.unlock("no-lease-here")).await.unwrap_err());
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn campaign_leader_observe_proclaim_and_resign() {
+    let c = Cluster::start().await;
+    let mut one = c.client(1).await;
+    let mut two = c.client(2).await;
+    let l1 = within("grant", one.lease_grant(30, None)).await.unwrap().id();
+    let l2 = within("grant", one.lease_grant(30, None)).await.unwrap().id();
+
+    let e = status(within("leader", two.leader("jobs")).await.unwrap_err());
+    assert_eq!((e.code(), e.message()), (Code::NotFound, "election: no leader"));
+
+    let won = within("campaign 1", one.campaign("jobs", "alpha", l1)).await.unwrap();
+    let key1 = won.leader().expect("a leader key").clone();
+    assert_eq!((key1.name(), key1.lease()), (&b"jobs"[..], l1));
+    assert_eq!(key1.key(), format!("jobs/{l1:x}").as_bytes());
+    assert!(key1.rev() > 0);
+
+    let mut observe = within("observe", two.observe("jobs")).await.unwrap();
+    let first = within("observe first", observe.message()).await.unwrap().expect("the current leader");
+    assert_eq!(first.kv().unwrap().value(), b"alpha");
+
+    // The second candidate, through node 3, blocks while the first leads.
+    let mut three = c.client(3).await;
+    let waiter = tokio::spawn(async move { three.campaign("jobs", "beta", l2).await });
+
+    within("proclaim", one.proclaim("alpha-2", Some(ProclaimOptions::new().with_leader(key1.clone()))))
+        .await
+        .unwrap();
+    let changed = within("observe proclaim", observe.message()).await.unwrap().expect("a change");
+    assert_eq!(changed.kv().unwrap().value(), b"alpha-2");
+    let leader = within("leader", two.leader("jobs")).await.unwrap();
+    assert_eq!((leader.kv().unwrap().value(), leader.kv().unwrap().lease()), (&b"alpha-2"[..], l1));
+    assert!(!waiter.is_finished(), "the second candidate waits while the first leads");
+
+    within("resign", one.resign(Some(ResignOptions::new().with_leader(key1.clone())))).await.unwrap();
+    let won2 =
+        within("campaign 2", waiter).await.unwrap().expect("the second candidate leads after the resign");
+    assert_eq!(won2.leader().unwrap().lease(), l2);
+    let next = within("observe resign", observe.message()).await.unwrap().expect("a change");
+    assert_eq!((next.kv().unwrap().value(), next.kv().unwrap().lease()), (&b"beta"[..], l2));
+
+    let e = status(
+        within("stale proclaim", one.proclaim("late", Some(ProclaimOptions::new().with_leader(key1))))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((e.code(), e.message()), (Code::FailedPrecondition, "election: not leader"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_member_list_answer_and_other_methods_are_unimplemented_by_name() {
+    let c = Cluster::start().await;
+    let mut two = c.client(2).await;
+    let s = within("status", two.status()).await.unwrap();
+    assert!((1..=3).contains(&s.leader()), "leader {}", s.leader());
+    assert!(s.version().starts_with("3.5"), "{}", s.version());
+    assert_eq!(s.header().unwrap().member_id(), 2);
+    let members = within("member list", two.member_list()).await.unwrap();
+    let mut ids: Vec<u64> = members.members().iter().map(|m| m.id()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2, 3]);
+    let me = members.members().iter().find(|m| m.id() == 2).unwrap();
+    assert_eq!(me.client_urls(), [c.endpoint(2)]);
+
+    let e = status(within("put", two.put("k", "v", None)).await.unwrap_err());
+    assert_eq!(e.code(), Code::Unimplemented);
+    assert!(e.message().contains("etcdserverpb.KV/Put"), "{}", e.message());
+    let e = status(within("defragment", two.defragment()).await.unwrap_err());
+    assert_eq!(e.code(), Code::Unimplemented);
+    assert!(e.message().contains("etcdserverpb.Maintenance/Defragment"), "{}", e.message());
+}
