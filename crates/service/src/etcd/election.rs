@@ -87,17 +87,15 @@ impl Election for ElectionApi {
         let ctx = &self.0;
         let node = &ctx.node;
         let elected = |c: &Candidate| {
-            Response::new(CampaignResponse {
-                header: ctx.header(None),
-                leader: Some(leader_key(&election, c)),
-            })
+            let leader = Some(leader_key(&election, c));
+            async move { Response::new(CampaignResponse { header: ctx.applied_header().await, leader }) }
         };
         let mut rx = node.notices.subscribe();
         let op = Op::Campaign { election: election.clone(), lease, value, request: 0 };
         match node.propose(op).await.map_err(unavailable)?.reply {
             Reply::Elected => {
                 return match leader_of(ctx, &election).await?.filter(|c| c.lease == lease) {
-                    Some(c) => Ok(elected(&c)),
+                    Some(c) => Ok(elected(&c).await),
                     None => Err(Status::aborted("the candidacy ended before the answer was delivered")),
                 };
             }
@@ -111,7 +109,7 @@ impl Election for ElectionApi {
                 Heard::Check => {
                     if let Some(c) = leader_of(ctx, &election).await?.filter(|c| c.lease == lease) {
                         withdraw.disarm();
-                        return Ok(elected(&c));
+                        return Ok(elected(&c).await);
                     }
                     if !lease_alive(node, lease).await? {
                         withdraw.disarm();
@@ -123,7 +121,7 @@ impl Election for ElectionApi {
                         if *e == election && c.lease == lease =>
                     {
                         withdraw.disarm();
-                        return Ok(elected(c));
+                        return Ok(elected(c).await);
                     }
                     Notice::LeaseExpired { lease: l, .. } if *l == lease => {
                         withdraw.disarm();
@@ -141,7 +139,7 @@ impl Election for ElectionApi {
         let value = value_of(req.value)?;
         let ctx = &self.0;
         match ctx.node.propose(Op::Proclaim { election, lease, value }).await.map_err(unavailable)?.reply {
-            Reply::Done => Ok(Response::new(ProclaimResponse { header: ctx.header(None) })),
+            Reply::Done => Ok(Response::new(ProclaimResponse { header: ctx.applied_header().await })),
             Reply::NotLeader => Err(Status::failed_precondition("election: not leader")),
             Reply::NoSuchLease => Err(lease_not_found()),
             other => Err(Status::internal(format!("unexpected reply {other:?}"))),
@@ -227,7 +225,7 @@ impl Election for ElectionApi {
         let ctx = &self.0;
         match ctx.node.propose(Op::Resign { election, lease }).await.map_err(unavailable)?.reply {
             Reply::Done | Reply::NoSuchLease | Reply::Refused { .. } => {
-                Ok(Response::new(ResignResponse { header: ctx.header(None) }))
+                Ok(Response::new(ResignResponse { header: ctx.applied_header().await }))
             }
             other => Err(Status::internal(format!("unexpected reply {other:?}"))),
         }

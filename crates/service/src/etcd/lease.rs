@@ -60,7 +60,7 @@ impl Lease for LeaseApi {
         let op = Op::Grant { ttl: req.ttl as Time * SECOND, origin: ctx.node.me, request: 0 };
         match ctx.node.propose(op).await.map_err(unavailable)?.reply {
             Reply::Granted { lease, ttl } => Ok(Response::new(LeaseGrantResponse {
-                header: ctx.header(None),
+                header: ctx.applied_header().await,
                 id: lease as i64,
                 ttl: seconds_up(ttl),
                 error: String::new(),
@@ -76,7 +76,7 @@ impl Lease for LeaseApi {
         let lease = lease_id("lease ID", req.into_inner().id)?;
         let ctx = &self.0;
         match ctx.node.propose(Op::Revoke { lease }).await.map_err(unavailable)?.reply {
-            Reply::Done => Ok(Response::new(LeaseRevokeResponse { header: ctx.header(None) })),
+            Reply::Done => Ok(Response::new(LeaseRevokeResponse { header: ctx.applied_header().await })),
             Reply::NoSuchLease => Err(lease_not_found()),
             other => Err(Status::internal(format!("unexpected reply {other:?}"))),
         }
@@ -104,7 +104,7 @@ impl Lease for LeaseApi {
                     Reply::NoSuchLease => 0,
                     other => return Err(Status::internal(format!("unexpected reply {other:?}"))),
                 };
-                Ok(LeaseKeepAliveResponse { header: ctx.header(None), id: req.id, ttl })
+                Ok(LeaseKeepAliveResponse { header: ctx.applied_header().await, id: req.id, ttl })
             }
             .await;
             Some((answer, (requests, ctx)))

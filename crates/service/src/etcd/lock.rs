@@ -121,7 +121,7 @@ impl Lock for LockApi {
         match ctx.node.propose(Op::Release { name, lease }).await.map_err(unavailable)?.reply {
             // etcd's Unlock deletes the key, which succeeds whether or not it still exists.
             Reply::Done | Reply::NoSuchLease | Reply::Refused { .. } => {
-                Ok(Response::new(UnlockResponse { header: ctx.header(None) }))
+                Ok(Response::new(UnlockResponse { header: ctx.applied_header().await }))
             }
             other => Err(Status::internal(format!("unexpected reply {other:?}"))),
         }

@@ -99,7 +99,21 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// A response header; `revision`: the revision to report (default: the last applied index).
+    /// The header of an answer to a proposal: its revision is this node's applied index read in
+    /// the node's loop, so at or past the proposal's own entry (the published status may lag
+    /// the loop by a turn).
+    pub async fn applied_header(&self) -> Option<ResponseHeader> {
+        let applied = self
+            .node
+            .local(Box::new(|m: &StateMachine| serde_json::json!(m.last_applied())))
+            .await
+            .ok()
+            .and_then(|v| v.as_u64());
+        self.header(applied)
+    }
+
+    /// A response header; `revision`: the revision to report (default: the last applied index
+    /// the node published).
     pub fn header(&self, revision: Option<u64>) -> Option<ResponseHeader> {
         let s = self.node.status.lock().map(|s| s.clone()).unwrap_or_default();
         Some(ResponseHeader {
