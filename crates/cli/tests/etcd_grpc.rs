@@ -240,6 +240,27 @@ async fn locks_block_hand_over_in_order_and_fence_with_increasing_revisions() {
     let ttl = within("ttl", one.lease_time_to_live(d, None)).await.unwrap();
     assert_eq!(ttl.ttl(), -1, "D expired");
 
+    // A waiter whose call is cancelled withdraws: its key leaves the queue at once, long before
+    // its lease would expire.
+    let e = within("grant", one.lease_grant(60, None)).await.unwrap().id();
+    let mut e_client = two.clone();
+    let name = other.clone();
+    let waiter =
+        tokio::spawn(async move { e_client.lock(name, Some(LockOptions::new().with_lease(e))).await });
+    let e_key = format!("{other}/{e:x}").into_bytes();
+    until_queued(&mut one, e, &e_key).await;
+    waiter.abort();
+    let t0 = Instant::now();
+    loop {
+        let opts = Some(LeaseTimeToLiveOptions::new().with_keys());
+        let r = within("time-to-live", one.lease_time_to_live(e, opts)).await.unwrap();
+        if r.keys().is_empty() {
+            break;
+        }
+        assert!(t0.elapsed() < BOUND, "the cancelled waiter is still queued: {:?}", r.keys());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
     // Unlock of a key that is not a lock key is refused with one line.
     let e = status(within("unlock", one.unlock("no-lease-here")).await.unwrap_err());
     assert_eq!(e.code(), Code::InvalidArgument, "{e}");
@@ -315,4 +336,17 @@ async fn status_and_member_list_answer_and_other_methods_are_unimplemented_by_na
     let e = status(within("defragment", two.defragment()).await.unwrap_err());
     assert_eq!(e.code(), Code::Unimplemented);
     assert!(e.message().contains("etcdserverpb.Maintenance/Defragment"), "{}", e.message());
+}
+
+#[test]
+fn the_grpc_api_binds_loopback_only_unless_insecure() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ringleader"))
+        .args(["serve", "--grpc", "0.0.0.0:0", "--data-dir"])
+        .arg(std::env::temp_dir().join(format!("ringleader-etcd-refused-{}", std::process::id())))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--grpc") && err.contains("--insecure"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
 }

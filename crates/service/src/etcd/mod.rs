@@ -241,7 +241,7 @@ pub enum Heard {
     Check,
 }
 
-/// The next notice, or [`Heard::Check`] after [`LEASE_CHECK`] or a lag.
+/// The next notice, or [`Heard::Check`] after half a second without one or after a lag.
 pub async fn next_notice(rx: &mut tokio::sync::broadcast::Receiver<Published>) -> Result<Heard, Status> {
     match tokio::time::timeout(LEASE_CHECK, rx.recv()).await {
         Err(_) | Ok(Err(RecvError::Lagged(_))) => Ok(Heard::Check),
