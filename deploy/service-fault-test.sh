@@ -16,7 +16,9 @@
 #    fencing token below the highest it accepted for that lock) and `ringleader service-load`
 #    (CLIENTS clients taking and releasing LOCKS with TTL leases, failing over between the
 #    three endpoints, writing through each fencing token to the resource, recording every
-#    operation -- unknown outcomes as such -- in a JSON-lines history);
+#    operation -- unknown outcomes as such -- in a JSON-lines history), plus one stale writer:
+#    a client that takes a lock, pauses past its lease without renewing it and then writes
+#    through its old token, which the resource must refuse once a later holder wrote;
 # 4. while the clients run: kills the Raft leader's container (`docker kill`, SIGKILL), waits for
 #    the other two to elect a new leader, starts it again (it recovers from its log) and waits
 #    until it follows; `docker pause`s a follower, then unpauses it; disconnects the leader from
@@ -124,7 +126,7 @@ ENDPOINTS=$(for i in 1 2 3; do printf 'http://127.0.0.1:%s,' "$(api "$i")"; done
 log "service-load: $CLIENTS clients on locks $LOCKS for ${LOAD_SECONDS}s"
 "$BIN" service-load --endpoints "${ENDPOINTS%,}" --clients "$CLIENTS" --locks "$LOCKS" \
   --duration "${LOAD_SECONDS}s" --ttl 3s --acquire-timeout 2s --request-timeout 2s --settle 30s \
-  --resource "http://127.0.0.1:$RESOURCE_PORT" --history "$WORK/history.jsonl" \
+  --resource "http://127.0.0.1:$RESOURCE_PORT" --stale-writers 1 --history "$WORK/history.jsonl" \
   >"$WORK/load.out" 2>&1 &
 LOAD=$!
 sleep 3

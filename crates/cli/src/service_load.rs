@@ -87,6 +87,12 @@ pub struct ServiceLoadArgs {
     /// gone.
     #[arg(long, default_value = "30s", value_name = "TIME", value_parser = parse_wait)]
     pub settle: Duration,
+    /// Extra clients that each, in turn, take a lock, pause past their lease without renewing
+    /// it (as a holder stopped by a long GC pause would) and then write through their old
+    /// token: the fenced resource must refuse such a write once a later holder wrote. Needs
+    /// --resource.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub stale_writers: usize,
     /// Print the tally as one JSON line instead of text.
     #[arg(long)]
     pub json: bool,
@@ -250,6 +256,11 @@ pub struct Tally {
     pub writes_skipped: u64,
     /// Leases lost track of whose end could not be confirmed within the settle time.
     pub unconfirmed: u64,
+    /// Stale writers' writes after their lease ran out that the resource refused.
+    pub stale_rejected: u64,
+    /// Stale writers' writes after their lease ran out that the resource accepted (nobody
+    /// had written with a later token yet: the fence has nothing to refuse).
+    pub stale_accepted: u64,
 }
 
 impl Tally {
@@ -265,6 +276,8 @@ impl Tally {
         self.writes_failed += o.writes_failed;
         self.writes_skipped += o.writes_skipped;
         self.unconfirmed += o.unconfirmed;
+        self.stale_rejected += o.stale_rejected;
+        self.stale_accepted += o.stale_accepted;
     }
 }
 
@@ -416,6 +429,67 @@ fn client_run<W: Write>(
     Ok(t)
 }
 
+/// A stale writer's run: in turn, grant a lease, acquire a lock under it (raw HTTP, so nothing
+/// keeps the lease alive), pause for one and a half TTLs, write through the token, and confirm
+/// the lease gone. Its history is an acquire and a `lease_ended` (from the grant's acquire to
+/// the confirmation): the checker sees a holder whose lease ended, never an overlap.
+fn stale_writer_run<W: Write>(
+    name: &str,
+    seed: u64,
+    client: &Client,
+    plan: &Plan,
+    hist: &HistoryWriter<W>,
+) -> std::io::Result<Tally> {
+    let mut t = Tally::default();
+    let mut rng = Rng(seed | 1);
+    let Some((agent, url)) = &plan.resource else { return Ok(t) };
+    while Instant::now() + plan.ttl * 3 / 2 < plan.deadline {
+        let Ok(grant) = client.grant(plan.ttl) else {
+            t.grant_failures += 1;
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        };
+        t.sessions += 1;
+        let lock = plan.locks[rng.below(plan.locks.len())].as_str();
+        let invoked = unix_ns();
+        let body = json!({ "name": lock, "lease": grant.lease, "timeout_ms": plan.acquire_timeout.min(Duration::from_secs(1)).as_millis() as u64 });
+        let answer = agent
+            .post(&format!("{}/v1/lock/acquire", client.current_endpoint()))
+            .header("content-type", "application/json")
+            .send(body.to_string());
+        let token = match answer {
+            Ok(mut r) if r.status().as_u16() == 200 => {
+                let text = r.body_mut().read_to_string().unwrap_or_default();
+                let v: Value = serde_json::from_str(&text).unwrap_or_default();
+                v["fencing"].as_u64()
+            }
+            // Refused for sure (timeout, lease unknown): nothing happened.
+            Ok(r) if r.status().is_client_error() => {
+                t.timeouts += 1;
+                continue;
+            }
+            _ => None,
+        };
+        hist.acquire(name, grant.lease, lock, invoked, token.map(|f| (unix_ns(), f)))?;
+        if let Some(token) = token {
+            t.granted += 1;
+            // The pause: the lease runs out, a waiter is granted the lock and writes.
+            std::thread::sleep(plan.ttl * 3 / 2);
+            match write_through(agent, url, name, lock, token) {
+                Wrote::Rejected => t.stale_rejected += 1,
+                Wrote::Accepted => t.stale_accepted += 1,
+                Wrote::Failed => t.writes_failed += 1,
+            }
+        }
+        let gone = confirm_gone(client, grant.lease, plan.settle_deadline);
+        if gone.is_none() {
+            t.unconfirmed += 1;
+        }
+        hist.lease_ended(name, grant.lease, lock, invoked.min(gone.unwrap_or(u64::MAX)), gone)?;
+    }
+    Ok(t)
+}
+
 /// Runs `ringleader service-load`.
 pub fn run(args: ServiceLoadArgs) -> crate::Outcome {
     if !(1..=256).contains(&args.clients) {
@@ -441,6 +515,12 @@ pub fn run(args: ServiceLoadArgs) -> crate::Outcome {
         }
         None => None,
     };
+    if args.stale_writers > 0 && args.resource.is_none() {
+        bail!("--stale-writers {}: needs --resource (their stale writes go there)", args.stale_writers);
+    }
+    if args.stale_writers > 64 {
+        bail!("--stale-writers {}: give 0..=64", args.stale_writers);
+    }
     let file = std::fs::File::create(&args.history)
         .with_context(|| format!("--history {}", args.history.display()))?;
     let hist = Arc::new(HistoryWriter::new(std::io::BufWriter::new(file)));
@@ -457,7 +537,7 @@ pub fn run(args: ServiceLoadArgs) -> crate::Outcome {
     let n = args.endpoints.len();
     let seed = base().0;
     let mut threads = Vec::new();
-    for i in 0..args.clients {
+    for i in 0..args.clients + args.stale_writers {
         // Client i starts with endpoint i mod n, so that the load is spread.
         let rotated: Vec<&String> = args.endpoints.iter().cycle().skip(i % n).take(n).collect();
         let client = Client::new(rotated)
@@ -465,12 +545,20 @@ pub fn run(args: ServiceLoadArgs) -> crate::Outcome {
             .with_request_timeout(args.request_timeout)
             .with_rounds(2);
         let (plan, hist) = (Arc::clone(&plan), Arc::clone(&hist));
-        let name = format!("client-{}", i + 1);
+        let stale = i >= args.clients;
+        let name =
+            if stale { format!("stale-{}", i + 1 - args.clients) } else { format!("client-{}", i + 1) };
         let seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1));
         threads.push(
             std::thread::Builder::new()
                 .name(name.clone())
-                .spawn(move || client_run(&name, seed, &client, &plan, &hist))
+                .spawn(move || {
+                    if stale {
+                        stale_writer_run(&name, seed, &client, &plan, &hist)
+                    } else {
+                        client_run(&name, seed, &client, &plan, &hist)
+                    }
+                })
                 .context("cannot start a client thread")?,
         );
     }
@@ -513,6 +601,12 @@ pub fn run(args: ServiceLoadArgs) -> crate::Outcome {
             println!(
                 "service-load: resource writes: {} accepted, {} rejected as stale, {} failed, {} skipped (lease no longer trusted)",
                 total.writes_accepted, total.writes_rejected, total.writes_failed, total.writes_skipped
+            );
+        }
+        if args.stale_writers > 0 {
+            println!(
+                "service-load: stale writers (paused past their lease): {} writes refused by the fence, {} accepted (no later holder had written)",
+                total.stale_rejected, total.stale_accepted
             );
         }
     }

@@ -134,11 +134,17 @@ impl Rig {
 
     /// `service-load` for `seconds` against the three nodes, started in the background.
     fn load(&self, seconds: u32) -> Child {
+        self.load_with(seconds, &["--ttl", "2s"])
+    }
+
+    /// [`Rig::load`] with extra flags.
+    fn load_with(&self, seconds: u32, extra: &[&str]) -> Child {
         let endpoints: Vec<String> = (1..=3).map(|i| format!("http://127.0.0.1:{}", self.api + i)).collect();
         spawn(
             bin()
                 .args(["service-load", "--endpoints", &endpoints.join(","), "--clients", "4"])
-                .args(["--locks", "a,b", "--duration", &format!("{seconds}s"), "--ttl", "2s"])
+                .args(["--locks", "a,b", "--duration", &format!("{seconds}s")])
+                .args(extra)
                 .args(["--resource", &format!("http://127.0.0.1:{}", self.resource_port)])
                 .arg("--history")
                 .arg(self.history())
@@ -244,4 +250,29 @@ fn tampering_is_caught(rig: &Rig) {
     let (out, report) = verify(&tampered);
     assert_eq!(out.status.code(), Some(2), "{report}");
     assert!(report.contains("VIOLATED"), "{report}");
+}
+
+/// A holder paused past its lease (it stops renewing, then writes through its old token) is
+/// refused by the fenced resource once the next holder wrote, and the history stays
+/// linearizable: the service handed the lock over only after the lease ended.
+#[test]
+fn a_holder_paused_past_its_lease_is_refused_by_the_fence() {
+    let rig = Rig::start("stale");
+    let load = rig.load_with(5, &["--ttl", "1s", "--stale-writers", "1"]);
+    let out = load.wait_with_output().unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let refused: u64 = said
+        .split("stale writers (paused past their lease): ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no stale-writer tally: {said}"));
+    assert!(refused >= 1, "the fence refused no stale write: {said}");
+
+    let (out, report) = verify(&rig.history());
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    let check =
+        bin().args(["fenced-resource", "--check"]).arg(rig.dir.join("writes.jsonl")).output().unwrap();
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
 }
