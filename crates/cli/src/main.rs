@@ -18,6 +18,7 @@ mod demo;
 mod detector_curve;
 mod elect;
 mod lease;
+mod member;
 mod lock;
 mod node;
 mod quorum_risk;
@@ -99,6 +100,7 @@ enum Subcommand {
     Lock(Box<lock::LockArgs>),
     Elect(Box<elect::ElectArgs>),
     Lease(Box<lease::LeaseArgs>),
+    Member(Box<member::MemberArgs>),
 }
 
 /// Ends the program quietly when a reader closes our stdout or stderr (`ringleader table | head
@@ -181,6 +183,7 @@ fn main() -> ExitCode {
         Subcommand::Lock(args) => lock::run(*args),
         Subcommand::Elect(args) => elect::run(*args),
         Subcommand::Lease(args) => lease::run(*args),
+        Subcommand::Member(args) => member::run(*args),
     };
     match result {
         Ok(status) => ExitCode::from(status.code()),
