@@ -405,7 +405,8 @@ pub struct Status {
     pub leader: Option<u64>,
     /// The current term.
     pub term: u64,
-    /// `leader`, `follower`, `candidate` or `pre_candidate`.
+    /// `leader`, `follower`, `candidate`, `pre_candidate`, or `removed` once this node was
+    /// removed from the cluster.
     pub role: &'static str,
     /// The last applied index.
     pub applied: u64,
@@ -894,6 +895,7 @@ async fn run_loop(
     replica.reseed(random);
     if state.removed {
         eprintln!("[id {}] this node was removed from the cluster; it serves nothing", state.cfg.id);
+        publish_status(&replica, &state);
     }
     loop {
         tokio::select! {
@@ -1131,4 +1133,9 @@ fn publish_status(replica: &Replica<DiskLog>, state: &LoopState) {
     s.commit = replica.commit();
     s.members = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
     s.removed = state.removed;
+    if state.removed {
+        // raft-rs leaves a removed leader in its role; it leads nothing any more.
+        s.role = "removed";
+        s.leader = None;
+    }
 }
