@@ -165,7 +165,10 @@ pub fn run(args: ServeArgs) -> crate::Outcome {
             dir.display()
         );
         if join {
-            eprintln!("[id {id}] joining: waiting to be added (`ringleader member add {id} {}`)", running.listen);
+            eprintln!(
+                "[id {id}] joining: waiting to be added (`ringleader member add {id} {}`)",
+                running.listen
+            );
         }
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let mut done = running.done;

@@ -216,7 +216,8 @@ fn a_fourth_node_joins_catches_up_serves_a_lock_and_the_leader_leaves() {
     c.serve(4, &[1, 2, 3, 4], true);
     let waiting = c.status(4).unwrap();
     assert_eq!(waiting["members"], json!([]), "{waiting}");
-    let (code, body) = call(c.port(4), "POST", "/v1/members", Some(json!({ "id": 5, "peer": "127.0.0.1:1" })));
+    let (code, body) =
+        call(c.port(4), "POST", "/v1/members", Some(json!({ "id": 5, "peer": "127.0.0.1:1" })));
     assert_eq!((code, body["reason"].as_str()), (503, Some("not_member")), "{body}");
 
     // Added through a follower's API: the answer comes once the change is applied there.
@@ -230,12 +231,14 @@ fn a_fourth_node_joins_catches_up_serves_a_lock_and_the_leader_leaves() {
     for id in 1..=4 {
         let (code, body) = call(c.port(id), "GET", "/v1/members", None);
         assert_eq!(code, 200, "{body}");
-        let peers: Vec<&str> = body["members"].as_array().unwrap().iter().map(|m| m["peer"].as_str().unwrap()).collect();
+        let peers: Vec<&str> =
+            body["members"].as_array().unwrap().iter().map(|m| m["peer"].as_str().unwrap()).collect();
         let want: Vec<String> = (1..=4).map(|i| c.peer_addr(i)).collect();
         assert_eq!(peers, want, "node {id}: {body}");
     }
     // Adding it again at the same address is a retry: nothing changes.
-    let (code, again) = call(c.port(leader), "POST", "/v1/members", Some(json!({ "id": 4, "peer": c.peer_addr(4) })));
+    let (code, again) =
+        call(c.port(leader), "POST", "/v1/members", Some(json!({ "id": 4, "peer": c.peer_addr(4) })));
     assert_eq!((code, member_ids(&again)), (200, vec![1, 2, 3, 4]), "{again}");
 
     // Node 4 caught up with the state: the lock taken before it joined is held.
@@ -273,7 +276,8 @@ fn a_fourth_node_joins_catches_up_serves_a_lock_and_the_leader_leaves() {
     until(Duration::from_secs(10), "the waiter queues", || {
         (call(c.port(new), "GET", "/v1/lock/after", None).1["waiters"] == json!([d])).then_some(())
     });
-    let (code, body) = call(c.port(4), "POST", "/v1/lock/release", Some(json!({ "name": "after", "lease": b })));
+    let (code, body) =
+        call(c.port(4), "POST", "/v1/lock/release", Some(json!({ "name": "after", "lease": b })));
     assert_eq!(code, 200, "{body}");
     let (code, next) = waiter.join().unwrap();
     assert_eq!(code, 200, "{next}");

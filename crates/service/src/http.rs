@@ -210,10 +210,14 @@ fn check_member_id(id: u64) -> Result<u64, ApiError> {
 fn check_peer(peer: &str) -> Result<(), ApiError> {
     let port = peer.rsplit_once(':').map(|(host, port)| (host, port.parse::<u16>()));
     match port {
-        Some((host, Ok(p))) if !host.is_empty() && p != 0 && peer.len() <= 255 && !peer.contains(char::is_whitespace) => {
+        Some((host, Ok(p)))
+            if !host.is_empty() && p != 0 && peer.len() <= 255 && !peer.contains(char::is_whitespace) =>
+        {
             Ok(())
         }
-        _ => Err(ApiError::bad(format!("peer {peer:?}: expected HOST:PORT, the new node's --listen address"))),
+        _ => {
+            Err(ApiError::bad(format!("peer {peer:?}: expected HOST:PORT, the new node's --listen address")))
+        }
     }
 }
 

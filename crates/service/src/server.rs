@@ -611,8 +611,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
 
     let (commands_tx, commands_rx) = mpsc::channel(4096);
     let (notices, _) = broadcast::channel(65_536);
-    let status =
-        Arc::new(Mutex::new(Status { id: cfg.id, removed: removed_at_start, ..Status::default() }));
+    let status = Arc::new(Mutex::new(Status { id: cfg.id, removed: removed_at_start, ..Status::default() }));
     let node = Arc::new(Node {
         me,
         commands: commands_tx,
@@ -774,8 +773,10 @@ impl LoopState {
 
     /// The members of `voters` (node ids) with their addresses.
     fn members(&self, voters: &[u64], applied: u64) -> Members {
-        let members =
-            voters.iter().map(|&id| Member { id, peer: self.table.get(&id).cloned().unwrap_or_default() }).collect();
+        let members = voters
+            .iter()
+            .map(|&id| Member { id, peer: self.table.get(&id).cloned().unwrap_or_default() })
+            .collect();
         Members { members, applied }
     }
 }
@@ -867,7 +868,9 @@ impl Host for ServerHost<'_> {
             ConfChangeType::AddLearnerNode => {}
         }
         let done = s.change.as_ref().is_some_and(|p| match &p.change {
-            MemberChange::Add { id: want, .. } => change.get_change_type() == ConfChangeType::AddNode && id == *want,
+            MemberChange::Add { id: want, .. } => {
+                change.get_change_type() == ConfChangeType::AddNode && id == *want
+            }
             MemberChange::Remove { id: want } => {
                 change.get_change_type() == ConfChangeType::RemoveNode && id == *want
             }
@@ -961,7 +964,10 @@ fn after_changes(replica: &mut Replica<DiskLog>, state: &mut LoopState) -> Resul
     }
     if state.removed {
         let gone = Unavailable::Removed(state.cfg.id);
-        eprintln!("[id {}] this node was removed from the cluster; it serves nothing from now on", state.cfg.id);
+        eprintln!(
+            "[id {}] this node was removed from the cluster; it serves nothing from now on",
+            state.cfg.id
+        );
         for (_, p) in std::mem::take(&mut state.pending) {
             if let Some(reply) = p.reply {
                 let _ = reply.send(Err(gone.clone()));
