@@ -223,11 +223,14 @@ fn a_fourth_node_joins_catches_up_serves_a_lock_and_the_leader_leaves() {
     // Added through a follower's API: the answer comes once the change is applied there.
     let leader = c.leader(&[1, 2, 3]);
     let follower = (1..=3).find(|&i| i != leader).unwrap();
+    let t0 = Instant::now();
     let (code, body) =
         call(c.port(follower), "POST", "/v1/members", Some(json!({ "id": 4, "peer": c.peer_addr(4) })));
     assert_eq!(code, 200, "{body}");
     assert_eq!(member_ids(&body), [1, 2, 3, 4], "{body}");
+    let added = t0.elapsed();
     c.converged(&[1, 2, 3, 4], &[1, 2, 3, 4]);
+    eprintln!("add answered after {added:?}; node 4 caught up after {:?}", t0.elapsed());
     for id in 1..=4 {
         let (code, body) = call(c.port(id), "GET", "/v1/members", None);
         assert_eq!(code, 200, "{body}");
@@ -250,6 +253,7 @@ fn a_fourth_node_joins_catches_up_serves_a_lock_and_the_leader_leaves() {
     assert_eq!(code, 200, "{got}");
 
     // The leader is removed through its own API; the others elect one of themselves.
+    let t0 = Instant::now();
     let (code, body) = call(c.port(leader), "DELETE", &format!("/v1/members/{leader}"), None);
     assert_eq!(code, 200, "{body}");
     let rest: Vec<u16> = (1..=4).filter(|&i| i != leader).collect();
@@ -257,6 +261,7 @@ fn a_fourth_node_joins_catches_up_serves_a_lock_and_the_leader_leaves() {
     assert_eq!(member_ids(&body), rest_ids, "{body}");
     let new = c.leader(&rest);
     assert_ne!(new, leader);
+    eprintln!("leader {leader} removed; {new} leads the rest after {:?}", t0.elapsed());
     c.converged(&rest, &rest_ids);
     let gone = until(Duration::from_secs(10), "the removed node says so", || {
         c.status(leader).filter(|s| s["removed"] == json!(true))
