@@ -330,6 +330,23 @@ fn membership_requests_that_cannot_be_made_get_one_line_and_a_reason() {
     let out = c.verb(&[1], &["member", "add", "0", "127.0.0.1:1"]);
     assert!(!out.status.success());
 
+    // A follower removed through the `member` verb learns its removal and stops; the two
+    // others go on.
+    let leader = c.leader(&[1, 2, 3]);
+    let follower = (1..=3).find(|&i| i != leader).unwrap();
+    let rest: Vec<u16> = (1..=3).filter(|&i| i != follower).collect();
+    let out = c.verb(&[leader], &["member", "remove", &follower.to_string()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let want: String = rest.iter().map(|&i| format!("{i} {}\n", c.peer_addr(i))).collect();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+    until(Duration::from_secs(10), "the removed follower says so", || {
+        c.status(follower).filter(|s| s["removed"] == json!(true) && s["role"] == "removed")
+    });
+    let rest_ids: Vec<u64> = rest.iter().map(|&i| i as u64).collect();
+    c.converged(&rest, &rest_ids);
+    let a = c.grant(rest[1]);
+    assert_eq!(c.acquire(rest[0], "two", a).0, 200);
+
     // A one-node cluster cannot remove its last member.
     drop(c);
     let solo = Cluster::start(1);
