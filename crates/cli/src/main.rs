@@ -20,6 +20,7 @@ mod elect;
 mod fenced_resource;
 mod lease;
 mod lock;
+mod member;
 mod node;
 mod quorum_risk;
 mod serve;
@@ -101,6 +102,7 @@ enum Subcommand {
     Lock(Box<lock::LockArgs>),
     Elect(Box<elect::ElectArgs>),
     Lease(Box<lease::LeaseArgs>),
+    Member(Box<member::MemberArgs>),
     #[command(hide = true)]
     ServiceLoad(Box<service_load::ServiceLoadArgs>),
     #[command(hide = true)]
@@ -187,6 +189,7 @@ fn main() -> ExitCode {
         Subcommand::Lock(args) => lock::run(*args),
         Subcommand::Elect(args) => elect::run(*args),
         Subcommand::Lease(args) => lease::run(*args),
+        Subcommand::Member(args) => member::run(*args),
         Subcommand::ServiceLoad(args) => service_load::run(*args),
         Subcommand::FencedResource(args) => fenced_resource::run(args),
     };

@@ -22,6 +22,13 @@ use ringleader_service::server::ServerConfig;
 ///       --peer 2=127.0.0.1:4202 --peer 3=127.0.0.1:4203 \
 ///       --data-dir node-1 --secret-file cluster.secret
 ///   curl -s localhost:4100/status
+///
+/// Adding a node to a running cluster: start it with --join and every current member as
+/// --peer (`ringleader member list` prints them), then add it from any member:
+///   ringleader serve --id 4 --listen 127.0.0.1:4204 --api 127.0.0.1:4104 --join \
+///       --peer 1=127.0.0.1:4201 --peer 2=127.0.0.1:4202 --peer 3=127.0.0.1:4203 \
+///       --data-dir node-4 --secret-file cluster.secret
+///   ringleader member add 4 127.0.0.1:4204 --endpoints http://127.0.0.1:4101
 #[derive(Args, Debug, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct ServeArgs {
@@ -37,6 +44,11 @@ pub struct ServeArgs {
     /// Another member as ID=HOST:PORT (repeatable). None: a one-node service.
     #[arg(long, value_name = "ID=HOST:PORT")]
     pub peer: Vec<String>,
+    /// Join a running cluster whose current members are the --peer flags: start with no
+    /// configuration, never campaign, and wait to be added (`ringleader member add`); the
+    /// leader then sends a snapshot. Harmless on restarts (ignored once the log is not new).
+    #[arg(long)]
+    pub join: bool,
     /// The directory of the durable Raft log (created if missing; a restarted node recovers
     /// from it).
     #[arg(long, default_value = "ringleader-service-data", value_name = "DIR")]
@@ -129,6 +141,7 @@ impl ServeArgs {
         cfg.retry = cfg.tick * (2 * self.election_ticks as u32);
         cfg.clock_every = cfg.tick * 2;
         cfg.seed = self.seed;
+        cfg.join = self.join;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -141,6 +154,7 @@ pub fn run(args: ServeArgs) -> crate::Outcome {
     rt.block_on(async move {
         let id = cfg.id;
         let n = cfg.members.len();
+        let join = cfg.join;
         let dir = cfg.data_dir.clone();
         let running = ringleader_service::start(cfg).await?;
         eprintln!(
@@ -150,6 +164,12 @@ pub fn run(args: ServeArgs) -> crate::Outcome {
             running.api,
             dir.display()
         );
+        if join {
+            eprintln!(
+                "[id {id}] joining: waiting to be added (`ringleader member add {id} {}`)",
+                running.listen
+            );
+        }
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let mut done = running.done;
         tokio::select! {

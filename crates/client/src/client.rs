@@ -55,7 +55,31 @@ pub struct Status {
     pub commit: u64,
     /// The cluster's node ids.
     pub members: Vec<u64>,
+    /// True once this node was removed from the cluster (it serves nothing any more).
+    #[serde(default)]
+    pub removed: bool,
 }
+
+/// One member of the cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Member {
+    /// Its node id.
+    pub id: u64,
+    /// Its peer address (`host:port`; empty if the answering node never learnt it).
+    pub peer: String,
+}
+
+/// The cluster's members as one node knows them (`GET /v1/members`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Members {
+    /// The voters, by id.
+    pub members: Vec<Member>,
+    /// The log index the answering node had applied.
+    pub applied: u64,
+}
+
+/// How long a membership change may take before the client gives up on it.
+const CHANGE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A lease as granted or kept alive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -182,6 +206,23 @@ impl Client {
         self.get("/status")
     }
 
+    /// The members as the answering node knows them.
+    pub fn members(&self) -> Result<Members, ClientError> {
+        self.get("/v1/members")
+    }
+
+    /// Adds node `id`, reached by its peers at `peer` (`host:port`), and returns the members
+    /// once the change is applied. Adding a member again at the same address changes nothing.
+    pub fn add_member(&self, id: u64, peer: &str) -> Result<Members, ClientError> {
+        let body = json!({ "id": id, "peer": peer });
+        self.call_bounded("POST", "/v1/members", Some(body), Some(CHANGE_TIMEOUT), Retry::IfUnsent)
+    }
+
+    /// Removes node `id` and returns the members once the change is applied.
+    pub fn remove_member(&self, id: u64) -> Result<Members, ClientError> {
+        self.call_bounded("DELETE", &format!("/v1/members/{id}"), None, Some(CHANGE_TIMEOUT), Retry::IfUnsent)
+    }
+
     /// Grants a lease of `ttl` (whole milliseconds, at least 1).
     pub fn grant(&self, ttl: Duration) -> Result<LeaseGrant, ClientError> {
         let ttl_ms = whole_ms(ttl).max(1);
@@ -282,6 +323,9 @@ impl Client {
                     .timeout_global(timeout)
                     .build()
                     .send(t.as_bytes()),
+                None if method == "DELETE" => {
+                    self.inner.agent.delete(&url).config().timeout_global(timeout).build().call()
+                }
                 None => {
                     debug_assert_eq!(method, "GET");
                     self.inner.agent.get(&url).config().timeout_global(timeout).build().call()
