@@ -8,10 +8,9 @@
 # 1. builds a FROM-scratch image of the glibc binary and the exact libraries it links
 #    (deploy/Dockerfile.rootfs; nothing is pulled);
 # 2. starts three service nodes (deploy/service-compose.yml), each with its Raft log on a
-#    data-dir volume, APIs published on 127.0.0.1:18201..18203. The APIs bind the containers'
-#    0.0.0.0, which needs `serve --insecure` (the API has no bearer token yet; --insecure also
-#    drops the peers' cluster secret): acceptable because the ports are published on the host's
-#    loopback only and the peer network is Docker-internal;
+#    data-dir volume, APIs published on 127.0.0.1:18201..18203. The nodes prove a fresh cluster
+#    secret to each other, and their APIs (bound on the containers' 0.0.0.0) ask every client
+#    for a fresh bearer token;
 # 3. on the host, starts `ringleader fenced-resource` (a resource that rejects writes with a
 #    fencing token below the highest it accepted for that lock) and `ringleader service-load`
 #    (CLIENTS clients taking and releasing LOCKS with TTL leases, failing over between the
@@ -44,7 +43,9 @@ CLIENTS=${CLIENTS:-4}
 LOCKS=${LOCKS:-orders,stock}
 RESOURCE_PORT=${RESOURCE_PORT:-18300}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-export PROJECT IMAGE DATA_DIR
+SECRET_FILE=$WORK/cluster.secret
+API_TOKEN_FILE=$WORK/api.token
+export PROJECT IMAGE DATA_DIR SECRET_FILE API_TOKEN_FILE
 COMPOSE=(docker-compose -p "$PROJECT" -f "$ROOT/deploy/service-compose.yml")
 NET="${PROJECT}_raft"
 PARTITIONED_PID=""
@@ -67,8 +68,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The cluster secret the nodes prove to each other (32 random bytes, hex, mode 0600), and the
+# bearer token of their APIs.
+(umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$SECRET_FILE")
+(umask 077 && od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$API_TOKEN_FILE")
+
 api() { echo $((18200 + $1)); }
-status() { curl -s -m 2 "http://127.0.0.1:$(api "$1")/status" || true; }
+status() { curl -s -m 2 -H "Authorization: Bearer $(cat "$API_TOKEN_FILE")" "http://127.0.0.1:$(api "$1")/status" || true; }
 field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2; }
 
 # wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.2 s until it succeeds.
@@ -127,6 +133,7 @@ log "service-load: $CLIENTS clients on locks $LOCKS for ${LOAD_SECONDS}s"
 "$BIN" service-load --endpoints "${ENDPOINTS%,}" --clients "$CLIENTS" --locks "$LOCKS" \
   --duration "${LOAD_SECONDS}s" --ttl 3s --acquire-timeout 2s --request-timeout 2s --settle 30s \
   --resource "http://127.0.0.1:$RESOURCE_PORT" --stale-writers 1 --history "$WORK/history.jsonl" \
+  --api-token-file "$API_TOKEN_FILE" \
   >"$WORK/load.out" 2>&1 &
 LOAD=$!
 sleep 3

@@ -57,7 +57,13 @@ pub struct ServeArgs {
     /// it. Needed when there are peers, unless --insecure.
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
-    /// Believe every peer's hello (no secret).
+    /// Clients of the HTTP API must send `Authorization: Bearer TOKEN` with the token in this
+    /// file (at least 16 visible characters); required to serve the API on a non-loopback
+    /// address unless --insecure.
+    #[arg(long, value_name = "FILE")]
+    pub api_token_file: Option<PathBuf>,
+    /// Run without a cluster secret: every peer's hello is believed, and the API may listen
+    /// beyond the loopback without a token.
     #[arg(long)]
     pub insecure: bool,
     /// Local time between two Raft ticks, 1ms..1s.
@@ -103,17 +109,15 @@ impl ServeArgs {
         }
         let listen = crate::node::resolve(&self.listen, "--listen")?;
         let api = crate::node::resolve(&self.api, "--api")?;
-        if !api.ip().is_loopback() && !self.insecure {
-            bail!(
-                "--api {api}: the service API has no authentication yet; bind a loopback address, or give \
-                 --insecure to serve it on the network anyway"
-            );
-        }
         let mut members = vec![(self.id, listen.to_string())];
         for p in &self.peer {
             members.push(crate::node::parse_peer(p)?);
         }
         let mut cfg = ServerConfig::new(self.id, members, listen, api, self.data_dir.clone());
+        cfg.insecure_api = self.insecure;
+        if let Some(path) = &self.api_token_file {
+            cfg.api_token = Some(ringleader_net::api::ApiToken::read_file(path)?);
+        }
         cfg.secret = match (&self.secret_file, self.insecure) {
             (Some(_), true) => bail!("--secret-file and --insecure contradict each other; give one"),
             (Some(path), false) => Some(ringleader_net::auth::Secret::read_file(path)?),

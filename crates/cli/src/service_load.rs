@@ -93,6 +93,10 @@ pub struct ServiceLoadArgs {
     /// --resource.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub stale_writers: usize,
+    /// The service nodes' API bearer token, from this file (nodes started with
+    /// `--api-token-file`).
+    #[arg(long, value_name = "FILE")]
+    pub api_token_file: Option<PathBuf>,
     /// Print the tally as one JSON line instead of text.
     #[arg(long)]
     pub json: bool,
@@ -288,6 +292,8 @@ struct Plan {
     acquire_timeout: Duration,
     hold: Duration,
     resource: Option<(ureq::Agent, String)>,
+    /// The `Authorization` header value for raw requests to the service, if it asks one.
+    bearer: Option<String>,
     /// When the clients stop starting operations.
     deadline: Instant,
     /// When a client stops trying to confirm a lease is gone.
@@ -453,10 +459,13 @@ fn stale_writer_run<W: Write>(
         let lock = plan.locks[rng.below(plan.locks.len())].as_str();
         let invoked = unix_ns();
         let body = json!({ "name": lock, "lease": grant.lease, "timeout_ms": plan.acquire_timeout.min(Duration::from_secs(1)).as_millis() as u64 });
-        let answer = agent
+        let mut request = agent
             .post(&format!("{}/v1/lock/acquire", client.current_endpoint()))
-            .header("content-type", "application/json")
-            .send(body.to_string());
+            .header("content-type", "application/json");
+        if let Some(bearer) = &plan.bearer {
+            request = request.header("authorization", bearer);
+        }
+        let answer = request.send(body.to_string());
         let token = match answer {
             Ok(mut r) if r.status().as_u16() == 200 => {
                 let text = r.body_mut().read_to_string().unwrap_or_default();
@@ -525,7 +534,9 @@ pub fn run(args: ServiceLoadArgs) -> crate::Outcome {
         .with_context(|| format!("--history {}", args.history.display()))?;
     let hist = Arc::new(HistoryWriter::new(std::io::BufWriter::new(file)));
     let start = Instant::now();
+    let token = args.api_token_file.as_deref().map(crate::service_client::read_token).transpose()?;
     let plan = Arc::new(Plan {
+        bearer: token.as_ref().map(|t| format!("Bearer {t}")),
         locks: args.locks.clone(),
         ttl: args.ttl,
         acquire_timeout: args.acquire_timeout,
@@ -540,10 +551,13 @@ pub fn run(args: ServiceLoadArgs) -> crate::Outcome {
     for i in 0..args.clients + args.stale_writers {
         // Client i starts with endpoint i mod n, so that the load is spread.
         let rotated: Vec<&String> = args.endpoints.iter().cycle().skip(i % n).take(n).collect();
-        let client = Client::new(rotated)
+        let mut client = Client::new(rotated)
             .context("--endpoints")?
             .with_request_timeout(args.request_timeout)
             .with_rounds(2);
+        if let Some(token) = &token {
+            client = client.with_bearer_token(token);
+        }
         let (plan, hist) = (Arc::clone(&plan), Arc::clone(&hist));
         let stale = i >= args.clients;
         let name =

@@ -146,14 +146,6 @@ fn unexpected(reply: &Reply) -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("unexpected reply {reply:?}"))
 }
 
-/// Serves the API on `listener` until the node shuts down.
-pub async fn serve(listener: tokio::net::TcpListener, node: Arc<Node>) {
-    let shutdown = node.shutdown.clone();
-    let app = router(node);
-    let _ =
-        axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
-}
-
 /// The API's routes.
 pub fn router(node: Arc<Node>) -> axum::Router {
     axum::Router::new()

@@ -17,10 +17,20 @@ pub mod disk;
 pub mod http;
 pub mod server;
 
-/// Starts a service node ([`server::start`]) and serves its HTTP API ([`http::serve`]) until
-/// the node shuts down.
+/// Starts a service node ([`server::start`]) and serves its HTTP API ([`http::router`]) until
+/// the node shuts down, hardened as a real node's API is
+/// ([`ringleader_net::api::serve_router`]): connection limits, idle and write-stall timeouts,
+/// the `Host` check on a loopback bind, and the bearer token when one is configured.
 pub async fn start(cfg: server::ServerConfig) -> Result<server::Running, server::ServeError> {
+    let (token, limits, id) = (cfg.api_token.clone(), cfg.api_limits, cfg.id);
     let (running, api) = server::start(cfg).await?;
-    tokio::spawn(http::serve(api, running.node.clone()));
+    let node = running.node.clone();
+    let shutdown = node.shutdown.clone();
+    let counts = std::sync::Arc::new(ringleader_net::api::ConnectionCounters::default());
+    tokio::spawn(async move {
+        let label = format!("service node {id}");
+        ringleader_net::api::serve_router(api, http::router(node), counts, token, limits, shutdown, &label)
+            .await
+    });
     Ok(running)
 }

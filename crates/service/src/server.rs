@@ -159,6 +159,12 @@ pub struct ServerConfig {
     /// this node); it starts with no configuration and waits to be added
     /// ([`Command::ChangeMembers`]) and sent a snapshot. Ignored once its log is not new.
     pub join: bool,
+    /// The bearer token the HTTP API's clients must send (`None`: none asked).
+    pub api_token: Option<ringleader_net::api::ApiToken>,
+    /// The HTTP API's connection limits (open connections, idle and write-stall timeouts).
+    pub api_limits: ringleader_net::api::ConnectionLimits,
+    /// Serve the API beyond the loopback without a token.
+    pub insecure_api: bool,
 }
 
 impl ServerConfig {
@@ -188,6 +194,9 @@ impl ServerConfig {
             retry: Duration::from_millis(400),
             seed: None,
             join: false,
+            api_token: None,
+            api_limits: ringleader_net::api::ConnectionLimits::default(),
+            insecure_api: false,
         }
     }
 
@@ -207,6 +216,12 @@ impl ServerConfig {
         }
         if ids.len() > 255 || self.id > MAX_ID {
             return bad(format!("at most 255 members, with ids 1..={MAX_ID}"));
+        }
+        if !self.api.ip().is_loopback() && self.api_token.is_none() && !self.insecure_api {
+            return bad(format!(
+                "--api {}: a non-loopback API needs a bearer token (--api-token-file FILE), or --insecure",
+                self.api
+            ));
         }
         if self.join && ids.len() < 2 {
             return bad("--join needs the running cluster's members (--peer ID=HOST:PORT for each)".into());
