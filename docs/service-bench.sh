@@ -5,6 +5,7 @@
 #   docs/service-bench.sh                 # release build; 5 s per measurement
 #   SECONDS_EACH=2 RINGLEADER_BIN=target/debug/ringleader docs/service-bench.sh
 #   MEASURE=failover FAILOVER_TRIALS=40 docs/service-bench.sh    # only the leader-kill trials
+#   MEASURE=handover HANDOVER_TRIALS=20 docs/service-bench.sh    # only holder death -> next holder
 #
 # Installs Debian's etcd-server if etcd is missing. Both services fsync every commit (etcd by
 # default; ours with one fsync per batch of proposals). Prints one line per measurement.
@@ -80,9 +81,29 @@ failover_trials() { # TRIALS: kill -9 the leader of 3 nodes; time until a lock+u
   printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "ringleader 3 nodes, leader kill -9 -> lock+unlock again: %d trials, p50 %d ms, p99 %d ms, max %d ms\n", NR, a[int((NR+1)/2)], a[int(NR*0.99+0.999)], a[NR]}'
 }
 
+handover_trials() { # TRIALS: a holder dies (stops talking) just after a keep-alive; time to the next grant
+  local trials=$1 ttl
+  ours_cluster 3
+  for ttl in 2s 1s 500ms 300ms; do
+    bench "ringleader 3 nodes, TTL $ttl" --measure handover --ttl "$ttl" --trials "$trials" \
+      --endpoints http://127.0.0.1:14101,http://127.0.0.1:14102
+  done
+  stop_all
+  etcd_cluster 3
+  # etcd's minimum lease TTL is about 2 s with its default election timeout.
+  bench "etcd 3 nodes, TTL 2s" --target etcd --measure handover --ttl 2s --trials "$trials" \
+    --endpoints http://127.0.0.1:12371,http://127.0.0.1:12372
+  stop_all
+}
+
 MEASURE=${MEASURE:-all}
-[ "$MEASURE" = throughput ] || failover_trials "${FAILOVER_TRIALS:-20}"
-[ "$MEASURE" = failover ] && exit 0
+case $MEASURE in
+  all | throughput | failover | handover) ;;
+  *) echo "MEASURE=$MEASURE: give all, throughput, failover or handover" >&2; exit 2 ;;
+esac
+if [ "$MEASURE" = all ] || [ "$MEASURE" = failover ]; then failover_trials "${FAILOVER_TRIALS:-20}"; fi
+if [ "$MEASURE" = all ] || [ "$MEASURE" = handover ]; then handover_trials "${HANDOVER_TRIALS:-10}"; fi
+[ "$MEASURE" = all ] || [ "$MEASURE" = throughput ] || exit 0
 
 for n in 1 3; do
   ours_cluster "$n"

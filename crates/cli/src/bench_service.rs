@@ -10,15 +10,26 @@ use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
-/// Measure lock+unlock throughput and latency against running service nodes
+/// Measure a running lock service: throughput, or hand-over after a holder dies
 ///
-/// Each client takes one lease, then acquires and releases a lock in a loop until the time is
-/// up; client i uses lock name i mod NAMES. One operation is one acquire plus one release.
-/// The same client speaks to etcd (v3 JSON gateway, /v3/lock/lock) with --target etcd.
+/// --measure throughput (default): each client takes one lease, then acquires and releases a
+/// lock in a loop until the time is up; client i uses lock name i mod NAMES. One operation is
+/// one acquire plus one release.
+///
+/// --measure handover: TRIALS times, a holder takes a lease of --ttl, acquires a lock and keeps
+/// the lease alive every third of the TTL while a waiter (with a long lease of its own) blocks
+/// in acquire of the same name; then the holder dies just after a keep-alive was answered (it
+/// stops talking: no release, no revoke). The figure is the time from that death to the
+/// waiter's grant, which a lease service can bring down to the TTL itself.
+///
+/// The same client speaks to etcd (v3 JSON gateway, /v3/lock/lock) with --target etcd; etcd
+/// refuses lease TTLs under its minimum (about 2 s with its default election timeout) by
+/// raising them, so compare at --ttl 2s.
 ///
 /// Examples:
 ///   ringleader cluster --service --nodes 3 --api-base-port 4100 &
 ///   ringleader bench-service --endpoints http://127.0.0.1:4101 --clients 8 --names 1
+///   ringleader bench-service --endpoints http://127.0.0.1:4101 --measure handover --ttl 300ms
 ///   ringleader bench-service --target etcd --endpoints http://127.0.0.1:2379 --clients 8
 #[derive(Args, Debug, Clone)]
 #[command(verbatim_doc_comment)]
@@ -35,9 +46,18 @@ pub struct BenchServiceArgs {
     /// Distinct lock names, 1..=clients.
     #[arg(long, default_value_t = 1, value_name = "K")]
     pub names: usize,
-    /// How long to measure.
+    /// How long to measure (throughput).
     #[arg(long, default_value = "5s", value_name = "TIME")]
     pub duration: String,
+    /// What to measure.
+    #[arg(long, value_enum, default_value_t = Measure::Throughput)]
+    pub measure: Measure,
+    /// The dying holder's lease TTL (handover), 100ms..=60s; etcd takes whole seconds.
+    #[arg(long, default_value = "2s", value_name = "TIME")]
+    pub ttl: String,
+    /// Hand-overs to measure (handover), 1..=1000.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub trials: usize,
     /// Print one JSON line instead of text.
     #[arg(long)]
     pub json: bool,
@@ -50,12 +70,23 @@ pub enum Target {
     Etcd,
 }
 
+/// What `bench-service` measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Measure {
+    /// Lock+unlock operations per second and their latency.
+    Throughput,
+    /// The time from a lock holder's death to the next holder's grant.
+    Handover,
+}
+
 /// One client's connection to one endpoint.
 struct Session {
     agent: ureq::Agent,
     base: String,
     target: Target,
     lease: String,
+    /// The lease's TTL as the service granted it.
+    ttl: Duration,
 }
 
 fn post(agent: &ureq::Agent, url: &str, body: &Value) -> anyhow::Result<Value> {
@@ -79,38 +110,84 @@ fn b64(s: &str) -> String {
 
 impl Session {
     fn open(base: &str, target: Target) -> anyhow::Result<Session> {
+        Session::with_ttl(base, target, Duration::from_secs(30))
+    }
+
+    /// A session whose lease lives `ttl` unless kept alive (etcd: whole seconds, at least 1).
+    fn with_ttl(base: &str, target: Target, ttl: Duration) -> anyhow::Result<Session> {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(30)))
             .build()
             .into();
-        let lease = match target {
+        let (lease, granted_ms) = match target {
             Target::Ringleader => {
-                post(&agent, &format!("{base}/v1/lease/grant"), &json!({ "ttl_ms": 30_000 }))?["lease"]
-                    .to_string()
+                let v = post(
+                    &agent,
+                    &format!("{base}/v1/lease/grant"),
+                    &json!({ "ttl_ms": ttl.as_millis() as u64 }),
+                )?;
+                (v["lease"].to_string(), v["ttl_ms"].as_u64().context("the grant has no ttl_ms")?)
             }
             Target::Etcd => {
-                let v = post(&agent, &format!("{base}/v3/lease/grant"), &json!({ "TTL": 30 }))?;
-                v["ID"].as_str().map(str::to_string).context("etcd's grant has no ID")?
+                let secs = ttl.as_secs_f64().ceil().max(1.0) as u64;
+                let v = post(&agent, &format!("{base}/v3/lease/grant"), &json!({ "TTL": secs.to_string() }))?;
+                let id = v["ID"].as_str().map(str::to_string).context("etcd's grant has no ID")?;
+                // The gateway writes 64-bit integers as strings; etcd may raise a short TTL.
+                let granted = v["TTL"].as_str().and_then(|t| t.parse::<u64>().ok()).unwrap_or(secs);
+                (id, granted * 1000)
             }
         };
-        Ok(Session { agent, base: base.to_string(), target, lease })
+        Ok(Session { agent, base: base.to_string(), target, lease, ttl: Duration::from_millis(granted_ms) })
     }
 
-    /// One acquire and one release of `name`.
-    fn lock_unlock(&self, name: &str) -> anyhow::Result<()> {
+    /// Acquires `name`, waiting in its queue; returns what releases it.
+    fn acquire(&self, name: &str) -> anyhow::Result<Value> {
         match self.target {
             Target::Ringleader => {
                 let lease: u64 = self.lease.parse()?;
                 let body = json!({ "name": name, "lease": lease });
                 post(&self.agent, &format!("{}/v1/lock/acquire", self.base), &body)?;
-                post(&self.agent, &format!("{}/v1/lock/release", self.base), &body)?;
+                Ok(body)
             }
             Target::Etcd => {
                 let body = json!({ "name": b64(name), "lease": self.lease });
                 let v = post(&self.agent, &format!("{}/v3/lock/lock", self.base), &body)?;
                 let key = v["key"].as_str().context("etcd's lock answer has no key")?;
-                post(&self.agent, &format!("{}/v3/lock/unlock", self.base), &json!({ "key": key }))?;
+                Ok(json!({ "key": key }))
+            }
+        }
+    }
+
+    /// Releases what [`Session::acquire`] returned.
+    fn release(&self, held: &Value) -> anyhow::Result<()> {
+        let path = match self.target {
+            Target::Ringleader => "v1/lock/release",
+            Target::Etcd => "v3/lock/unlock",
+        };
+        post(&self.agent, &format!("{}/{path}", self.base), held)?;
+        Ok(())
+    }
+
+    /// One acquire and one release of `name`.
+    fn lock_unlock(&self, name: &str) -> anyhow::Result<()> {
+        let held = self.acquire(name)?;
+        self.release(&held)
+    }
+
+    /// Renews the session's lease once.
+    fn keep_alive(&self) -> anyhow::Result<()> {
+        match self.target {
+            Target::Ringleader => {
+                let lease: u64 = self.lease.parse()?;
+                post(&self.agent, &format!("{}/v1/lease/keepalive", self.base), &json!({ "lease": lease }))?;
+            }
+            Target::Etcd => {
+                post(
+                    &self.agent,
+                    &format!("{}/v3/lease/keepalive", self.base),
+                    &json!({ "ID": self.lease }),
+                )?;
             }
         }
         Ok(())
@@ -127,6 +204,9 @@ pub fn run(args: BenchServiceArgs) -> crate::Outcome {
     }
     if args.endpoints.is_empty() {
         bail!("--endpoints: give at least one URL");
+    }
+    if args.measure == Measure::Handover {
+        return handover(&args);
     }
     let ns = ringleader_algorithms::params::parse_duration(&args.duration)
         .with_context(|| format!("--duration {:?}: expected a duration such as 5s", args.duration))?;
@@ -165,10 +245,7 @@ pub fn run(args: BenchServiceArgs) -> crate::Outcome {
     let rate = ops as f64 / elapsed;
     let (p50, p99) =
         (all.value_at_quantile(0.5) as f64 / 1000.0, all.value_at_quantile(0.99) as f64 / 1000.0);
-    let target = match args.target {
-        Target::Ringleader => "ringleader",
-        Target::Etcd => "etcd",
-    };
+    let target = target_name(args.target);
     if args.json {
         println!(
             "{}",
@@ -179,6 +256,84 @@ pub fn run(args: BenchServiceArgs) -> crate::Outcome {
         println!(
             "{target}: {} clients, {} names: {ops} lock+unlock in {elapsed:.1} s = {rate:.0} ops/s; latency p50 {p50:.2} ms, p99 {p99:.2} ms",
             args.clients, args.names
+        );
+    }
+    Ok(crate::ExitStatus::Ok)
+}
+
+fn target_name(target: Target) -> &'static str {
+    match target {
+        Target::Ringleader => "ringleader",
+        Target::Etcd => "etcd",
+    }
+}
+
+/// `--measure handover`: the time from a holder's death to the next holder's grant.
+fn handover(args: &BenchServiceArgs) -> crate::Outcome {
+    let ttl_ns = ringleader_algorithms::params::parse_duration(&args.ttl)
+        .with_context(|| format!("--ttl {:?}: expected a duration such as 300ms", args.ttl))?;
+    let ttl = Duration::from_nanos(ttl_ns);
+    if !(Duration::from_millis(100)..=Duration::from_secs(60)).contains(&ttl) {
+        bail!("--ttl {}: give 100ms..=60s", args.ttl);
+    }
+    if !(1..=1000).contains(&args.trials) {
+        bail!("--trials {}: give 1..=1000", args.trials);
+    }
+    // The holder and the waiter speak to different nodes when there are several: the waiter
+    // learns of the death through the replicated log, as a client elsewhere would.
+    let holder_at = args.endpoints[0].trim_end_matches('/').to_string();
+    let waiter_at = args.endpoints[1 % args.endpoints.len()].trim_end_matches('/').to_string();
+    let mut h = hdrhistogram::Histogram::<u64>::new(3)?;
+    let mut granted_ttl = ttl;
+    for trial in 0..args.trials {
+        let name = format!("handover-{}-{trial}", std::process::id());
+        let holder = Session::with_ttl(&holder_at, args.target, ttl)?;
+        granted_ttl = holder.ttl;
+        let ttl = holder.ttl;
+        holder.acquire(&name)?;
+        let (granted_tx, granted_rx) = std::sync::mpsc::channel();
+        // A fresh waiter each trial: its 30 s lease is never kept alive.
+        let w = Session::open(&waiter_at, args.target)?;
+        let waiting = std::thread::spawn(move || -> anyhow::Result<()> {
+            let held = w.acquire(&name);
+            let at = Instant::now();
+            let held = held.inspect_err(|e| {
+                let _ = granted_tx.send(Err(anyhow::anyhow!("the waiter's acquire failed: {e:#}")));
+            })?;
+            let _ = granted_tx.send(Ok(at));
+            w.release(&held)
+        });
+        // Two keep-alive periods: the waiter is queued by then, and the lease is in its steady
+        // state. The holder dies just after the second keep-alive was answered: its lease has
+        // a whole TTL left, the worst moment to die.
+        std::thread::sleep(ttl / 3);
+        holder.keep_alive()?;
+        std::thread::sleep(ttl / 3);
+        holder.keep_alive()?;
+        let died = Instant::now();
+        drop(holder);
+        let granted = granted_rx.recv_timeout(ttl * 4 + Duration::from_secs(10)).map_err(|_| {
+            anyhow::anyhow!("trial {trial}: the waiter was not granted the lock within 4 TTLs + 10 s")
+        })?;
+        let granted = granted.with_context(|| format!("trial {trial}"))?;
+        waiting.join().map_err(|_| anyhow::anyhow!("the waiting thread panicked"))??;
+        h.record(granted.duration_since(died).as_micros() as u64)?;
+    }
+    let q = |x: f64| h.value_at_quantile(x) as f64 / 1000.0;
+    let (p50, p99, max) = (q(0.5), q(0.99), h.max() as f64 / 1000.0);
+    let ttl_ms = granted_ttl.as_secs_f64() * 1000.0;
+    let target = target_name(args.target);
+    if args.json {
+        println!(
+            "{}",
+            json!({ "target": target, "measure": "handover", "ttl_ms": ttl_ms, "trials": args.trials,
+                    "p50_ms": p50, "p99_ms": p99, "max_ms": max })
+        );
+    } else {
+        println!(
+            "{target}: holder death -> next holder, TTL {ttl_ms:.0} ms, {} trials: p50 {p50:.0} ms, p99 {p99:.0} ms, max {max:.0} ms (max - TTL = {:+.0} ms)",
+            args.trials,
+            max - ttl_ms
         );
     }
     Ok(crate::ExitStatus::Ok)

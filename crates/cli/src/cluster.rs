@@ -124,7 +124,7 @@ pub enum ClusterCmd {
         action: CtlAction,
         /// The node id (not for status).
         id: Option<u64>,
-        /// The launcher's control address [default: 127.0.0.1:8000].
+        /// The launcher's control address (`cluster` prints it: the API base port on 127.0.0.1).
         #[arg(long, default_value = "127.0.0.1:8000", value_name = "ADDR")]
         ctl: String,
         /// The cluster secret [default: the launcher's default for the control port].

@@ -17,12 +17,15 @@ mod cluster;
 mod demo;
 mod detector_curve;
 mod elect;
+mod fenced_resource;
 mod lease;
 mod lock;
+mod member;
 mod node;
 mod quorum_risk;
 mod serve;
 mod service_client;
+mod service_load;
 mod sim;
 mod sweep;
 mod table;
@@ -99,6 +102,11 @@ enum Subcommand {
     Lock(Box<lock::LockArgs>),
     Elect(Box<elect::ElectArgs>),
     Lease(Box<lease::LeaseArgs>),
+    Member(Box<member::MemberArgs>),
+    #[command(hide = true)]
+    ServiceLoad(Box<service_load::ServiceLoadArgs>),
+    #[command(hide = true)]
+    FencedResource(fenced_resource::FencedResourceArgs),
 }
 
 /// Ends the program quietly when a reader closes our stdout or stderr (`ringleader table | head
@@ -181,6 +189,9 @@ fn main() -> ExitCode {
         Subcommand::Lock(args) => lock::run(*args),
         Subcommand::Elect(args) => elect::run(*args),
         Subcommand::Lease(args) => lease::run(*args),
+        Subcommand::Member(args) => member::run(*args),
+        Subcommand::ServiceLoad(args) => service_load::run(*args),
+        Subcommand::FencedResource(args) => fenced_resource::run(args),
     };
     match result {
         Ok(status) => ExitCode::from(status.code()),

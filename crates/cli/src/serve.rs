@@ -22,6 +22,13 @@ use ringleader_service::server::ServerConfig;
 ///       --peer 2=127.0.0.1:4202 --peer 3=127.0.0.1:4203 \
 ///       --data-dir node-1 --secret-file cluster.secret
 ///   curl -s localhost:4100/status
+///
+/// Adding a node to a running cluster: start it with --join and every current member as
+/// --peer (`ringleader member list` prints them), then add it from any member:
+///   ringleader serve --id 4 --listen 127.0.0.1:4204 --api 127.0.0.1:4104 --join \
+///       --peer 1=127.0.0.1:4201 --peer 2=127.0.0.1:4202 --peer 3=127.0.0.1:4203 \
+///       --data-dir node-4 --secret-file cluster.secret
+///   ringleader member add 4 127.0.0.1:4204 --endpoints http://127.0.0.1:4101
 #[derive(Args, Debug, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct ServeArgs {
@@ -41,6 +48,11 @@ pub struct ServeArgs {
     /// Another member as ID=HOST:PORT (repeatable). None: a one-node service.
     #[arg(long, value_name = "ID=HOST:PORT")]
     pub peer: Vec<String>,
+    /// Join a running cluster whose current members are the --peer flags: start with no
+    /// configuration, never campaign, and wait to be added (`ringleader member add`); the
+    /// leader then sends a snapshot. Harmless on restarts (ignored once the log is not new).
+    #[arg(long)]
+    pub join: bool,
     /// The directory of the durable Raft log (created if missing; a restarted node recovers
     /// from it).
     #[arg(long, default_value = "ringleader-service-data", value_name = "DIR")]
@@ -49,7 +61,13 @@ pub struct ServeArgs {
     /// it. Needed when there are peers, unless --insecure.
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
-    /// Believe every peer's hello (no secret).
+    /// Clients of the HTTP API must send `Authorization: Bearer TOKEN` with the token in this
+    /// file (at least 16 visible characters); required to serve the API on a non-loopback
+    /// address unless --insecure.
+    #[arg(long, value_name = "FILE")]
+    pub api_token_file: Option<PathBuf>,
+    /// Run without a cluster secret: every peer's hello is believed, and the API may listen
+    /// beyond the loopback without a token.
     #[arg(long)]
     pub insecure: bool,
     /// Local time between two Raft ticks, 1ms..1s.
@@ -108,18 +126,16 @@ impl ServeArgs {
         }
         let listen = crate::node::resolve(&self.listen, "--listen")?;
         let api = crate::node::resolve(&self.api, "--api")?;
-        if !api.ip().is_loopback() && !self.insecure {
-            bail!(
-                "--api {api}: the service API has no authentication yet; bind a loopback address, or give \
-                 --insecure to serve it on the network anyway"
-            );
-        }
         self.grpc_addr()?;
         let mut members = vec![(self.id, listen.to_string())];
         for p in &self.peer {
             members.push(crate::node::parse_peer(p)?);
         }
         let mut cfg = ServerConfig::new(self.id, members, listen, api, self.data_dir.clone());
+        cfg.insecure_api = self.insecure;
+        if let Some(path) = &self.api_token_file {
+            cfg.api_token = Some(ringleader_net::api::ApiToken::read_file(path)?);
+        }
         cfg.secret = match (&self.secret_file, self.insecure) {
             (Some(_), true) => bail!("--secret-file and --insecure contradict each other; give one"),
             (Some(path), false) => Some(ringleader_net::auth::Secret::read_file(path)?),
@@ -147,6 +163,7 @@ impl ServeArgs {
         cfg.retry = cfg.tick * (2 * self.election_ticks as u32);
         cfg.clock_every = cfg.tick * 2;
         cfg.seed = self.seed;
+        cfg.join = self.join;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -160,6 +177,7 @@ pub fn run(args: ServeArgs) -> crate::Outcome {
     rt.block_on(async move {
         let id = cfg.id;
         let n = cfg.members.len();
+        let join = cfg.join;
         let dir = cfg.data_dir.clone();
         let (running, grpc) = ringleader_service::start_with_grpc(cfg, grpc).await?;
         let grpc = grpc.map(|a| format!(", etcd gRPC API on {a}")).unwrap_or_default();
@@ -170,6 +188,12 @@ pub fn run(args: ServeArgs) -> crate::Outcome {
             running.api,
             dir.display()
         );
+        if join {
+            eprintln!(
+                "[id {id}] joining: waiting to be added (`ringleader member add {id} {}`)",
+                running.listen
+            );
+        }
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let mut done = running.done;
         tokio::select! {

@@ -19,6 +19,10 @@ pub struct EndpointArgs {
     /// skipped) [default: $RINGLEADER_ENDPOINTS, else http://127.0.0.1:4100].
     #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',', global = true)]
     pub endpoints: Vec<String>,
+    /// Send `Authorization: Bearer TOKEN` with the token in this file (nodes started with
+    /// `--api-token-file`) [default: $RINGLEADER_API_TOKEN_FILE, else none].
+    #[arg(long, value_name = "FILE", global = true)]
+    pub api_token_file: Option<std::path::PathBuf>,
 }
 
 impl EndpointArgs {
@@ -33,8 +37,29 @@ impl EndpointArgs {
         } else {
             (vec![DEFAULT_ENDPOINT.to_string()], "the default endpoint")
         };
-        Client::new(list).context(from)
+        let client = Client::new(list).context(from)?;
+        let file = self.api_token_file.clone().or_else(|| {
+            std::env::var_os("RINGLEADER_API_TOKEN_FILE").filter(|v| !v.is_empty()).map(Into::into)
+        });
+        match file {
+            Some(path) => Ok(client.with_bearer_token(&read_token(&path)?)),
+            None => Ok(client),
+        }
     }
+}
+
+/// Reads a bearer token file: its content, surrounding white space ignored, not empty.
+pub fn read_token(path: &std::path::Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--api-token-file {}: cannot read it", path.display()))?;
+    let token = text.trim();
+    if token.is_empty() {
+        anyhow::bail!(
+            "--api-token-file {}: the file is empty; put the nodes' API token in it",
+            path.display()
+        );
+    }
+    Ok(token.to_string())
 }
 
 /// Parses a lock or election name: not empty, and no `/`, `?`, `#`, `%`, space or control

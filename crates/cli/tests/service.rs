@@ -346,3 +346,80 @@ fn elect_runs_a_command_while_leader() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("leading"));
 }
+
+/// The service API is guarded as a real node's is: with `--api-token-file` every request needs
+/// the bearer token (401 without it, or with another), a loopback API answers only a loopback
+/// `Host` (421: DNS rebinding), the `lease` verb sends the token from `--api-token-file`, and a
+/// non-loopback `--api` without a token (or --insecure) is refused at start with one line.
+#[test]
+fn the_api_asks_for_its_bearer_token_and_a_loopback_host() {
+    let dir = std::env::temp_dir().join(format!("ringleader-svc-token-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let token_file = dir.join("api.token");
+    std::fs::write(&token_file, "a-token-of-at-least-16-chars\n").unwrap();
+    let base = free_base(1);
+    let mut child = spawn(
+        Command::new(env!("CARGO_BIN_EXE_ringleader"))
+            .args([
+                "serve",
+                "--api",
+                &format!("127.0.0.1:{base}"),
+                "--listen",
+                &format!("127.0.0.1:{}", base + 1),
+            ])
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .arg("--api-token-file")
+            .arg(&token_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let url = format!("http://127.0.0.1:{base}/status");
+    let ask = |auth: Option<&str>, host: Option<&str>| -> Option<u16> {
+        AGENT.with(|a| {
+            let mut r = a.get(&url);
+            if let Some(auth) = auth {
+                r = r.header("authorization", auth);
+            }
+            if let Some(host) = host {
+                r = r.header("host", host);
+            }
+            r.call().ok().map(|r| r.status().as_u16())
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while ask(None, None).is_none() {
+        assert!(Instant::now() < deadline, "the node never answered");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(ask(None, None), Some(401));
+    assert_eq!(ask(Some("Bearer not-the-token-at-all"), None), Some(401));
+    assert_eq!(ask(Some("Bearer a-token-of-at-least-16-chars"), None), Some(200));
+    assert_eq!(ask(Some("Bearer a-token-of-at-least-16-chars"), Some("evil.example")), Some(421));
+
+    let verb = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ringleader"))
+            .args(["lease", "grant", "--ttl", "5s", "--endpoints", &format!("http://127.0.0.1:{base}")])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let without = verb(&[]);
+    assert_eq!(without.status.code(), Some(1), "{}", String::from_utf8_lossy(&without.stdout));
+    let with = verb(&["--api-token-file", token_file.to_str().unwrap()]);
+    assert!(with.status.success(), "{}", String::from_utf8_lossy(&with.stderr));
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let open = Command::new(env!("CARGO_BIN_EXE_ringleader"))
+        .args(["serve", "--api", "0.0.0.0:0", "--listen", "127.0.0.1:0"])
+        .arg("--data-dir")
+        .arg(dir.join("data2"))
+        .output()
+        .unwrap();
+    assert_eq!(open.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&open.stderr);
+    assert!(err.contains("needs a bearer token") && err.trim().lines().count() == 1, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -36,6 +36,18 @@ struct Inner {
     agent: ureq::Agent,
     rounds: usize,
     request_timeout: Duration,
+    /// Sent as `Authorization: Bearer TOKEN` when set.
+    token: Option<Token>,
+}
+
+/// A bearer token, kept out of `Debug` output.
+#[derive(Clone)]
+struct Token(String);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(redacted)")
+    }
 }
 
 /// What a node says about itself and the cluster (`GET /status`).
@@ -55,7 +67,31 @@ pub struct Status {
     pub commit: u64,
     /// The cluster's node ids.
     pub members: Vec<u64>,
+    /// True once this node was removed from the cluster (it serves nothing any more).
+    #[serde(default)]
+    pub removed: bool,
 }
+
+/// One member of the cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Member {
+    /// Its node id.
+    pub id: u64,
+    /// Its peer address (`host:port`; empty if the answering node never learnt it).
+    pub peer: String,
+}
+
+/// The cluster's members as one node knows them (`GET /v1/members`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Members {
+    /// The voters, by id.
+    pub members: Vec<Member>,
+    /// The log index the answering node had applied.
+    pub applied: u64,
+}
+
+/// How long a membership change may take before the client gives up on it.
+const CHANGE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A lease as granted or kept alive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -134,6 +170,7 @@ impl Client {
                 agent: agent(DEFAULT_CONNECT_TIMEOUT),
                 rounds: 1,
                 request_timeout: DEFAULT_REQUEST_TIMEOUT,
+                token: None,
             }),
         })
     }
@@ -155,6 +192,21 @@ impl Client {
         self.rebuild(|i| i.request_timeout = timeout)
     }
 
+    /// The same client sending `Authorization: Bearer TOKEN` with every request (a service
+    /// node started with `--api-token-file`).
+    pub fn with_bearer_token(self, token: &str) -> Client {
+        let token = Token(token.trim().to_string());
+        self.rebuild(|i| i.token = Some(token))
+    }
+
+    /// `request` with the bearer token, when this client has one.
+    fn authorized<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        match &self.inner.token {
+            Some(Token(t)) => request.header("authorization", format!("Bearer {t}")),
+            None => request,
+        }
+    }
+
     fn rebuild(self, change: impl FnOnce(&mut Inner)) -> Client {
         let mut inner = Inner {
             endpoints: self.inner.endpoints.clone(),
@@ -162,6 +214,7 @@ impl Client {
             agent: self.inner.agent.clone(),
             rounds: self.inner.rounds,
             request_timeout: self.inner.request_timeout,
+            token: self.inner.token.clone(),
         };
         change(&mut inner);
         Client { inner: Arc::new(inner) }
@@ -180,6 +233,23 @@ impl Client {
     /// `GET /status` of the node that answers.
     pub fn status(&self) -> Result<Status, ClientError> {
         self.get("/status")
+    }
+
+    /// The members as the answering node knows them.
+    pub fn members(&self) -> Result<Members, ClientError> {
+        self.get("/v1/members")
+    }
+
+    /// Adds node `id`, reached by its peers at `peer` (`host:port`), and returns the members
+    /// once the change is applied. Adding a member again at the same address changes nothing.
+    pub fn add_member(&self, id: u64, peer: &str) -> Result<Members, ClientError> {
+        let body = json!({ "id": id, "peer": peer });
+        self.call_bounded("POST", "/v1/members", Some(body), Some(CHANGE_TIMEOUT), Retry::IfUnsent)
+    }
+
+    /// Removes node `id` and returns the members once the change is applied.
+    pub fn remove_member(&self, id: u64) -> Result<Members, ClientError> {
+        self.call_bounded("DELETE", &format!("/v1/members/{id}"), None, Some(CHANGE_TIMEOUT), Retry::IfUnsent)
     }
 
     /// Grants a lease of `ttl` (whole milliseconds, at least 1).
@@ -274,17 +344,25 @@ impl Client {
             let url = format!("{base}{path}");
             let result = match &text {
                 Some(t) => self
-                    .inner
-                    .agent
-                    .post(&url)
+                    .authorized(self.inner.agent.post(&url))
                     .header("content-type", "application/json")
                     .config()
                     .timeout_global(timeout)
                     .build()
                     .send(t.as_bytes()),
+                None if method == "DELETE" => self
+                    .authorized(self.inner.agent.delete(&url))
+                    .config()
+                    .timeout_global(timeout)
+                    .build()
+                    .call(),
                 None => {
                     debug_assert_eq!(method, "GET");
-                    self.inner.agent.get(&url).config().timeout_global(timeout).build().call()
+                    self.authorized(self.inner.agent.get(&url))
+                        .config()
+                        .timeout_global(timeout)
+                        .build()
+                        .call()
                 }
             };
             match result {
@@ -298,7 +376,7 @@ impl Client {
     fn stream(&self, path: &str) -> Result<ureq::Body, ClientError> {
         let answer = self.failover(Retry::Always, |base| {
             let url = format!("{base}{path}");
-            match self.inner.agent.get(&url).header("accept", "text/event-stream").call() {
+            match self.authorized(self.inner.agent.get(&url)).header("accept", "text/event-stream").call() {
                 Ok(r) if r.status().is_success() => Attempt::Done(Ok(r.into_body())),
                 Ok(r) => match read_answer(r) {
                     Attempt::Done(a) => Attempt::Done(Err(a)),

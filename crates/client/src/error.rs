@@ -46,6 +46,18 @@ pub enum ClientError {
         /// The endpoints tried, in order.
         tried: Vec<String>,
     },
+    /// 409 `change_in_progress`: another membership change is not applied yet.
+    #[error("a membership change is already in progress: retry once it is applied")]
+    ChangeInProgress,
+    /// 404 `unknown_member`: the node to remove is not a member.
+    #[error("no such member: {0}")]
+    UnknownMember(String),
+    /// 409 `last_member`: the node to remove is the last one.
+    #[error("cannot remove the last member: {0}")]
+    LastMember(String),
+    /// 409 `already_member`: the node to add is a member already, at another address.
+    #[error("already a member: {0}")]
+    AlreadyMember(String),
     /// 400 `bad_request`: the service refused the request's content.
     #[error("the service refused the request: {0}")]
     BadRequest(String),
@@ -91,6 +103,10 @@ impl ClientError {
             "not_candidate" => ClientError::NotCandidate,
             "aborted" => ClientError::Aborted,
             "lost" => ClientError::Lost,
+            "change_in_progress" => ClientError::ChangeInProgress,
+            "unknown_member" => ClientError::UnknownMember(e.error),
+            "last_member" => ClientError::LastMember(e.error),
+            "already_member" => ClientError::AlreadyMember(e.error),
             "unavailable" => ClientError::Unavailable { tried: Vec::new() },
             "not_found" => {
                 ClientError::Protocol(format!("no such route (is this a ringleader service?): {}", e.error))
@@ -119,6 +135,10 @@ mod tests {
             (409, "not_candidate", ClientError::NotCandidate),
             (409, "aborted", ClientError::Aborted),
             (409, "lost", ClientError::Lost),
+            (409, "change_in_progress", ClientError::ChangeInProgress),
+            (404, "unknown_member", ClientError::UnknownMember("some text".into())),
+            (409, "last_member", ClientError::LastMember("some text".into())),
+            (409, "already_member", ClientError::AlreadyMember("some text".into())),
             (400, "bad_request", ClientError::BadRequest("some text".into())),
             (503, "unavailable", ClientError::Unavailable { tried: vec![] }),
         ];
@@ -160,6 +180,8 @@ mod tests {
             ClientError::Aborted,
             ClientError::Lost,
             ClientError::Timeout,
+            ClientError::ChangeInProgress,
+            ClientError::UnknownMember("node 9 is not a member".into()),
             ClientError::Unavailable { tried: vec!["http://a:1".into(), "http://b:2".into()] },
             ClientError::BadRequest("ttl_ms: must be positive".into()),
             ClientError::BadEndpoint("ftp://x".into()),

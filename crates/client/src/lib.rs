@@ -51,7 +51,8 @@ mod session;
 pub mod sse;
 
 pub use client::{
-    Client, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, Leader, LeaseGrant, LeaseInfo, Status,
+    Client, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, Leader, LeaseGrant, LeaseInfo, Member, Members,
+    Status,
 };
 pub use error::ClientError;
 pub use events::{LeaseEvent, LeaseEvents, LossReason, Observe};

@@ -36,7 +36,7 @@ use std::io;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -184,8 +184,70 @@ pub async fn serve(
     limits: ConnectionLimits,
     shutdown: CancellationToken,
 ) {
+    let label = format!("id {}", shared.id);
+    serve_router(listener, router(shared.clone()), shared, token, limits, shutdown, &label).await
+}
+
+/// What [`serve_router`] counts: a node's [`Shared`] counts into its metrics; another server
+/// (the coordination service) can use [`ConnectionCounters`].
+pub trait ConnectionCounts: Send + Sync + 'static {
+    /// The number of connections open now, kept by the server.
+    fn open_connections(&self) -> &AtomicU64;
+    /// A connection was refused (503, closed) because too many were open.
+    fn refused_over_limit(&self);
+    /// A connection was closed because its client read nothing for the write-stall timeout.
+    fn write_stalled(&self);
+}
+
+impl ConnectionCounts for Shared {
+    fn open_connections(&self) -> &AtomicU64 {
+        &self.api_connections
+    }
+    fn refused_over_limit(&self) {
+        Counters::bump(&self.counters.api_connections_over_limit);
+    }
+    fn write_stalled(&self) {
+        Counters::bump(&self.counters.api_write_stalls);
+    }
+}
+
+/// Plain connection counters, for a server without a node's metrics.
+#[derive(Debug, Default)]
+pub struct ConnectionCounters {
+    /// Connections open now.
+    pub open: AtomicU64,
+    /// Connections refused over the limit.
+    pub over_limit: AtomicU64,
+    /// Connections closed for a write stall.
+    pub write_stalls: AtomicU64,
+}
+
+impl ConnectionCounts for ConnectionCounters {
+    fn open_connections(&self) -> &AtomicU64 {
+        &self.open
+    }
+    fn refused_over_limit(&self) {
+        self.over_limit.fetch_add(1, Ordering::Relaxed);
+    }
+    fn write_stalled(&self) {
+        self.write_stalls.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Serves `app` on `listener` until shutdown, hardened as a node's API is: HTTP/1.1 with the
+/// [`ConnectionLimits`] (idle and write-stall timeouts, a cap on open connections), the `Host`
+/// check on a loopback bind, and the bearer token when there is one. `label` names the server
+/// in the rare log line (an accept that failed).
+pub async fn serve_router<C: ConnectionCounts>(
+    listener: TcpListener,
+    mut app: Router,
+    counts: Arc<C>,
+    token: Option<ApiToken>,
+    limits: ConnectionLimits,
+    shutdown: CancellationToken,
+    label: &str,
+) {
     let loopback = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
-    let mut app = router(shared.clone());
     if let Some(token) = token {
         app = app.layer(axum::middleware::from_fn_with_state(Arc::new(token), bearer));
     }
@@ -203,14 +265,14 @@ pub async fn serve(
         let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(e) => {
-                eprintln!("[id {}] HTTP API accept failed: {e}", shared.id);
+                eprintln!("[{label}] HTTP API accept failed: {e}");
                 // Out of descriptors, typically: give connections a moment to close.
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
-        if shared.api_connections.load(Ordering::Relaxed) >= limits.max_connections as u64 {
-            Counters::bump(&shared.counters.api_connections_over_limit);
+        if counts.open_connections().load(Ordering::Relaxed) >= limits.max_connections as u64 {
+            counts.refused_over_limit();
             if refusing.load(Ordering::Relaxed) < max_refusing {
                 refusing.fetch_add(1, Ordering::Relaxed);
                 let refusing = refusing.clone();
@@ -221,13 +283,13 @@ pub async fn serve(
             }
             continue;
         }
-        let open = OpenConnection::new(shared.clone());
+        let open = OpenConnection::new(counts.clone());
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             let mut http = hyper::server::conn::http1::Builder::new();
             http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(limits.idle_timeout);
-            let guard = StallGuard::new(stream, limits.write_stall_timeout, open.shared.clone());
+            let guard = StallGuard::new(stream, limits.write_stall_timeout, open.counts.clone());
             let io = hyper_util::rt::TokioIo::new(guard);
             let connection = http.serve_connection(io, service);
             tokio::select! {
@@ -251,38 +313,38 @@ async fn refuse(mut stream: TcpStream) {
     while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
 }
 
-/// One open API connection, counted in [`Shared::api_connections`] while it lives.
-struct OpenConnection {
-    shared: Arc<Shared>,
+/// One open API connection, counted in [`ConnectionCounts::open_connections`] while it lives.
+struct OpenConnection<C: ConnectionCounts> {
+    counts: Arc<C>,
 }
 
-impl OpenConnection {
-    fn new(shared: Arc<Shared>) -> OpenConnection {
-        shared.api_connections.fetch_add(1, Ordering::Relaxed);
-        OpenConnection { shared }
+impl<C: ConnectionCounts> OpenConnection<C> {
+    fn new(counts: Arc<C>) -> OpenConnection<C> {
+        counts.open_connections().fetch_add(1, Ordering::Relaxed);
+        OpenConnection { counts }
     }
 }
 
-impl Drop for OpenConnection {
+impl<C: ConnectionCounts> Drop for OpenConnection<C> {
     fn drop(&mut self) {
-        self.shared.api_connections.fetch_sub(1, Ordering::Relaxed);
+        self.counts.open_connections().fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 /// A TCP stream whose writes fail once they have been blocked for `limit` (the client reads
 /// nothing: an SSE subscriber that stopped reading, a slow reader).
 /// Each stall is counted once in `api_write_stalls`.
-struct StallGuard {
+struct StallGuard<C: ConnectionCounts> {
     io: TcpStream,
     limit: Duration,
     stalled: Option<Pin<Box<tokio::time::Sleep>>>,
-    shared: Arc<Shared>,
+    counts: Arc<C>,
     counted: bool,
 }
 
-impl StallGuard {
-    fn new(io: TcpStream, limit: Duration, shared: Arc<Shared>) -> StallGuard {
-        StallGuard { io, limit, stalled: None, shared, counted: false }
+impl<C: ConnectionCounts> StallGuard<C> {
+    fn new(io: TcpStream, limit: Duration, counts: Arc<C>) -> StallGuard<C> {
+        StallGuard { io, limit, stalled: None, counts, counted: false }
     }
 
     fn pending<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
@@ -292,7 +354,7 @@ impl StallGuard {
             Poll::Ready(()) => {
                 if !self.counted {
                     self.counted = true;
-                    Counters::bump(&self.shared.counters.api_write_stalls);
+                    self.counts.write_stalled();
                 }
                 Poll::Ready(Err(io::Error::new(
                     io::ErrorKind::TimedOut,
@@ -304,13 +366,13 @@ impl StallGuard {
     }
 }
 
-impl AsyncRead for StallGuard {
+impl<C: ConnectionCounts> AsyncRead for StallGuard<C> {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
     }
 }
 
-impl AsyncWrite for StallGuard {
+impl<C: ConnectionCounts> AsyncWrite for StallGuard<C> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         match Pin::new(&mut this.io).poll_write(cx, buf) {

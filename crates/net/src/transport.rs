@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::NodeConfig;
 use crate::auth;
 use crate::metrics::Counters;
-use crate::shared::{Input, Shared};
+use crate::shared::{Input, PeerLink, Shared};
 use crate::wire::{self, Challenge, Envelope, FrameError, Hello, Proof};
 
 /// How long an inbound connection may take to send its hello.
@@ -47,11 +47,36 @@ const BACKOFF_MAX: Duration = Duration::from_secs(2);
 pub async fn writer(
     shared: Arc<Shared>,
     pos: usize,
-    mut queue: mpsc::Receiver<Bytes>,
+    queue: mpsc::Receiver<Bytes>,
     cfg: NodeConfig,
     shutdown: CancellationToken,
 ) {
     let link = shared.peers[pos].as_ref().expect("writer for a peer");
+    write_link(&shared, link, Some(pos), queue, cfg, shutdown).await
+}
+
+/// Keeps a connection to a peer outside the fixed table `shared.peers` (a node whose members
+/// change while it runs keeps its own links) and writes its queue into it. It ends when
+/// `shutdown` is cancelled or when the queue's senders are gone and what they queued is
+/// written.
+pub async fn link_writer(
+    shared: Arc<Shared>,
+    link: Arc<PeerLink>,
+    queue: mpsc::Receiver<Bytes>,
+    cfg: NodeConfig,
+    shutdown: CancellationToken,
+) {
+    write_link(&shared, &link, None, queue, cfg, shutdown).await
+}
+
+async fn write_link(
+    shared: &Shared,
+    link: &PeerLink,
+    pos: Option<usize>,
+    mut queue: mpsc::Receiver<Bytes>,
+    cfg: NodeConfig,
+    shutdown: CancellationToken,
+) {
     let mut backoff = BACKOFF_MIN;
     let mut first = true;
     loop {
@@ -121,7 +146,7 @@ pub async fn writer(
                 _ = tokio::time::sleep(keepalive) => Some(Bytes::new()),
             };
             let Some(frame) = frame else {
-                lost(&shared, pos);
+                lost(shared, link, pos);
                 eprintln!("[id {}] connection to id {} closed by the peer; redialling", shared.id, link.id);
                 break;
             };
@@ -145,7 +170,7 @@ pub async fn writer(
                 shared.counters.messages_sent.fetch_add(n, Ordering::Relaxed);
             } else {
                 shared.counters.messages_dropped_connection.fetch_add(n, Ordering::Relaxed);
-                lost(&shared, pos);
+                lost(shared, link, pos);
                 eprintln!("[id {}] connection to id {} broke; redialling", shared.id, link.id);
                 break;
             }
@@ -153,13 +178,14 @@ pub async fn writer(
     }
 }
 
-/// Marks the link to `pos` down since now and tells the driver (waiting lock clients may need
-/// that peer).
-fn lost(shared: &Shared, pos: usize) {
-    let link = shared.peers[pos].as_ref().expect("writer for a peer");
+/// Marks `link` down since now and, for a link of the fixed table (at `pos`), tells the driver
+/// (waiting lock clients may need that peer).
+fn lost(shared: &Shared, link: &PeerLink, pos: Option<usize>) {
     link.connected.store(false, Ordering::Relaxed);
     link.down_since_ns.store(crate::shared::wall_ns().max(1), Ordering::Relaxed);
-    let _ = shared.api_tx.try_send(Input::PeerDown(pos as NodeId));
+    if let Some(pos) = pos {
+        let _ = shared.api_tx.try_send(Input::PeerDown(pos as NodeId));
+    }
 }
 
 /// The dialler's side of the challenge–response: read the acceptor's challenge, check its
@@ -210,13 +236,32 @@ fn set_user_timeout(stream: &TcpStream) {
     }
 }
 
-/// Accepts inbound connections until shutdown.
+/// Which senders a listener lets in, and the position their messages are delivered from
+/// (`None`: refused as an unknown sender).
+pub type Admit = Arc<dyn Fn(u64) -> Option<NodeId> + Send + Sync>;
+
+/// Accepts inbound connections until shutdown, from the members of `shared.members`.
 pub async fn listen<M: Message, T: Send + 'static>(
     listener: TcpListener,
     shared: Arc<Shared>,
     input: mpsc::Sender<Input<M, T>>,
     cfg: NodeConfig,
     shutdown: CancellationToken,
+) {
+    let members = shared.members.clone();
+    let admit: Admit = Arc::new(move |u| members.iter().position(|&m| m == u).map(|p| p as NodeId));
+    listen_admitting(listener, shared, input, cfg, shutdown, admit).await
+}
+
+/// Accepts inbound connections until shutdown, from the senders `admit` lets in, asked at each
+/// hello (a node whose members change while it runs).
+pub async fn listen_admitting<M: Message, T: Send + 'static>(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    input: mpsc::Sender<Input<M, T>>,
+    cfg: NodeConfig,
+    shutdown: CancellationToken,
+    admit: Admit,
 ) {
     let open = Arc::new(AtomicUsize::new(0));
     loop {
@@ -236,12 +281,12 @@ pub async fn listen<M: Message, T: Send + 'static>(
             continue;
         }
         open.fetch_add(1, Ordering::Relaxed);
-        let (shared, input, cfg, shutdown, open) =
-            (shared.clone(), input.clone(), cfg.clone(), shutdown.clone(), open.clone());
+        let (shared, input, cfg, shutdown, open, admit) =
+            (shared.clone(), input.clone(), cfg.clone(), shutdown.clone(), open.clone(), admit.clone());
         tokio::spawn(async move {
             let result = tokio::select! {
                 _ = shutdown.cancelled() => Ok(()),
-                r = read_connection(stream, &shared, &input, &cfg) => r,
+                r = read_connection(stream, &shared, &input, &cfg, &admit) => r,
             };
             if let Err(e) = result {
                 let c = &shared.counters;
@@ -270,6 +315,7 @@ async fn read_connection<M: Message, T>(
     shared: &Shared,
     input: &mpsc::Sender<Input<M, T>>,
     cfg: &NodeConfig,
+    admit: &Admit,
 ) -> Result<(), FrameError> {
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
@@ -281,8 +327,7 @@ async fn read_connection<M: Message, T>(
         Ok(Some(Err(e))) => return Err(wire::codec_error(&e, cfg.max_frame)),
         Ok(Some(Ok(f))) => f,
     };
-    let peers: Vec<u64> = shared.members.iter().copied().filter(|&u| u != shared.id).collect();
-    let hello = wire::check_hello(&first, &cfg.algorithm, &peers)?;
+    let hello = wire::check_hello_with(&first, &cfg.algorithm, |u| u != shared.id && admit(u).is_some())?;
     if let Some(secret) = &cfg.secret {
         // Challenge the claimed sender; only a proof for this connection's nonces and these
         // two ids lets its frames through.
@@ -305,7 +350,7 @@ async fn read_connection<M: Message, T>(
             return Err(FrameError::Unauthenticated(hello.sender));
         }
     }
-    let from = shared.members.iter().position(|&u| u == hello.sender).expect("checked member") as NodeId;
+    let from = admit(hello.sender).ok_or(FrameError::UnknownSender(hello.sender))?;
     Counters::bump(&shared.counters.connections_accepted);
     loop {
         let frame = match tokio::time::timeout(cfg.peer_idle_timeout, frames.next()).await {

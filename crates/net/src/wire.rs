@@ -153,6 +153,15 @@ pub fn decode<T: DeserializeOwned>(payload: &[u8]) -> Result<T, FrameError> {
 
 /// Decodes and checks a hello against our algorithm and membership.
 pub fn check_hello(payload: &[u8], algorithm: &str, members: &[u64]) -> Result<Hello, FrameError> {
+    check_hello_with(payload, algorithm, |u| members.contains(&u))
+}
+
+/// [`check_hello`] with the members given as a predicate on the sender's id.
+pub fn check_hello_with(
+    payload: &[u8],
+    algorithm: &str,
+    is_member: impl Fn(u64) -> bool,
+) -> Result<Hello, FrameError> {
     let hello: Hello = decode(payload)?;
     if hello.magic != MAGIC {
         return Err(FrameError::Magic(hello.magic));
@@ -163,7 +172,7 @@ pub fn check_hello(payload: &[u8], algorithm: &str, members: &[u64]) -> Result<H
     if hello.algorithm != algorithm {
         return Err(FrameError::Algorithm { got: hello.algorithm, ours: algorithm.to_string() });
     }
-    if !members.contains(&hello.sender) {
+    if !is_member(hello.sender) {
         return Err(FrameError::UnknownSender(hello.sender));
     }
     Ok(hello)

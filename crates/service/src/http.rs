@@ -17,7 +17,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use futures_util::Stream;
 use ringleader_algorithms::service::state::{
     Candidate, LeaseId, LossReason, Notice, Op, Refusal, Reply, StateMachine,
@@ -28,7 +28,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::server::{Node, Published, Unavailable};
+use crate::server::{ChangeRefused, MAX_ID, MemberChange, Members, Node, Published, Unavailable};
 
 /// The longest name of a lock or an election, in bytes.
 pub const MAX_NAME: usize = 256;
@@ -75,7 +75,22 @@ impl ApiError {
 
 impl From<Unavailable> for ApiError {
     fn from(e: Unavailable) -> ApiError {
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.to_string())
+        let reason = if matches!(e, Unavailable::Removed(_)) { "removed" } else { "unavailable" };
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, reason, e.to_string())
+    }
+}
+
+impl From<ChangeRefused> for ApiError {
+    fn from(e: ChangeRefused) -> ApiError {
+        let message = e.to_string();
+        match e {
+            ChangeRefused::InProgress => ApiError::conflict("change_in_progress", message),
+            ChangeRefused::Unknown(_) => ApiError::new(StatusCode::NOT_FOUND, "unknown_member", message),
+            ChangeRefused::LastMember(_) => ApiError::conflict("last_member", message),
+            ChangeRefused::AlreadyMember { .. } => ApiError::conflict("already_member", message),
+            ChangeRefused::NotMember => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_member", message),
+            ChangeRefused::Unavailable(u) => u.into(),
+        }
     }
 }
 
@@ -131,18 +146,12 @@ fn unexpected(reply: &Reply) -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("unexpected reply {reply:?}"))
 }
 
-/// Serves the API on `listener` until the node shuts down.
-pub async fn serve(listener: tokio::net::TcpListener, node: Arc<Node>) {
-    let shutdown = node.shutdown.clone();
-    let app = router(node);
-    let _ =
-        axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
-}
-
 /// The API's routes.
 pub fn router(node: Arc<Node>) -> axum::Router {
     axum::Router::new()
         .route("/status", get(status))
+        .route("/v1/members", get(members_list).post(member_add))
+        .route("/v1/members/{id}", delete(member_remove))
         .route("/v1/lease/grant", post(lease_grant))
         .route("/v1/lease/keepalive", post(lease_keepalive))
         .route("/v1/lease/revoke", post(lease_revoke))
@@ -165,6 +174,58 @@ pub fn router(node: Arc<Node>) -> axum::Router {
 async fn status(State(node): State<Arc<Node>>) -> Json<Value> {
     let s = node.status.lock().expect("status lock").clone();
     Json(serde_json::to_value(s).unwrap_or_default())
+}
+
+fn members_json(m: Members) -> Json<Value> {
+    Json(serde_json::to_value(m).unwrap_or_default())
+}
+
+async fn members_list(State(node): State<Arc<Node>>) -> Answer {
+    Ok(members_json(node.members().await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemberBody {
+    id: u64,
+    peer: String,
+}
+
+fn check_member_id(id: u64) -> Result<u64, ApiError> {
+    if !(1..=MAX_ID).contains(&id) {
+        return Err(ApiError::bad(format!("id {id}: member ids are 1..={MAX_ID}")));
+    }
+    Ok(id)
+}
+
+/// A peer address: `HOST:PORT`, with a port, no spaces, at most 255 bytes.
+fn check_peer(peer: &str) -> Result<(), ApiError> {
+    let port = peer.rsplit_once(':').map(|(host, port)| (host, port.parse::<u16>()));
+    match port {
+        Some((host, Ok(p)))
+            if !host.is_empty() && p != 0 && peer.len() <= 255 && !peer.contains(char::is_whitespace) =>
+        {
+            Ok(())
+        }
+        _ => {
+            Err(ApiError::bad(format!("peer {peer:?}: expected HOST:PORT, the new node's --listen address")))
+        }
+    }
+}
+
+async fn member_add(State(node): State<Arc<Node>>, b: Result<Json<MemberBody>, JsonRejection>) -> Answer {
+    let b = body(b)?;
+    let id = check_member_id(b.id)?;
+    check_peer(&b.peer)?;
+    Ok(members_json(node.change_members(MemberChange::Add { id, peer: b.peer }).await?))
+}
+
+async fn member_remove(State(node): State<Arc<Node>>, Path(id): Path<String>) -> Answer {
+    let id = id
+        .parse::<u64>()
+        .map_err(|_| ApiError::bad(format!("member id {id:?}: expected a number 1..={MAX_ID}")))?;
+    let id = check_member_id(id)?;
+    Ok(members_json(node.change_members(MemberChange::Remove { id }).await?))
 }
 
 #[derive(Deserialize)]

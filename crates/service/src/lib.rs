@@ -19,8 +19,10 @@ pub mod etcd;
 pub mod http;
 pub mod server;
 
-/// Starts a service node ([`server::start`]) and serves its HTTP API ([`http::serve`]) until
-/// the node shuts down.
+/// Starts a service node ([`server::start`]) and serves its HTTP API ([`http::router`]) until
+/// the node shuts down, hardened as a real node's API is
+/// ([`ringleader_net::api::serve_router`]): connection limits, idle and write-stall timeouts,
+/// the `Host` check on a loopback bind, and the bearer token when one is configured.
 pub async fn start(cfg: server::ServerConfig) -> Result<server::Running, server::ServeError> {
     start_with_grpc(cfg, None).await.map(|(running, _)| running)
 }
@@ -41,8 +43,15 @@ pub async fn start_with_grpc(
         }
         None => None,
     };
+    let (token, limits, id) = (cfg.api_token.clone(), cfg.api_limits, cfg.id);
     let (running, api) = server::start(cfg).await?;
-    tokio::spawn(http::serve(api, running.node.clone()));
+    let node = running.node.clone();
+    let shutdown = node.shutdown.clone();
+    let counts = std::sync::Arc::new(ringleader_net::api::ConnectionCounters::default());
+    tokio::spawn(async move {
+        let label = format!("service node {id}");
+        ringleader_net::api::serve_router(api, http::router(node), counts, token, limits, shutdown, &label).await
+    });
     let bound = grpc.map(|(l, bound)| {
         tokio::spawn(etcd::serve(l, running.node.clone()));
         bound

@@ -13,21 +13,39 @@
 //! The loop is the replica's [`Host`]: messages go into the peer queues, applied entries of this
 //! node's own proposals answer their waiting requests, and a linearizable read is answered once
 //! the entry its ReadIndex names has been applied.
+//!
+//! ## Membership
+//!
+//! The members change through raft-rs conf changes, one at a time ([`Command::ChangeMembers`]).
+//! An added node's peer address travels in its `AddNode` change's context, so every node that
+//! applies the change learns it and opens a link to it; a removed node's link is closed once
+//! what was queued for it (the append that tells it its removal committed) is written. The
+//! address table is kept in the file `members` beside the log (see [`MemberTable`]).
+//!
+//! A node started with [`ServerConfig::join`] has an empty configuration: it never campaigns,
+//! and waits until the leader, having applied its `AddNode`, sends it a snapshot. That it is a
+//! snapshot, never the log from index 1 (whose first configuration lives in no entry), is
+//! ensured by every node compacting its log right after it applies an `AddNode`. A node that
+//! applies its own removal stops: it no longer ticks nor steps, and answers every request 503
+//! ([`Unavailable::Removed`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use raft::StateRole;
-use raft::eraftpb::Message as RaftMessage;
+use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Message as RaftMessage};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::Family;
 use ringleader_algorithms::service::lock_service::Msg;
-use ringleader_algorithms::service::replica::{Host, Proposal, Replica, ReplicaError, Settings, Submit};
+use ringleader_algorithms::service::replica::{
+    Host, Proposal, Replica, ReplicaError, Settings, Submit, add_voter, remove_voter,
+};
 use ringleader_algorithms::service::state::{Applied, DeadlockPolicy, Notice, Op, RequestId, StateMachine};
 use ringleader_core::{NodeId, Time};
 use ringleader_net::auth::Secret;
@@ -42,6 +60,64 @@ use crate::disk::{DiskError, DiskLog};
 
 /// The name the service's peers say in their hello: only service nodes talk to service nodes.
 pub const PROTOCOL: &str = "lock-service";
+
+/// The highest node id (the replica numbers nodes with a `u8`-sized range of positions).
+pub const MAX_ID: u64 = 255;
+
+/// The name of the address table's file in the data directory.
+const MEMBERS_FILE: &str = "members";
+
+/// How long a removed peer's link stays open to write what was queued for it.
+const FAREWELL: Duration = Duration::from_secs(2);
+
+/// The peer address of every node this one knows, by id — the members of the configuration,
+/// plus, on a joining node, the members it was told of.
+///
+/// It survives a restart in the file `members` beside the log, rewritten (fsync, atomic
+/// rename) whenever an applied membership change alters it. The file is needed because the log
+/// alone cannot rebuild it: the `AddNode` entries carrying the addresses are compacted away
+/// behind snapshots, and a snapshot holds the configuration's ids but not their addresses.
+/// Entries after the latest snapshot are applied again at start, and applying a change twice
+/// leaves the table as once.
+pub type MemberTable = BTreeMap<u64, String>;
+
+/// Reads the address table of `dir` (`None` when the file does not exist).
+fn read_members(dir: &Path) -> Result<Option<MemberTable>, ServeError> {
+    let path = dir.join(MEMBERS_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(ServeError::Io { what: format!("read {}", path.display()), source }),
+    };
+    let mut table = MemberTable::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let parsed = line.split_once('=').and_then(|(id, addr)| Some((id.trim().parse().ok()?, addr.trim())));
+        let Some((id, addr)) = parsed else {
+            return Err(ServeError::Config(format!(
+                "{} has the line {line:?}, not ID=HOST:PORT; restore or delete the file",
+                path.display()
+            )));
+        };
+        table.insert(id, addr.to_string());
+    }
+    Ok(Some(table))
+}
+
+/// Writes the address table of `dir`, with fsync and an atomic rename.
+fn write_members(dir: &Path, table: &MemberTable) -> Result<(), ServeError> {
+    use std::io::Write;
+    let path = dir.join(MEMBERS_FILE);
+    let tmp = dir.join("members.new");
+    let io = |what: &str, source| ServeError::Io { what: format!("{what} {}", path.display()), source };
+    {
+        let mut f = std::fs::File::create(&tmp).map_err(|e| io("write", e))?;
+        for (id, addr) in table {
+            writeln!(f, "{id}={addr}").map_err(|e| io("write", e))?;
+        }
+        f.sync_all().map_err(|e| io("sync", e))?;
+    }
+    std::fs::rename(&tmp, &path).map_err(|e| io("rename", e))
+}
 
 /// Everything one service node needs to start.
 #[derive(Clone, Debug)]
@@ -79,6 +155,16 @@ pub struct ServerConfig {
     pub retry: Duration,
     /// The seed of the election-timeout draws (`None`: from the OS).
     pub seed: Option<u64>,
+    /// This node joins a running cluster: `members` are the cluster's current members (and
+    /// this node); it starts with no configuration and waits to be added
+    /// ([`Command::ChangeMembers`]) and sent a snapshot. Ignored once its log is not new.
+    pub join: bool,
+    /// The bearer token the HTTP API's clients must send (`None`: none asked).
+    pub api_token: Option<ringleader_net::api::ApiToken>,
+    /// The HTTP API's connection limits (open connections, idle and write-stall timeouts).
+    pub api_limits: ringleader_net::api::ConnectionLimits,
+    /// Serve the API beyond the loopback without a token.
+    pub insecure_api: bool,
 }
 
 impl ServerConfig {
@@ -107,6 +193,10 @@ impl ServerConfig {
             request_timeout: Duration::from_secs(5),
             retry: Duration::from_millis(400),
             seed: None,
+            join: false,
+            api_token: None,
+            api_limits: ringleader_net::api::ConnectionLimits::default(),
+            insecure_api: false,
         }
     }
 
@@ -124,8 +214,17 @@ impl ServerConfig {
         if !ids.contains(&self.id) {
             return bad(format!("this node's id {} is not among the members {ids:?}", self.id));
         }
-        if ids.len() > 255 {
-            return bad("at most 255 members".into());
+        if ids.len() > 255 || self.id > MAX_ID {
+            return bad(format!("at most 255 members, with ids 1..={MAX_ID}"));
+        }
+        if !self.api.ip().is_loopback() && self.api_token.is_none() && !self.insecure_api {
+            return bad(format!(
+                "--api {}: a non-loopback API needs a bearer token (--api-token-file FILE), or --insecure",
+                self.api
+            ));
+        }
+        if self.join && ids.len() < 2 {
+            return bad("--join needs the running cluster's members (--peer ID=HOST:PORT for each)".into());
         }
         if self.tick < Duration::from_millis(1) || self.tick > Duration::from_secs(1) {
             return bad("--tick must be 1ms..=1s".into());
@@ -202,6 +301,72 @@ pub enum Unavailable {
     /// The node is stopping.
     #[error("the node is stopping")]
     Stopping,
+    /// The node was removed from the cluster: it serves nothing any more.
+    #[error("node {0} was removed from the cluster and serves nothing; ask another node")]
+    Removed(u64),
+}
+
+/// A change of the cluster's members.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemberChange {
+    /// Add node `id`, whose peers reach it at `peer` (`host:port`), as a voter.
+    Add {
+        /// Its id.
+        id: u64,
+        /// Its peer address.
+        peer: String,
+    },
+    /// Remove node `id`.
+    Remove {
+        /// Its id.
+        id: u64,
+    },
+}
+
+/// Why a membership change was not made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChangeRefused {
+    /// Another change is not applied yet (raft-rs makes one at a time).
+    #[error("a membership change is already in progress; retry once it is applied")]
+    InProgress,
+    /// The node to remove is not a member.
+    #[error("node {0} is not a member")]
+    Unknown(u64),
+    /// The node to remove is the last voter.
+    #[error("node {0} is the last member; a cluster cannot remove its last voter")]
+    LastMember(u64),
+    /// The node to add is a member already, at another address.
+    #[error("node {id} is already a member, at {peer}; remove it first to move it")]
+    AlreadyMember {
+        /// Its id.
+        id: u64,
+        /// Its address.
+        peer: String,
+    },
+    /// This node is not in the configuration yet (it waits to be added).
+    #[error("this node is not a member yet (it waits to be added); ask a member")]
+    NotMember,
+    /// The change was not applied in time, or the node is stopping or removed.
+    #[error("{0}")]
+    Unavailable(#[from] Unavailable),
+}
+
+/// One member: its id and peer address.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Member {
+    /// Its id.
+    pub id: u64,
+    /// Its peer address (empty if this node never learnt it).
+    pub peer: String,
+}
+
+/// The members as of an applied index.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Members {
+    /// The voters, by id.
+    pub members: Vec<Member>,
+    /// The index this node had applied.
+    pub applied: u64,
 }
 
 /// A question about the state machine, answered in the loop.
@@ -232,6 +397,18 @@ pub enum Command {
         /// Where the answer goes.
         reply: oneshot::Sender<serde_json::Value>,
     },
+    /// The members this node knows (its applied configuration and address table).
+    Members {
+        /// Where the answer goes.
+        reply: oneshot::Sender<Result<Members, Unavailable>>,
+    },
+    /// Proposes a membership change; the answer comes once it is applied here.
+    ChangeMembers {
+        /// The change.
+        change: MemberChange,
+        /// Where the members after it go.
+        reply: oneshot::Sender<Result<Members, ChangeRefused>>,
+    },
 }
 
 /// What `/status` shows, kept up to date by the loop.
@@ -243,7 +420,8 @@ pub struct Status {
     pub leader: Option<u64>,
     /// The current term.
     pub term: u64,
-    /// `leader`, `follower`, `candidate` or `pre_candidate`.
+    /// `leader`, `follower`, `candidate`, `pre_candidate`, or `removed` once this node was
+    /// removed from the cluster.
     pub role: &'static str,
     /// The last applied index.
     pub applied: u64,
@@ -251,6 +429,8 @@ pub struct Status {
     pub commit: u64,
     /// The voters' ids.
     pub members: Vec<u64>,
+    /// True once this node applied its own removal: it serves nothing any more.
+    pub removed: bool,
 }
 
 /// An applied entry's notice, with the entry's index.
@@ -287,6 +467,23 @@ impl Node {
     pub async fn read(&self, query: Query) -> Result<(u64, serde_json::Value), Unavailable> {
         let (reply, rx) = oneshot::channel();
         self.commands.send(Command::Read { query, reply }).await.map_err(|_| Unavailable::Stopping)?;
+        rx.await.map_err(|_| Unavailable::Stopping)?
+    }
+
+    /// The members this node knows.
+    pub async fn members(&self) -> Result<Members, Unavailable> {
+        let (reply, rx) = oneshot::channel();
+        self.commands.send(Command::Members { reply }).await.map_err(|_| Unavailable::Stopping)?;
+        rx.await.map_err(|_| Unavailable::Stopping)?
+    }
+
+    /// Proposes a membership change and waits until it is applied on this node.
+    pub async fn change_members(&self, change: MemberChange) -> Result<Members, ChangeRefused> {
+        let (reply, rx) = oneshot::channel();
+        self.commands
+            .send(Command::ChangeMembers { change, reply })
+            .await
+            .map_err(|_| Unavailable::Stopping)?;
         rx.await.map_err(|_| Unavailable::Stopping)?
     }
 
@@ -349,12 +546,24 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
     let mut log = DiskLog::open(&cfg.data_dir).map_err(disk)?;
     let mut ids: Vec<u64> = cfg.members.iter().map(|m| m.0).collect();
     ids.sort_unstable();
-    if log.conf_state().voters.is_empty() && log.hard_state().term == 0 {
+    if log.conf_state().voters.is_empty() && log.hard_state().term == 0 && !cfg.join {
         // A new log: the cluster's first configuration is the member list (node ids are
-        // Raft ids).
+        // Raft ids). A joining node starts with none: the snapshot it is sent brings it.
         let cs = raft::eraftpb::ConfState { voters: ids.clone(), ..Default::default() };
         log.set_conf_state(cs).map_err(disk)?;
     }
+    // The address table: the one written beside the log when there is one (it follows the
+    // applied changes; the flags may be stale), else the flags' (see `MemberTable`).
+    let table: MemberTable = match read_members(&cfg.data_dir)? {
+        Some(t) => t,
+        None => {
+            let t: MemberTable = cfg.members.iter().cloned().collect();
+            write_members(&cfg.data_dir, &t)?;
+            t
+        }
+    };
+    let voters = log.conf_state().voters.clone();
+    let removed_at_start = !voters.is_empty() && !voters.contains(&cfg.id);
     let incarnation = next_incarnation(&cfg.data_dir)?;
     let me = (cfg.id - 1) as NodeId;
     let replica = Replica::new(me, incarnation, cfg.settings(), log)?;
@@ -370,7 +579,8 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
     let api =
         api_listener.local_addr().map_err(|source| ServeError::Io { what: "API address".into(), source })?;
 
-    // The transport of real nodes, reused: uids are the node ids, positions their order.
+    // The transport of real nodes, reused: uids are the node ids. The peer links are the
+    // loop's own (they change with the members), not the fixed table of `Shared`.
     let mut net = NodeConfig::new(
         cfg.id,
         listen,
@@ -381,31 +591,10 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
     net.max_frame = 8 * 1024 * 1024;
     let (input_tx, input_rx) = mpsc::channel::<Input<Msg, ()>>(4096);
     let (api_tx, _api_rx) = mpsc::channel(1);
-    let mut writers = Vec::new();
-    let peers: Vec<Option<PeerLink>> = ids
-        .iter()
-        .enumerate()
-        .map(|(pos, &id)| {
-            if id == cfg.id {
-                return None;
-            }
-            let addr = cfg.members.iter().find(|m| m.0 == id).map(|m| m.1.clone()).unwrap_or_default();
-            let (tx, rx) = mpsc::channel(net.queue_capacity);
-            writers.push((pos, rx));
-            Some(PeerLink {
-                id,
-                position: pos as NodeId,
-                addr,
-                connected: AtomicBool::new(false),
-                down_since_ns: AtomicU64::new(0),
-                queue: tx,
-            })
-        })
-        .collect();
     let (events, _) = broadcast::channel(16);
     let shared = Arc::new(Shared {
         id: cfg.id,
-        position: ids.iter().position(|&i| i == cfg.id).unwrap_or(0) as NodeId,
+        position: me,
         members: ids.clone(),
         algorithm: PROTOCOL,
         family: Family::Mutex,
@@ -415,18 +604,29 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         event_log: Mutex::new(EventLog::default()),
         lock_times: Default::default(),
         api_connections: Default::default(),
-        peers,
+        peers: Vec::new(),
         api_tx,
     });
     let shutdown = CancellationToken::new();
-    for (pos, rx) in writers {
-        tokio::spawn(transport::writer(shared.clone(), pos, rx, net.clone(), shutdown.clone()));
-    }
-    tokio::spawn(transport::listen::<Msg, ()>(listener, shared.clone(), input_tx, net, shutdown.clone()));
+    let known = Arc::new(Mutex::new(table.keys().copied().collect::<BTreeSet<u64>>()));
+    let admit: transport::Admit = {
+        let known = known.clone();
+        // Peers are let in while they are in the address table; the secret, when there is one,
+        // still has to be proven.
+        Arc::new(move |u| known.lock().expect("known ids").contains(&u).then(|| (u - 1) as NodeId))
+    };
+    tokio::spawn(transport::listen_admitting::<Msg, ()>(
+        listener,
+        shared.clone(),
+        input_tx,
+        net.clone(),
+        shutdown.clone(),
+        admit,
+    ));
 
     let (commands_tx, commands_rx) = mpsc::channel(4096);
     let (notices, _) = broadcast::channel(65_536);
-    let status = Arc::new(Mutex::new(Status { id: cfg.id, ..Status::default() }));
+    let status = Arc::new(Mutex::new(Status { id: cfg.id, removed: removed_at_start, ..Status::default() }));
     let node = Arc::new(Node {
         me,
         commands: commands_tx,
@@ -453,7 +653,21 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         reads: BTreeMap::new(),
         next_read: 0,
         msg_count: 0,
+        table: MemberTable::new(),
+        known,
+        links: BTreeMap::new(),
+        net,
+        shutdown: shutdown.clone(),
+        change: None,
+        removed: removed_at_start,
+        compact: false,
+        table_changed: false,
     };
+    let mut state = state;
+    for (id, addr) in table {
+        state.learn(id, addr);
+    }
+    state.table_changed = false;
     let done = tokio::spawn(run_loop(replica, state, input_rx, commands_rx, shutdown.clone()));
     Ok((Running { node, listen, api, done }, api_listener))
 }
@@ -476,6 +690,21 @@ struct PendingRead {
     index: Option<u64>,
 }
 
+/// A link to a peer: its writer's queue, and how to stop the writer.
+struct Link {
+    queue: mpsc::Sender<Bytes>,
+    stop: CancellationToken,
+}
+
+/// A membership change of this node's, waiting to be seen applied.
+struct PendingChange {
+    change: MemberChange,
+    reply: oneshot::Sender<Result<Members, ChangeRefused>>,
+    first_sent: Instant,
+    /// Seen applied: answered at the end of the turn.
+    applied: bool,
+}
+
 /// The loop's own state (everything but the replica).
 struct LoopState {
     cfg: ServerConfig,
@@ -489,6 +718,82 @@ struct LoopState {
     reads: BTreeMap<u64, PendingRead>,
     next_read: u64,
     msg_count: u64,
+    /// Every known node's peer address (see [`MemberTable`]).
+    table: MemberTable,
+    /// The ids of `table`, for the listener's admission.
+    known: Arc<Mutex<BTreeSet<u64>>>,
+    /// The links to the peers of `table`.
+    links: BTreeMap<u64, Link>,
+    net: NodeConfig,
+    shutdown: CancellationToken,
+    change: Option<PendingChange>,
+    /// This node applied its own removal.
+    removed: bool,
+    /// A node was added: compact the log (see the module documentation).
+    compact: bool,
+    /// `table` changed since it was last written.
+    table_changed: bool,
+}
+
+impl LoopState {
+    /// Learns (or updates) the address of node `id` and keeps a link to it.
+    fn learn(&mut self, id: u64, addr: String) {
+        if self.table.get(&id) == Some(&addr) && (id == self.cfg.id || self.links.contains_key(&id)) {
+            return;
+        }
+        self.table.insert(id, addr.clone());
+        self.known.lock().expect("known ids").insert(id);
+        self.table_changed = true;
+        if id == self.cfg.id {
+            return;
+        }
+        if let Some(old) = self.links.remove(&id) {
+            old.stop.cancel();
+        }
+        let (tx, rx) = mpsc::channel(self.net.queue_capacity);
+        // The writer reads `rx`; the link's own sender is a stand-in that nothing reads, so
+        // that dropping `tx` alone closes the queue (see `forget`).
+        let (stand_in, _) = mpsc::channel(1);
+        let link = Arc::new(PeerLink {
+            id,
+            position: (id - 1) as NodeId,
+            addr,
+            connected: AtomicBool::new(false),
+            down_since_ns: AtomicU64::new(0),
+            queue: stand_in,
+        });
+        let stop = self.shutdown.child_token();
+        tokio::spawn(transport::link_writer(self.shared.clone(), link, rx, self.net.clone(), stop.clone()));
+        self.links.insert(id, Link { queue: tx, stop });
+    }
+
+    /// Forgets node `id`: its link writes what was queued, then closes.
+    fn forget(&mut self, id: u64) {
+        if self.table.remove(&id).is_some() {
+            self.table_changed = true;
+        }
+        self.known.lock().expect("known ids").remove(&id);
+        if let Some(link) = self.links.remove(&id) {
+            // The queue's only sender is dropped here, so the writer ends once what was queued
+            // (the append telling the peer that its removal committed) is written; one that
+            // cannot connect is stopped after `FAREWELL`.
+            drop(link.queue);
+            let stop = link.stop;
+            tokio::spawn(async move {
+                tokio::time::sleep(FAREWELL).await;
+                stop.cancel();
+            });
+        }
+    }
+
+    /// The members of `voters` (node ids) with their addresses.
+    fn members(&self, voters: &[u64], applied: u64) -> Members {
+        let members = voters
+            .iter()
+            .map(|&id| Member { id, peer: self.table.get(&id).cloned().unwrap_or_default() })
+            .collect();
+        Members { members, applied }
+    }
 }
 
 /// The replica's host: the loop's state plus the incarnation to recognise own proposals.
@@ -501,8 +806,7 @@ struct ServerHost<'a> {
 impl Host for ServerHost<'_> {
     fn send(&mut self, to: NodeId, msg: RaftMessage) {
         let s = &mut *self.state;
-        let Some(pos) = s.shared.members.iter().position(|&u| u == to as u64 + 1) else { return };
-        let Some(Some(link)) = s.shared.peers.get(pos) else { return };
+        let Some(link) = s.links.get(&(to as u64 + 1)) else { return };
         s.msg_count += 1;
         let msg_id = ((self.me as u64) << 40) | (s.msg_count & ((1 << 40) - 1));
         let env = Envelope { msg_id, lamport: 0, vector: Vec::new(), msg: Msg::new(&msg) };
@@ -557,6 +861,41 @@ impl Host for ServerHost<'_> {
             r.index = Some(index);
         }
     }
+
+    fn membership_changed(&mut self, change: &ConfChange, conf_state: &ConfState) {
+        let s = &mut *self.state;
+        let id = change.node_id;
+        match change.get_change_type() {
+            ConfChangeType::AddNode => {
+                let addr = String::from_utf8_lossy(&change.context).into_owned();
+                if !addr.is_empty() {
+                    s.learn(id, addr);
+                }
+                s.compact = true;
+            }
+            ConfChangeType::RemoveNode => {
+                if id == s.cfg.id {
+                    s.removed = true;
+                } else {
+                    s.forget(id);
+                }
+            }
+            ConfChangeType::AddLearnerNode => {}
+        }
+        let done = s.change.as_ref().is_some_and(|p| match &p.change {
+            MemberChange::Add { id: want, .. } => {
+                change.get_change_type() == ConfChangeType::AddNode && id == *want
+            }
+            MemberChange::Remove { id: want } => {
+                change.get_change_type() == ConfChangeType::RemoveNode && id == *want
+            }
+        });
+        if done && let Some(p) = s.change.as_mut() {
+            // Answered after this turn's `Ready`, with the replica at hand.
+            p.applied = true;
+        }
+        let _ = conf_state;
+    }
 }
 
 /// The loop: inputs in, replica driven, answers out (see the module documentation).
@@ -572,17 +911,22 @@ async fn run_loop(
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let random = state.rng.next_u64();
     replica.reseed(random);
+    if state.removed {
+        eprintln!("[id {}] this node was removed from the cluster; it serves nothing", state.cfg.id);
+        publish_status(&replica, &state);
+    }
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = ticker.tick() => on_tick(&mut replica, &mut state),
-            Some(input) = peers.recv() => on_peer(&mut replica, input),
+            _ = ticker.tick() => if !state.removed { on_tick(&mut replica, &mut state) },
+            Some(input) = peers.recv() => if !state.removed { on_peer(&mut replica, input) },
             Some(cmd) = commands.recv() => on_command(&mut replica, &mut state, cmd),
         }
         // Group commit: everything already waiting joins this turn's Ready.
         for _ in 0..BATCH {
             match peers.try_recv() {
-                Ok(input) => on_peer(&mut replica, input),
+                Ok(input) if !state.removed => on_peer(&mut replica, input),
+                Ok(_) => {}
                 Err(_) => break,
             }
         }
@@ -592,11 +936,16 @@ async fn run_loop(
                 Err(_) => break,
             }
         }
+        if state.removed {
+            // A removed node no longer drives its replica: it would only campaign in vain.
+            continue;
+        }
         let random = state.rng.next_u64();
         let me = replica.id();
         let incarnation = replica.incarnation();
         let mut host = ServerHost { state: &mut state, me, incarnation };
         tokio::task::block_in_place(|| replica.drive(random, &mut host))?;
+        after_changes(&mut replica, &mut state)?;
         answer_reads(&replica, &mut state);
         publish_status(&replica, &state);
     }
@@ -604,6 +953,52 @@ async fn run_loop(
         if let Some(reply) = p.reply {
             let _ = reply.send(Err(Unavailable::Stopping));
         }
+    }
+    Ok(())
+}
+
+/// What applied membership changes leave to do once the `Ready` is handled: compact the log
+/// after an addition, write the address table, answer the change, and stop if this node was
+/// removed.
+fn after_changes(replica: &mut Replica<DiskLog>, state: &mut LoopState) -> Result<(), ServeError> {
+    if std::mem::take(&mut state.compact) {
+        // A failure here only means a new node may be sent the log rather than a snapshot
+        // later; the node goes on.
+        if let Err(e) = tokio::task::block_in_place(|| replica.compact_now()) {
+            eprintln!("[id {}] could not compact the log after a node was added: {e}", state.cfg.id);
+        }
+    }
+    if std::mem::take(&mut state.table_changed) {
+        write_members(&state.cfg.data_dir, &state.table)?;
+    }
+    if state.change.as_ref().is_some_and(|c| c.applied)
+        && let Some(c) = state.change.take()
+    {
+        let voters: Vec<u64> = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
+        let _ = c.reply.send(Ok(state.members(&voters, replica.machine().last_applied())));
+    }
+    if state.removed {
+        let gone = Unavailable::Removed(state.cfg.id);
+        eprintln!(
+            "[id {}] this node was removed from the cluster; it serves nothing from now on",
+            state.cfg.id
+        );
+        for (_, p) in std::mem::take(&mut state.pending) {
+            if let Some(reply) = p.reply {
+                let _ = reply.send(Err(gone.clone()));
+            }
+        }
+        for (_, r) in std::mem::take(&mut state.reads) {
+            let _ = r.reply.send(Err(gone.clone()));
+        }
+        if let Some(c) = state.change.take() {
+            let _ = c.reply.send(Err(gone.into()));
+        }
+        for (_, link) in std::mem::take(&mut state.links) {
+            // What is queued (this node's last answers) is still written.
+            drop(link.queue);
+        }
+        publish_status(replica, state);
     }
     Ok(())
 }
@@ -618,7 +1013,60 @@ fn on_peer(replica: &mut Replica<DiskLog>, input: Input<Msg, ()>) {
 
 fn on_command(replica: &mut Replica<DiskLog>, state: &mut LoopState, cmd: Command) {
     let now = Instant::now();
+    if state.removed {
+        let gone = Unavailable::Removed(state.cfg.id);
+        match cmd {
+            Command::Propose { reply, .. } => drop(reply.send(Err(gone))),
+            Command::Read { reply, .. } => drop(reply.send(Err(gone))),
+            Command::Members { reply } => drop(reply.send(Err(gone))),
+            Command::ChangeMembers { reply, .. } => drop(reply.send(Err(gone.into()))),
+            Command::Local { reply, .. } => drop(reply.send(serde_json::Value::Null)),
+        }
+        return;
+    }
     match cmd {
+        Command::Members { reply } => {
+            let voters: Vec<u64> = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
+            let _ = reply.send(Ok(state.members(&voters, replica.machine().last_applied())));
+        }
+        Command::ChangeMembers { change, reply } => {
+            let voters: Vec<u64> = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
+            let refused = if voters.is_empty() {
+                Some(ChangeRefused::NotMember)
+            } else if state.change.is_some() || replica.conf_change_pending() {
+                Some(ChangeRefused::InProgress)
+            } else {
+                match &change {
+                    MemberChange::Add { id, peer } if voters.contains(id) => {
+                        if state.table.get(id) == Some(peer) {
+                            // Already done (a retry): the members as they are.
+                            let _ = reply.send(Ok(state.members(&voters, replica.machine().last_applied())));
+                            return;
+                        }
+                        Some(ChangeRefused::AlreadyMember {
+                            id: *id,
+                            peer: state.table.get(id).cloned().unwrap_or_default(),
+                        })
+                    }
+                    MemberChange::Remove { id } if !voters.contains(id) => Some(ChangeRefused::Unknown(*id)),
+                    MemberChange::Remove { id } if voters.len() == 1 => Some(ChangeRefused::LastMember(*id)),
+                    _ => None,
+                }
+            };
+            if let Some(r) = refused {
+                let _ = reply.send(Err(r));
+                return;
+            }
+            let cc = match &change {
+                MemberChange::Add { id, peer } => add_voter((id - 1) as NodeId, peer.clone().into_bytes()),
+                MemberChange::Remove { id } => remove_voter((id - 1) as NodeId),
+            };
+            // Proposed once: a change dropped on the way (no leader, a leader change) is not
+            // proposed again but answered 503 after the request timeout, for the client to retry
+            // (a retry of an add that did apply is answered with the members).
+            replica.change_membership(cc);
+            state.change = Some(PendingChange { change, reply, first_sent: now, applied: false });
+        }
         Command::Propose { op, reply } => {
             let request = state.next_request;
             state.next_request += 1;
@@ -647,6 +1095,11 @@ fn on_tick(replica: &mut Replica<DiskLog>, state: &mut LoopState) {
     replica.tick(state.started.elapsed().as_nanos() as Time);
     let now = Instant::now();
     let (retry, timeout) = (state.cfg.retry, state.cfg.request_timeout);
+    if state.change.as_ref().is_some_and(|c| !c.applied && now.duration_since(c.first_sent) >= timeout)
+        && let Some(c) = state.change.take()
+    {
+        let _ = c.reply.send(Err(Unavailable::Timeout(timeout).into()));
+    }
     state.pending.retain(|_, p| {
         if now.duration_since(p.first_sent) >= timeout {
             if let Some(reply) = p.reply.take() {
@@ -700,4 +1153,10 @@ fn publish_status(replica: &Replica<DiskLog>, state: &LoopState) {
     s.applied = replica.machine().last_applied();
     s.commit = replica.commit();
     s.members = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
+    s.removed = state.removed;
+    if state.removed {
+        // raft-rs leaves a removed leader in its role; it leads nothing any more.
+        s.role = "removed";
+        s.leader = None;
+    }
 }

@@ -295,13 +295,23 @@ impl<const MIN: bool> RingElection<MIN> {
     }
 
     fn set_leader(&mut self, cx: &Context, winner: Uid, grace: Time, out: &mut Out) {
-        if self.leader != Some(winner) {
+        let news = self.leader != Some(winner);
+        if news {
             self.leader = Some(winner);
             out.emit(Event::Leader { leader: winner, term: 0 });
         }
         if winner == self.uid {
             self.watch.lead(out);
-        } else {
+            if news {
+                // The followers' first deadline allows a whole round (`learn`); a heartbeat at
+                // once replaces it with the detector's own, so a coordinator that dies just
+                // after its election is suspected as soon as one that dies later.
+                self.watch.beat(Self::ring_after(cx), &Msg::Heartbeat(self.uid), out);
+            }
+        } else if news {
+            // Only news arms the deadline: a COORDINATOR naming the coordinator this process
+            // already follows (a concurrent round, or one arriving after the new coordinator's
+            // first heartbeat) must not push the detector's deadline back by a round.
             self.watch.follow_after(cx, grace, out);
         }
     }
@@ -542,6 +552,41 @@ mod tests {
         let mut min = node::<true>(0);
         let step = min.deliver(3, Msg::Election { seq: 7, list: all() });
         assert_eq!(step.emitted(), vec![Event::Leader { leader: 1, term: 0 }]);
+    }
+
+    /// Failure detection: a process that learns it is the new coordinator sends a HEARTBEAT to
+    /// every other position at once (and every period after), so the followers' first deadline
+    /// — a whole round of grace — is replaced by the detector's own right away; a second round
+    /// naming the same coordinator sends no extra heartbeat.
+    #[test]
+    fn a_new_coordinator_beats_at_once() {
+        let world = World::new(4).topology(Topology::Ring { n: 4 }).param("heartbeat", "20ms");
+        let mut p: Node<RingElection<false>> = world.node(3);
+        let step = p.deliver(2, Msg::Election { seq: 7, list: all() });
+        let beats: Vec<_> = step.sent().into_iter().filter(|(_, m)| *m == Msg::Heartbeat(4)).collect();
+        assert_eq!(beats, vec![(0, Msg::Heartbeat(4)), (1, Msg::Heartbeat(4)), (2, Msg::Heartbeat(4))]);
+        let again = p.deliver(2, Msg::Election { seq: 8, list: all() });
+        assert!(!again.sent().iter().any(|(_, m)| *m == Msg::Heartbeat(4)), "{:?}", again.sent());
+    }
+
+    /// Failure detection: a COORDINATOR that names the coordinator a process already follows
+    /// (here it heard that coordinator's first heartbeat before the COORDINATOR came round)
+    /// leaves the detector's deadline alone instead of granting the new coordinator another
+    /// round to learn of its victory.
+    #[test]
+    fn a_coordinator_already_followed_does_not_push_the_deadline_back() {
+        let world = World::new(4).topology(Topology::Ring { n: 4 }).param("heartbeat", "20ms");
+        let mut p: Node<RingElection<false>> = world.node(0);
+        let heard = p.deliver(3, Msg::Heartbeat(4));
+        assert_eq!(heard.emitted(), vec![Event::Leader { leader: 4, term: 0 }]);
+        assert!(heard.set().iter().any(|(t, _)| *t == Timer::Watch(WatchTimer::Silence)));
+        let round = p.deliver(3, Msg::Coordinator { seq: 1, winner: 4, origin: 2, list: all() });
+        assert!(round.emitted().is_empty());
+        assert!(
+            !round.set().iter().any(|(t, _)| *t == Timer::Watch(WatchTimer::Silence)),
+            "{:?}",
+            round.set()
+        );
     }
 
     /// Rule 4: concurrent initiators are not suppressed; lists with the same members, in any

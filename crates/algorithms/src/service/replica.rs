@@ -293,6 +293,26 @@ impl<L: StableLog> Replica<L> {
         v
     }
 
+    /// True on a leader while a membership change it proposed is not yet applied (raft-rs
+    /// allows one at a time and turns a second into an empty entry).
+    pub fn conf_change_pending(&self) -> bool {
+        self.raft.raft.state == StateRole::Leader && self.raft.raft.has_pending_conf()
+    }
+
+    /// Takes a snapshot of the state machine now, as of the last entry applied (a membership
+    /// change or an empty entry included), and compacts the log behind it, whatever
+    /// `snapshot_every` says (nothing when nothing was applied since the last one). The real
+    /// server calls it after a node is added, so that the new node always starts from a
+    /// snapshot carrying the configuration (see `ringleader-service`'s server).
+    pub fn compact_now(&mut self) -> Result<(), ReplicaError<L::Error>> {
+        let applied = self.raft.raft.raft_log.applied;
+        if applied == 0 || applied < self.raft.store().first_kept() {
+            return Ok(());
+        }
+        let data = postcard::to_allocvec(&self.machine).unwrap_or_default();
+        self.raft.mut_store().snapshot_and_compact(applied, data).map_err(ReplicaError::Storage)
+    }
+
     /// Its stable storage.
     pub fn log(&self) -> &L {
         self.raft.store()

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# Fault test of the coordination service (`ringleader serve`, Raft) in Docker, judged by
+# `ringleader verify --history`, bounded in time.
+#
+#   RINGLEADER_BIN=target/debug/ringleader deploy/service-fault-test.sh   # no build (CI)
+#   LOAD_SECONDS=60 CLIENTS=6 deploy/service-fault-test.sh                 # a longer run
+#
+# 1. builds a FROM-scratch image of the glibc binary and the exact libraries it links
+#    (deploy/Dockerfile.rootfs; nothing is pulled);
+# 2. starts three service nodes (deploy/service-compose.yml), each with its Raft log on a
+#    data-dir volume, APIs published on 127.0.0.1:18201..18203. The nodes prove a fresh cluster
+#    secret to each other, and their APIs (bound on the containers' 0.0.0.0) ask every client
+#    for a fresh bearer token;
+# 3. on the host, starts `ringleader fenced-resource` (a resource that rejects writes with a
+#    fencing token below the highest it accepted for that lock) and `ringleader service-load`
+#    (CLIENTS clients taking and releasing LOCKS with TTL leases, failing over between the
+#    three endpoints, writing through each fencing token to the resource, recording every
+#    operation -- unknown outcomes as such -- in a JSON-lines history), plus one stale writer:
+#    a client that takes a lock, pauses past its lease without renewing it and then writes
+#    through its old token, which the resource must refuse once a later holder wrote;
+# 4. while the clients run: kills the Raft leader's container (`docker kill`, SIGKILL), waits for
+#    the other two to elect a new leader, starts it again (it recovers from its log) and waits
+#    until it follows; `docker pause`s a follower, then unpauses it; disconnects the leader from
+#    the network (`docker network disconnect`: both directions, and its published API goes
+#    too) and reconnects it; then, where the host has nsenter and iptables, a one-way
+#    partition: the host's iptables run inside one node's network namespace drops what that node
+#    receives from its peers while what it sends still goes out (nothing is installed in the
+#    image). Without them the one-way partition is skipped and the log says so;
+# 5. when the clients are done: `fenced-resource --check` on the resource's log (accepted tokens
+#    never went backwards; rejections are reported: they are the resource doing its job), then
+#    `ringleader verify --history` on the clients' history. Exit status: verify's (0
+#    linearizable or undecided, 2 violated), or 1 if the workload or the resource check failed.
+# Every wait is bounded; everything started is removed on exit, whatever happens (trap).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PROJECT=${PROJECT:-rlsvc$$}
+IMAGE=${IMAGE:-ringleader:svcfault$$}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringleader-svcfault.XXXXXX")
+DATA_DIR=$WORK/data
+LOAD_SECONDS=${LOAD_SECONDS:-40}
+CLIENTS=${CLIENTS:-4}
+LOCKS=${LOCKS:-orders,stock}
+RESOURCE_PORT=${RESOURCE_PORT:-18300}
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+SECRET_FILE=$WORK/cluster.secret
+API_TOKEN_FILE=$WORK/api.token
+export PROJECT IMAGE DATA_DIR SECRET_FILE API_TOKEN_FILE
+COMPOSE=(docker-compose -p "$PROJECT" -f "$ROOT/deploy/service-compose.yml")
+NET="${PROJECT}_raft"
+PARTITIONED_PID=""
+
+log() { printf '[service-fault %s] %s\n' "$(date +%T)" "$*"; }
+
+cleanup() {
+  local rc=$?
+  log "cleaning up"
+  if [[ -n $PARTITIONED_PID ]]; then
+    nsenter -t "$PARTITIONED_PID" -n iptables -F INPUT >/dev/null 2>&1 || true
+  fi
+  jobs -p | xargs -r kill 2>/dev/null || true
+  for i in 1 2 3; do docker unpause "$PROJECT-node$i" >/dev/null 2>&1 || true; done
+  timeout 60 "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
+  docker rmi "$IMAGE" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The cluster secret the nodes prove to each other (32 random bytes, hex, mode 0600), and the
+# bearer token of their APIs.
+(umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$SECRET_FILE")
+(umask 077 && od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$API_TOKEN_FILE")
+
+api() { echo $((18200 + $1)); }
+status() { curl -s -m 2 -H "Authorization: Bearer $(cat "$API_TOKEN_FILE")" "http://127.0.0.1:$(api "$1")/status" || true; }
+field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2; }
+
+# wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.2 s until it succeeds.
+wait_for() {
+  local limit=$1 what=$2; shift 2
+  local end=$((SECONDS + limit))
+  until "$@"; do
+    if ((SECONDS >= end)); then log "TIMEOUT after ${limit}s waiting for: $what"; return 1; fi
+    sleep 0.2
+  done
+}
+
+# agreed NODE...: every NODE answers and names the same leader, itself one of NODE; prints it.
+agreed() {
+  local i l want=""
+  for i in "$@"; do
+    l=$(field "$(status "$i")" leader)
+    [[ $l =~ ^[0-9]+$ ]] || return 1
+    [[ -z $want || $l == "$want" ]] || return 1
+    want=$l
+  done
+  [[ " $* " == *" $want "* ]] || return 1
+  echo "$want" >"$WORK/leader"
+}
+leader() { cat "$WORK/leader"; }
+others() { local i; for i in 1 2 3; do [[ $i == "$1" ]] || echo "$i"; done; }
+
+mkdir -p "$WORK/ctx"
+for i in 1 2 3; do mkdir -p "$DATA_DIR/node-$i"; done
+if [[ -n ${RINGLEADER_BIN:-} ]]; then
+  BIN=$(cd "$(dirname "$RINGLEADER_BIN")" && pwd)/$(basename "$RINGLEADER_BIN")
+else
+  log "building the binary (release)"
+  (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR timeout 1800 cargo build -q --release -p ringleader)
+  BIN=$TARGET_DIR/release/ringleader
+fi
+log "image $IMAGE: the glibc binary and its libraries as a root file system (FROM scratch)"
+cp "$BIN" "$WORK/ctx/ringleader"
+for lib in $(ldd "$BIN" | grep -o '/[^ ]*'); do
+  mkdir -p "$WORK/ctx$(dirname "$lib")"
+  cp -L "$lib" "$WORK/ctx$lib"
+done
+timeout 300 docker build -q -t "$IMAGE" -f "$ROOT/deploy/Dockerfile.rootfs" "$WORK/ctx" >/dev/null
+
+log "starting three service nodes"
+timeout 120 "${COMPOSE[@]}" up -d >/dev/null 2>&1
+wait_for 60 "the three nodes agree on a leader" agreed 1 2 3
+log "cluster up; leader node$(leader)"
+
+"$BIN" fenced-resource --listen "127.0.0.1:$RESOURCE_PORT" --log "$WORK/writes.jsonl" 2>"$WORK/resource.err" &
+RESOURCE=$!
+wait_for 10 "the fenced resource" curl -s -m 1 -o /dev/null "http://127.0.0.1:$RESOURCE_PORT/stats"
+
+ENDPOINTS=$(for i in 1 2 3; do printf 'http://127.0.0.1:%s,' "$(api "$i")"; done)
+log "service-load: $CLIENTS clients on locks $LOCKS for ${LOAD_SECONDS}s"
+"$BIN" service-load --endpoints "${ENDPOINTS%,}" --clients "$CLIENTS" --locks "$LOCKS" \
+  --duration "${LOAD_SECONDS}s" --ttl 3s --acquire-timeout 2s --request-timeout 2s --settle 30s \
+  --resource "http://127.0.0.1:$RESOURCE_PORT" --stale-writers 1 --history "$WORK/history.jsonl" \
+  --api-token-file "$API_TOKEN_FILE" \
+  >"$WORK/load.out" 2>&1 &
+LOAD=$!
+sleep 3
+
+L=$(leader)
+log "docker kill (SIGKILL) the leader node$L while the clients run"
+docker kill "$PROJECT-node$L" >/dev/null
+mapfile -t LIVE < <(others "$L")
+wait_for 30 "the survivors elect a new leader" agreed "${LIVE[@]}"
+log "new leader node$(leader); starting node$L again (it recovers from $DATA_DIR/node-$L)"
+sleep 2
+docker start "$PROJECT-node$L" >/dev/null
+wait_for 30 "node$L back, following the same leader" agreed 1 2 3
+log "node$L rejoined; leader node$(leader)"
+sleep 2
+
+mapfile -t FOLLOWERS < <(others "$(leader)")
+F=${FOLLOWERS[0]}
+log "docker pause follower node$F"
+docker pause "$PROJECT-node$F" >/dev/null
+sleep 4
+docker unpause "$PROJECT-node$F" >/dev/null
+wait_for 30 "node$F caught up" agreed 1 2 3
+log "node$F unpaused"
+sleep 2
+
+L=$(leader)
+log "disconnecting the leader node$L from $NET (both directions)"
+docker network disconnect "$NET" "$PROJECT-node$L"
+mapfile -t LIVE < <(others "$L")
+wait_for 30 "the other two elect a new leader" agreed "${LIVE[@]}" || true
+sleep 3
+docker network connect --alias "node$L" "$NET" "$PROJECT-node$L"
+wait_for 30 "node$L reconnected, following the same leader" agreed 1 2 3
+log "node$L reconnected; leader node$(leader)"
+sleep 2
+
+L=$(leader)
+if command -v nsenter >/dev/null && command -v iptables >/dev/null; then
+  PARTITIONED_PID=$(docker inspect -f '{{.State.Pid}}' "$PROJECT-node$L")
+  log "one-way partition: node$L receives nothing from its peers (its own messages still go out)"
+  if nsenter -t "$PARTITIONED_PID" -n iptables -A INPUT -p tcp --sport 7000 -j DROP &&
+    nsenter -t "$PARTITIONED_PID" -n iptables -A INPUT -p tcp --dport 7000 -j DROP; then
+    sleep 5
+    nsenter -t "$PARTITIONED_PID" -n iptables -F INPUT
+    PARTITIONED_PID=""
+    wait_for 30 "node$L healed, the three agree on a leader" agreed 1 2 3
+    log "one-way partition healed; leader node$(leader)"
+  else
+    log "one-way partition NOT done: iptables in node$L's network namespace failed"
+    PARTITIONED_PID=""
+  fi
+else
+  log "one-way partition NOT done: the host has no nsenter or iptables (the image has neither)"
+fi
+
+log "waiting for the clients (bounded)"
+wait_for $((LOAD_SECONDS + 90)) "service-load to finish" bash -c "! kill -0 $LOAD 2>/dev/null"
+set +e
+wait "$LOAD"
+load_rc=$?
+set -e
+cat "$WORK/load.out"
+kill "$RESOURCE" 2>/dev/null || true
+wait "$RESOURCE" 2>/dev/null || true
+
+set +e
+"$BIN" fenced-resource --check "$WORK/writes.jsonl"
+check_rc=$?
+log "ringleader verify --history (the clients' history)"
+"$BIN" verify --history "$WORK/history.jsonl"
+rc=$?
+set -e
+log "verify exit status $rc"
+if ((rc == 0 && load_rc != 0)); then log "FAIL: service-load exited $load_rc"; rc=1; fi
+if ((rc == 0 && check_rc != 0)); then log "FAIL: the fenced resource accepted a token that went backwards"; rc=1; fi
+exit $rc
