@@ -301,11 +301,12 @@ impl<const MIN: bool> RingElection<MIN> {
             out.emit(Event::Leader { leader: winner, term: 0 });
         }
         if winner == self.uid {
-            self.watch.lead(out);
             if news {
                 // The followers' first deadline allows a whole round (`learn`); a heartbeat at
                 // once replaces it with the detector's own, so a coordinator that dies just
-                // after its election is suspected as soon as one that dies later.
+                // after its election is suspected as soon as one that dies later. Later rounds
+                // naming this process again leave the heartbeat's cadence alone.
+                self.watch.lead(out);
                 self.watch.beat(Self::ring_after(cx), &Msg::Heartbeat(self.uid), out);
             }
         } else if news {
@@ -557,7 +558,7 @@ mod tests {
     /// Failure detection: a process that learns it is the new coordinator sends a HEARTBEAT to
     /// every other position at once (and every period after), so the followers' first deadline
     /// — a whole round of grace — is replaced by the detector's own right away; a second round
-    /// naming the same coordinator sends no extra heartbeat.
+    /// naming the same coordinator sends no extra heartbeat and does not postpone the next one.
     #[test]
     fn a_new_coordinator_beats_at_once() {
         let world = World::new(4).topology(Topology::Ring { n: 4 }).param("heartbeat", "20ms");
@@ -567,6 +568,11 @@ mod tests {
         assert_eq!(beats, vec![(0, Msg::Heartbeat(4)), (1, Msg::Heartbeat(4)), (2, Msg::Heartbeat(4))]);
         let again = p.deliver(2, Msg::Election { seq: 8, list: all() });
         assert!(!again.sent().iter().any(|(_, m)| *m == Msg::Heartbeat(4)), "{:?}", again.sent());
+        assert!(
+            !again.set().iter().any(|(t, _)| *t == Timer::Watch(WatchTimer::Beat)),
+            "a later round must not postpone the next heartbeat: {:?}",
+            again.set()
+        );
     }
 
     /// Failure detection: a COORDINATOR that names the coordinator a process already follows
