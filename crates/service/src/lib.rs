@@ -50,7 +50,8 @@ pub async fn start_with_grpc(
     let counts = std::sync::Arc::new(ringleader_net::api::ConnectionCounters::default());
     tokio::spawn(async move {
         let label = format!("service node {id}");
-        ringleader_net::api::serve_router(api, http::router(node), counts, token, limits, shutdown, &label).await
+        ringleader_net::api::serve_router(api, http::router(node), counts, token, limits, shutdown, &label)
+            .await
     });
     let bound = grpc.map(|(l, bound)| {
         tokio::spawn(etcd::serve(l, running.node.clone()));
