@@ -752,15 +752,21 @@ impl<A: Algorithm> Simulation<A> {
         }
     }
 
+    #[inline]
     fn trace_new_violations(&mut self, before: usize) {
         if self.tracer.is_some() && self.violations.len() > before {
-            let new: Vec<_> = self.violations.list()[before..].to_vec();
-            for v in new {
-                self.trace(RecordKind::Violation, None, |r| {
-                    r.property = Some(v.property.name().into());
-                    r.detail = Some(v.detail.clone());
-                });
-            }
+            self.trace_violations_since(before);
+        }
+    }
+
+    #[cold]
+    fn trace_violations_since(&mut self, before: usize) {
+        let new: Vec<_> = self.violations.list()[before..].to_vec();
+        for v in new {
+            self.trace(RecordKind::Violation, None, |r| {
+                r.property = Some(v.property.name().into());
+                r.detail = Some(v.detail.clone());
+            });
         }
     }
 
