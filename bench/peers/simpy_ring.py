@@ -89,7 +89,7 @@ def main() -> int:
                 "delivered": delivered,
                 "leader": agreed,
                 "end_time_ms": round(env.now, 3),
-                "cpu_seconds": round(cpu, 3),
+                "cpu_seconds": round(cpu, 4),
                 "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             }
         )
