@@ -61,15 +61,18 @@ fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
-/// CPU time (user + system) this process has used, from /proc (10 ms resolution); it is what
-/// the run cost even when other processes compete for the cores.
+/// CPU time (user + system) this process has used, from getrusage (microsecond resolution; a
+/// 1,000-node ring takes a few milliseconds); it is what the run cost even when other processes
+/// compete for the cores.
 fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(f64::NAN);
-    (ticks(11) + ticks(12)) / 100.0
+    // SAFETY: getrusage only writes the zero-initialised struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 fn measure(algo: &str, nodes: u32, latency: &Latency) -> anyhow::Result<Measurement> {
