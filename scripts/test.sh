@@ -24,4 +24,13 @@ if ! command -v protoc >/dev/null && [ -z "${PROTOC:-}" ]; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler >/dev/null
 fi
 
+if ! command -v etcdctl >/dev/null; then
+  # crates/cli/tests/etcdctl.rs runs Debian's etcdctl (etcd v3.4) against the service.
+  echo "== installing etcdctl for crates/cli/tests/etcdctl.rs (Debian package etcd-client)"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-client >/dev/null
+fi
+
 cargo test --workspace --locked

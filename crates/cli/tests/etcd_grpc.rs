@@ -10,7 +10,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Client, Error, LeaseTimeToLiveOptions, LockOptions, ProclaimOptions, ResignOptions};
+use etcd_client::{
+    Client, Compare, CompareOp, DeleteOptions, Error, EventType, GetOptions, LeaseTimeToLiveOptions,
+    LockOptions, ProclaimOptions, PutOptions, ResignOptions, SortOrder, SortTarget, Txn, TxnOp,
+    TxnOpResponse, WatchOptions, WatchResponse, WatchStream,
+};
 use tonic::Code;
 
 /// Held while this process probes ports or forks, so that no child inherits a probe socket.
@@ -330,12 +334,200 @@ async fn status_and_member_list_answer_and_other_methods_are_unimplemented_by_na
     let me = members.members().iter().find(|m| m.id() == 2).unwrap();
     assert_eq!(me.client_urls(), [c.endpoint(2)]);
 
-    let e = status(within("put", two.put("k", "v", None)).await.unwrap_err());
+    let e = status(within("compact", two.compact(1, None)).await.unwrap_err());
     assert_eq!(e.code(), Code::Unimplemented);
-    assert!(e.message().contains("etcdserverpb.KV/Put"), "{}", e.message());
+    assert!(e.message().contains("etcdserverpb.KV/Compact"), "{}", e.message());
     let e = status(within("defragment", two.defragment()).await.unwrap_err());
     assert_eq!(e.code(), Code::Unimplemented);
     assert!(e.message().contains("etcdserverpb.Maintenance/Defragment"), "{}", e.message());
+}
+
+/// The header revision of a write.
+fn rev(h: Option<&etcd_client::ResponseHeader>) -> i64 {
+    h.expect("a header").revision()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_get_delete_and_txn_keep_etcds_revisions_and_versions() {
+    let c = Cluster::start().await;
+    let mut one = c.client(1).await;
+    let r1 = rev(within("put", one.put("a", "1", None)).await.unwrap().header());
+    assert!(r1 > 0);
+    let put = within("put", one.put("a", "2", Some(PutOptions::new().with_prev_key()))).await.unwrap();
+    let r2 = rev(put.header());
+    assert!(r2 > r1, "{r2} > {r1}");
+    assert_eq!(put.prev_key().unwrap().value(), b"1");
+    let got = within("get", one.get("a", None)).await.unwrap();
+    let a = &got.kvs()[0];
+    assert_eq!((a.value(), a.create_revision(), a.mod_revision(), a.version()), (&b"2"[..], r1, r2, 2));
+    assert!(rev(got.header()) >= r2);
+    let old = within("get at r1", one.get("a", Some(GetOptions::new().with_revision(r1)))).await.unwrap();
+    assert_eq!(old.kvs()[0].value(), b"1");
+    let e = status(
+        within("get future", one.get("a", Some(GetOptions::new().with_revision(r2 + 1_000_000))))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (e.code(), e.message()),
+        (Code::OutOfRange, "etcdserver: mvcc: required revision is a future revision")
+    );
+
+    for k in ["p/x", "p/y", "p/z", "q"] {
+        within("put", one.put(k, k, None)).await.unwrap();
+    }
+    let all = within("prefix", one.get("p/", Some(GetOptions::new().with_prefix()))).await.unwrap();
+    let keys: Vec<&[u8]> = all.kvs().iter().map(|kv| kv.key()).collect();
+    assert_eq!(keys, [&b"p/x"[..], b"p/y", b"p/z"]);
+    assert_eq!(all.count(), 3);
+    let last =
+        GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(1);
+    let last = within("last create", one.get("p/", Some(last))).await.unwrap();
+    assert_eq!((last.kvs()[0].key(), last.more(), last.count()), (&b"p/z"[..], true, 3));
+    let counted = within("count", one.get("p/", Some(GetOptions::new().with_prefix().with_count_only())))
+        .await
+        .unwrap();
+    assert_eq!((counted.kvs().len(), counted.count()), (0, 3));
+    let del = within("delete", one.delete("p/", Some(DeleteOptions::new().with_prefix().with_prev_key())))
+        .await
+        .unwrap();
+    assert_eq!((del.deleted(), del.prev_kvs().len()), (3, 3));
+    assert_eq!(within("get", one.get("p/", Some(GetOptions::new().with_prefix()))).await.unwrap().count(), 0);
+
+    // The concurrency package's lock step: create the key if it does not exist, else read it.
+    let mine = Txn::new()
+        .when([Compare::create_revision("a", CompareOp::Equal, 0)])
+        .and_then([TxnOp::put("a", "3", None)])
+        .or_else([TxnOp::get("a", None)]);
+    let t = within("txn", one.txn(mine)).await.unwrap();
+    assert!(!t.succeeded());
+    let TxnOpResponse::Get(g) = &t.op_responses()[0] else { panic!("{:?}", t.op_responses()) };
+    assert_eq!(g.kvs()[0].create_revision(), r1);
+    let fresh = Txn::new()
+        .when([
+            Compare::create_revision("b", CompareOp::Equal, 0),
+            Compare::value("a", CompareOp::Equal, "2"),
+        ])
+        .and_then([TxnOp::put("b", "x", None), TxnOp::put("c", "y", None)]);
+    let t = within("txn", one.txn(fresh)).await.unwrap();
+    assert!(t.succeeded());
+    let rt = rev(t.header());
+    for k in ["b", "c"] {
+        let kv = within("get", one.get(k, None)).await.unwrap().kvs()[0].clone();
+        assert_eq!(
+            (kv.create_revision(), kv.mod_revision()),
+            (rt, rt),
+            "a transaction's writes share its revision"
+        );
+    }
+    let e = status(
+        within("put", one.put("z", "v", Some(PutOptions::new().with_lease(123_456_789)))).await.unwrap_err(),
+    );
+    assert_eq!((e.code(), e.message()), (Code::NotFound, "etcdserver: requested lease not found"));
+    let nested = Txn::new().and_then([TxnOp::txn(Txn::new())]);
+    assert_eq!(status(within("nested", one.txn(nested)).await.unwrap_err()).code(), Code::InvalidArgument);
+
+    // Another node reads the same, linearizably.
+    let mut three = c.client(3).await;
+    let got = within("get on 3", three.get("b", None)).await.unwrap();
+    assert_eq!(got.kvs()[0].mod_revision(), rt);
+}
+
+/// The next watch response, within the bound.
+async fn next(stream: &mut WatchStream) -> WatchResponse {
+    within("watch response", stream.message()).await.unwrap().expect("the watch stream stays open")
+}
+
+/// `(type, key, value, mod revision)` of a response's events.
+fn events(r: &WatchResponse) -> Vec<(EventType, String, String, i64)> {
+    r.events()
+        .iter()
+        .map(|e| {
+            let kv = e.kv().unwrap();
+            (
+                e.event_type(),
+                kv.key_str().unwrap().to_string(),
+                kv.value_str().unwrap().to_string(),
+                kv.mod_revision(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_from_a_start_revision_and_a_prefix_sees_every_event_in_order() {
+    let c = Cluster::start().await;
+    let mut one = c.client(1).await;
+    let r1 = rev(within("put", one.put("w/a", "1", None)).await.unwrap().header());
+    let r2 = rev(within("put", one.put("w/b", "2", None)).await.unwrap().header());
+    within("put", one.put("elsewhere", "0", None)).await.unwrap();
+    let mut two = c.client(2).await;
+    let opts = WatchOptions::new().with_prefix().with_start_revision(r1).with_prev_key();
+    let mut stream = within("watch", two.watch("w/", Some(opts))).await.unwrap();
+    let created = next(&mut stream).await;
+    assert!(created.created() && !created.canceled());
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        seen.extend(events(&next(&mut stream).await));
+    }
+    assert_eq!(
+        seen,
+        [(EventType::Put, "w/a".into(), "1".into(), r1), (EventType::Put, "w/b".into(), "2".into(), r2)]
+    );
+    let r3 = rev(within("put", one.put("w/a", "3", None)).await.unwrap().header());
+    let r4 = rev(within("delete", one.delete("w/b", None)).await.unwrap().header());
+    let got = next(&mut stream).await;
+    assert_eq!(events(&got), [(EventType::Put, "w/a".into(), "3".into(), r3)]);
+    assert_eq!(rev(got.header()), r3);
+    assert_eq!(got.events()[0].prev_kv().unwrap().value(), b"1");
+    let got = next(&mut stream).await;
+    assert_eq!(events(&got), [(EventType::Delete, "w/b".into(), "".into(), r4)]);
+    assert_eq!(got.events()[0].prev_kv().unwrap().value(), b"2");
+
+    // A second watcher on the same stream: one key, from now on, deletes only.
+    stream
+        .watch("w/a", Some(WatchOptions::new().with_filters([etcd_client::WatchFilterType::NoPut])))
+        .await
+        .unwrap();
+    let created = next(&mut stream).await;
+    assert!(created.created());
+    let second = created.watch_id();
+    within("put", one.put("w/a", "4", None)).await.unwrap(); // the first watcher only
+    let r6 = rev(within("delete", one.delete("w/a", None)).await.unwrap().header());
+    let mut by_watcher: Vec<(i64, Vec<(EventType, String, String, i64)>)> = Vec::new();
+    while by_watcher.len() < 3 {
+        let r = next(&mut stream).await;
+        by_watcher.push((r.watch_id(), events(&r)));
+    }
+    let of_second: Vec<_> = by_watcher.iter().filter(|(id, _)| *id == second).collect();
+    assert_eq!(of_second.len(), 1, "{by_watcher:?}");
+    assert_eq!(of_second[0].1, [(EventType::Delete, "w/a".into(), "".into(), r6)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_attached_to_a_lease_vanishes_when_the_lease_is_revoked() {
+    let c = Cluster::start().await;
+    let mut one = c.client(1).await;
+    let lease = within("grant", one.lease_grant(30, None)).await.unwrap().id();
+    let r1 = rev(within("put", one.put("leased", "v", Some(PutOptions::new().with_lease(lease))))
+        .await
+        .unwrap()
+        .header());
+    within("put", one.put("kept", "v", None)).await.unwrap();
+    let got = within("get", one.get("leased", None)).await.unwrap();
+    assert_eq!(got.kvs()[0].lease(), lease);
+    let mut stream =
+        within("watch", one.watch("leased", Some(WatchOptions::new().with_start_revision(r1 + 1))))
+            .await
+            .unwrap();
+    assert!(next(&mut stream).await.created());
+    within("revoke", one.lease_revoke(lease)).await.unwrap();
+    let got = next(&mut stream).await;
+    let ev = events(&got);
+    assert_eq!(ev.len(), 1);
+    assert_eq!((ev[0].0, ev[0].1.as_str()), (EventType::Delete, "leased"));
+    assert_eq!(within("get", one.get("leased", None)).await.unwrap().count(), 0);
+    assert_eq!(within("get", one.get("kept", None)).await.unwrap().count(), 1);
 }
 
 #[test]

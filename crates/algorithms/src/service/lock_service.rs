@@ -172,7 +172,7 @@ fn op_lease(op: &Op) -> Option<LeaseId> {
         | Op::Campaign { lease, .. }
         | Op::Proclaim { lease, .. }
         | Op::Resign { lease, .. } => Some(*lease),
-        Op::Tick { .. } | Op::Grant { .. } => None,
+        Op::Tick { .. } | Op::Grant { .. } | Op::Txn { .. } => None,
     }
 }
 

@@ -4,8 +4,10 @@
 //! simulator and real servers share; [`lock_service`] is the simulator's process around it
 //! (the replica and its node's workload client); [`state`] is the replicated state machine
 //! every replica applies in log order; [`log`] is the Raft log as the simulator keeps it on a
-//! replica's stable storage.
+//! replica's stable storage; [`kv`] is the key-value store (etcd's data model) inside the state
+//! machine.
 
+pub mod kv;
 pub mod lock_service;
 pub mod log;
 pub mod replica;

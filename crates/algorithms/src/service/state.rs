@@ -114,6 +114,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use ringleader_core::{NodeId, Time};
 use serde::{Deserialize, Serialize};
 
+use super::kv::{Event, KvError, KvStore, Revision, Txn, TxnResult};
+
 /// A lease id: the Raft index of the entry that granted it (unique, increasing).
 pub type LeaseId = u64;
 /// A client's request id, chosen by the proposing node; echoed in notices.
@@ -198,6 +200,13 @@ pub enum Op {
         election: String,
         /// The candidate's lease.
         lease: LeaseId,
+    },
+
+    // ----- the key-value store -----
+    /// A transaction on the key-value store (a lone put or delete is one without compares).
+    Txn {
+        /// The transaction.
+        txn: Txn,
     },
 }
 
@@ -287,6 +296,18 @@ pub enum Reply {
         /// Why.
         reason: Refusal,
     },
+    /// A transaction on the key-value store was applied at `revision` (the entry's index).
+    Txn {
+        /// The entry's index: the revision of the transaction's writes.
+        revision: Revision,
+        /// Which branch applied and its answers.
+        result: TxnResult,
+    },
+    /// A transaction was refused; nothing changed.
+    KvRefused {
+        /// Why (etcd's message).
+        error: KvError,
+    },
 }
 
 /// Why a lease lost a lock it held.
@@ -369,6 +390,12 @@ pub enum Notice {
         /// The new leader and its value.
         leader: Option<Candidate>,
     },
+    /// Keys changed: the events of one entry (a transaction, or the keys of leases that
+    /// ended), in the order they happened; their revision is the entry's index.
+    KeyEvents {
+        /// The events.
+        events: Vec<Event>,
+    },
     /// A cycle of the wait-for graph, from its smallest lease id in wait-for order, and the
     /// lease sacrificed to break it (`None` under [`DeadlockPolicy::Report`]).
     Deadlock {
@@ -444,6 +471,7 @@ struct Step {
     notices: Vec<Notice>,
     touched_locks: BTreeSet<String>,
     leaders_before: BTreeMap<String, Option<(LeaseId, String)>>,
+    key_events: Vec<Event>,
 }
 
 /// The replicated state: leases, named locks and elections, and the replicated time.
@@ -456,6 +484,7 @@ pub struct StateMachine {
     leases: BTreeMap<LeaseId, Lease>,
     locks: BTreeMap<String, Lock>,
     elections: BTreeMap<String, Vec<Candidate>>,
+    kv: KvStore,
 }
 
 impl Default for StateMachine {
@@ -477,7 +506,15 @@ impl StateMachine {
             leases: BTreeMap::new(),
             locks: BTreeMap::new(),
             elections: BTreeMap::new(),
+            kv: KvStore::default(),
         }
+    }
+
+    /// This machine with a key-value store whose event history keeps at most `history_limit`
+    /// events (see [`KvStore`]); only for a machine that has applied nothing yet.
+    pub fn with_history_limit(mut self, history_limit: usize) -> Self {
+        self.kv = KvStore::new(history_limit);
+        self
     }
 
     /// Applies the committed entry at Raft index `index`. Refuses, changing nothing, an index
@@ -492,6 +529,7 @@ impl StateMachine {
             notices: Vec::new(),
             touched_locks: BTreeSet::new(),
             leaders_before: BTreeMap::new(),
+            key_events: Vec::new(),
         };
         let reply = match op {
             Op::Tick { elapsed } => self.tick(*elapsed, &mut step),
@@ -514,8 +552,21 @@ impl StateMachine {
             }
             Op::Proclaim { election, lease, value } => self.proclaim(election, *lease, value, &mut step),
             Op::Resign { election, lease } => self.resign(election, *lease, &mut step),
+            Op::Txn { txn } => {
+                let leases = &self.leases;
+                match self.kv.txn(index, txn, &|l| leases.contains_key(&l)) {
+                    Ok((result, events)) => {
+                        step.key_events.extend(events);
+                        Reply::Txn { revision: index, result }
+                    }
+                    Err(error) => Reply::KvRefused { error },
+                }
+            }
         };
         self.settle(&mut step);
+        if !step.key_events.is_empty() {
+            step.notices.push(Notice::KeyEvents { events: std::mem::take(&mut step.key_events) });
+        }
         Ok(Applied { reply, notices: step.notices })
     }
 
@@ -585,6 +636,11 @@ impl StateMachine {
         self.elections.get(election).map_or(&[], |c| c.as_slice())
     }
 
+    /// The key-value store.
+    pub fn kv(&self) -> &KvStore {
+        &self.kv
+    }
+
     /// The edges of the wait-for graph, `(waiter, holder)`, sorted.
     pub fn wait_for_edges(&self) -> Vec<(LeaseId, LeaseId)> {
         let mut edges = BTreeSet::new();
@@ -641,6 +697,8 @@ impl StateMachine {
         if reason == LossReason::Expired {
             step.notices.push(Notice::LeaseExpired { lease, origin });
         }
+        let events = self.kv.drop_lease(step.index, lease);
+        step.key_events.extend(events);
         let names: Vec<String> = self.locks.keys().cloned().collect();
         for name in names {
             let involuntary = reason == LossReason::Expired;
@@ -1749,6 +1807,151 @@ mod tests {
                 assert_eq!(restored, sm, "split {split}");
             }
         }
+    }
+
+    /// A random operation of the random runs, a third of them transactions on a few keys.
+    fn random_kv_op(g: &mut Gen, sm: &StateMachine) -> Op {
+        use crate::service::kv::{
+            Compare, CompareResult, CompareTarget, DeleteRangeRequest, PutRequest, RangeRequest, RequestOp,
+        };
+        if g.below(3) != 0 {
+            return random_op(g, sm);
+        }
+        let leases = sm.leases();
+        let key = |g: &mut Gen| format!("k/{}", g.below(4)).into_bytes();
+        let request = |g: &mut Gen| match g.below(4) {
+            0 => RequestOp::Range(RangeRequest {
+                key: key(g),
+                range_end: b"k0".to_vec(),
+                ..Default::default()
+            }),
+            1 => RequestOp::DeleteRange(DeleteRangeRequest { key: key(g), range_end: vec![], prev_kv: true }),
+            _ => {
+                let lease = match g.below(3) {
+                    0 if !leases.is_empty() => leases[g.below(leases.len() as u64) as usize],
+                    1 => 9999,
+                    _ => 0,
+                };
+                RequestOp::Put(PutRequest {
+                    key: key(g),
+                    value: vec![g.below(3) as u8],
+                    lease,
+                    prev_kv: true,
+                    ..Default::default()
+                })
+            }
+        };
+        let compare = (0..g.below(2))
+            .map(|_| Compare {
+                key: key(g),
+                range_end: vec![],
+                target: CompareTarget::Version(g.below(3) as i64),
+                result: CompareResult::Equal,
+            })
+            .collect();
+        let success = (0..1 + g.below(3)).map(|_| request(g)).collect();
+        let failure = (0..g.below(2)).map(|_| request(g)).collect();
+        Op::Txn { txn: Txn { compare, success, failure } }
+    }
+
+    // Rule 9 with the key-value store: keys, leases attached to keys, and a history short
+    // enough to be trimmed; every key's lease is live after every entry.
+    #[test]
+    fn rule_9_a_restored_snapshot_with_keys_applies_the_rest_of_the_log_identically() {
+        let mut g = Gen(0xbeef);
+        let mut sm = StateMachine::new(2, DeadlockPolicy::Report).with_history_limit(8);
+        let mut log: Vec<(u64, Op)> = Vec::new();
+        let mut applied: Vec<Applied> = Vec::new();
+        let mut snapshots: Vec<Vec<u8>> = Vec::new();
+        let mut index = 0;
+        let mut writes = 0;
+        for _ in 0..400 {
+            snapshots.push(postcard::to_allocvec(&sm).unwrap());
+            index += 1 + g.below(2);
+            let op = random_kv_op(&mut g, &sm);
+            let a = sm.apply(index, &op).unwrap();
+            writes += a.notices.iter().filter(|n| matches!(n, Notice::KeyEvents { .. })).count();
+            for key in sm
+                .kv()
+                .range(
+                    &crate::service::kv::RangeRequest {
+                        key: vec![0],
+                        range_end: vec![0],
+                        ..Default::default()
+                    },
+                    index,
+                )
+                .unwrap()
+                .kvs
+            {
+                assert!(
+                    key.lease == 0 || sm.lease(key.lease).is_some(),
+                    "key {:?} outlived lease {}",
+                    key.key,
+                    key.lease
+                );
+            }
+            assert!(sm.kv().history_len() <= 8);
+            applied.push(a);
+            log.push((index, op));
+        }
+        assert!(writes > 50, "the run wrote only {writes} times");
+        assert!(sm.kv().first_kept() > 1, "the history was never trimmed");
+        for (split, snapshot) in snapshots.iter().enumerate() {
+            let mut restored: StateMachine = postcard::from_bytes(snapshot).unwrap();
+            for (k, (index, op)) in log.iter().enumerate().skip(split) {
+                assert_eq!(restored.apply(*index, op).unwrap(), applied[k], "split {split}, entry {k}");
+            }
+            assert_eq!(restored, sm, "split {split}");
+        }
+    }
+
+    #[test]
+    fn a_revoked_or_expired_lease_deletes_its_keys_at_that_entry() {
+        use crate::service::kv::{EventKind, PutRequest, RequestOp};
+        let mut log = Log::new(0, DeadlockPolicy::Report);
+        let a = log.lease(10, 1);
+        let b = log.lease(3, 1);
+        let put = |key: &str, lease| Op::Txn {
+            txn: Txn {
+                success: vec![RequestOp::Put(PutRequest { key: key.into(), lease, ..Default::default() })],
+                ..Default::default()
+            },
+        };
+        let r = log.apply(put("x", a));
+        assert!(matches!(r.reply, Reply::Txn { revision: 3, .. }), "{r:?}");
+        log.apply(put("y", b));
+        assert_eq!(log.apply(put("z", 77)).reply, Reply::KvRefused { error: KvError::LeaseNotFound });
+        let expiry = log.tick(3); // entry 6: b expires
+        let Some(Notice::KeyEvents { events }) = expiry.notices.last() else { panic!("{expiry:?}") };
+        assert_eq!(events.len(), 1);
+        assert_eq!(
+            (events[0].kind, events[0].kv.key.as_slice(), events[0].kv.mod_revision),
+            (EventKind::Delete, &b"y"[..], 6)
+        );
+        let revoke = log.apply(Op::Revoke { lease: a }); // entry 7
+        assert_eq!(
+            revoke.notices,
+            vec![Notice::KeyEvents {
+                events: vec![crate::service::kv::Event {
+                    kind: EventKind::Delete,
+                    kv: crate::service::kv::KeyValue {
+                        key: b"x".to_vec(),
+                        mod_revision: 7,
+                        ..Default::default()
+                    },
+                    prev_kv: Some(crate::service::kv::KeyValue {
+                        key: b"x".to_vec(),
+                        create_revision: 3,
+                        mod_revision: 3,
+                        version: 1,
+                        value: vec![],
+                        lease: a
+                    }),
+                }]
+            }]
+        );
+        assert!(log.sm.kv().is_empty());
     }
 
     #[test]

@@ -10,8 +10,10 @@
 //!   Resign.
 //! - [`maintenance`]: `etcdserverpb.Maintenance` — Status.
 //! - [`cluster`]: `etcdserverpb.Cluster` — MemberList.
+//! - [`kv`]: `etcdserverpb.KV` — Range, Put, DeleteRange, Txn.
+//! - [`watch`]: `etcdserverpb.Watch` — Watch (a bidirectional stream).
 //!
-//! Every other method, of these services or of any other (KV and Watch included), is answered
+//! Every other method, of these services or of any other, is answered
 //! `UNIMPLEMENTED` with the method's name. The messages are compiled from `proto/`, which
 //! mirrors etcd's package, service and message names and field numbers.
 //!
@@ -36,14 +38,16 @@ use crate::server::{Node, Published, Unavailable};
 
 pub mod cluster;
 pub mod election;
+pub mod kv;
 pub mod lease;
 pub mod lock;
 pub mod maintenance;
+pub mod watch;
 
 /// The messages and services generated from `proto/` (etcd's names and field numbers).
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod pb {
-    /// `mvccpb`: the key-value record an election's leader is reported as.
+    /// `mvccpb`: key-value records (also an election's leader) and watch events.
     pub mod mvccpb {
         tonic::include_proto!("mvccpb");
     }
@@ -72,7 +76,7 @@ pub const VERSION: &str = "3.5.0+ringleader";
 const LEASE_CHECK: Duration = Duration::from_millis(500);
 
 /// The gRPC methods served; any other path is answered `UNIMPLEMENTED` with its name.
-pub const SERVED: [&str; 14] = [
+pub const SERVED: [&str; 19] = [
     "/etcdserverpb.Lease/LeaseGrant",
     "/etcdserverpb.Lease/LeaseRevoke",
     "/etcdserverpb.Lease/LeaseKeepAlive",
@@ -87,6 +91,11 @@ pub const SERVED: [&str; 14] = [
     "/v3electionpb.Election/Resign",
     "/etcdserverpb.Maintenance/Status",
     "/etcdserverpb.Cluster/MemberList",
+    "/etcdserverpb.KV/Range",
+    "/etcdserverpb.KV/Put",
+    "/etcdserverpb.KV/DeleteRange",
+    "/etcdserverpb.KV/Txn",
+    "/etcdserverpb.Watch/Watch",
 ];
 
 /// What the gRPC services share: the node and the API's own address.
@@ -161,6 +170,11 @@ pub fn lease_id(what: &str, id: i64) -> Result<LeaseId, Status> {
         )));
     }
     Ok(id as LeaseId)
+}
+
+/// An optional lease id from the wire: 0 for none, else as [`lease_id`].
+pub fn lease_or_none(id: i64) -> Result<LeaseId, Status> {
+    if id == 0 { Ok(0) } else { lease_id("lease", id) }
 }
 
 /// A lock or election name from the wire: UTF-8, 1..=[`MAX_NAME`](crate::http::MAX_NAME) bytes.
@@ -254,8 +268,8 @@ pub async fn next_notice(rx: &mut tokio::sync::broadcast::Receiver<Published>) -
 fn unimplemented(path: &str) -> axum::response::Response {
     let method = path.trim_start_matches('/');
     let status = Status::unimplemented(format!(
-        "ringleader does not serve {method}: its etcd API has leases, locks, elections, Maintenance.Status \
-         and Cluster.MemberList only (KV and Watch are not served yet; see docs/ETCD.md)"
+        "ringleader does not serve {method}: its etcd API has KV (without Compact), Watch, leases, locks, \
+         elections, Maintenance.Status and Cluster.MemberList (see docs/ETCD.md)"
     ));
     let (parts, ()) = status.into_http::<()>().into_parts();
     axum::response::Response::from_parts(parts, axum::body::Body::empty())
@@ -272,6 +286,8 @@ pub fn router(ctx: Ctx) -> axum::Router {
     let lock = LockServer::new(lock::LockApi(ctx.clone()));
     let election = ElectionServer::new(election::ElectionApi(ctx.clone()));
     let maintenance = MaintenanceServer::new(maintenance::MaintenanceApi(ctx.clone()));
+    let kv = pb::etcdserverpb::kv_server::KvServer::new(kv::KvApi(ctx.clone()));
+    let watch = pb::etcdserverpb::watch_server::WatchServer::new(watch::WatchApi(ctx.clone()));
     let cluster = ClusterServer::new(cluster::ClusterApi(ctx));
     let mut r = axum::Router::new();
     for path in SERVED {
@@ -280,6 +296,8 @@ pub fn router(ctx: Ctx) -> axum::Router {
             Some("v3lockpb.Lock") => r.route_service(path, lock.clone()),
             Some("v3electionpb.Election") => r.route_service(path, election.clone()),
             Some("etcdserverpb.Maintenance") => r.route_service(path, maintenance.clone()),
+            Some("etcdserverpb.KV") => r.route_service(path, kv.clone()),
+            Some("etcdserverpb.Watch") => r.route_service(path, watch.clone()),
             _ => r.route_service(path, cluster.clone()),
         };
     }

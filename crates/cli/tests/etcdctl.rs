@@ -1,0 +1,295 @@
+//! Debian's `etcdctl` (package `etcd-client`, etcd v3.4) against a three-node
+//! `ringleader cluster --service --grpc-base-port G`: put, get, del, watch, lease, txn, and the
+//! locks and elections that etcdctl builds out of KV transactions and watches (Go's
+//! `clientv3/concurrency`). Every wait is for an event (a line of output, an exit) with a bound;
+//! nothing sleeps.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+
+/// Held while this process probes ports or forks, so that no child inherits a probe socket.
+static FORK: Mutex<()> = Mutex::new(());
+
+/// The longest any one step may take.
+const BOUND: Duration = Duration::from_secs(20);
+
+/// A base with `n + 1` free consecutive ports; ranges handed out here never overlap.
+fn free_base(n: u16) -> u16 {
+    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let seed = (std::process::id() % 300) as u16;
+    loop {
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert!(k < 600, "no free port range");
+        let base = 20000 + (seed * 64 + k * 64 + 40) % 12000;
+        let held: Vec<_> = (0..=n).filter_map(|i| TcpListener::bind(("127.0.0.1", base + i)).ok()).collect();
+        if held.len() == n as usize + 1 {
+            return base;
+        }
+    }
+}
+
+/// The `etcdctl` binary; the tests fail, naming the package, when it is missing.
+fn etcdctl() -> PathBuf {
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join("etcdctl"))
+        .find(|p| p.is_file());
+    found.expect(
+        "etcdctl is not installed: install Debian's package `etcd-client` (apt-get install etcd-client)",
+    )
+}
+
+struct Cluster {
+    child: std::process::Child,
+    endpoints: String,
+    dir: PathBuf,
+}
+
+impl Cluster {
+    /// Three nodes with the gRPC API, once a put through etcdctl succeeds.
+    async fn start() -> Cluster {
+        let n = 3u16;
+        let (api, peer, grpc) = (free_base(n), free_base(n), free_base(n));
+        let dir = std::env::temp_dir().join(format!("ringleader-etcdctl-{}-{grpc}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ringleader"));
+        cmd.args(["cluster", "--service", "--nodes", &n.to_string()])
+            .args(["--api-base-port", &api.to_string(), "--peer-base-port", &peer.to_string()])
+            .args(["--grpc-base-port", &grpc.to_string()])
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .arg("--secret-file")
+            .arg(dir.join("cluster.secret"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = {
+            let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+            cmd.spawn().expect("the ringleader binary starts")
+        };
+        let endpoints = (1..=n).map(|i| format!("127.0.0.1:{}", grpc + i)).collect::<Vec<_>>().join(",");
+        let c = Cluster { child, endpoints, dir };
+        let t0 = Instant::now();
+        loop {
+            let out = c.command(&["--command-timeout=2s", "put", "ready", "1"]).output().await.unwrap();
+            if out.status.success() {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(40),
+                "the cluster took no put within 40s: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        c
+    }
+
+    /// `etcdctl --endpoints=… ARGS`, stdout and stderr piped, killed when dropped.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(etcdctl());
+        cmd.env("ETCDCTL_API", "3")
+            .arg(format!("--endpoints={}", self.endpoints))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    /// Runs `etcdctl ARGS` to its end (bounded) and returns its stdout; fails on an error exit.
+    async fn run(&self, args: &[&str]) -> String {
+        let out = tokio::time::timeout(BOUND, self.command(args).output())
+            .await
+            .unwrap_or_else(|_| panic!("etcdctl {args:?}: no exit within {BOUND:?}"))
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "etcdctl {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Spawns `etcdctl ARGS` and returns it with its stdout's lines.
+    fn spawn(&self, args: &[&str]) -> (Child, Lines<BufReader<ChildStdout>>) {
+        let mut child = {
+            let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+            self.command(args).spawn().unwrap()
+        };
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        (child, lines)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The next line a spawned etcdctl prints (bounded).
+async fn line(lines: &mut Lines<BufReader<ChildStdout>>, what: &str) -> String {
+    tokio::time::timeout(BOUND, lines.next_line())
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no line within {BOUND:?}"))
+        .unwrap()
+        .unwrap_or_else(|| panic!("{what}: etcdctl ended its output"))
+}
+
+/// Sends SIGINT to a spawned etcdctl and waits for its exit (bounded).
+async fn interrupt(child: &mut Child, what: &str) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id().expect("still running") as i32, libc::SIGINT) };
+    tokio::time::timeout(BOUND, child.wait())
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no exit within {BOUND:?} of SIGINT"))
+        .unwrap();
+}
+
+/// The header revision in `etcdctl -w json` output.
+fn json_revision(out: &str) -> i64 {
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    v["header"]["revision"].as_i64().unwrap_or_else(|| panic!("no header revision in {out}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_get_del_watch_lease_and_txn() {
+    let c = Cluster::start().await;
+    assert_eq!(c.run(&["put", "k", "v1"]).await, "OK\n");
+    assert_eq!(c.run(&["get", "k"]).await, "k\nv1\n");
+    for k in ["p/a", "p/b"] {
+        c.run(&["put", k, k]).await;
+    }
+    assert_eq!(c.run(&["get", "--prefix", "p/"]).await, "p/a\np/a\np/b\np/b\n");
+    assert_eq!(c.run(&["get", "--prefix", "--keys-only", "p/"]).await, "p/a\n\np/b\n\n");
+    assert_eq!(c.run(&["del", "--prefix", "p/"]).await, "2\n");
+    assert_eq!(c.run(&["get", "--prefix", "p/"]).await, "");
+
+    // Watch from the revision of a put: no race between the watch and the write.
+    let r = json_revision(&c.run(&["put", "-w", "json", "w", "first"]).await);
+    let (mut watch, mut out) = c.spawn(&["watch", "w", "--rev", &r.to_string()]);
+    for expected in ["PUT", "w", "first"] {
+        assert_eq!(line(&mut out, "watch").await, expected);
+    }
+    c.run(&["put", "w", "second"]).await;
+    c.run(&["del", "w"]).await;
+    for expected in ["PUT", "w", "second", "DELETE", "w"] {
+        assert_eq!(line(&mut out, "watch").await, expected);
+    }
+    interrupt(&mut watch, "watch").await;
+
+    // A lease, a key attached to it, and its revoke.
+    let granted = c.run(&["lease", "grant", "30"]).await;
+    let id = granted.split_whitespace().nth(1).unwrap_or_else(|| panic!("{granted}")).to_string();
+    assert!(granted.ends_with("granted with TTL(30s)\n"), "{granted}");
+    c.run(&["put", "--lease", &id, "leased", "v"]).await;
+    assert_eq!(c.run(&["get", "leased"]).await, "leased\nv\n");
+    c.run(&["lease", "revoke", &id]).await;
+    assert_eq!(c.run(&["get", "leased"]).await, "");
+
+    // A transaction read from stdin: compares, a blank line, success requests, a blank line,
+    // failure requests.
+    let txn = |input: &'static str| {
+        let mut cmd = c.command(&["txn"]);
+        cmd.stdin(Stdio::piped());
+        async move {
+            let mut child = cmd.spawn().unwrap();
+            child.stdin.take().unwrap().write_all(input.as_bytes()).await.unwrap();
+            let out = tokio::time::timeout(BOUND, child.wait_with_output()).await.unwrap().unwrap();
+            assert!(out.status.success(), "txn: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap()
+        }
+    };
+    assert_eq!(txn("value(\"k\") = \"v1\"\n\nput k v2\n\nput k never\n\n").await, "SUCCESS\n\nOK\n");
+    assert_eq!(txn("value(\"k\") = \"v1\"\n\nput k never\n\nget k\n\n").await, "FAILURE\n\nk\nv2\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_excludes_and_hands_over_in_order() {
+    let c = Cluster::start().await;
+    // A holds the lock (etcdctl prints the lock's key once it holds it).
+    let (mut a, mut a_out) = c.spawn(&["lock", "L"]);
+    let a_key = line(&mut a_out, "lock A").await;
+    assert!(a_key.starts_with("L/"), "{a_key}");
+    // B queues: its key appears under the lock's prefix, after A's, and B prints nothing.
+    let (mut b, mut b_out) = c.spawn(&["lock", "L"]);
+    let t0 = Instant::now();
+    let b_key = loop {
+        let keys = c.run(&["get", "--prefix", "--keys-only", "L/"]).await;
+        let keys: Vec<&str> = keys.lines().filter(|l| !l.is_empty()).collect();
+        if keys.len() == 2 {
+            break keys.into_iter().find(|k| *k != a_key).unwrap().to_string();
+        }
+        assert!(t0.elapsed() < BOUND, "B never queued: {keys:?}");
+    };
+    let early = tokio::time::timeout(Duration::from_millis(1), b_out.next_line()).await;
+    assert!(early.is_err(), "B printed while A held the lock: {early:?}");
+    interrupt(&mut a, "lock A").await;
+    assert_eq!(line(&mut b_out, "lock B").await, b_key);
+    interrupt(&mut b, "lock B").await;
+    assert_eq!(c.run(&["get", "--prefix", "L/"]).await, "", "the lock keys are gone after unlock");
+
+    // `lock NAME cmd`: three concurrent holders run their command one after the other.
+    let file = c.dir.join("critical.log");
+    let script = format!("echo start $$ >> {0}; echo end $$ >> {0}", file.display());
+    let runs: Vec<_> = (0..3)
+        .map(|_| {
+            let mut cmd = c.command(&["lock", "M", "--", "sh", "-c", &script]);
+            tokio::spawn(async move { tokio::time::timeout(BOUND, cmd.output()).await })
+        })
+        .collect();
+    for run in runs {
+        let out = run.await.unwrap().expect("lock M ends within the bound").unwrap();
+        assert!(out.status.success(), "lock M: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let log = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 6, "{log}");
+    for pair in lines.chunks(2) {
+        let (s, e) = (pair[0].strip_prefix("start "), pair[1].strip_prefix("end "));
+        assert!(s.is_some() && s == e, "critical sections overlapped:\n{log}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elect_campaigns_observes_and_resigns_on_sigint() {
+    let c = Cluster::start().await;
+    let (mut first, mut first_out) = c.spawn(&["elect", "E", "p1"]);
+    let leader = line(&mut first_out, "elect p1").await;
+    assert!(leader.starts_with("E/"), "{leader}");
+    assert_eq!(line(&mut first_out, "elect p1").await, "p1");
+    let (mut observer, mut seen) = c.spawn(&["elect", "-l", "E"]);
+    assert_eq!(line(&mut seen, "observe").await, leader);
+    assert_eq!(line(&mut seen, "observe").await, "p1");
+    let (mut second, mut second_out) = c.spawn(&["elect", "E", "p2"]);
+    // The second candidate's key appears behind the leader's.
+    let t0 = Instant::now();
+    loop {
+        let keys = c.run(&["get", "--prefix", "--keys-only", "E/"]).await;
+        if keys.lines().filter(|l| !l.is_empty()).count() == 2 {
+            break;
+        }
+        assert!(t0.elapsed() < BOUND, "the second candidate never queued: {keys}");
+    }
+    interrupt(&mut first, "elect p1").await; // resigns
+    let next = line(&mut second_out, "elect p2").await;
+    assert!(next.starts_with("E/") && next != leader, "{next}");
+    assert_eq!(line(&mut second_out, "elect p2").await, "p2");
+    assert_eq!(line(&mut seen, "observe").await, next);
+    assert_eq!(line(&mut seen, "observe").await, "p2");
+    interrupt(&mut second, "elect p2").await;
+    interrupt(&mut observer, "observe").await;
+}
