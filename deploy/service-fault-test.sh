@@ -4,6 +4,11 @@
 #
 #   RINGLEADER_BIN=target/debug/ringleader deploy/service-fault-test.sh   # no build (CI)
 #   LOAD_SECONDS=60 CLIENTS=6 deploy/service-fault-test.sh                 # a longer run
+#   LOAD_SECONDS=600 deploy/service-fault-test.sh     # the long run: the faults repeat until the end
+#
+# ETCD_NEMESIS_BIN (default: built here, as the binary) is the etcd-client program
+# (crates/cli/examples/etcd_nemesis.rs); ETCD_CLIENTS of them (default 2, 0: none) run beside
+# the HTTP clients.
 #
 # 1. builds a FROM-scratch image of the glibc binary and the exact libraries it links
 #    (deploy/Dockerfile.rootfs; nothing is pulled);
@@ -17,7 +22,11 @@
 #    three endpoints, writing through each fencing token to the resource, recording every
 #    operation -- unknown outcomes as such -- in a JSON-lines history), plus one stale writer:
 #    a client that takes a lock, pauses past its lease without renewing it and then writes
-#    through its old token, which the resource must refuse once a later holder wrote;
+#    through its old token, which the resource must refuse once a later holder wrote; and beside
+#    them ETCD_CLIENTS etcd-client clients (`etcd_nemesis`) on the same locks through the nodes'
+#    etcd gRPC APIs (published on 127.0.0.1:18211..18213; they authenticate as root with the
+#    API token), failing over between them, writing through each Lock answer's header revision
+#    to the same resource and recording the same history format;
 # 4. while the clients run: kills the Raft leader's container (`docker kill`, SIGKILL), waits for
 #    the other two to elect a new leader, starts it again (it recovers from its log) and waits
 #    until it follows; `docker pause`s a follower, then unpauses it; disconnects the leader from
@@ -25,10 +34,14 @@
 #    too) and reconnects it; then, where the host has nsenter and iptables, a one-way
 #    partition: the host's iptables run inside one node's network namespace drops what that node
 #    receives from its peers while what it sends still goes out (nothing is installed in the
-#    image). Without them the one-way partition is skipped and the log says so;
+#    image). Without them the one-way partition is skipped and the log says so; then leader
+#    churn (the leader killed and started again three times in a row, each time as soon as a
+#    new leader is elected) and a restart of the whole cluster from its durable state (all
+#    three killed with SIGKILL, then started again). The schedule repeats while the clients
+#    run (once in CI's 40 s; a long run gets many rounds);
 # 5. when the clients are done: `fenced-resource --check` on the resource's log (accepted tokens
 #    never went backwards; rejections are reported: they are the resource doing its job), then
-#    `ringleader verify --history` on the clients' history. Exit status: verify's (0
+#    `ringleader verify --history` on both kinds of client's history together. Exit status: verify's (0
 #    linearizable or undecided, 2 violated), or 1 if the workload or the resource check failed.
 # Every wait is bounded; everything started is removed on exit, whatever happens (trap).
 set -euo pipefail
@@ -43,6 +56,7 @@ CLIENTS=${CLIENTS:-4}
 LOCKS=${LOCKS:-orders,stock}
 RESOURCE_PORT=${RESOURCE_PORT:-18300}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+ETCD_CLIENTS=${ETCD_CLIENTS:-2}
 SECRET_FILE=$WORK/cluster.secret
 API_TOKEN_FILE=$WORK/api.token
 export PROJECT IMAGE DATA_DIR SECRET_FILE API_TOKEN_FILE
@@ -74,6 +88,7 @@ trap 'exit 130' INT TERM
 (umask 077 && od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$API_TOKEN_FILE")
 
 api() { echo $((18200 + $1)); }
+grpc() { echo $((18210 + $1)); }
 status() { curl -s -m 2 -H "Authorization: Bearer $(cat "$API_TOKEN_FILE")" "http://127.0.0.1:$(api "$1")/status" || true; }
 field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2; }
 
@@ -111,6 +126,15 @@ else
   (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR timeout 1800 cargo build -q --release -p ringleader)
   BIN=$TARGET_DIR/release/ringleader
 fi
+if ((ETCD_CLIENTS > 0)); then
+  if [[ -n ${ETCD_NEMESIS_BIN:-} ]]; then
+    NEMESIS=$ETCD_NEMESIS_BIN
+  else
+    log "building the etcd-client nemesis client (release; its build runs protoc)"
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR timeout 1800 cargo build -q --release -p ringleader --example etcd_nemesis)
+    NEMESIS=$TARGET_DIR/release/examples/etcd_nemesis
+  fi
+fi
 log "image $IMAGE: the glibc binary and its libraries as a root file system (FROM scratch)"
 cp "$BIN" "$WORK/ctx/ringleader"
 for lib in $(ldd "$BIN" | grep -o '/[^ ]*'); do
@@ -136,7 +160,24 @@ log "service-load: $CLIENTS clients on locks $LOCKS for ${LOAD_SECONDS}s"
   --api-token-file "$API_TOKEN_FILE" \
   >"$WORK/load.out" 2>&1 &
 LOAD=$!
+ETCD_LOAD=""
+if ((ETCD_CLIENTS > 0)); then
+  GRPC_ENDPOINTS=$(for i in 1 2 3; do printf 'http://127.0.0.1:%s,' "$(grpc "$i")"; done)
+  log "etcd_nemesis: $ETCD_CLIENTS etcd-client clients on locks $LOCKS through the gRPC APIs"
+  "$NEMESIS" --endpoints "${GRPC_ENDPOINTS%,}" --clients "$ETCD_CLIENTS" --locks "$LOCKS" \
+    --seconds "$LOAD_SECONDS" --ttl 3 --acquire-timeout-ms 2000 --request-timeout-ms 2000 --settle 30 \
+    --resource "http://127.0.0.1:$RESOURCE_PORT" --history "$WORK/etcd-history.jsonl" \
+    --password-file "$API_TOKEN_FILE" >"$WORK/etcd-load.out" 2>&1 &
+  ETCD_LOAD=$!
+fi
 sleep 3
+
+running() { kill -0 "$LOAD" 2>/dev/null || { [[ -n $ETCD_LOAD ]] && kill -0 "$ETCD_LOAD" 2>/dev/null; }; }
+
+round=0
+while ((round == 0)) || running; do
+round=$((round + 1))
+log "fault round $round"
 
 L=$(leader)
 log "docker kill (SIGKILL) the leader node$L while the clients run"
@@ -190,6 +231,26 @@ else
   log "one-way partition NOT done: the host has no nsenter or iptables (the image has neither)"
 fi
 
+log "leader churn: kill the leader and start it again, three times in a row"
+for _ in 1 2 3; do
+  L=$(leader)
+  docker kill "$PROJECT-node$L" >/dev/null
+  mapfile -t LIVE < <(others "$L")
+  wait_for 30 "the survivors elect a new leader" agreed "${LIVE[@]}"
+  docker start "$PROJECT-node$L" >/dev/null
+  log "churn: killed node$L, new leader node$(leader), node$L started again"
+done
+wait_for 30 "the churned nodes rejoin" agreed 1 2 3
+
+log "restart of the whole cluster from its durable state: all three killed (SIGKILL), started again"
+docker kill "$PROJECT-node1" "$PROJECT-node2" "$PROJECT-node3" >/dev/null
+sleep 1
+docker start "$PROJECT-node1" "$PROJECT-node2" "$PROJECT-node3" >/dev/null
+wait_for 60 "the restarted cluster agrees on a leader" agreed 1 2 3
+log "cluster restarted; leader node$(leader)"
+sleep 2
+done
+
 log "waiting for the clients (bounded)"
 wait_for $((LOAD_SECONDS + 90)) "service-load to finish" bash -c "! kill -0 $LOAD 2>/dev/null"
 set +e
@@ -197,17 +258,28 @@ wait "$LOAD"
 load_rc=$?
 set -e
 cat "$WORK/load.out"
+etcd_rc=0
+if [[ -n $ETCD_LOAD ]]; then
+  wait_for 90 "etcd_nemesis to finish" bash -c "! kill -0 $ETCD_LOAD 2>/dev/null"
+  set +e
+  wait "$ETCD_LOAD"
+  etcd_rc=$?
+  set -e
+  cat "$WORK/etcd-load.out"
+  cat "$WORK/etcd-history.jsonl" >>"$WORK/history.jsonl"
+fi
 kill "$RESOURCE" 2>/dev/null || true
 wait "$RESOURCE" 2>/dev/null || true
 
 set +e
 "$BIN" fenced-resource --check "$WORK/writes.jsonl"
 check_rc=$?
-log "ringleader verify --history (the clients' history)"
+log "ringleader verify --history (the HTTP and etcd clients' history, together)"
 "$BIN" verify --history "$WORK/history.jsonl"
 rc=$?
 set -e
 log "verify exit status $rc"
 if ((rc == 0 && load_rc != 0)); then log "FAIL: service-load exited $load_rc"; rc=1; fi
+if ((rc == 0 && etcd_rc != 0)); then log "FAIL: etcd_nemesis exited $etcd_rc"; rc=1; fi
 if ((rc == 0 && check_rc != 0)); then log "FAIL: the fenced resource accepted a token that went backwards"; rc=1; fi
 exit $rc

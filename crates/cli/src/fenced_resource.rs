@@ -190,7 +190,7 @@ async fn write(State(state): State<AppState>, body: axum::body::Bytes) -> axum::
     let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
     let decision = s.fence.offer(&w.lock, w.token);
     let line = LogLine {
-        at_ns: crate::service_load::unix_ns(),
+        at_ns: ringleader_client::history::unix_ns(),
         lock: w.lock.clone(),
         token: w.token,
         client: w.client,

@@ -42,7 +42,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:4100", value_name = "ADDR")]
     pub api: String,
     /// Also serve the etcd-compatible gRPC API (leases, locks, elections; docs/ETCD.md) on
-    /// this host:port. Off by default; loopback only unless --insecure.
+    /// this host:port. Off by default; loopback only unless --api-token-file (clients then
+    /// authenticate as user root with the token as password) or --insecure.
     #[arg(long, value_name = "ADDR")]
     pub grpc: Option<String>,
     /// Another member as ID=HOST:PORT (repeatable). None: a one-node service.
@@ -110,10 +111,11 @@ impl ServeArgs {
     pub fn grpc_addr(&self) -> anyhow::Result<Option<std::net::SocketAddr>> {
         let Some(text) = &self.grpc else { return Ok(None) };
         let addr = crate::node::resolve(text, "--grpc")?;
-        if !addr.ip().is_loopback() && !self.insecure {
+        if !addr.ip().is_loopback() && !self.insecure && self.api_token_file.is_none() {
             bail!(
-                "--grpc {addr}: the etcd gRPC API has no authentication; bind a loopback address, or give \
-                 --insecure to serve it on the network anyway"
+                "--grpc {addr}: without --api-token-file the etcd gRPC API has no authentication; bind a \
+                 loopback address, give --api-token-file (clients then authenticate as root with the token), \
+                 or give --insecure to serve it on the network anyway"
             );
         }
         Ok(Some(addr))

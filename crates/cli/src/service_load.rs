@@ -24,12 +24,12 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use clap::Args;
+use ringleader_client::history::{HistoryWriter, instant_ns, unix_ns};
 use ringleader_client::{Client, ClientError, Session};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -100,139 +100,6 @@ pub struct ServiceLoadArgs {
     /// Print the tally as one JSON line instead of text.
     #[arg(long)]
     pub json: bool,
-}
-
-/// The process's history clock: (Unix nanoseconds, the instant they were read).
-fn base() -> &'static (u64, Instant) {
-    static BASE: OnceLock<(u64, Instant)> = OnceLock::new();
-    BASE.get_or_init(|| {
-        let unix = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-        (u64::try_from(unix.as_nanos()).unwrap_or(u64::MAX), Instant::now())
-    })
-}
-
-/// `at` on the history clock (an instant before the clock's base reads as the base).
-pub fn instant_ns(at: Instant) -> u64 {
-    let (unix, start) = *base();
-    let since = u64::try_from(at.saturating_duration_since(start).as_nanos()).unwrap_or(u64::MAX);
-    unix.saturating_add(since)
-}
-
-/// Now on the history clock: Unix nanoseconds, never going backwards within the process.
-pub fn unix_ns() -> u64 {
-    instant_ns(Instant::now())
-}
-
-/// One line of a lock history, as `ringleader verify --history` reads it.
-#[derive(Debug, Serialize)]
-struct Line<'a> {
-    client: &'a str,
-    op: &'a str,
-    lock: &'a str,
-    lease: u64,
-    invoke_ns: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    return_ns: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<Value>,
-}
-
-/// Appends lock operations to a history, one JSON line each, flushed line by line (a history
-/// cut short by a crash is still readable). Shared by the client threads.
-pub struct HistoryWriter<W: Write> {
-    out: Mutex<W>,
-    operations: AtomicU64,
-    unknown: AtomicU64,
-}
-
-impl<W: Write> HistoryWriter<W> {
-    /// A writer appending to `out`.
-    pub fn new(out: W) -> Self {
-        HistoryWriter { out: Mutex::new(out), operations: AtomicU64::new(0), unknown: AtomicU64::new(0) }
-    }
-
-    fn write(&self, line: &Line<'_>) -> std::io::Result<()> {
-        let text = serde_json::to_string(line).map_err(std::io::Error::other)?;
-        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        writeln!(out, "{text}")?;
-        out.flush()?;
-        self.operations.fetch_add(1, Ordering::Relaxed);
-        if line.return_ns.is_none() {
-            self.unknown.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-
-    /// An acquire by `client` under `lease`, invoked at `invoke_ns`; `returned` is (return
-    /// time, fencing token) when it was granted, `None` when its outcome is unknown.
-    pub fn acquire(
-        &self,
-        client: &str,
-        lease: u64,
-        lock: &str,
-        invoke_ns: u64,
-        returned: Option<(u64, u64)>,
-    ) -> std::io::Result<()> {
-        self.write(&Line {
-            client,
-            op: "acquire",
-            lock,
-            lease,
-            invoke_ns,
-            return_ns: returned.map(|r| r.0.max(invoke_ns)),
-            result: returned.map(|(_, token)| json!({ "token": token })),
-        })
-    }
-
-    /// A release; `return_ns` is `None` when its outcome is unknown.
-    pub fn release(
-        &self,
-        client: &str,
-        lease: u64,
-        lock: &str,
-        invoke_ns: u64,
-        return_ns: Option<u64>,
-    ) -> std::io::Result<()> {
-        self.done("release", client, lease, lock, invoke_ns, return_ns)
-    }
-
-    /// The end of `lease`, as far as `lock` goes: it ended after `invoke_ns` (the last moment it
-    /// was known alive) and before `return_ns` (when the service said it was gone; `None`:
-    /// never confirmed).
-    pub fn lease_ended(
-        &self,
-        client: &str,
-        lease: u64,
-        lock: &str,
-        invoke_ns: u64,
-        return_ns: Option<u64>,
-    ) -> std::io::Result<()> {
-        self.done("lease_ended", client, lease, lock, invoke_ns, return_ns)
-    }
-
-    fn done(
-        &self,
-        op: &str,
-        client: &str,
-        lease: u64,
-        lock: &str,
-        invoke_ns: u64,
-        return_ns: Option<u64>,
-    ) -> std::io::Result<()> {
-        let return_ns = return_ns.map(|r| r.max(invoke_ns));
-        let result = return_ns.map(|_| json!("ok"));
-        self.write(&Line { client, op, lock, lease, invoke_ns, return_ns, result })
-    }
-
-    /// Operations written so far.
-    pub fn operations(&self) -> u64 {
-        self.operations.load(Ordering::Relaxed)
-    }
-
-    /// Of them, operations with an unknown outcome (no return).
-    pub fn unknown(&self) -> u64 {
-        self.unknown.load(Ordering::Relaxed)
-    }
 }
 
 /// What one client did.
@@ -546,7 +413,7 @@ pub fn run(args: ServiceLoadArgs) -> crate::Outcome {
         settle_deadline: start + args.duration + args.settle,
     });
     let n = args.endpoints.len();
-    let seed = base().0;
+    let seed = unix_ns();
     let mut threads = Vec::new();
     for i in 0..args.clients + args.stale_writers {
         // Client i starts with endpoint i mod n, so that the load is spread.
@@ -639,7 +506,7 @@ mod tests {
         let h = HistoryWriter::new(Vec::new());
         f(&h);
         let (ops, unknown) = (h.operations(), h.unknown());
-        let text = String::from_utf8(h.out.into_inner().unwrap()).unwrap();
+        let text = String::from_utf8(h.into_inner()).unwrap();
         (text, ops, unknown)
     }
 

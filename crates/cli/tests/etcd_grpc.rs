@@ -11,9 +11,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use etcd_client::{
-    Client, Compare, CompareOp, DeleteOptions, Error, EventType, GetOptions, LeaseTimeToLiveOptions,
-    LockOptions, ProclaimOptions, PutOptions, ResignOptions, SortOrder, SortTarget, Txn, TxnOp,
-    TxnOpResponse, WatchOptions, WatchResponse, WatchStream,
+    Client, Compare, CompareOp, ConnectOptions, DeleteOptions, Error, EventType, GetOptions,
+    LeaseTimeToLiveOptions, LockOptions, ProclaimOptions, PutOptions, ResignOptions, SortOrder, SortTarget,
+    Txn, TxnOp, TxnOpResponse, WatchOptions, WatchResponse, WatchStream,
 };
 use tonic::Code;
 
@@ -438,8 +438,11 @@ async fn next(stream: &mut WatchStream) -> WatchResponse {
     within("watch response", stream.message()).await.unwrap().expect("the watch stream stays open")
 }
 
-/// `(type, key, value, mod revision)` of a response's events.
-fn events(r: &WatchResponse) -> Vec<(EventType, String, String, i64)> {
+/// One watch event as `(type, key, value, mod revision)`.
+type Seen = (EventType, String, String, i64);
+
+/// A response's events.
+fn events(r: &WatchResponse) -> Vec<Seen> {
     r.events()
         .iter()
         .map(|e| {
@@ -494,7 +497,7 @@ async fn watch_from_a_start_revision_and_a_prefix_sees_every_event_in_order() {
     let second = created.watch_id();
     within("put", one.put("w/a", "4", None)).await.unwrap(); // the first watcher only
     let r6 = rev(within("delete", one.delete("w/a", None)).await.unwrap().header());
-    let mut by_watcher: Vec<(i64, Vec<(EventType, String, String, i64)>)> = Vec::new();
+    let mut by_watcher: Vec<(i64, Vec<Seen>)> = Vec::new();
     while by_watcher.len() < 3 {
         let r = next(&mut stream).await;
         by_watcher.push((r.watch_id(), events(&r)));
@@ -531,7 +534,7 @@ async fn a_key_attached_to_a_lease_vanishes_when_the_lease_is_revoked() {
 }
 
 #[test]
-fn the_grpc_api_binds_loopback_only_unless_insecure() {
+fn the_grpc_api_binds_loopback_only_unless_authenticated_or_insecure() {
     let out = Command::new(env!("CARGO_BIN_EXE_ringleader"))
         .args(["serve", "--grpc", "0.0.0.0:0", "--data-dir"])
         .arg(std::env::temp_dir().join(format!("ringleader-etcd-refused-{}", std::process::id())))
@@ -539,6 +542,108 @@ fn the_grpc_api_binds_loopback_only_unless_insecure() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--grpc") && err.contains("--insecure"), "{err}");
+    assert!(
+        err.contains("--grpc") && err.contains("--api-token-file") && err.contains("--insecure"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+}
+
+/// A one-node service with an API token, its gRPC API on the wildcard address (allowed: calls
+/// need authentication), answering on loopback.
+struct Authenticated {
+    child: Child,
+    endpoint: String,
+    token: String,
+    dir: PathBuf,
+}
+
+impl Authenticated {
+    fn start() -> Authenticated {
+        let base = free_base(3);
+        let dir = std::env::temp_dir().join(format!("ringleader-etcd-auth-{}-{base}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let token = format!("token-{}-{base}-0123456789", std::process::id());
+        std::fs::write(dir.join("api.token"), &token).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
+        cmd.args(["serve", "--listen", &format!("127.0.0.1:{}", base + 1)])
+            .args(["--api", &format!("127.0.0.1:{}", base + 2), "--grpc", &format!("0.0.0.0:{}", base + 3)])
+            .arg("--api-token-file")
+            .arg(dir.join("api.token"))
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = {
+            let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+            cmd.spawn().expect("the ringleader binary starts")
+        };
+        Authenticated { child, endpoint: format!("http://127.0.0.1:{}", base + 3), token, dir }
+    }
+
+    /// Connects as `user` with `password`: etcd-client authenticates while connecting.
+    async fn connect(&self, user: &str, password: &str) -> Result<Client, Error> {
+        let opts = ConnectOptions::new().with_user(user, password);
+        within("connect", Client::connect([self.endpoint.as_str()], Some(opts))).await
+    }
+
+    /// Polls until the node answers an authenticated Status naming itself leader.
+    async fn ready(&self) -> Client {
+        let t0 = Instant::now();
+        loop {
+            if let Ok(mut c) = self.connect("root", &self.token).await
+                && let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(2), c.status()).await
+                && s.leader() == 1
+            {
+                return c;
+            }
+            assert!(t0.elapsed() < BOUND, "the node did not answer an authenticated Status within {BOUND:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Authenticated {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_an_api_token_every_call_needs_root_authenticated_with_it() {
+    let node = Authenticated::start();
+    let mut root = node.ready().await;
+    let lease = within("grant", root.lease_grant(10, None)).await.unwrap().id();
+    let held = within("lock", root.lock("db", Some(LockOptions::new().with_lease(lease)))).await.unwrap();
+    assert!(held.header().unwrap().revision() > 0);
+    within("unlock", root.unlock(held.key())).await.unwrap();
+
+    // No user: every call but Authenticate is refused, with etcd's message.
+    let mut anonymous = within("connect", Client::connect([node.endpoint.as_str()], None)).await.unwrap();
+    for e in [
+        status(within("status", anonymous.status()).await.unwrap_err()),
+        status(within("grant", anonymous.lease_grant(10, None)).await.unwrap_err()),
+        status(
+            within("lock", anonymous.lock("db", Some(LockOptions::new().with_lease(lease))))
+                .await
+                .unwrap_err(),
+        ),
+    ] {
+        assert_eq!((e.code(), e.message()), (Code::Unauthenticated, "etcdserver: user name is empty"));
+    }
+
+    // A wrong password, or another user with the right one: authentication fails.
+    for (user, password) in [("root", "not-the-token-0123456789"), ("alice", node.token.as_str())] {
+        let e = status(node.connect(user, password).await.err().expect("authentication fails"));
+        assert_eq!(
+            (e.code(), e.message()),
+            (Code::InvalidArgument, "etcdserver: authentication failed, invalid user ID or password"),
+            "{user}"
+        );
+    }
+    within("revoke", root.lease_revoke(lease)).await.unwrap();
 }

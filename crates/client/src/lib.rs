@@ -37,7 +37,7 @@
 //! are sent again on the next endpoint after any transport failure; a grant only when it
 //! certainly did not reach a node. [`Session`], [`LockGuard`] and [`Leadership`]
 //! (`session.rs`) hold a lease and what is held with it. [`ClientError`] (`error.rs`) maps the
-//! API's `reason` codes. `sse.rs` parses Server-Sent Events, and `events.rs` types the
+//! API's `reason` codes. `sse.rs` parses Server-Sent Events, `history.rs` records lock histories for the checker, and `events.rs` types the
 //! `observe` and `watch` streams.
 //!
 //! Not done: a blocking acquire or campaign without a timeout waits on one connection with no
@@ -47,6 +47,7 @@
 mod client;
 mod error;
 mod events;
+pub mod history;
 mod session;
 pub mod sse;
 

@@ -44,6 +44,7 @@ pub async fn start_with_grpc(
         None => None,
     };
     let (token, limits, id) = (cfg.api_token.clone(), cfg.api_limits, cfg.id);
+    let grpc_token = token.clone();
     let (running, api) = server::start(cfg).await?;
     let node = running.node.clone();
     let shutdown = node.shutdown.clone();
@@ -54,7 +55,7 @@ pub async fn start_with_grpc(
             .await
     });
     let bound = grpc.map(|(l, bound)| {
-        tokio::spawn(etcd::serve(l, running.node.clone()));
+        tokio::spawn(etcd::serve(l, running.node.clone(), grpc_token));
         bound
     });
     Ok((running, bound))

@@ -12,6 +12,8 @@
 //! - [`cluster`]: `etcdserverpb.Cluster` — MemberList.
 //! - [`kv`]: `etcdserverpb.KV` — Range, Put, DeleteRange, Txn.
 //! - [`watch`]: `etcdserverpb.Watch` — Watch (a bidirectional stream).
+//! - [`auth`]: `etcdserverpb.Auth` — Authenticate; with an API token, every other call needs
+//!   the auth token it answers.
 //!
 //! Every other method, of these services or of any other, is answered
 //! `UNIMPLEMENTED` with the method's name. The messages are compiled from `proto/`, which
@@ -36,6 +38,7 @@ use tonic::Status;
 
 use crate::server::{Node, Published, Unavailable};
 
+pub mod auth;
 pub mod cluster;
 pub mod election;
 pub mod kv;
@@ -76,7 +79,7 @@ pub const VERSION: &str = "3.5.0+ringleader";
 const LEASE_CHECK: Duration = Duration::from_millis(500);
 
 /// The gRPC methods served; any other path is answered `UNIMPLEMENTED` with its name.
-pub const SERVED: [&str; 19] = [
+pub const SERVED: [&str; 20] = [
     "/etcdserverpb.Lease/LeaseGrant",
     "/etcdserverpb.Lease/LeaseRevoke",
     "/etcdserverpb.Lease/LeaseKeepAlive",
@@ -96,6 +99,7 @@ pub const SERVED: [&str; 19] = [
     "/etcdserverpb.KV/DeleteRange",
     "/etcdserverpb.KV/Txn",
     "/etcdserverpb.Watch/Watch",
+    "/etcdserverpb.Auth/Authenticate",
 ];
 
 /// What the gRPC services share: the node and the API's own address.
@@ -275,20 +279,28 @@ fn unimplemented(path: &str) -> axum::response::Response {
     axum::response::Response::from_parts(parts, axum::body::Body::empty())
 }
 
-/// The gRPC routes: each served method to its service, everything else to UNIMPLEMENTED.
-pub fn router(ctx: Ctx) -> axum::Router {
+/// The gRPC routes: each served method to its service, everything else to UNIMPLEMENTED. With
+/// `api_token`, every method but Authenticate needs the auth token ([`auth`]).
+pub fn router(ctx: Ctx, api_token: Option<ringleader_net::api::ApiToken>) -> axum::Router {
+    use pb::etcdserverpb::auth_server::AuthServer;
     use pb::etcdserverpb::cluster_server::ClusterServer;
     use pb::etcdserverpb::lease_server::LeaseServer;
     use pb::etcdserverpb::maintenance_server::MaintenanceServer;
     use pb::v3electionpb::election_server::ElectionServer;
     use pb::v3lockpb::lock_server::LockServer;
-    let lease = LeaseServer::new(lease::LeaseApi(ctx.clone()));
-    let lock = LockServer::new(lock::LockApi(ctx.clone()));
-    let election = ElectionServer::new(election::ElectionApi(ctx.clone()));
-    let maintenance = MaintenanceServer::new(maintenance::MaintenanceApi(ctx.clone()));
-    let kv = pb::etcdserverpb::kv_server::KvServer::new(kv::KvApi(ctx.clone()));
-    let watch = pb::etcdserverpb::watch_server::WatchServer::new(watch::WatchApi(ctx.clone()));
-    let cluster = ClusterServer::new(cluster::ClusterApi(ctx));
+    let check = auth::Authorizer::new(api_token.as_ref());
+    let lease = LeaseServer::with_interceptor(lease::LeaseApi(ctx.clone()), check.clone());
+    let lock = LockServer::with_interceptor(lock::LockApi(ctx.clone()), check.clone());
+    let election = ElectionServer::with_interceptor(election::ElectionApi(ctx.clone()), check.clone());
+    let maintenance =
+        MaintenanceServer::with_interceptor(maintenance::MaintenanceApi(ctx.clone()), check.clone());
+    let kv = pb::etcdserverpb::kv_server::KvServer::with_interceptor(kv::KvApi(ctx.clone()), check.clone());
+    let watch = pb::etcdserverpb::watch_server::WatchServer::with_interceptor(
+        watch::WatchApi(ctx.clone()),
+        check.clone(),
+    );
+    let cluster = ClusterServer::with_interceptor(cluster::ClusterApi(ctx.clone()), check);
+    let auth = AuthServer::new(auth::AuthApi { ctx, api_token });
     let mut r = axum::Router::new();
     for path in SERVED {
         r = match path.split('/').nth(1) {
@@ -298,17 +310,23 @@ pub fn router(ctx: Ctx) -> axum::Router {
             Some("etcdserverpb.Maintenance") => r.route_service(path, maintenance.clone()),
             Some("etcdserverpb.KV") => r.route_service(path, kv.clone()),
             Some("etcdserverpb.Watch") => r.route_service(path, watch.clone()),
+            Some("etcdserverpb.Auth") => r.route_service(path, auth.clone()),
             _ => r.route_service(path, cluster.clone()),
         };
     }
     r.fallback(|uri: axum::http::Uri| async move { unimplemented(uri.path()) })
 }
 
-/// Serves the gRPC API on `listener` until the node shuts down.
-pub async fn serve(listener: tokio::net::TcpListener, node: Arc<Node>) {
+/// Serves the gRPC API on `listener` until the node shuts down; with `api_token`, calls need
+/// authentication ([`auth`]).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    node: Arc<Node>,
+    api_token: Option<ringleader_net::api::ApiToken>,
+) {
     let Ok(addr) = listener.local_addr() else { return };
     let shutdown = node.shutdown.clone();
-    let routes = tonic::service::Routes::from(router(Ctx { node, addr }));
+    let routes = tonic::service::Routes::from(router(Ctx { node, addr }, api_token));
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let _ = tonic::transport::Server::builder()
         .add_routes(routes)

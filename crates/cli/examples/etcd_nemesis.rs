@@ -1,0 +1,474 @@
+//! `etcd_nemesis`: clients taking locks through the service's etcd gRPC API (the `etcd-client`
+//! crate: `Lease` and `Lock`) while the service is being faulted, writing through each Lock
+//! answer's header revision (the fencing token) to `ringleader fenced-resource`, and recording
+//! every operation in the history `ringleader verify --history` checks — the same format and
+//! writer as `ringleader service-load` ([`ringleader_client::history`]), so both kinds of
+//! client can run side by side on the same locks and be judged together
+//! (deploy/service-fault-test.sh).
+//!
+//! Build: `cargo build -p ringleader --example etcd_nemesis`.
+//!
+//! What goes into the history, as for `service-load`: a granted Lock (interval and token); an
+//! Unlock answered (`ok`); any other outcome (an error, a timeout: the call may have taken effect)
+//! as an operation with no return, after which the client ends the session: it revokes the
+//! lease (or finds it gone) and records `lease_ended` from the last moment the lease was known
+//! alive at the service to the moment the service said it was gone.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use clap::Parser;
+use etcd_client::{Client, ConnectOptions, Error, LockOptions};
+use ringleader_client::history::{HistoryWriter, instant_ns, unix_ns};
+
+/// etcd-client clients taking locks through the gRPC API, recording a history for verify
+///
+/// N clients each, in turn, take a lease (kept alive every third of its TTL), and under it
+/// Lock and Unlock names chosen at random among --locks, failing over between --endpoints,
+/// until --seconds are up; with --resource each holder writes through its fencing token.
+///
+/// Examples:
+///   etcd_nemesis --endpoints http://127.0.0.1:2379,http://127.0.0.1:2380 --clients 2 \
+///       --locks a,b --seconds 20 --history h.jsonl
+///   ringleader verify --history h.jsonl
+#[derive(Parser, Debug)]
+#[command(verbatim_doc_comment)]
+struct Args {
+    /// gRPC endpoints (http://HOST:PORT), comma-separated; client i starts with the i-th.
+    #[arg(long, value_delimiter = ',', required = true, value_name = "URL")]
+    endpoints: Vec<String>,
+    /// Concurrent clients, 1..=64.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    clients: usize,
+    /// Lock names, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "orders", value_name = "NAME[,NAME...]")]
+    locks: Vec<String>,
+    /// How long the clients start operations, in seconds, 1..=86400.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    seconds: u64,
+    /// Each session's lease TTL in seconds, 1..=60.
+    #[arg(long, default_value_t = 3, value_name = "SECONDS")]
+    ttl: i64,
+    /// How long a Lock may wait before the client gives up (its outcome is then unknown), in
+    /// milliseconds.
+    #[arg(long, default_value_t = 2000, value_name = "MS")]
+    acquire_timeout_ms: u64,
+    /// The bound on any other call, in milliseconds.
+    #[arg(long, default_value_t = 2000, value_name = "MS")]
+    request_timeout_ms: u64,
+    /// After the run, how long a client may try to confirm that a lease it lost track of is
+    /// gone, in seconds.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    settle: u64,
+    /// Write through each fencing token to this fenced resource (http://HOST:PORT).
+    #[arg(long, value_name = "URL")]
+    resource: Option<String>,
+    /// Write the history here (JSON lines; created or truncated).
+    #[arg(long, value_name = "FILE")]
+    history: PathBuf,
+    /// Authenticate as `root` with the password in this file (the nodes' API token).
+    #[arg(long, value_name = "FILE")]
+    password_file: Option<PathBuf>,
+    /// The clients' names are PREFIX-1, PREFIX-2, ...
+    #[arg(long, default_value = "etcd", value_name = "PREFIX")]
+    name_prefix: String,
+}
+
+/// What every client shares.
+struct Plan {
+    endpoints: Vec<String>,
+    locks: Vec<String>,
+    ttl: Duration,
+    acquire_timeout: Duration,
+    request_timeout: Duration,
+    resource: Option<(ureq::Agent, String)>,
+    password: Option<String>,
+    deadline: Instant,
+    settle_deadline: Instant,
+}
+
+/// What one client did.
+#[derive(Default, Debug, Clone, Copy)]
+struct Tally {
+    sessions: u64,
+    grant_failures: u64,
+    sessions_lost: u64,
+    granted: u64,
+    released: u64,
+    unknown: u64,
+    writes_accepted: u64,
+    writes_rejected: u64,
+    writes_failed: u64,
+    writes_skipped: u64,
+    unconfirmed: u64,
+}
+
+impl Tally {
+    fn add(&mut self, o: &Tally) {
+        self.sessions += o.sessions;
+        self.grant_failures += o.grant_failures;
+        self.sessions_lost += o.sessions_lost;
+        self.granted += o.granted;
+        self.released += o.released;
+        self.unknown += o.unknown;
+        self.writes_accepted += o.writes_accepted;
+        self.writes_rejected += o.writes_rejected;
+        self.writes_failed += o.writes_failed;
+        self.writes_skipped += o.writes_skipped;
+        self.unconfirmed += o.unconfirmed;
+    }
+}
+
+/// A connection to one endpoint at a time, moving on to the next after a failure.
+struct Conn {
+    plan: Arc<Plan>,
+    at: usize,
+    client: Option<Client>,
+}
+
+impl Conn {
+    fn new(plan: Arc<Plan>, start: usize) -> Conn {
+        Conn { plan, at: start, client: None }
+    }
+
+    /// The client for the current endpoint, connecting (bounded) if need be.
+    async fn get(&mut self) -> Result<&mut Client, Error> {
+        if self.client.is_none() {
+            let mut opts = ConnectOptions::new().with_connect_timeout(self.plan.request_timeout);
+            if let Some(p) = &self.plan.password {
+                opts = opts.with_user("root", p.clone());
+            }
+            let endpoint = self.plan.endpoints[self.at % self.plan.endpoints.len()].clone();
+            let c = tokio::time::timeout(self.plan.request_timeout, Client::connect([endpoint], Some(opts)))
+                .await
+                .map_err(|_| Error::InvalidArgs("connect timed out".into()))?;
+            match c {
+                Ok(c) => self.client = Some(c),
+                Err(e) => {
+                    self.fail();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(self.client.as_mut().expect("connected above"))
+    }
+
+    /// The current endpoint failed: the next call goes to the next one.
+    fn fail(&mut self) {
+        self.client = None;
+        self.at += 1;
+    }
+}
+
+/// Runs `f` on the connection within `bound`; a failure or timeout moves the connection on.
+async fn call<T, F>(conn: &mut Conn, bound: Duration, f: F) -> Result<T, Error>
+where
+    F: AsyncFnOnce(&mut Client) -> Result<T, Error>,
+{
+    let answer = tokio::time::timeout(bound, async {
+        let c = conn.get().await?;
+        f(c).await
+    })
+    .await
+    .unwrap_or_else(|_| Err(Error::InvalidArgs("timed out".into())));
+    if answer.is_err() {
+        conn.fail();
+    }
+    answer
+}
+
+/// Whether `e` is the service saying the lease does not exist (revoked or expired).
+fn lease_gone(e: &Error) -> bool {
+    match e {
+        Error::GRpcStatus(s) => s.code() == tonic::Code::NotFound,
+        Error::LeaseKeepAliveError(m) => m.contains("not found"),
+        _ => false,
+    }
+}
+
+/// The lease's state as the keep-alive task sees it.
+struct Kept {
+    /// The send time of the last keep-alive answered with a positive TTL.
+    last_ok: Instant,
+    /// The service said the lease is gone.
+    gone: bool,
+    /// The session is over: the task stops.
+    stop: bool,
+}
+
+/// Keeps `lease` alive every third of the TTL until told to stop or the lease is gone.
+async fn keep_alive(plan: Arc<Plan>, start: usize, lease: i64, kept: Arc<Mutex<Kept>>) {
+    let mut conn = Conn::new(Arc::clone(&plan), start);
+    let period = plan.ttl / 3;
+    loop {
+        let next = kept.lock().unwrap().last_ok + period;
+        tokio::time::sleep_until(next.into()).await;
+        loop {
+            if kept.lock().unwrap().stop {
+                return;
+            }
+            let sent = Instant::now();
+            match call(&mut conn, plan.request_timeout, async |c| c.lease_keep_alive(lease).await.map(|_| ()))
+                .await
+            {
+                Ok(()) => {
+                    kept.lock().unwrap().last_ok = sent;
+                    break;
+                }
+                Err(e) if lease_gone(&e) => {
+                    kept.lock().unwrap().gone = true;
+                    return;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+}
+
+/// Whether the session may still trust its lease: the service answered a keep-alive sent
+/// less than 0.9 TTL ago.
+fn trusted(kept: &Mutex<Kept>, ttl: Duration) -> bool {
+    let k = kept.lock().unwrap();
+    !k.gone && k.last_ok.elapsed() < ttl - ttl / 10
+}
+
+/// A small xorshift generator for the lock choice (not for anything that needs quality).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+async fn write_through(plan: &Plan, client: &str, lock: &str, token: u64, t: &mut Tally) {
+    let Some((agent, url)) = &plan.resource else { return };
+    let (agent, url) = (agent.clone(), format!("{url}/write"));
+    let body = serde_json::json!({ "lock": lock, "token": token, "client": client }).to_string();
+    let status = tokio::task::spawn_blocking(move || {
+        agent.post(&url).header("content-type", "application/json").send(body).map(|r| r.status().as_u16())
+    })
+    .await;
+    match status {
+        Ok(Ok(200)) => t.writes_accepted += 1,
+        Ok(Ok(409)) => t.writes_rejected += 1,
+        _ => t.writes_failed += 1,
+    }
+}
+
+/// Revokes `lease` (any endpoint) until the service says it is gone or the settle time is up;
+/// the moment it said so.
+async fn confirm_gone(conn: &mut Conn, plan: &Plan, lease: i64) -> Option<u64> {
+    while Instant::now() < plan.settle_deadline {
+        match call(conn, plan.request_timeout, async |c| c.lease_revoke(lease).await.map(|_| ())).await {
+            Ok(()) => return Some(unix_ns()),
+            Err(e) if lease_gone(&e) => return Some(unix_ns()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+    None
+}
+
+async fn client_run(
+    i: usize,
+    plan: Arc<Plan>,
+    hist: Arc<HistoryWriter<std::io::BufWriter<std::fs::File>>>,
+    name: String,
+) -> std::io::Result<Tally> {
+    let mut t = Tally::default();
+    let mut rng = Rng(unix_ns().wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(i as u64) | 1);
+    let mut conn = Conn::new(Arc::clone(&plan), i);
+    let ttl_s = plan.ttl.as_secs() as i64;
+    while Instant::now() < plan.deadline {
+        let sent = Instant::now();
+        let lease =
+            match call(&mut conn, plan.request_timeout, async |c| c.lease_grant(ttl_s, None).await).await {
+                Ok(g) => g.id(),
+                Err(_) => {
+                    // Nothing is held under a lease whose grant failed: it expires by itself.
+                    t.grant_failures += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+        t.sessions += 1;
+        let lease_u = lease as u64;
+        let kept = Arc::new(Mutex::new(Kept { last_ok: sent, gone: false, stop: false }));
+        let keeper = tokio::spawn(keep_alive(Arc::clone(&plan), i + 1, lease, Arc::clone(&kept)));
+        // The last moment the lease was known alive at the service (a lower bound).
+        let mut alive_ns = instant_ns(sent);
+        let mut unknown: Option<String> = None;
+        while unknown.is_none() && Instant::now() < plan.deadline && trusted(&kept, plan.ttl) {
+            let lock = plan.locks[rng.below(plan.locks.len())].clone();
+            let invoked = unix_ns();
+            let opts = LockOptions::new().with_lease(lease);
+            let l = lock.clone();
+            match call(&mut conn, plan.acquire_timeout, async move |c| c.lock(l, Some(opts)).await).await {
+                Ok(answer) => {
+                    let token = answer.header().map(|h| h.revision()).unwrap_or(0) as u64;
+                    hist.acquire(&name, lease_u, &lock, invoked, Some((unix_ns(), token)))?;
+                    t.granted += 1;
+                    alive_ns = alive_ns.max(invoked);
+                    if trusted(&kept, plan.ttl) {
+                        write_through(&plan, &name, &lock, token, &mut t).await;
+                    } else {
+                        t.writes_skipped += 1;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    let key = answer.key().to_vec();
+                    let invoked = unix_ns();
+                    match call(&mut conn, plan.request_timeout, async move |c| c.unlock(key).await).await {
+                        Ok(_) => {
+                            hist.release(&name, lease_u, &lock, invoked, Some(unix_ns()))?;
+                            t.released += 1;
+                            alive_ns = alive_ns.max(invoked);
+                        }
+                        Err(_) => {
+                            hist.release(&name, lease_u, &lock, invoked, None)?;
+                            t.unknown += 1;
+                            unknown = Some(lock);
+                        }
+                    }
+                }
+                Err(_) => {
+                    // Refused, timed out or cut off: it may or may not have taken effect.
+                    hist.acquire(&name, lease_u, &lock, invoked, None)?;
+                    t.unknown += 1;
+                    unknown = Some(lock);
+                }
+            }
+        }
+        let lost = !trusted(&kept, plan.ttl);
+        if lost {
+            t.sessions_lost += 1;
+        }
+        {
+            let mut k = kept.lock().unwrap();
+            k.stop = true;
+            alive_ns = alive_ns.max(instant_ns(k.last_ok));
+        }
+        keeper.abort();
+        match unknown {
+            Some(lock) => {
+                let gone = confirm_gone(&mut conn, &plan, lease).await;
+                if gone.is_none() {
+                    t.unconfirmed += 1;
+                }
+                hist.lease_ended(&name, lease_u, &lock, alive_ns.min(gone.unwrap_or(u64::MAX)), gone)?;
+            }
+            None => {
+                let _ =
+                    call(&mut conn, plan.request_timeout, async |c| c.lease_revoke(lease).await.map(|_| ()))
+                        .await;
+            }
+        }
+    }
+    Ok(t)
+}
+
+#[tokio::main]
+async fn main() {
+    if let Err(e) = run(Args::parse()).await {
+        eprintln!("etcd_nemesis: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    for e in &args.endpoints {
+        if !e.starts_with("http://") {
+            bail!("--endpoints {e:?}: expected http://HOST:PORT");
+        }
+    }
+    if !(1..=64).contains(&args.clients) {
+        bail!("--clients {}: give 1..=64", args.clients);
+    }
+    if args.locks.iter().any(|l| l.is_empty()) {
+        bail!("--locks: lock names must not be empty");
+    }
+    if !(1..=60).contains(&args.ttl) {
+        bail!("--ttl {}: give 1..=60 seconds", args.ttl);
+    }
+    if !(1..=86400).contains(&args.seconds) {
+        bail!("--seconds {}: give 1..=86400", args.seconds);
+    }
+    let resource = match &args.resource {
+        Some(url) if url.starts_with("http://") => {
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(Duration::from_secs(2)))
+                .build()
+                .into();
+            Some((agent, url.trim_end_matches('/').to_string()))
+        }
+        Some(url) => bail!("--resource {url:?}: expected http://HOST:PORT"),
+        None => None,
+    };
+    let password = match &args.password_file {
+        Some(f) => Some(
+            std::fs::read_to_string(f)
+                .with_context(|| format!("--password-file {}", f.display()))?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let file = std::fs::File::create(&args.history)
+        .with_context(|| format!("--history {}", args.history.display()))?;
+    let hist = Arc::new(HistoryWriter::new(std::io::BufWriter::new(file)));
+    let start = Instant::now();
+    let plan = Arc::new(Plan {
+        endpoints: args.endpoints.clone(),
+        locks: args.locks.clone(),
+        ttl: Duration::from_secs(args.ttl as u64),
+        acquire_timeout: Duration::from_millis(args.acquire_timeout_ms),
+        request_timeout: Duration::from_millis(args.request_timeout_ms),
+        resource,
+        password,
+        deadline: start + Duration::from_secs(args.seconds),
+        settle_deadline: start + Duration::from_secs(args.seconds + args.settle),
+    });
+    let mut tasks = Vec::new();
+    for i in 0..args.clients {
+        let name = format!("{}-{}", args.name_prefix, i + 1);
+        tasks.push(tokio::spawn(client_run(i, Arc::clone(&plan), Arc::clone(&hist), name)));
+    }
+    let mut total = Tally::default();
+    for task in tasks {
+        total.add(&task.await.context("a client task panicked")?.context("writing the history")?);
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    println!(
+        "etcd_nemesis: {} clients, {elapsed:.1} s: {} Locks granted, {} Unlocks answered, {} outcomes unknown; \
+         {} sessions ({} lost, {} grants failed, {} lease ends never confirmed)",
+        args.clients,
+        total.granted,
+        total.released,
+        total.unknown,
+        total.sessions,
+        total.sessions_lost,
+        total.grant_failures,
+        total.unconfirmed
+    );
+    if args.resource.is_some() {
+        println!(
+            "etcd_nemesis: resource writes: {} accepted, {} rejected as stale, {} failed, {} skipped (lease no longer trusted)",
+            total.writes_accepted, total.writes_rejected, total.writes_failed, total.writes_skipped
+        );
+    }
+    println!(
+        "etcd_nemesis: history {}: {} operations, {} with an unknown outcome",
+        args.history.display(),
+        hist.operations(),
+        hist.unknown()
+    );
+    if total.granted == 0 {
+        bail!("no lock was granted in {elapsed:.1} s: is the service up at {}?", args.endpoints.join(","));
+    }
+    Ok(())
+}
