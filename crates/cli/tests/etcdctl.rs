@@ -102,6 +102,16 @@ impl Cluster {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        // SAFETY: only async-signal-safe calls between fork and exec. A test runner started in
+        // the background of a non-interactive shell has SIGINT ignored, and a child inherits
+        // that: `etcdctl watch` (which relies on SIGINT's default action) would never end on
+        // the SIGINT `interrupt` sends. Give every etcdctl the default action back.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         cmd
     }
 
