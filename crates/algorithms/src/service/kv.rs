@@ -45,7 +45,10 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use super::state::LeaseId;
+/// A lease's id: the Raft index of the entry that granted it. Keys may be attached to a
+/// lease (`Put` with `lease`) and are deleted when it ends. Defined here, where the store needs
+/// it, and re-exported by [`super::state`], which grants and ends leases.
+pub type LeaseId = u64;
 
 /// A revision: the Raft index of the entry that made a write.
 pub type Revision = u64;

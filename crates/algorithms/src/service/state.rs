@@ -116,8 +116,7 @@ use serde::{Deserialize, Serialize};
 
 use super::kv::{Event, KvError, KvStore, Revision, Txn, TxnResult};
 
-/// A lease id: the Raft index of the entry that granted it (unique, increasing).
-pub type LeaseId = u64;
+pub use super::kv::LeaseId;
 /// A client's request id, chosen by the proposing node; echoed in notices.
 pub type RequestId = u64;
 /// A fencing token: the Raft index of the entry whose application granted a lock.
