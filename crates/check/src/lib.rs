@@ -101,11 +101,15 @@ pub struct Options {
     /// Stop generating states once the process's resident memory exceeds this many bytes
     /// (read from `/proc/self/status`; ignored where that file does not exist).
     pub max_memory: Option<u64>,
+    /// Explore every reachable state even once every property is decided. Without it the
+    /// search ends when each `always` property has a counterexample and each `sometimes`
+    /// property an example, and the outcome says so ([`Outcome::decided_early`]).
+    pub exhaustive: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { depth: None, threads: 1, max_states: None, max_memory: None }
+        Options { depth: None, threads: 1, max_states: None, max_memory: None, exhaustive: false }
     }
 }
 
@@ -204,6 +208,11 @@ pub struct Outcome {
     pub seconds: f64,
     /// True when every reachable state within the depth bound was explored.
     pub complete: bool,
+    /// True when the search ended because every property was decided (each `always` property
+    /// violated, each `sometimes` property reached) before every state was explored: the
+    /// verdicts are final, the state counts are those of the part explored
+    /// ([`Options::exhaustive`] explores the rest).
+    pub decided_early: bool,
     /// What cut the search short, when something did: `--depth D`, the state budget or the
     /// memory budget.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -269,11 +278,13 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Outcome, String> {
-    let model = CheckModel::<A>::new(bounds)?;
+    let mut model = CheckModel::<A>::new(bounds)?;
+    model.exhaustive = opts.exhaustive;
     let halt = model.halt.clone();
     let bounds = model.bounds.clone();
     let (uids, family) = (model.uids.clone(), model.info.family);
-    let props = model.properties();
+    let props: Vec<_> =
+        model.properties().into_iter().filter(|p| p.name != search::EXHAUSTIVE).collect();
     let start = Instant::now();
     let mut builder = model.checker().threads(opts.threads.max(1));
     if let Some(d) = opts.depth {
@@ -318,6 +329,9 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     let steps_deep = checker.max_depth().saturating_sub(1);
     let over_states = opts.max_states.is_some_and(|n| checker.state_count() >= n);
     let model = checker.model();
+    // Stateright stops as soon as every property has a discovery; whether states were left
+    // unexplored then is not known, so the space is not claimed complete.
+    let decided_early = !opts.exhaustive && props.iter().all(|p| checker.discovery(p.name).is_some());
     let mut properties = Vec::new();
     for p in &props {
         let path = checker.discovery(p.name);
@@ -363,7 +377,8 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
         unique_states: checker.unique_state_count(),
         depth: opts.depth.map_or(steps_deep, |d| steps_deep.min(d)),
         seconds,
-        complete: opts.depth.is_none_or(|d| steps_deep <= d) && !over_memory && !over_states,
+        complete: opts.depth.is_none_or(|d| steps_deep <= d) && !over_memory && !over_states && !decided_early,
+        decided_early,
         bounded_by: if over_memory {
             Some(format!("the memory budget of {} MiB", opts.max_memory.unwrap_or(0) >> 20))
         } else if over_states {

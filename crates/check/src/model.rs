@@ -152,6 +152,9 @@ pub struct CheckModel<A: PlainAlgorithm> {
     /// Once set, no state has successors: the search drains what it holds and ends (a budget
     /// ran out). Shared with whoever watches the run.
     pub halt: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Explore every reachable state even after every property is decided
+    /// ([`crate::Options::exhaustive`]).
+    pub exhaustive: bool,
 }
 
 /// The handlers' outbox type of `A`.
@@ -182,6 +185,7 @@ impl<A: PlainAlgorithm> CheckModel<A> {
             config,
             latched: Some(AtomicU64::new(0)),
             halt: Default::default(),
+            exhaustive: false,
         })
     }
 

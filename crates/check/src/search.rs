@@ -9,6 +9,13 @@ use stateright::Model;
 use crate::model::{CheckModel, State, Step, StepOf};
 use crate::properties;
 
+/// The name of a property that holds in every state, judged only when the search must be
+/// exhaustive. Stateright ends a search as soon as every property has a discovery (each
+/// `always` violated, each `sometimes` reached): every verdict is then decided, but the states
+/// not yet visited were never explored. A property that is never discovered keeps the search
+/// going until the reachable space (within its bounds) is exhausted. It is not reported.
+pub const EXHAUSTIVE: &str = "(exhaustive)";
+
 impl<A: PlainAlgorithm> Model for CheckModel<A> {
     type State = State<A>;
     type Action = StepOf<A>;
@@ -44,6 +51,10 @@ impl<A: PlainAlgorithm> Model for CheckModel<A> {
     }
 
     fn properties(&self) -> Vec<stateright::Property<Self>> {
-        properties::for_family::<A>(self.info.family)
+        let mut props = properties::for_family::<A>(self.info.family);
+        if self.exhaustive {
+            props.push(stateright::Property::always(EXHAUSTIVE, |_, _| true));
+        }
+        props
     }
 }

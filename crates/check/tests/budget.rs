@@ -38,3 +38,26 @@ fn finite_spaces_are_complete_and_unbounded_ones_are_named() {
     assert!(unbounded_reason("bully").is_some());
     assert!(unbounded_reason("central").is_none());
 }
+
+/// Stateright ends a search as soon as every property is decided. Lamport's algorithm on
+/// unordered links (it needs FIFO) breaks safety, fencing and liveness, and reaches an entry,
+/// long before the space is exhausted: that search must not claim to have seen every state.
+/// `exhaustive` explores the rest and reaches the same verdicts.
+#[test]
+fn a_search_stopped_once_every_property_is_decided_is_not_complete() {
+    let early = check("lamport", Bounds::new(3), &Options::default()).expect("the model configures");
+    assert!(early.decided_early);
+    assert!(!early.complete);
+    assert_eq!(early.bounded_by, None);
+    let full = check("lamport", Bounds::new(3), &Options { exhaustive: true, ..Options::default() })
+        .expect("the model configures");
+    assert!(!full.decided_early);
+    assert!(full.complete);
+    assert_eq!(full.unique_states, 15_799);
+    assert!(early.unique_states < full.unique_states, "{} states", early.unique_states);
+    let verdicts = |o: &ringleader_check::Outcome| -> Vec<(&str, bool, Option<usize>)> {
+        o.properties.iter().map(|p| (p.name, p.holds, p.length)).collect()
+    };
+    assert_eq!(verdicts(&early), verdicts(&full));
+    assert!(early.properties.iter().all(|p| p.holds == (p.kind == "sometimes")));
+}

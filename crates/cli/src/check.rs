@@ -62,6 +62,11 @@ pub struct CheckArgs {
     /// then says "bounded by the memory budget" [default: 4GiB].
     #[arg(long, value_name = "SIZE", default_value = "4GiB", value_parser = parse_size)]
     pub max_memory: u64,
+    /// Explore every reachable state even once every property is decided. Without it the search
+    /// ends when each `always` property has a counterexample and each `sometimes` property an
+    /// example, and the report says the state counts are of the part explored.
+    #[arg(long)]
+    pub exhaustive: bool,
     /// Checker threads; with more than one, counterexamples may not be the shortest [default: 1].
     #[arg(long, value_name = "T", default_value_t = 1)]
     pub threads: usize,
@@ -192,6 +197,9 @@ fn human(out: &Outcome, chosen: Option<&PropertyOutcome>, args: &CheckArgs) -> S
         out.seconds,
         match (&out.bounded_by, out.complete) {
             (Some(b), _) => format!(" (bounded by {b}: properties hold only in the states explored)"),
+            (None, false) if out.decided_early => {
+                " (stopped once every property was decided; --exhaustive explores every state)".to_string()
+            }
             (None, true) => " (every reachable state)".to_string(),
             (None, false) => " (bounded)".to_string(),
         }
@@ -247,6 +255,7 @@ pub fn run(args: CheckArgs) -> crate::Outcome {
         threads: args.threads,
         max_states: args.max_states,
         max_memory: Some(args.max_memory),
+        exhaustive: args.exhaustive,
     };
     if args.max_states == Some(0) {
         bail!("--max-states must be at least 1");

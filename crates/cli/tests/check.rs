@@ -79,6 +79,20 @@ fn a_proof_exits_zero_and_a_bounded_search_says_so() {
 }
 
 #[test]
+fn a_search_stopped_once_every_property_is_decided_says_so() {
+    let args = ["check", "--algo", "lamport", "--nodes", "3", "--expect", "safety", "--expect", "fencing"];
+    let out = ringleader(&[&args[..], &["--expect", "liveness"]].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("(stopped once every property was decided; --exhaustive explores every state)"), "{text}");
+    let v = json(&ringleader(&[&args[..], &["--json"]].concat()));
+    assert_eq!((v["complete"].clone(), v["decided_early"].clone()), (false.into(), true.into()));
+    let v = json(&ringleader(&[&args[..], &["--json", "--exhaustive"]].concat()));
+    assert_eq!((v["complete"].clone(), v["decided_early"].clone()), (true.into(), false.into()));
+    assert_eq!(v["unique_states"], 15_799);
+}
+
+#[test]
 fn bad_input_is_one_line_and_exit_one() {
     for args in [
         &["check", "--algo", "nope"][..],
