@@ -283,8 +283,7 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     let halt = model.halt.clone();
     let bounds = model.bounds.clone();
     let (uids, family) = (model.uids.clone(), model.info.family);
-    let props: Vec<_> =
-        model.properties().into_iter().filter(|p| p.name != search::EXHAUSTIVE).collect();
+    let props: Vec<_> = model.properties().into_iter().filter(|p| p.name != search::EXHAUSTIVE).collect();
     let start = Instant::now();
     let mut builder = model.checker().threads(opts.threads.max(1));
     if let Some(d) = opts.depth {
@@ -377,7 +376,10 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
         unique_states: checker.unique_state_count(),
         depth: opts.depth.map_or(steps_deep, |d| steps_deep.min(d)),
         seconds,
-        complete: opts.depth.is_none_or(|d| steps_deep <= d) && !over_memory && !over_states && !decided_early,
+        complete: opts.depth.is_none_or(|d| steps_deep <= d)
+            && !over_memory
+            && !over_states
+            && !decided_early,
         decided_early,
         bounded_by: if over_memory {
             Some(format!("the memory budget of {} MiB", opts.max_memory.unwrap_or(0) >> 20))

@@ -84,7 +84,10 @@ fn a_search_stopped_once_every_property_is_decided_says_so() {
     let out = ringleader(&[&args[..], &["--expect", "liveness"]].concat());
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("(stopped once every property was decided; --exhaustive explores every state)"), "{text}");
+    assert!(
+        text.contains("(stopped once every property was decided; --exhaustive explores every state)"),
+        "{text}"
+    );
     let v = json(&ringleader(&[&args[..], &["--json"]].concat()));
     assert_eq!((v["complete"].clone(), v["decided_early"].clone()), (false.into(), true.into()));
     let v = json(&ringleader(&[&args[..], &["--json", "--exhaustive"]].concat()));

@@ -4,10 +4,8 @@
 //! bounded; a wait for a state is a poll with a deadline, never a fixed sleep.
 
 use std::future::Future;
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use etcd_client::{
@@ -17,27 +15,14 @@ use etcd_client::{
 };
 use tonic::Code;
 
-/// Held while this process probes ports or forks, so that no child inherits a probe socket.
-static FORK: Mutex<()> = Mutex::new(());
+mod common;
+use common::{FORK, free_base};
+
+/// This binary's lane of loopback ports ([`common::free_base`]).
+const LANE: u16 = 16;
 
 /// The longest any one call may take.
 const BOUND: Duration = Duration::from_secs(20);
-
-/// A base with `n + 1` free consecutive ports; ranges handed out here never overlap.
-fn free_base(n: u16) -> u16 {
-    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
-    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
-    let seed = (std::process::id() % 300) as u16;
-    loop {
-        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        assert!(k < 600, "no free port range");
-        let base = 20000 + (seed * 64 + k * 64 + 16) % 12000;
-        let held: Vec<_> = (0..=n).filter_map(|i| TcpListener::bind(("127.0.0.1", base + i)).ok()).collect();
-        if held.len() == n as usize + 1 {
-            return base;
-        }
-    }
-}
 
 /// Awaits `f`, failing the test after [`BOUND`].
 async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
@@ -62,7 +47,7 @@ impl Cluster {
     /// Three nodes with the gRPC API, once every node names the same Raft leader.
     async fn start() -> Cluster {
         let n = 3u16;
-        let (api, peer, grpc) = (free_base(n), free_base(n), free_base(n));
+        let (api, peer, grpc) = (free_base(n, LANE), free_base(n, LANE), free_base(n, LANE));
         let dir = std::env::temp_dir().join(format!("ringleader-etcd-{}-{grpc}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -560,7 +545,7 @@ struct Authenticated {
 
 impl Authenticated {
     fn start() -> Authenticated {
-        let base = free_base(3);
+        let base = free_base(3, LANE);
         let dir = std::env::temp_dir().join(format!("ringleader-etcd-auth-{}-{base}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();

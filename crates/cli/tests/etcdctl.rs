@@ -4,36 +4,21 @@
 //! `clientv3/concurrency`). Every wait is for an event (a line of output, an exit) with a bound;
 //! nothing sleeps.
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
-/// Held while this process probes ports or forks, so that no child inherits a probe socket.
-static FORK: Mutex<()> = Mutex::new(());
+mod common;
+use common::{FORK, free_base};
+
+/// This binary's lane of loopback ports ([`common::free_base`]).
+const LANE: u16 = 40;
 
 /// The longest any one step may take.
 const BOUND: Duration = Duration::from_secs(20);
-
-/// A base with `n + 1` free consecutive ports; ranges handed out here never overlap.
-fn free_base(n: u16) -> u16 {
-    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
-    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
-    let seed = (std::process::id() % 300) as u16;
-    loop {
-        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        assert!(k < 600, "no free port range");
-        let base = 20000 + (seed * 64 + k * 64 + 40) % 12000;
-        let held: Vec<_> = (0..=n).filter_map(|i| TcpListener::bind(("127.0.0.1", base + i)).ok()).collect();
-        if held.len() == n as usize + 1 {
-            return base;
-        }
-    }
-}
 
 /// The `etcdctl` binary; the tests fail, naming the package, when it is missing.
 fn etcdctl() -> PathBuf {
@@ -57,7 +42,7 @@ impl Cluster {
     /// Three nodes with the gRPC API, once a put through etcdctl succeeds.
     async fn start() -> Cluster {
         let n = 3u16;
-        let (api, peer, grpc) = (free_base(n), free_base(n), free_base(n));
+        let (api, peer, grpc) = (free_base(n, LANE), free_base(n, LANE), free_base(n, LANE));
         let dir = std::env::temp_dir().join(format!("ringleader-etcdctl-{}-{grpc}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();

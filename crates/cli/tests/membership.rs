@@ -3,37 +3,17 @@
 //! through `DELETE /v1/members/ID`, and the `member` verb. Waits are bounded polls, never fixed
 //! sleeps.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-/// Held while this process probes ports or forks, so that no child inherits a probe socket.
-static FORK: Mutex<()> = Mutex::new(());
+mod common;
+use common::{free_base, spawn, until};
 
-fn spawn(cmd: &mut Command) -> Child {
-    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
-    cmd.spawn().expect("the ringleader binary starts")
-}
-
-/// A base with `n + 1` free consecutive ports; ranges handed out here never overlap.
-fn free_base(n: u16) -> u16 {
-    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
-    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
-    let seed = (std::process::id() % 300) as u16;
-    loop {
-        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        assert!(k < 600, "no free port range");
-        let base = 20000 + (seed * 64 + k * 64 + 48) % 12000;
-        let held: Vec<_> = (0..=n).filter_map(|i| TcpListener::bind(("127.0.0.1", base + i)).ok()).collect();
-        if held.len() == n as usize + 1 {
-            return base;
-        }
-    }
-}
+/// This binary's lane of loopback ports ([`common::free_base`]).
+const LANE: u16 = 48;
 
 /// One request; `None` when the node cannot be reached.
 fn try_call(port: u16, method: &str, path: &str, body: Option<Value>) -> Option<(u16, Value)> {
@@ -61,18 +41,6 @@ fn call(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, Value
         .unwrap_or_else(|| panic!("service node on port {port} unreachable: {method} {path}"))
 }
 
-/// Polls `f` every 10 ms until it gives `Some`, for at most `limit`.
-fn until<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let t0 = Instant::now();
-    loop {
-        if let Some(t) = f() {
-            return t;
-        }
-        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// Nodes started one by one as `ringleader serve` processes.
 struct Cluster {
     api: u16,
@@ -84,7 +52,7 @@ struct Cluster {
 impl Cluster {
     /// Nodes `1..=n`, one cluster.
     fn start(n: u16) -> Cluster {
-        let (api, peer) = (free_base(5), free_base(5));
+        let (api, peer) = (free_base(5, LANE), free_base(5, LANE));
         let dir = std::env::temp_dir().join(format!("ringleader-membership-{}-{api}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();

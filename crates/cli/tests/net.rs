@@ -5,25 +5,16 @@
 //! lock storm, bully and majority through a leader kill.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Held while this test process holds probe sockets ([`free_base`]) or forks a child.
-///
-/// Tests run on several threads, and a child forked by one thread inherits every socket the
-/// process has open until it execs, close-on-exec or not. A probe listener inherited that way
-/// keeps a port "listening" for a moment after `free_base` dropped it, so another test's first
-/// poll connects to it and is then reset. Forking and probing under one lock removes the window.
-static FORK: Mutex<()> = Mutex::new(());
+mod common;
+use common::{free_base, spawn};
 
-/// Starts `cmd` with no probe socket open anywhere in this process.
-fn spawn(cmd: &mut Command) -> Child {
-    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
-    cmd.spawn().expect("the ringleader binary starts")
-}
+/// This binary's lane of loopback ports ([`common::free_base`]).
+const LANE: u16 = 0;
 
 /// Runs `cmd` to completion (started as [`spawn`] does).
 fn run(cmd: &mut Command) -> Output {
@@ -79,24 +70,6 @@ fn lock_and_unlock(port: u16) {
     assert_eq!(code, 200, "{body}");
 }
 
-/// A port base with `n + 1` free consecutive ports (checked by binding them).
-/// Ranges handed out in this process never overlap (tests run in parallel).
-fn free_base(n: u16) -> u16 {
-    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
-    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
-    let seed = (std::process::id() % 300) as u16;
-    loop {
-        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        assert!(k < 600, "no free port range");
-        // Below the ephemeral range (32768..), so that client sockets never take these ports.
-        let base = 20000 + (seed * 64 + k * 64) % 12000;
-        let held: Vec<_> = (0..=n).filter_map(|i| TcpListener::bind(("127.0.0.1", base + i)).ok()).collect();
-        if held.len() == n as usize + 1 {
-            return base;
-        }
-    }
-}
-
 struct Cluster {
     child: Child,
     api: u16,
@@ -112,8 +85,8 @@ impl Cluster {
 
     /// [`Cluster::start`] with extra launcher flags.
     fn start_with(algo: &str, n: u16, params: &[&str], flags: &[&str]) -> Cluster {
-        let api = free_base(n);
-        let peer = free_base(n);
+        let api = free_base(n, LANE);
+        let peer = free_base(n, LANE);
         let dir = std::env::temp_dir().join(format!("ringleader-net-{algo}-{}-{api}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
@@ -1007,7 +980,7 @@ fn the_api_token_reaches_every_node_and_an_open_api_needs_one() {
     let token = "t0k3n-0123456789abcdef";
     let token_file = dir.join("api.token");
     std::fs::write(&token_file, format!("{token}\n")).unwrap();
-    let (api, peer) = (free_base(2), free_base(2));
+    let (api, peer) = (free_base(2, LANE), free_base(2, LANE));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
     cmd.args(["cluster", "--nodes", "2", "--algo", "central"])
         .args(["--api-base-port", &api.to_string(), "--peer-base-port", &peer.to_string()])

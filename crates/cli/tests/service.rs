@@ -2,37 +2,17 @@
 //! `ringleader serve` nodes on loopback, and clients speak the HTTP API (docs/SERVICE-API.md)
 //! to them. Waits are bounded polls, never fixed sleeps.
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-/// Held while this process probes ports or forks, so that no child inherits a probe socket.
-static FORK: Mutex<()> = Mutex::new(());
+mod common;
+use common::{free_base, spawn};
 
-fn spawn(cmd: &mut Command) -> Child {
-    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
-    cmd.spawn().expect("the ringleader binary starts")
-}
-
-/// A base with `n + 1` free consecutive ports; ranges handed out here never overlap.
-fn free_base(n: u16) -> u16 {
-    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
-    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
-    let seed = (std::process::id() % 300) as u16;
-    loop {
-        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        assert!(k < 600, "no free port range");
-        let base = 20000 + (seed * 64 + k * 64 + 32) % 12000;
-        let held: Vec<_> = (0..=n).filter_map(|i| TcpListener::bind(("127.0.0.1", base + i)).ok()).collect();
-        if held.len() == n as usize + 1 {
-            return base;
-        }
-    }
-}
+/// This binary's lane of loopback ports ([`common::free_base`]).
+const LANE: u16 = 32;
 
 thread_local! {
     static AGENT: ureq::Agent = ureq::Agent::config_builder()
@@ -75,8 +55,8 @@ struct Service {
 
 impl Service {
     fn start(n: u16) -> Service {
-        let api = free_base(n);
-        let peer = free_base(n);
+        let api = free_base(n, LANE);
+        let peer = free_base(n, LANE);
         let dir = std::env::temp_dir().join(format!("ringleader-service-{}-{api}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
@@ -358,7 +338,7 @@ fn the_api_asks_for_its_bearer_token_and_a_loopback_host() {
     std::fs::create_dir_all(&dir).unwrap();
     let token_file = dir.join("api.token");
     std::fs::write(&token_file, "a-token-of-at-least-16-chars\n").unwrap();
-    let base = free_base(1);
+    let base = free_base(1, LANE);
     let mut child = spawn(
         Command::new(env!("CARGO_BIN_EXE_ringleader"))
             .args([

@@ -3,38 +3,18 @@
 //! with and without the Raft leader killed and restarted mid-run. No Docker (that is
 //! deploy/service-fault-test.sh). Waits are bounded polls.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Held while this process probes ports or forks, so that no child inherits a probe socket.
-static FORK: Mutex<()> = Mutex::new(());
+mod common;
+use common::{free_base, spawn, until};
 
-fn spawn(cmd: &mut Command) -> Child {
-    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
-    cmd.spawn().expect("the ringleader binary starts")
-}
+/// This binary's lane of loopback ports ([`common::free_base`]).
+const LANE: u16 = 48;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ringleader"))
-}
-
-/// A base with `n + 1` free consecutive ports; ranges handed out here never overlap.
-fn free_base(n: u16) -> u16 {
-    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
-    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
-    let seed = (std::process::id() % 300) as u16;
-    loop {
-        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        assert!(k < 600, "no free port range");
-        let base = 20000 + (seed * 64 + k * 64 + 48) % 12000;
-        let held: Vec<_> = (0..=n).filter_map(|i| TcpListener::bind(("127.0.0.1", base + i)).ok()).collect();
-        if held.len() == n as usize + 1 {
-            return base;
-        }
-    }
 }
 
 fn get(port: u16, path: &str) -> Option<serde_json::Value> {
@@ -42,18 +22,6 @@ fn get(port: u16, path: &str) -> Option<serde_json::Value> {
         ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(2))).build().into();
     let mut r = agent.get(&format!("http://127.0.0.1:{port}{path}")).call().ok()?;
     serde_json::from_str(&r.body_mut().read_to_string().ok()?).ok()
-}
-
-/// Polls `f` every 10 ms until it is `Some`, for at most `limit`.
-fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let t0 = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(t0.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Sends SIGTERM to a child and reaps it.
@@ -74,7 +42,7 @@ struct Rig {
 
 impl Rig {
     fn start(name: &str) -> Rig {
-        let (api, peer, res) = (free_base(3), free_base(3), free_base(0));
+        let (api, peer, res) = (free_base(3, LANE), free_base(3, LANE), free_base(0, LANE));
         let dir = std::env::temp_dir().join(format!("ringleader-load-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -98,13 +66,13 @@ impl Rig {
         );
         let rig = Rig { cluster, resource, api, resource_port: res, dir };
         rig.leader(&[]);
-        wait_for(Duration::from_secs(10), "the fenced resource", || get(res, "/stats"));
+        until(Duration::from_secs(10), "the fenced resource", || get(res, "/stats"));
         rig
     }
 
     /// The leader every node outside `down` names.
     fn leader(&self, down: &[u16]) -> u16 {
-        wait_for(Duration::from_secs(30), "an agreed leader", || {
+        until(Duration::from_secs(30), "an agreed leader", || {
             let leaders: Vec<Option<u64>> = (1..=3u16)
                 .filter(|i| !down.contains(i))
                 .map(|i| get(self.api + i, "/status").and_then(|s| s["leader"].as_u64()))
@@ -205,7 +173,7 @@ fn the_leader_killed_and_restarted_mid_run_leaves_a_linearizable_history() {
     let rig = Rig::start("kill");
     let load = rig.load(4);
     // Once the clients are taking locks, the Raft leader dies, and comes back from its log.
-    wait_for(Duration::from_secs(10), "the first grants", || (granted(&rig.history()) >= 2).then_some(()));
+    until(Duration::from_secs(10), "the first grants", || (granted(&rig.history()) >= 2).then_some(()));
     let leader = rig.leader(&[]);
     rig.ctl("kill", leader);
     rig.leader(&[leader]);

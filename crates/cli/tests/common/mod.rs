@@ -1,0 +1,53 @@
+//! What the integration tests that start real `ringleader` processes on loopback share: port
+//! ranges that do not collide, spawning children without leaking probe sockets into them, and
+//! bounded polls. Each test binary includes this module (`mod common;`) and uses a part of it.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::process::{Child, Command};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Held while this test process holds probe sockets ([`free_base`]) or forks a child.
+///
+/// Tests run on several threads, and a child forked by one thread inherits every socket the
+/// process has open until it execs, close-on-exec or not. A probe listener inherited that way
+/// keeps a port "listening" for a moment after `free_base` dropped it, so another test's first
+/// poll connects to it and is then reset. Forking and probing under one lock removes the window.
+pub static FORK: Mutex<()> = Mutex::new(());
+
+/// Starts `cmd` while no port probe is open.
+pub fn spawn(cmd: &mut Command) -> Child {
+    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+    cmd.spawn().expect("the ringleader binary starts")
+}
+
+/// A base with `n + 1` free consecutive ports, below the ephemeral range (32768..) so that
+/// client sockets never take them. Ranges handed out in one process never overlap; `lane`
+/// (0..64, one per test binary) keeps binaries that run side by side apart.
+pub fn free_base(n: u16, lane: u16) -> u16 {
+    let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let seed = (std::process::id() % 300) as u16;
+    loop {
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert!(k < 600, "no free port range");
+        let base = 20000 + (seed * 64 + k * 64 + lane) % 12000;
+        let held: Vec<_> = (0..=n).filter_map(|i| TcpListener::bind(("127.0.0.1", base + i)).ok()).collect();
+        if held.len() == n as usize + 1 {
+            return base;
+        }
+    }
+}
+
+/// Polls `f` every 10 ms until it gives `Some`, failing the test after `limit`.
+pub fn until<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
