@@ -10,36 +10,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 mod common;
-use common::{free_base, spawn, until};
+use common::{call, free_base, spawn, try_call, until};
 
 /// This binary's lane of loopback ports ([`common::free_base`]).
 const LANE: u16 = 48;
-
-/// One request; `None` when the node cannot be reached.
-fn try_call(port: u16, method: &str, path: &str, body: Option<Value>) -> Option<(u16, Value)> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(30)))
-        .build()
-        .into();
-    let url = format!("http://127.0.0.1:{port}{path}");
-    let response = match (method, body) {
-        ("GET", _) => agent.get(&url).call(),
-        ("DELETE", _) => agent.delete(&url).call(),
-        ("POST", Some(b)) => agent.post(&url).header("content-type", "application/json").send(b.to_string()),
-        ("POST", None) => agent.post(&url).send_empty(),
-        (other, _) => panic!("the tests speak GET, POST and DELETE, not {other}"),
-    };
-    let mut response = response.ok()?;
-    let status = response.status().as_u16();
-    let text = response.body_mut().read_to_string().ok()?;
-    Some((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
-}
-
-fn call(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    try_call(port, method, path, body)
-        .unwrap_or_else(|| panic!("service node on port {port} unreachable: {method} {path}"))
-}
 
 /// Nodes started one by one as `ringleader serve` processes.
 struct Cluster {

@@ -9,38 +9,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 mod common;
-use common::{free_base, spawn};
+use common::{AGENT, call, free_base, spawn, try_call};
 
 /// This binary's lane of loopback ports ([`common::free_base`]).
 const LANE: u16 = 32;
-
-thread_local! {
-    static AGENT: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(30)))
-        .build()
-        .into();
-}
-
-/// One request; `None` when the node cannot be reached.
-fn try_call(port: u16, method: &str, path: &str, body: Option<Value>) -> Option<(u16, Value)> {
-    let url = format!("http://127.0.0.1:{port}{path}");
-    let response = AGENT.with(|a| match (method, body) {
-        ("GET", _) => a.get(&url).call(),
-        ("POST", Some(b)) => a.post(&url).header("content-type", "application/json").send(b.to_string()),
-        ("POST", None) => a.post(&url).send_empty(),
-        (other, _) => panic!("the tests speak GET and POST, not {other}"),
-    });
-    let mut response = response.ok()?;
-    let status = response.status().as_u16();
-    let text = response.body_mut().read_to_string().ok()?;
-    Some((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
-}
-
-fn call(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    try_call(port, method, path, body)
-        .unwrap_or_else(|| panic!("service node on port {port} unreachable: {path}"))
-}
 
 fn post(port: u16, path: &str, body: Value) -> (u16, Value) {
     call(port, "POST", path, Some(body))

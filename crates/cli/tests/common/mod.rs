@@ -8,6 +8,8 @@ use std::process::{Child, Command};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
+
 /// Held while this test process holds probe sockets ([`free_base`]) or forks a child.
 ///
 /// Tests run on several threads, and a child forked by one thread inherits every socket the
@@ -50,4 +52,37 @@ pub fn until<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -
         assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+thread_local! {
+    /// One HTTP agent per test thread: answers of any status come back as answers, and no call
+    /// waits longer than 30 s.
+    pub static AGENT: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into();
+}
+
+/// One JSON request to a node's HTTP API on loopback: its status and body (`Null` when the
+/// body is not JSON), or `None` when the node cannot be reached.
+pub fn try_call(port: u16, method: &str, path: &str, body: Option<Value>) -> Option<(u16, Value)> {
+    let url = format!("http://127.0.0.1:{port}{path}");
+    let response = AGENT.with(|a| match (method, body) {
+        ("GET", _) => a.get(&url).call(),
+        ("DELETE", _) => a.delete(&url).call(),
+        ("POST", Some(b)) => a.post(&url).header("content-type", "application/json").send(b.to_string()),
+        ("POST", None) => a.post(&url).send_empty(),
+        (other, _) => panic!("the tests speak GET, POST and DELETE, not {other}"),
+    });
+    let mut response = response.ok()?;
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().ok()?;
+    Some((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+}
+
+/// [`try_call`], failing the test when the node cannot be reached.
+pub fn call(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    try_call(port, method, path, body)
+        .unwrap_or_else(|| panic!("service node on port {port} unreachable: {method} {path}"))
 }
