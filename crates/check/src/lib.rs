@@ -101,6 +101,8 @@ pub struct Options {
     /// Stop generating states once the process's resident memory exceeds this many bytes
     /// (read from `/proc/self/status`; ignored where that file does not exist).
     pub max_memory: Option<u64>,
+    /// Stop generating states once the search has run this long (wall-clock time).
+    pub max_time: Option<std::time::Duration>,
     /// Explore every reachable state even once every property is decided. Without it the
     /// search ends when each `always` property has a counterexample and each `sometimes`
     /// property an example, and the outcome says so ([`Outcome::decided_early`]).
@@ -109,7 +111,14 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { depth: None, threads: 1, max_states: None, max_memory: None, exhaustive: false }
+        Options {
+            depth: None,
+            threads: 1,
+            max_states: None,
+            max_memory: None,
+            max_time: None,
+            exhaustive: false,
+        }
     }
 }
 
@@ -213,8 +222,8 @@ pub struct Outcome {
     /// verdicts are final, the state counts are those of the part explored
     /// ([`Options::exhaustive`] explores the rest).
     pub decided_early: bool,
-    /// What cut the search short, when something did: `--depth D`, the state budget or the
-    /// memory budget.
+    /// What cut the search short, when something did: `--depth D`, the state budget, the
+    /// memory budget or the time budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bounded_by: Option<String>,
     /// Every property, in report order.
@@ -297,6 +306,7 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     let checker = builder.spawn_bfs();
     // Watch the search: report progress, and halt it when the memory budget is spent.
     let mut over_memory = false;
+    let mut over_time = false;
     let mut last_report = Instant::now();
     while !checker.is_done() {
         // Short naps first: most checks end within milliseconds.
@@ -308,6 +318,10 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
             && !over_memory
         {
             over_memory = true;
+            halt.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        if opts.max_time.is_some_and(|limit| start.elapsed() > limit) && !over_time && !over_memory {
+            over_time = true;
             halt.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         if last_report.elapsed() >= PROGRESS_EVERY {
@@ -378,11 +392,14 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
         seconds,
         complete: opts.depth.is_none_or(|d| steps_deep <= d)
             && !over_memory
+            && !over_time
             && !over_states
             && !decided_early,
         decided_early,
         bounded_by: if over_memory {
             Some(format!("the memory budget of {} MiB", opts.max_memory.unwrap_or(0) >> 20))
+        } else if over_time {
+            Some(format!("the time budget of {:?}", opts.max_time.unwrap_or_default()))
         } else if over_states {
             Some(format!("the state budget of {} states", opts.max_states.unwrap_or(0)))
         } else if opts.depth.is_some_and(|d| steps_deep > d) {

@@ -30,6 +30,16 @@ fn a_memory_budget_halts_the_search_and_paths_still_rebuild() {
 }
 
 #[test]
+fn a_time_budget_halts_an_infinite_search_and_says_so() {
+    let opts = Options { max_time: Some(std::time::Duration::from_millis(300)), ..Options::default() };
+    let out = check("bully", Bounds::new(3), &opts).expect("the model configures");
+    assert!(!out.complete);
+    assert_eq!(out.bounded_by.as_deref(), Some("the time budget of 300ms"));
+    assert!(out.seconds >= 0.3, "{} s", out.seconds);
+    assert_eq!(out.property("uniqueness").unwrap().length, Some(3));
+}
+
+#[test]
 fn finite_spaces_are_complete_and_unbounded_ones_are_named() {
     let out = check("central", Bounds::new(3), &Options { max_memory: Some(1 << 40), ..Options::default() })
         .expect("the model configures");

@@ -62,6 +62,10 @@ pub struct CheckArgs {
     /// then says "bounded by the memory budget" [default: 4GiB].
     #[arg(long, value_name = "SIZE", default_value = "4GiB", value_parser = parse_size)]
     pub max_memory: u64,
+    /// Stop the search once it has run this long, e.g. 60s, 500ms; the report then says
+    /// "bounded by the time budget" [default: no limit].
+    #[arg(long, value_name = "DURATION", value_parser = crate::service_client::parse_wait)]
+    pub max_time: Option<std::time::Duration>,
     /// Explore every reachable state even once every property is decided. Without it the search
     /// ends when each `always` property has a counterexample and each `sometimes` property an
     /// example, and the report says the state counts are of the part explored.
@@ -255,6 +259,7 @@ pub fn run(args: CheckArgs) -> crate::Outcome {
         threads: args.threads,
         max_states: args.max_states,
         max_memory: Some(args.max_memory),
+        max_time: args.max_time,
         exhaustive: args.exhaustive,
     };
     if args.max_states == Some(0) {
@@ -265,7 +270,7 @@ pub fn run(args: CheckArgs) -> crate::Outcome {
     {
         eprintln!(
             "warning: the state space of {} is infinite ({why}); without --depth the search ends only at \
-             the memory budget ({} MiB; --max-memory) or --max-states. Try --depth 20.",
+             the memory budget ({} MiB; --max-memory), --max-states or --max-time. Try --depth 20.",
             args.algo,
             args.max_memory >> 20
         );

@@ -133,6 +133,8 @@ fn an_infinite_space_is_announced_and_stops_at_its_budget() {
     assert!(!String::from_utf8_lossy(&bounded.stderr).contains("warning"));
     let bad = ringleader(&["check", "--algo", "central", "--max-memory", "lots"]);
     assert_eq!(bad.status.code(), Some(1));
+    let bad = ringleader(&["check", "--algo", "central", "--max-time", "lots"]);
+    assert_eq!(bad.status.code(), Some(1));
 }
 
 /// `central`'s recovered coordinator polls before it grants (rules 12 and 13): over every
