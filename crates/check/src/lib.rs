@@ -226,6 +226,13 @@ pub struct Outcome {
     /// memory budget or the time budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bounded_by: Option<String>,
+    /// Checker threads the search ran on.
+    pub threads: usize,
+    /// True when every counterexample and example is a shortest one: a breadth-first search on
+    /// one thread keeps the first path it finds to each property, and visits states in order of
+    /// depth. With more threads the workers' frontiers interleave, and a path may be longer than
+    /// the shortest.
+    pub shortest: bool,
     /// Every property, in report order.
     pub properties: Vec<PropertyOutcome>,
     /// Uids by position.
@@ -407,6 +414,8 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
         } else {
             None
         },
+        threads: opts.threads.max(1),
+        shortest: opts.threads <= 1,
         properties,
         uids,
     })

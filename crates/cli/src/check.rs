@@ -224,6 +224,13 @@ fn human(out: &Outcome, chosen: Option<&PropertyOutcome>, args: &CheckArgs) -> S
         let expected = if args.expect.iter().any(|e| e == p.name) { " (expected)" } else { "" };
         let _ = writeln!(s, "{head} {:<12} {:<9} {verdict}{expected}", p.name, p.kind);
     }
+    if !out.shortest && out.properties.iter().any(|p| p.length.is_some()) {
+        let _ = writeln!(
+            s,
+            "note       found on {} threads: a path may be longer than the shortest (--threads 1 finds shortest ones)",
+            out.threads
+        );
+    }
     if let Some(p) = chosen {
         let what = if p.violated() { "counterexample" } else { "example" };
         let _ = writeln!(s, "{what} ({}), {} steps:", p.name, p.steps.len());

@@ -78,6 +78,23 @@ fn a_proof_exits_zero_and_a_bounded_search_says_so() {
     assert_eq!(v["depth"], 3);
 }
 
+/// One thread keeps shortest paths; with more, the report says its paths may be longer.
+#[test]
+fn a_search_on_several_threads_does_not_claim_shortest_paths() {
+    let args =
+        ["check", "--algo", "central-timeout", "--nodes", "3", "--expect", "safety", "--expect", "fencing"];
+    let one = json(&ringleader(&[&args[..], &["--json"]].concat()));
+    assert_eq!((one["threads"].clone(), one["shortest"].clone()), (1.into(), true.into()));
+    let two = ringleader(&[&args[..], &["--threads", "2"]].concat());
+    assert_eq!(two.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&two.stdout);
+    assert!(text.contains("note       found on 2 threads: a path may be longer than the shortest"), "{text}");
+    let two = json(&ringleader(&[&args[..], &["--threads", "2", "--json"]].concat()));
+    assert_eq!((two["threads"].clone(), two["shortest"].clone()), (2.into(), false.into()));
+    let quiet = ringleader(&[&args[..], &["--threads", "1"]].concat());
+    assert!(!String::from_utf8_lossy(&quiet.stdout).contains("note "));
+}
+
 #[test]
 fn a_search_stopped_once_every_property_is_decided_says_so() {
     let args = ["check", "--algo", "lamport", "--nodes", "3", "--expect", "safety", "--expect", "fencing"];
