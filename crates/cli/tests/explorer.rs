@@ -7,7 +7,10 @@
 //! Waits are bounded polls on the explorer's own status, never fixed sleeps.
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod common;
+use common::until;
 
 /// The explorer process; killed when the test ends, pass or fail.
 struct Explorer(Child);
@@ -38,18 +41,6 @@ fn browser() -> String {
     );
 }
 
-/// Polls `f` every 50 ms until it returns `Some`, for at most `limit`.
-fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let t0 = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(t0.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// The DOM after the page's scripts ran, as headless Chromium prints it.
 fn rendered(url: &str) -> String {
     let dir = std::env::temp_dir().join(format!("ringleader-browser-{}", std::process::id()));
@@ -61,7 +52,7 @@ fn rendered(url: &str) -> String {
         .stderr(Stdio::null())
         .spawn()
         .expect("the browser starts");
-    let status = wait_for("the browser to render the page", Duration::from_secs(120), || {
+    let status = until(Duration::from_secs(120), "the browser to render the page", || {
         child.try_wait().expect("browser status")
     });
     let mut dom = String::new();
@@ -93,12 +84,12 @@ fn the_explorer_renders_the_central_timeout_counterexample_in_a_browser() {
         let mut r = agent.get(&format!("{base}/.status")).call().ok()?;
         serde_json::from_str(&r.body_mut().read_to_string().ok()?).ok()
     };
-    wait_for("the explorer to listen", Duration::from_secs(30), || status(&agent));
+    until(Duration::from_secs(30), "the explorer to listen", || status(&agent));
 
     // What the page's "Run to completion" button does, then wait until the search is done.
     let r = agent.post(&format!("{base}/.runtocompletion")).send_empty().expect("explorer answers");
     assert!(r.status().is_success(), "run to completion: {}", r.status());
-    let done = wait_for("the search to finish", Duration::from_secs(60), || {
+    let done = until(Duration::from_secs(60), "the search to finish", || {
         status(&agent).filter(|s| s["done"] == true)
     });
     let properties = done["properties"].as_array().unwrap();
