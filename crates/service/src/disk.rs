@@ -6,7 +6,9 @@
 //! could vote twice in one term. [`DiskLog`] keeps the log, the hard state (term, vote, commit),
 //! the conf state and the latest snapshot in `DIR/raft.redb`, and writes each [`LogUpdate`] —
 //! everything one `Ready` carries — in **one** redb write transaction committed with fsync
-//! (group commit: one fsync for any number of entries).
+//! (group commit: one fsync for any number of entries). A `Ready` whose only news is a higher
+//! commit index writes nothing: the commit index is kept in memory and written with the next
+//! durable update, as etcd does.
 //!
 //! The semantics mirror raft-rs's in-memory `MemStorage`, with three deliberate differences:
 //!
@@ -304,6 +306,20 @@ impl DiskLog {
         if update.is_empty() {
             return Ok(());
         }
+        // A hard state that moves only the commit index need not be synced (raft-rs's
+        // `Ready::must_sync` and etcd's `MustSync` rule): every entry up to it is already durable,
+        // and a restarted node learns the commit index from the leader again. Syncing it would
+        // put a second fsync between a quorum's acknowledgement and the leader's apply. It is
+        // kept in memory and written with the next update that must be durable.
+        if update.snapshot.is_none()
+            && update.entries.is_empty()
+            && let Some(new) = &update.hard_state
+            && new.term == self.hard_state.term
+            && new.vote == self.hard_state.vote
+        {
+            self.hard_state.commit = self.hard_state.commit.max(new.commit);
+            return Ok(());
+        }
         // Check everything before writing anything.
         let (mut first, mut last) = (self.first(), self.last());
         if let Some(snapshot) = &update.snapshot {
@@ -433,6 +449,9 @@ impl DiskLog {
         {
             let mut meta = txn.open_table(META).map_err(store)?;
             meta.insert(KEY_SNAPSHOT, encode("snapshot", &snapshot)?.as_slice()).map_err(store)?;
+            // With it the commit index kept in memory (at or past `index`): a restarted log must
+            // not hold a snapshot beyond its stored commit index.
+            meta.insert(KEY_HARD_STATE, encode("hard state", &self.hard_state)?.as_slice()).map_err(store)?;
         }
         txn.commit().map_err(store)?;
         self.snapshot_metadata = snapshot.take_metadata();

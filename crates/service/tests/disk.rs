@@ -87,6 +87,31 @@ fn appended_entries_and_hard_state_read_back() {
     assert_eq!(read(&log, 1, 6, Some(raft::NO_LIMIT)), Ok(written));
 }
 
+/// Only a term, a vote, entries or a snapshot must be synced (raft-rs's `Ready::must_sync`): a
+/// hard state that moves only the commit index is kept in memory and reaches the disk with the
+/// next durable update, so a restart may find an older commit index, never an older vote.
+#[test]
+fn a_commit_index_alone_is_not_synced_and_a_vote_is() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut log = DiskLog::open(dir.path()).unwrap();
+        let first =
+            LogUpdate { entries: entries(1, 3, 1), hard_state: Some(hard_state(1, 2, 1)), snapshot: None };
+        log.persist(&first).unwrap();
+        log.persist(&LogUpdate { hard_state: Some(hard_state(1, 2, 3)), ..LogUpdate::default() }).unwrap();
+        assert_eq!(log.hard_state(), &hard_state(1, 2, 3));
+        assert_eq!(log.initial_state().unwrap().hard_state, hard_state(1, 2, 3));
+    }
+    {
+        let mut log = DiskLog::open(dir.path()).unwrap();
+        assert_eq!(log.hard_state(), &hard_state(1, 2, 1), "the commit index alone was not synced");
+        assert_eq!(log.last_index(), Ok(3), "the entries were");
+        log.persist(&LogUpdate { hard_state: Some(hard_state(2, 3, 3)), ..LogUpdate::default() }).unwrap();
+    }
+    let log = DiskLog::open(dir.path()).unwrap();
+    assert_eq!(log.hard_state(), &hard_state(2, 3, 3), "a new term and vote are synced, with the commit");
+}
+
 #[test]
 fn a_restart_reopens_the_same_hard_state_entries_snapshot_and_conf_state() {
     let dir = tempfile::tempdir().unwrap();
