@@ -349,9 +349,6 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     let steps_deep = checker.max_depth().saturating_sub(1);
     let over_states = opts.max_states.is_some_and(|n| checker.state_count() >= n);
     let model = checker.model();
-    // Stateright stops as soon as every property has a discovery; whether states were left
-    // unexplored then is not known, so the space is not claimed complete.
-    let decided_early = !opts.exhaustive && props.iter().all(|p| checker.discovery(p.name).is_some());
     let mut properties = Vec::new();
     for p in &props {
         let path = checker.discovery(p.name);
@@ -386,6 +383,9 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
         }
         properties.push(out);
     }
+    // Stateright stops as soon as every property has a discovery (a path, so a length); whether
+    // states were left unexplored then is not known, so the space is not claimed complete.
+    let decided_early = !opts.exhaustive && properties.iter().all(|p| p.length.is_some());
     Ok(Outcome {
         algorithm: A::NAME.into(),
         family: family.name().into(),
