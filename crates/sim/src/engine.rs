@@ -37,6 +37,8 @@ use crate::workload::mutex::MutexWorkload;
 use crate::workload::{Cx, Stimulus, Tally, Tick, Workload};
 use crate::{SimError, topologies};
 
+pub mod windowed;
+
 /// A fault of the plan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fault {
@@ -203,6 +205,9 @@ pub struct Simulation<A: Algorithm> {
     stop: Stop,
     /// Buffer for the clock readings handed to the checker (clock families only).
     readings: Vec<Time>,
+    /// Requests the request pattern issued, when the windowed engine ran it (each requester's
+    /// share was its own there, so the workload object did not count them).
+    windowed_issued: Option<u64>,
 }
 
 impl<A: Algorithm> Simulation<A> {
@@ -254,6 +259,7 @@ impl<A: Algorithm> Simulation<A> {
             tracer,
             stop: Stop::Quiescent,
             readings: Vec::new(),
+            windowed_issued: None,
         };
         // Faults first, so that a crash at time 0 precedes the requests made at time 0.
         sim.schedule_faults(&position);
@@ -833,7 +839,11 @@ impl<A: Algorithm> Simulation<A> {
 
     /// How far the run's request pattern got (mutual-exclusion workloads only).
     pub fn workload_tally(&self) -> Option<Tally<'_>> {
-        self.workloads.iter().find_map(|w| w.tally())
+        let mut tally = self.workloads.iter().find_map(|w| w.tally())?;
+        if let Some(issued) = self.windowed_issued {
+            tally.issued = issued;
+        }
+        Some(tally)
     }
 
     /// Runs to quiescence or to the time limit, reporting progress every 65,536 steps: pop

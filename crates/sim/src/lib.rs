@@ -52,6 +52,11 @@ pub enum SimError {
     /// The algorithm refused its parameters (a value out of range, or a name it does not read).
     #[error(transparent)]
     Configure(#[from] ringleader_algorithms::ConfigError),
+    /// The run cannot use the windowed engine (`--threads`).
+    #[error(
+        "--threads: the windowed engine cannot run this: {0}; leave out --threads to run it on the serial engine"
+    )]
+    Windowed(String),
     /// The trace could not be written.
     #[error("trace {path}: {source}")]
     Trace {
@@ -76,6 +81,9 @@ pub struct RunOptions<'a> {
     pub keep_at_most: Option<usize>,
     /// Called every 65,536 steps.
     pub progress: Option<&'a mut dyn FnMut(Progress)>,
+    /// Run on the windowed engine with this many threads ([`engine::windowed`]): the same run
+    /// on any number of them, not the serial engine's run. `None`: the serial engine.
+    pub threads: Option<usize>,
 }
 
 /// A finished run.
@@ -151,7 +159,10 @@ pub fn run_algorithm<A: Algorithm>(cfg: &RunConfig, mut opts: RunOptions) -> Res
         Some(p) => p,
         None => &mut no_progress,
     };
-    sim.run(progress);
+    match opts.threads {
+        Some(threads) => sim.run_windowed(threads, progress)?,
+        None => sim.run(progress),
+    }
     let wall_seconds = wall.elapsed().as_secs_f64();
     let (records, total_records) = match sim.take_tracer() {
         Some(t) => {
@@ -160,7 +171,8 @@ pub fn run_algorithm<A: Algorithm>(cfg: &RunConfig, mut opts: RunOptions) -> Res
         }
         None => (Vec::new(), 0),
     };
-    let report = build_report::<A>(&sim, wall_seconds);
+    let mut report = build_report::<A>(&sim, wall_seconds);
+    report.threads = opts.threads;
     let violation_window = sim.violations().list().first().map(|v| (v.step, v.until_step));
     Ok(RunResult { report, records, total_records, uids: sim.uids().to_vec(), violation_window })
 }
@@ -268,6 +280,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
             Stop::Duration => "duration".into(),
         },
         wall_seconds,
+        threads: None,
         messages: Messages {
             sent: c.sent(),
             delivered: c.delivered,

@@ -187,12 +187,37 @@ impl<T> EventQueue<T> {
         if b.sorted { b.items.get(ahead).map(|k| &k.item) } else { None }
     }
 
-    /// Removes and returns the earliest (time, seq, item).
-    #[inline]
-    pub fn pop(&mut self) -> Option<(Time, u64, T)> {
+    /// The time of the earliest item, if any, without moving the window: items may still be
+    /// pushed at any time not before the last one popped (the windowed engine asks this between
+    /// rounds, before the messages of other shards arrive).
+    pub fn peek_time(&self) -> Option<Time> {
         if self.len == 0 {
             return None;
         }
+        let window = (self.in_window > 0).then(|| {
+            let start = (self.cur as usize) & (BUCKETS - 1);
+            let words = BUCKETS / 64;
+            let slot = (0..=words)
+                .find_map(|step| {
+                    let w = ((start / 64) + step) % words;
+                    let mut word = self.occupied[w];
+                    if step == 0 {
+                        word &= !0u64 << (start % 64);
+                    }
+                    (word != 0).then(|| w * 64 + word.trailing_zeros() as usize)
+                })
+                .expect("the window holds items");
+            let b = &self.buckets[slot];
+            if b.sorted { b.items.front().map(|k| k.time) } else { b.items.iter().map(|k| k.time).min() }
+        });
+        let overflow = self.overflow.peek().map(|k| k.time);
+        window.flatten().into_iter().chain(overflow).min()
+    }
+
+    /// Slides the window to the bucket holding the earliest item and sorts that bucket if the
+    /// clock just reached it; returns its slot. The queue must not be empty.
+    #[inline]
+    fn front_bucket(&mut self) -> usize {
         if self.in_window == 0 {
             self.cur = self.overflow.peek().expect("len > 0").time >> self.shift;
             self.migrate();
@@ -211,6 +236,17 @@ impl<T> EventQueue<T> {
             b.items.make_contiguous().sort_unstable_by_key(Keyed::key);
             b.sorted = true;
         }
+        slot
+    }
+
+    /// Removes and returns the earliest (time, seq, item).
+    #[inline]
+    pub fn pop(&mut self) -> Option<(Time, u64, T)> {
+        if self.len == 0 {
+            return None;
+        }
+        let slot = self.front_bucket();
+        let b = &mut self.buckets[slot];
         let k = b.items.pop_front().expect("occupied bucket");
         if b.items.is_empty() {
             // Hand the storage back to the pool: the clock cycles through thousands of buckets

@@ -120,6 +120,10 @@ pub struct Report {
     pub stopped: String,
     /// Wall-clock seconds (the only field that differs between identical runs).
     pub wall_seconds: f64,
+    /// The windowed engine's thread count, when the run used it (`--threads`): like
+    /// `wall_seconds`, nothing else in the report depends on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
     /// Message totals.
     pub messages: Messages,
     /// The family's result.
@@ -179,6 +183,10 @@ impl Report {
             "run        {} events, {:.3} ms of virtual time, stopped {}, {:.3} s wall",
             self.events, self.sim_time, self.stopped, self.wall_seconds
         );
+        if let Some(threads) = self.threads {
+            let _ =
+                writeln!(s, "engine     windowed, {threads} threads (the same run on any number of them)");
+        }
         let kinds: Vec<String> =
             self.messages.by_kind.iter().filter(|&(_, &v)| v > 0).map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(
