@@ -4,6 +4,7 @@
 //! its own. The default cases are the ones `docs/PERFORMANCE.md` records: Chang-Roberts on a
 //! ring of 1,000,000 nodes with random ids and every node initiating, under constant latency
 //! (1 ms) and under `uniform:1ms..2ms`, where the event queue really has to order events.
+//! `--threads T` measures each case a second time on the windowed engine split across T threads.
 
 use std::process::Command;
 
@@ -27,6 +28,10 @@ pub struct BenchArgs {
     /// [default: constant:1ms and uniform:1ms..2ms].
     #[arg(long, value_name = "SPEC")]
     latency: Vec<Latency>,
+    /// Also measure each case on the windowed engine split across T threads (repeatable, 1..256),
+    /// e.g. --threads 1 --threads 2: the speed-up of one run on several cores.
+    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: Vec<u16>,
     /// Print one JSON array instead of a table.
     #[arg(long)]
     json: bool,
@@ -41,6 +46,9 @@ struct Measurement {
     algorithm: String,
     nodes: u32,
     latency: String,
+    /// `serial`, or `windowed T` for the windowed engine on T threads.
+    #[serde(default = "serial")]
+    engine: String,
     events: u64,
     messages_delivered: u64,
     wall_seconds: f64,
@@ -75,19 +83,25 @@ fn cpu_seconds() -> f64 {
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
-fn measure(algo: &str, nodes: u32, latency: &Latency) -> anyhow::Result<Measurement> {
+fn serial() -> String {
+    "serial".into()
+}
+
+fn measure(algo: &str, nodes: u32, latency: &Latency, threads: Option<u16>) -> anyhow::Result<Measurement> {
     let mut cfg = RunConfig::new(algo, nodes)?;
     cfg.ids = IdArrangement::Random;
     cfg.initiators = Initiators::All;
     cfg.latency = latency.clone();
     cfg.max_delay = latency.bound();
     let cpu_before = cpu_seconds();
-    let r = ringleader_sim::run(&cfg, RunOptions::default())?.report;
+    let opts = RunOptions { threads: threads.map(usize::from), ..RunOptions::default() };
+    let r = ringleader_sim::run(&cfg, opts)?.report;
     let cpu = cpu_seconds() - cpu_before;
     Ok(Measurement {
         algorithm: algo.into(),
         nodes,
         latency: latency.to_string(),
+        engine: threads.map_or_else(serial, |t| format!("windowed {t}")),
         events: r.events,
         messages_delivered: r.messages.delivered,
         wall_seconds: r.wall_seconds,
@@ -109,7 +123,7 @@ pub fn run(args: BenchArgs) -> crate::Outcome {
         args.latency.clone()
     };
     if args.single {
-        let m = measure(&args.algo, args.nodes, &latencies[0])?;
+        let m = measure(&args.algo, args.nodes, &latencies[0], args.threads.first().copied())?;
         println!("{}", serde_json::to_string(&m)?);
         return Ok(crate::ExitStatus::Ok);
     }
@@ -123,25 +137,22 @@ pub fn run(args: BenchArgs) -> crate::Outcome {
         );
     }
     let mut results = Vec::new();
-    for lat in &latencies {
+    let engines: Vec<Option<u16>> =
+        std::iter::once(None).chain(args.threads.iter().copied().map(Some)).collect();
+    for (lat, threads) in latencies.iter().flat_map(|l| engines.iter().map(move |&t| (l, t))) {
+        let engine = threads.map_or_else(serial, |t| format!("windowed engine on {t} threads"));
         if !args.json {
-            eprintln!("measuring {} on {} nodes, latency {lat} …", args.algo, args.nodes);
+            eprintln!("measuring {} on {} nodes, latency {lat}, {engine} …", args.algo, args.nodes);
         }
-        let out = Command::new(&exe)
-            .args([
-                "bench",
-                "--single",
-                "--algo",
-                &args.algo,
-                "--nodes",
-                &args.nodes.to_string(),
-                "--latency",
-                &lat.to_string(),
-            ])
-            .output()
-            .context("cannot start the measuring child process")?;
+        let mut child = Command::new(&exe);
+        child.args(["bench", "--single", "--algo", &args.algo, "--nodes", &args.nodes.to_string()]);
+        child.args(["--latency", &lat.to_string()]);
+        if let Some(t) = threads {
+            child.args(["--threads", &t.to_string()]);
+        }
+        let out = child.output().context("cannot start the measuring child process")?;
         if !out.status.success() {
-            bail!("bench case {lat} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+            bail!("bench case {lat}, {engine} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
         }
         let m: Measurement =
             serde_json::from_slice(&out.stdout).context("bench child printed no measurement")?;
@@ -151,15 +162,16 @@ pub fn run(args: BenchArgs) -> crate::Outcome {
         println!("{}", serde_json::to_string_pretty(&results)?);
     } else {
         println!(
-            "| algorithm | nodes | latency | events | delivered | wall s | cpu s | delivered/s (wall) | delivered/s (cpu) | peak RSS MiB | leader | properties |"
+            "| algorithm | nodes | latency | engine | events | delivered | wall s | cpu s | delivered/s (wall) | delivered/s (cpu) | peak RSS MiB | leader | properties |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         for m in &results {
             println!(
-                "| {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2e} | {:.2e} | {:.0} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {:.2e} | {:.2e} | {:.0} | {} | {} |",
                 m.algorithm,
                 m.nodes,
                 m.latency,
+                m.engine,
                 m.events,
                 m.messages_delivered,
                 m.wall_seconds,

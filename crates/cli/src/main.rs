@@ -81,7 +81,7 @@ struct Cli {
 enum Subcommand {
     /// List every algorithm: name, family, one-line summary.
     List,
-    Sim(Box<sim::SimArgs>),
+    Sim(Box<sim::SimCommand>),
     Sweep(Box<sweep::SweepArgs>),
     /// Measure the simulator: delivered messages per second and peak memory.
     Bench(bench::BenchArgs),

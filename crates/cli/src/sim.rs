@@ -26,8 +26,23 @@ use ringleader_sim::{Progress, RunOptions, Scenario};
 ///   ringleader sim --algo central --nodes 5 --workload sequential --entries 10 --json
 ///   ringleader sim --algo yoyo --nodes 100 --graph grid --ids random
 ///   ringleader sim scenarios/central-timeout-paused-holder.toml --mermaid run.mmd
-#[derive(Args, Debug, Default)]
+///   ringleader sim --algo chang-roberts --nodes 1000000 --ids random --initiators all --threads 2
+#[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
+pub struct SimCommand {
+    #[command(flatten)]
+    pub args: SimArgs,
+    /// Run on the windowed engine, split across T threads (1..256): the same run, trace and
+    /// report, on any T, but not the serial engine's run for the same seed. Elections and mutual
+    /// exclusion without a fault plan, under constant:D or uniform:A..B latency with A > 0 (the
+    /// least delay is what lets a thread run ahead); docs/PERFORMANCE.md says why the rest runs
+    /// serially.
+    #[arg(long, value_name = "T", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: Option<u16>,
+}
+
+/// The flags that describe a run (shared by `sim`, `sweep` and the explorer's `ui`).
+#[derive(Args, Debug, Default)]
 pub struct SimArgs {
     /// A scenario file (TOML); see scenarios/ for examples.
     pub scenario: Option<PathBuf>,
@@ -293,7 +308,8 @@ pub fn resolve_config(args: &SimArgs, extra: Scenario) -> anyhow::Result<ringlea
 }
 
 /// Runs `ringleader sim`; returns the exit status.
-pub fn run(args: SimArgs) -> crate::Outcome {
+pub fn run(command: SimCommand) -> crate::Outcome {
+    let SimCommand { args, threads } = command;
     let cfg = resolve_config(&args, Scenario::default())?;
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let bar = show_progress.then(|| {
@@ -322,6 +338,7 @@ pub fn run(args: SimArgs) -> crate::Outcome {
         // more than that while the run goes on. A ShiViz log is the whole run: it keeps all.
         keep_at_most: args.shiviz.is_none().then_some(ringleader_viz::html::MAX_RECORDS),
         progress: Some(&mut on_progress),
+        threads: threads.map(usize::from),
     };
     let result = ringleader_sim::run(&cfg, opts)?;
     if let Some(b) = bar {

@@ -170,3 +170,38 @@ fn mermaid_draws_the_violation_in_red() {
     assert!(mmd.contains("paused"));
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// `--threads`: the windowed engine gives the same report and trace on 1 and 3 threads (but for
+/// the wall time and the thread count), with Chang-Roberts' textbook count N(N+1)/2 for
+/// descending ids, and the text report names the engine.
+#[test]
+fn threads_give_the_same_run_on_the_windowed_engine() {
+    let dir = std::env::temp_dir().join(format!("ringleader-windowed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |threads: &str| {
+        let trace = dir.join(format!("trace-{threads}.jsonl"));
+        let args = ["--algo", "chang-roberts", "--nodes", "8", "--ids", "descending", "--initiators", "all"];
+        let mut extra = args.to_vec();
+        let trace_arg = trace.to_str().unwrap().to_string();
+        extra.extend(["--latency", "uniform:1ms..3ms", "--threads", threads, "--trace", &trace_arg]);
+        let mut d = sim(&extra);
+        assert_eq!(d["threads"], threads.parse::<u64>().unwrap());
+        d["wall_seconds"] = 0.into();
+        d["threads"] = 0.into();
+        let repro = d["repro"].as_str().unwrap().to_string();
+        assert!(repro.ends_with(&format!(" --threads {threads}")), "{repro}");
+        d["repro"] = repro.trim_end_matches(&format!(" --threads {threads}")).into();
+        (d, std::fs::read_to_string(&trace).unwrap())
+    };
+    let (one, trace_one) = run("1");
+    let (three, trace_three) = run("3");
+    assert_eq!(one["messages"]["by_kind"]["election"], 36);
+    assert_eq!(one["outcome"]["leader"], 8);
+    assert!(all_hold(&one));
+    assert_eq!(one, three);
+    assert!(trace_one.lines().count() > 40 && trace_one == trace_three, "the traces differ");
+    let text = ringleader(&["sim", "--algo", "chang-roberts", "--nodes", "8", "--threads", "2"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("engine     windowed, 2 threads"), "{text}");
+    std::fs::remove_dir_all(&dir).ok();
+}

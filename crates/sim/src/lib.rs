@@ -172,7 +172,11 @@ pub fn run_algorithm<A: Algorithm>(cfg: &RunConfig, mut opts: RunOptions) -> Res
         None => (Vec::new(), 0),
     };
     let mut report = build_report::<A>(&sim, wall_seconds);
-    report.threads = opts.threads;
+    if let Some(threads) = opts.threads {
+        // The windowed engine's run is its own: replaying it needs the flag (any count will do).
+        report.threads = Some(threads);
+        report.repro.push_str(&format!(" --threads {threads}"));
+    }
     let violation_window = sim.violations().list().first().map(|v| (v.step, v.until_step));
     Ok(RunResult { report, records, total_records, uids: sim.uids().to_vec(), violation_window })
 }

@@ -187,12 +187,20 @@ impl<T> EventQueue<T> {
         if b.sorted { b.items.get(ahead).map(|k| &k.item) } else { None }
     }
 
-    /// The time of the earliest item, if any, without moving the window: items may still be
-    /// pushed at any time not before the last one popped (the windowed engine asks this between
-    /// rounds, before the messages of other shards arrive).
-    pub fn peek_time(&self) -> Option<Time> {
+    /// The key (time, seq) of the earliest item, if any, without moving the window: items may
+    /// still be pushed at any time not before the last one popped (the windowed engine asks this
+    /// between rounds, before the messages of other shards arrive).
+    #[inline]
+    pub fn peek_key(&self) -> Option<(Time, u64)> {
         if self.len == 0 {
             return None;
+        }
+        // The bucket being drained, if any, holds the earliest items in order.
+        let b = &self.buckets[(self.cur as usize) & (BUCKETS - 1)];
+        if b.sorted
+            && let Some(k) = b.items.front()
+        {
+            return Some(k.key());
         }
         let window = (self.in_window > 0).then(|| {
             let start = (self.cur as usize) & (BUCKETS - 1);
@@ -208,9 +216,9 @@ impl<T> EventQueue<T> {
                 })
                 .expect("the window holds items");
             let b = &self.buckets[slot];
-            if b.sorted { b.items.front().map(|k| k.time) } else { b.items.iter().map(|k| k.time).min() }
+            if b.sorted { b.items.front().map(Keyed::key) } else { b.items.iter().map(Keyed::key).min() }
         });
-        let overflow = self.overflow.peek().map(|k| k.time);
+        let overflow = self.overflow.peek().map(Keyed::key);
         window.flatten().into_iter().chain(overflow).min()
     }
 

@@ -15,7 +15,7 @@
 //! **Why the trace does not depend on the thread count.** Three things of the serial engine
 //! depend on the order in which one thread happens to schedule events, and are replaced here:
 //!
-//! 1. *Tie-breaking.* An event's key is `(time, k·n + origin)`: `origin` is the node that
+//! 1. *Tie-breaking.* An event's key is `(time, k·2³² + origin)`: `origin` is the node that
 //!    scheduled it and `k` a Lamport counter of that node, raised past the key of every event
 //!    the node handles. So the key is a function of the node's own history, and anything a node
 //!    schedules for the instant it is at sorts after the event that scheduled it: every shard
@@ -38,8 +38,8 @@
 //! the whole network to go quiet). A run whose algorithm sends failure-detection traffic is
 //! stopped with an error, since only the serial engine can see the steady state that ends it.
 //! The `saturated` and `poisson` patterns run with one change: each requester's share of
-//! `--entries` is fixed up front (split evenly by position), because a global count would tie the
-//! threads together.
+//! `--entries` is fixed up front (requester i of r gets the entries between i·E/r and
+//! (i+1)·E/r), because a global count would tie the threads together.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -87,6 +87,9 @@ pub fn refusal(cfg: &RunConfig, family: Family) -> Result<Time, String> {
     }
 }
 
+/// The most events a shard runs in one round.
+const ROUND_EVENTS: usize = 1 << 16;
+
 /// Salts that keep the hashed random streams apart.
 const SALT_HANDLER: u64 = 0x68616e646c6572;
 const SALT_START: u64 = 0x7374617274;
@@ -100,6 +103,9 @@ fn mix(a: u64, b: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
+
+/// An event's place in the run's order: (time, Lamport counter · 2³² + origin).
+type Key = (Time, u64);
 
 /// What an event showed that the checker or the tracer must see, in key order.
 enum Note {
@@ -121,15 +127,15 @@ struct Journal {
 }
 
 impl Journal {
-    /// Moves the entries earlier than `frontier` into `into`.
-    fn seal(&mut self, frontier: Time, into: &mut Journal) {
-        let k = self.keys.partition_point(|&(t, _)| t < frontier);
+    /// Moves the entries whose key is below `frontier` into `into`.
+    fn seal(&mut self, frontier: Key, into: &mut Journal) {
+        let k = self.keys.partition_point(|&key| key < frontier);
         if k == self.keys.len() {
             into.keys.append(&mut self.keys);
         } else {
             into.keys.extend(self.keys.drain(..k));
         }
-        let k = self.notes.partition_point(|&(t, _, _)| t < frontier);
+        let k = self.notes.partition_point(|&(t, s, _)| (t, s) < frontier);
         into.notes.extend(self.notes.drain(..k));
     }
 }
@@ -194,13 +200,17 @@ impl<'s, A: Algorithm> Shard<'s, A> {
         (node - self.first) as usize
     }
 
-    /// A fresh key for something `node` schedules.
-    fn next_key(&mut self, env: &Env, node: NodeId) -> u64 {
+    /// A fresh key for something `node` schedules: its Lamport counter above, its position below.
+    fn next_key(&mut self, node: NodeId) -> u64 {
         let i = self.local(node);
         let k = self.lamport[i];
         self.lamport[i] += 1;
-        debug_assert!(k.checked_mul(env.n).is_some(), "key space exhausted");
-        k * env.n + u64::from(node)
+        if k > u64::from(u32::MAX) {
+            self.unsupported.get_or_insert_with(|| {
+                "a node's Lamport counter passed 2^32 (the windowed engine keys events in 64 bits)".into()
+            });
+        }
+        (k << 32) | u64::from(node)
     }
 
     /// Puts an event in the queue of the shard that runs `node`.
@@ -237,14 +247,34 @@ impl<'s, A: Algorithm> Shard<'s, A> {
         }
     }
 
-    /// Runs every event earlier than the horizon.
+    /// Runs the events earlier than the horizon, at most [`ROUND_EVENTS`] of them (a shard may
+    /// always stop early; stopping bounds its journal when it runs alone).
     fn run_until(&mut self, env: &Env) {
-        while let Some(time) = self.queue.peek_time() {
-            if time >= self.horizon {
-                break;
+        for _ in 0..ROUND_EVENTS {
+            match self.queue.peek_key() {
+                Some((time, _)) if time < self.horizon => {}
+                _ => return,
             }
+            self.prefetch_upcoming();
             let (time, seq, item) = self.queue.pop().expect("peeked");
             self.step(env, time, seq, item);
+        }
+    }
+
+    /// Hints the CPU to fetch the state of the node that receives a message a few events from
+    /// now (as the serial engine does: the receiver's cache miss is most of a step's cost).
+    #[inline]
+    fn prefetch_upcoming(&self) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(Item::Deliver { to, .. }) = self.queue.peek_ahead(super::PREFETCH_DISTANCE) {
+            let i = self.local(*to);
+            let state = self.states.as_ptr().wrapping_add(i) as *const i8;
+            let counter = self.lamport.as_ptr().wrapping_add(i) as *const i8;
+            // SAFETY: prefetching is a hint; it never faults and reads nothing observable.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(state);
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(counter);
+            }
         }
     }
 
@@ -261,7 +291,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
             }
         };
         let i = self.local(node);
-        self.lamport[i] = self.lamport[i].max(seq / env.n + 1);
+        self.lamport[i] = self.lamport[i].max((seq >> 32) + 1);
         match item {
             Item::Deliver { from, to, msg } => {
                 self.in_flight -= 1;
@@ -320,7 +350,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
             match command {
                 Command::Send { to, msg } => self.send(env, time, seq, node, to, msg),
                 Command::SetTimer { timer, after } => {
-                    let generation = self.next_key(env, node);
+                    let generation = self.next_key(node);
                     let i = self.local(node);
                     let list = &mut self.timers[i];
                     match list.iter_mut().find(|(t, _)| *t == timer) {
@@ -355,7 +385,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
                 )
             });
         }
-        let id = self.next_key(env, from);
+        let id = self.next_key(from);
         self.trace(env, time, seq, RecordKind::Send, from, |r| {
             r.peer = Some(to);
             r.msg_id = Some(id);
@@ -384,7 +414,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
         self.route(env, to, at, id, Item::Deliver { from, to, msg });
         if let (Some(copy), Some(rng)) = (dup, rng.as_mut()) {
             let at2 = self.net.schedule(rng, time, from, to).unwrap_or(at);
-            let id2 = self.next_key(env, from);
+            let id2 = self.next_key(from);
             self.trace(env, time, seq, RecordKind::Send, from, |r| {
                 r.peer = Some(to);
                 r.msg_id = Some(id2);
@@ -402,7 +432,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
     fn emit(&mut self, env: &Env, time: Time, seq: u64, node: NodeId, event: Event) {
         let reaction = match (&event, env.pattern) {
             (Event::Entered { .. }, Some((kind, hold, _))) => {
-                let key = self.next_key(env, node);
+                let key = self.next_key(node);
                 let hold = match kind {
                     WorkloadKind::Poisson => exponential(env.seed, key, hold as f64),
                     _ => hold,
@@ -413,7 +443,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
                 let i = self.local(node);
                 self.quota[i] -= 1;
                 self.issued += 1;
-                let key = self.next_key(env, node);
+                let key = self.next_key(node);
                 let wait = match kind {
                     WorkloadKind::Poisson => exponential(env.seed, key, 1e9 / rate),
                     _ => 0,
@@ -495,8 +525,9 @@ impl SpinBarrier {
 /// What the threads share between rounds.
 struct Rendezvous<A: Algorithm> {
     barrier: SpinBarrier,
-    /// Each shard's earliest event after the round's messages arrived (`u64::MAX`: none).
-    next: Vec<AtomicU64>,
+    /// Each shard's earliest event after the round's messages arrived: its time (`u64::MAX`:
+    /// none) and its key's second half.
+    next: Vec<(AtomicU64, AtomicU64)>,
     /// Messages from shard `i` to shard `j` at `mail[i][j]`.
     mail: Vec<Vec<Mutex<Vec<Entry<A>>>>>,
     /// Journal entries handed to the observer, per shard.
@@ -511,15 +542,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<A: Algorithm> Rendezvous<A> {
-    /// The earliest event of every shard but `me`, plus the lookahead; and the earliest of all.
-    fn horizon_and_frontier(&self, me: usize, lookahead: Time) -> (Time, Time) {
+    /// The earliest event of every shard but `me`, plus the lookahead (`me`'s horizon); and the
+    /// key of the earliest event of all (the frontier: nothing still to come sorts before it).
+    fn horizon_and_frontier(&self, me: usize, lookahead: Time) -> (Time, Key) {
         let mut others = u64::MAX;
-        let mut all = u64::MAX;
-        for (j, next) in self.next.iter().enumerate() {
-            let t = next.load(Ordering::Acquire);
-            all = all.min(t);
+        let mut all = (u64::MAX, u64::MAX);
+        for (j, (time, seq)) in self.next.iter().enumerate() {
+            let key = (time.load(Ordering::Acquire), seq.load(Ordering::Acquire));
+            all = all.min(key);
             if j != me {
-                others = others.min(t);
+                others = others.min(key.0);
             }
         }
         (others.saturating_add(lookahead), all)
@@ -583,7 +615,7 @@ impl<A: Algorithm> Simulation<A> {
         let start_notes = self.start_shards(env, &mut shards);
         let rv = Rendezvous::<A> {
             barrier: SpinBarrier::new(threads),
-            next: (0..threads).map(|_| AtomicU64::new(u64::MAX)).collect(),
+            next: (0..threads).map(|_| (AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX))).collect(),
             mail: (0..threads).map(|_| (0..threads).map(|_| Mutex::new(Vec::new())).collect()).collect(),
             sealed: (0..threads).map(|_| Mutex::new(Journal::default())).collect(),
             unsupported: Mutex::new(None),
@@ -606,33 +638,33 @@ impl<A: Algorithm> Simulation<A> {
                     let rv = &rv;
                     scope.spawn(move || {
                         let _guard = PanicGuard(&rv.barrier);
-                        let mut previous = 0;
+                        let mut previous = (0, 0);
                         while let Some(frontier) = round(&mut shard, env, rv, previous) {
                             previous = frontier;
                             rv.barrier.wait();
                         }
-                        shard.journal.seal(u64::MAX, &mut lock(&rv.sealed[shard.index]));
+                        shard.journal.seal((u64::MAX, u64::MAX), &mut lock(&rv.sealed[shard.index]));
                         shard
                     })
                 })
                 .collect();
             let guard = PanicGuard(&rv.barrier);
-            let mut previous = 0;
+            let mut previous = (0, 0);
             while let Some(frontier) = round(&mut own, env, &rv, previous) {
                 self.release(&mut released, &rv, progress, frontier);
                 previous = frontier;
                 rv.barrier.wait();
             }
-            own.journal.seal(u64::MAX, &mut lock(&rv.sealed[0]));
+            own.journal.seal((u64::MAX, u64::MAX), &mut lock(&rv.sealed[0]));
             drop(guard);
             let mut shards = vec![own];
             shards.extend(handles.into_iter().map(|h| h.join().expect("a shard's thread panicked")));
-            (rv.next.iter().map(|t| t.load(Ordering::Acquire)).min().unwrap_or(u64::MAX), shards)
+            (rv.next.iter().map(|(t, _)| t.load(Ordering::Acquire)).min().unwrap_or(u64::MAX), shards)
         });
         if let Some(reason) = lock(&rv.unsupported).take() {
             return Err(SimError::Windowed(reason));
         }
-        self.release(&mut released, &rv, progress, u64::MAX);
+        self.release(&mut released, &rv, progress, (u64::MAX, u64::MAX));
         self.gather(&mut shards, released.steps, last);
         Ok(())
     }
@@ -688,7 +720,7 @@ impl<A: Algorithm> Simulation<A> {
         let position = Self::positions(cfg, env.uids);
         let ask = |shards: &mut [Shard<A>], node: NodeId, request: Request, wait_mean: Option<f64>| {
             let shard = &mut shards[env.owner(node)];
-            let key = shard.next_key(env, node);
+            let key = shard.next_key(node);
             let at = wait_mean.map_or(0, |mean| exponential(env.seed, key, mean));
             shard.queue.push(at, key, Item::Request(Box::new((node, request))));
         };
@@ -700,10 +732,12 @@ impl<A: Algorithm> Simulation<A> {
                 Some(r) => r.iter().map(|u| position[u]).collect(),
                 None => (0..env.n as NodeId).collect(),
             };
-            let (each, extra) =
-                (cfg.entries / requesters.len().max(1) as u64, cfg.entries % requesters.len().max(1) as u64);
+            // Requester i's share: the entries between i·E/r and (i+1)·E/r, so that a remainder
+            // spreads over the requesters (and the shards) instead of piling on the first ones.
+            let (e, r) = (u128::from(cfg.entries), requesters.len().max(1) as u128);
+            let upto = |i: usize| (i as u128 * e / r) as u64;
             for (i, &node) in requesters.iter().enumerate() {
-                let share = each + u64::from((i as u64) < extra);
+                let share = upto(i + 1) - upto(i);
                 if share == 0 {
                     continue;
                 }
@@ -734,18 +768,23 @@ impl<A: Algorithm> Simulation<A> {
         released: &mut Released,
         rv: &Rendezvous<A>,
         progress: &mut dyn FnMut(Progress),
-        frontier: Time,
+        frontier: Key,
     ) {
         let mut sealed: Vec<MutexGuard<'_, Journal>> = rv.sealed.iter().map(lock).collect();
         if sealed.iter().any(|j| !j.notes.is_empty()) {
-            let mut notes: Vec<(Time, u64, Note)> =
-                sealed.iter_mut().flat_map(|j| j.notes.drain(..)).collect();
-            // Stable: the notes of one event come from one shard, in the order it made them.
-            notes.sort_by_key(|&(t, s, _)| (t, s));
+            // Each shard's notes are in key order already: merge them, taking the earliest head
+            // each time (the notes of one event come from one shard, in the order it made them).
+            let mut heads: Vec<_> =
+                sealed.iter_mut().map(|j| std::mem::take(&mut j.notes).into_iter().peekable()).collect();
             let mut before = vec![0usize; sealed.len()];
             let mut current = None;
             let mut step = 0;
-            for (time, seq, note) in notes {
+            while let Some(j) = (0..heads.len())
+                .filter_map(|j| heads[j].peek().map(|&(t, s, _)| ((t, s), j)))
+                .min()
+                .map(|(_, j)| j)
+            {
+                let (time, seq, note) = heads[j].next().expect("peeked");
                 if current != Some((time, seq)) {
                     for (j, journal) in sealed.iter().enumerate() {
                         before[j] += journal.keys[before[j]..].partition_point(|&k| k < (time, seq));
@@ -764,7 +803,7 @@ impl<A: Algorithm> Simulation<A> {
             released.reported = released.steps;
             progress(Progress {
                 step: released.steps,
-                now: frontier.min(self.cfg.duration),
+                now: frontier.0.min(self.cfg.duration),
                 duration: self.cfg.duration,
                 queued: 0,
             });
@@ -847,7 +886,7 @@ struct Released {
 /// the last frontier, publish its earliest event, then (once every shard has) run its events up
 /// to its horizon and post what it sends to other shards. `None` once the run is over: no event
 /// left, the next one after the time limit, or a shard met something it does not model.
-fn round<A: Algorithm>(shard: &mut Shard<A>, env: &Env, rv: &Rendezvous<A>, previous: Time) -> Option<Time> {
+fn round<A: Algorithm>(shard: &mut Shard<A>, env: &Env, rv: &Rendezvous<A>, previous: Key) -> Option<Key> {
     let me = shard.index;
     for from in 0..rv.mail.len() {
         if from != me {
@@ -861,10 +900,12 @@ fn round<A: Algorithm>(shard: &mut Shard<A>, env: &Env, rv: &Rendezvous<A>, prev
         lock(&rv.unsupported).get_or_insert(reason);
         rv.halted.store(true, Ordering::Release);
     }
-    rv.next[me].store(shard.queue.peek_time().unwrap_or(u64::MAX), Ordering::Release);
+    let (time, seq) = shard.queue.peek_key().unwrap_or((u64::MAX, u64::MAX));
+    rv.next[me].0.store(time, Ordering::Release);
+    rv.next[me].1.store(seq, Ordering::Release);
     rv.barrier.wait();
     let (horizon, frontier) = rv.horizon_and_frontier(me, env.lookahead);
-    if frontier == u64::MAX || frontier > env.duration || rv.halted.load(Ordering::Acquire) {
+    if frontier.0 == u64::MAX || frontier.0 > env.duration || rv.halted.load(Ordering::Acquire) {
         return None;
     }
     shard.horizon = horizon.min(env.duration + 1);
