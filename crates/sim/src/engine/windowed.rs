@@ -215,10 +215,10 @@ impl<'s, A: Algorithm> Shard<'s, A> {
 
     /// Puts an event in the queue of the shard that runs `node`.
     fn route(&mut self, env: &Env, node: NodeId, time: Time, seq: u64, item: ItemOf<A>) {
-        let owner = env.owner(node);
-        if owner == self.index {
+        if node.wrapping_sub(self.first) < self.states.len() as NodeId {
             self.queue.push(time, seq, item);
         } else {
+            let owner = env.owner(node);
             // An answer from that shard could come back `L` after this arrives.
             self.horizon = self.horizon.min(time.saturating_add(env.lookahead));
             self.outgoing[owner].push((time, seq, item));
