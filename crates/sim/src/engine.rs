@@ -102,6 +102,23 @@ fn enqueue<M, T>(
     id
 }
 
+/// Fills the message fields of a send or delivery record: the other end, the message's id,
+/// kind and body (both engines write them alike).
+fn with_message<M: Message>(r: &mut TraceRecord, peer: NodeId, id: u64, msg: &M) {
+    r.peer = Some(peer);
+    r.msg_id = Some(id);
+    r.msg_kind = Some(msg.kind().into());
+    r.msg = serde_json::to_value(msg).ok();
+}
+
+/// Fills a drop record: the sender, the message's id and kind, and why it was dropped.
+fn with_drop(r: &mut TraceRecord, from: NodeId, id: u64, kind: &str, reason: &str) {
+    r.peer = Some(from);
+    r.msg_id = Some(id);
+    r.msg_kind = Some(kind.into());
+    r.detail = Some(reason.into());
+}
+
 /// How many events ahead the engine prefetches the receiver's state.
 const PREFETCH_DISTANCE: usize = 6;
 
@@ -545,23 +562,13 @@ impl<A: Algorithm> Simulation<A> {
             self.last_progress = self.now;
         }
         let id = self.seq;
-        self.trace(RecordKind::Send, Some(from), |r| {
-            r.peer = Some(to);
-            r.msg_id = Some(id);
-            r.msg_kind = Some(msg.kind().into());
-            r.msg = serde_json::to_value(&msg).ok();
-        });
+        self.trace(RecordKind::Send, Some(from), |r| with_message(r, to, id, &msg));
         match self.net.schedule(&mut self.rng, self.now, from, to) {
             None => {
                 self.counters.dropped += 1;
                 let kind = msg.kind();
                 self.seq += 1;
-                self.trace(RecordKind::Drop, Some(to), |r| {
-                    r.peer = Some(from);
-                    r.msg_id = Some(id);
-                    r.msg_kind = Some(kind.into());
-                    r.detail = Some("lost".into());
-                });
+                self.trace(RecordKind::Drop, Some(to), |r| with_drop(r, from, id, kind, "lost"));
             }
             Some(at) => {
                 let dup = self.net.duplicate(&mut self.rng).then(|| msg.clone());
@@ -572,10 +579,7 @@ impl<A: Algorithm> Simulation<A> {
                     let at2 = self.net.schedule(&mut self.rng, self.now, from, to).unwrap_or(at);
                     let id2 = self.seq;
                     self.trace(RecordKind::Send, Some(from), |r| {
-                        r.peer = Some(to);
-                        r.msg_id = Some(id2);
-                        r.msg_kind = Some(copy.kind().into());
-                        r.msg = serde_json::to_value(&copy).ok();
+                        with_message(r, to, id2, &copy);
                         r.detail = Some("duplicate".into());
                     });
                     self.in_flight += 1;
@@ -631,12 +635,7 @@ impl<A: Algorithm> Simulation<A> {
                 "partition"
             };
             let kind = msg.kind();
-            self.trace(RecordKind::Drop, Some(to), |r| {
-                r.peer = Some(from);
-                r.msg_id = Some(id);
-                r.msg_kind = Some(kind.into());
-                r.detail = Some(reason.into());
-            });
+            self.trace(RecordKind::Drop, Some(to), |r| with_drop(r, from, id, kind, reason));
             return;
         }
         if self.status[to as usize] == NodeStatus::Paused {
@@ -646,12 +645,7 @@ impl<A: Algorithm> Simulation<A> {
         self.in_flight -= 1;
         self.algo_in_flight -= u64::from(!msg.is_detection());
         self.counters.delivered += 1;
-        self.trace(RecordKind::Deliver, Some(to), |r| {
-            r.peer = Some(from);
-            r.msg_id = Some(id);
-            r.msg_kind = Some(msg.kind().into());
-            r.msg = serde_json::to_value(&msg).ok();
-        });
+        self.trace(RecordKind::Deliver, Some(to), |r| with_message(r, from, id, &msg));
         self.call(to, |p, cx, out| p.on_message(cx, from, msg, out));
     }
 

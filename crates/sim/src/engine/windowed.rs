@@ -51,7 +51,7 @@ use ringleader_algorithms::{Algorithm, Family};
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Command, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
 
-use super::{Item, ItemOf, MessageCounts, Progress, Simulation, Stop};
+use super::{Item, ItemOf, MessageCounts, Progress, Simulation, Stop, with_drop, with_message};
 use crate::SimError;
 use crate::network::{Network, Sampler};
 use crate::notation::Latency;
@@ -296,12 +296,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
             Item::Deliver { from, to, msg } => {
                 self.in_flight -= 1;
                 self.counters.delivered += 1;
-                self.trace(env, time, seq, RecordKind::Deliver, to, |r| {
-                    r.peer = Some(from);
-                    r.msg_id = Some(seq);
-                    r.msg_kind = Some(msg.kind().into());
-                    r.msg = serde_json::to_value(&msg).ok();
-                });
+                self.trace(env, time, seq, RecordKind::Deliver, to, |r| with_message(r, from, seq, &msg));
                 self.call(env, time, seq, mix(env.seed ^ SALT_HANDLER, seq), to, |p, cx, out| {
                     p.on_message(cx, from, msg, out)
                 });
@@ -386,12 +381,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
             });
         }
         let id = self.next_key(from);
-        self.trace(env, time, seq, RecordKind::Send, from, |r| {
-            r.peer = Some(to);
-            r.msg_id = Some(id);
-            r.msg_kind = Some(msg.kind().into());
-            r.msg = serde_json::to_value(&msg).ok();
-        });
+        self.trace(env, time, seq, RecordKind::Send, from, |r| with_message(r, to, id, &msg));
         let mut rng =
             env.random_network.then(|| Xoshiro256PlusPlus::seed_from_u64(mix(env.seed ^ SALT_NETWORK, id)));
         let at = match (&mut rng, &self.net.latency) {
@@ -401,12 +391,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
         };
         let Some(at) = at else {
             self.counters.dropped += 1;
-            self.trace(env, time, seq, RecordKind::Drop, to, |r| {
-                r.peer = Some(from);
-                r.msg_id = Some(id);
-                r.msg_kind = Some(msg.kind().into());
-                r.detail = Some("lost".into());
-            });
+            self.trace(env, time, seq, RecordKind::Drop, to, |r| with_drop(r, from, id, msg.kind(), "lost"));
             return;
         };
         let dup = rng.as_mut().is_some_and(|rng| self.net.duplicate(rng)).then(|| msg.clone());
@@ -416,10 +401,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
             let at2 = self.net.schedule(rng, time, from, to).unwrap_or(at);
             let id2 = self.next_key(from);
             self.trace(env, time, seq, RecordKind::Send, from, |r| {
-                r.peer = Some(to);
-                r.msg_id = Some(id2);
-                r.msg_kind = Some(copy.kind().into());
-                r.msg = serde_json::to_value(&copy).ok();
+                with_message(r, to, id2, &copy);
                 r.detail = Some("duplicate".into());
             });
             self.in_flight += 1;
