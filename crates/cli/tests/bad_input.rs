@@ -104,6 +104,10 @@ fn every_command_s_numeric_flags_have_a_range() {
         (&["bench", "--threads", "0"], &["--threads", "1..=256"]),
         (&["sim", "--algo", "chang-roberts", "--threads", "0"], &["--threads", "1..=256"]),
         (
+            &["sim", "--algo", "token-ring", "--nodes", "12", "--workload", "saturated", "--threads", "3"],
+            &["--threads", "token-ring sent from position", "not a link of its ring topology"],
+        ),
+        (
             &["sim", "--algo", "chang-roberts", "--crash", "2@1ms", "--threads", "2"],
             &["--threads", "fault plan", "leave out --threads"],
         ),

@@ -39,8 +39,10 @@ fn mutex(algo: &str, n: u32, seed: u64, kind: WorkloadKind, entries: u64) -> Run
     cfg
 }
 
-/// Byte for byte the same trace and report on 1, 2, 3 and 5 threads, for an election and for
-/// two request patterns, with random latencies, loss, duplication and FIFO links.
+/// Byte for byte the same trace and report on 1, 2, 3 and 5 threads (one thread has no
+/// lookahead to get wrong), for elections on a ring and on a random graph and for request
+/// patterns on complete graphs and a tree, with random latencies, loss, duplication and FIFO
+/// links.
 #[test]
 fn the_same_run_on_any_number_of_threads() {
     let mut cases =
@@ -50,6 +52,13 @@ fn the_same_run_on_any_number_of_threads() {
     lossy.fifo = true;
     cases.push(lossy);
     cases.push(mutex("suzuki-kasami", 12, 4, WorkloadKind::Saturated, 30));
+    // Graph topologies: lookahead counts the links to the nearest other shard.
+    cases.push(mutex("raymond", 15, 6, WorkloadKind::Poisson, 30));
+    let mut yoyo = RunConfig::new("yoyo", 30).unwrap();
+    yoyo.ids = IdArrangement::Random;
+    yoyo.seed = 9;
+    yoyo.latency = Latency::Uniform(1_000_000, 2_000_000);
+    cases.push(yoyo);
     let mut lost = mutex("maekawa", 9, 5, WorkloadKind::Saturated, 40);
     lost.loss = 0.01;
     lost.duration = 2_000_000_000;

@@ -4,13 +4,16 @@
 //! its own event queue and runs its nodes' events; a message to another shard's node waits in a
 //! mailbox until the end of the round. What keeps the threads apart is the network's *lookahead*
 //! `L`, the least delay any message can have (`constant:d` gives `d`, `uniform:a..b` gives `a`):
-//! an event at time `t` can affect another shard no earlier than `t + L`. Every round, each
-//! shard publishes the time of its earliest event; shard `i` may then run every event earlier
-//! than its *horizon*, `min over the other shards j of next(j) + L` (Chandy–Misra–Bryant
-//! conservative synchronisation, in rounds). The horizon shrinks while the shard runs: once it
-//! sends a message that arrives at `s` in another shard, an answer could come back at `s + L`.
-//! A shard alone with its events (the million-node ring's last lap, say) runs far ahead in one
-//! round.
+//! an event at time `t` can affect another shard no earlier than `t + L`, and no earlier than
+//! `t + h·L` when the topology is not complete and the event's node is `h` links from the nearest
+//! node of another shard (a ring shard's middle is far from its ends). Every round, each shard
+//! publishes the earliest time anything it holds can reach another shard; shard `i` may then run
+//! every event earlier than its *horizon*, the least of the other shards' figures
+//! (Chandy–Misra–Bryant conservative synchronisation, in rounds). The horizon shrinks while the
+//! shard runs: once it sends a message that arrives at `s` in another shard, an answer could come
+//! back `h·L` later. A shard alone with its events (the million-node ring's last lap, say) runs
+//! far ahead in one round. Counting links is only sound if sends follow them: a send between
+//! positions that are not linked stops the run with an error.
 //!
 //! **Why the trace does not depend on the thread count.** Three things of the serial engine
 //! depend on the order in which one thread happens to schedule events, and are replaced here:
@@ -155,6 +158,11 @@ struct Env<'a> {
     /// Whether the network draws randomness (latency, loss or duplication).
     random_network: bool,
     tracing: bool,
+    /// Whether lookahead counts links ([`Env::hops_in`]): a topology other than the complete
+    /// graph, split into more than one shard. Sends must then follow the topology's links.
+    by_links: bool,
+    /// On a graph topology, each node's [`Env::hops_in`] (found by breadth-first search).
+    graph_hops: Vec<u32>,
 }
 
 impl Env<'_> {
@@ -162,6 +170,47 @@ impl Env<'_> {
     fn owner(&self, node: NodeId) -> usize {
         self.bounds.partition_point(|&b| b <= node) - 1
     }
+
+    /// The fewest links a message needs from `node`, of the shard `first..end`, to reach a node
+    /// of another shard: each link takes at least the lookahead, so an event at `node` at `t`
+    /// cannot reach another shard before `t + hops · L` (`u32::MAX`: it never can).
+    #[inline]
+    fn hops_in(&self, first: NodeId, end: NodeId, node: NodeId) -> u32 {
+        match self.topology {
+            Topology::Complete { .. } => 1,
+            Topology::Ring { .. } => end - node,
+            Topology::BiRing { .. } => (end - node).min(node - first + 1),
+            Topology::Graph { .. } => self.graph_hops[node as usize],
+        }
+    }
+}
+
+/// Breadth-first search from the nodes with a neighbour in another shard: each node's fewest
+/// links to another shard (`u32::MAX` where none leads out).
+fn graph_hops(topology: &Topology, bounds: &[NodeId]) -> Vec<u32> {
+    let n = topology.len() as usize;
+    let owner = |x: NodeId| bounds.partition_point(|&b| b <= x) - 1;
+    let mut hops = vec![u32::MAX; n];
+    let mut frontier: Vec<NodeId> =
+        (0..n as NodeId).filter(|&x| topology.neighbors(x).any(|y| owner(y) != owner(x))).collect();
+    for &x in &frontier {
+        hops[x as usize] = 1;
+    }
+    let mut depth = 1;
+    while !frontier.is_empty() {
+        depth += 1;
+        let mut next = Vec::new();
+        for &x in &frontier {
+            for y in topology.neighbors(x) {
+                if hops[y as usize] == u32::MAX && owner(y) == owner(x) {
+                    hops[y as usize] = depth;
+                    next.push(y);
+                }
+            }
+        }
+        frontier = next;
+    }
+    hops
 }
 
 /// An event waiting for its shard.
@@ -187,6 +236,11 @@ struct Shard<'s, A: Algorithm> {
     /// Messages for other shards, by shard, until the round ends.
     outgoing: Vec<Vec<Entry<A>>>,
     horizon: Time,
+    /// Pending events by their node's hops to another shard (only when [`Env::by_links`]).
+    pending_by_hops: Vec<u32>,
+    /// No pending event has fewer hops than this (it may be stale low until
+    /// [`Shard::fewest_hops`] settles it).
+    least_hops: u32,
     journal: Journal,
     out: Outbox<A::Msg, A::Timer>,
     /// Time of the last event run.
@@ -213,14 +267,54 @@ impl<'s, A: Algorithm> Shard<'s, A> {
         (k << 32) | u64::from(node)
     }
 
+    fn end(&self) -> NodeId {
+        self.first + self.states.len() as NodeId
+    }
+
+    /// Counts a pending event at `node` in (`delta` = 1) or out (`delta` = −1).
+    #[inline]
+    fn count_pending(&mut self, env: &Env, node: NodeId, delta: i32) {
+        if env.by_links {
+            let h = env.hops_in(self.first, self.end(), node);
+            if h != u32::MAX {
+                let slot = &mut self.pending_by_hops[h as usize];
+                *slot = slot.wrapping_add_signed(delta);
+                if delta > 0 {
+                    self.least_hops = self.least_hops.min(h);
+                }
+            }
+        }
+    }
+
+    /// The fewest hops of any pending event (settling [`Shard::least_hops`]); 1 when lookahead
+    /// does not count links.
+    fn fewest_hops(&mut self, env: &Env) -> u32 {
+        if !env.by_links {
+            return 1;
+        }
+        let counts = &self.pending_by_hops;
+        while (self.least_hops as usize) < counts.len() && counts[self.least_hops as usize] == 0 {
+            self.least_hops += 1;
+        }
+        if self.least_hops as usize >= counts.len() { u32::MAX } else { self.least_hops }
+    }
+
+    /// Puts an event at one of this shard's nodes in its queue.
+    fn enqueue(&mut self, env: &Env, node: NodeId, time: Time, seq: u64, item: ItemOf<A>) {
+        self.count_pending(env, node, 1);
+        self.queue.push(time, seq, item);
+    }
+
     /// Puts an event in the queue of the shard that runs `node`.
     fn route(&mut self, env: &Env, node: NodeId, time: Time, seq: u64, item: ItemOf<A>) {
         if node.wrapping_sub(self.first) < self.states.len() as NodeId {
-            self.queue.push(time, seq, item);
+            self.enqueue(env, node, time, seq, item);
         } else {
             let owner = env.owner(node);
-            // An answer from that shard could come back `L` after this arrives.
-            self.horizon = self.horizon.min(time.saturating_add(env.lookahead));
+            // An answer from that shard could come back once it has crossed back.
+            let hops = env.hops_in(env.bounds[owner], env.bounds[owner + 1], node);
+            let back = time.saturating_add(env.lookahead.saturating_mul(u64::from(hops.max(1))));
+            self.horizon = self.horizon.min(back);
             self.outgoing[owner].push((time, seq, item));
         }
     }
@@ -257,6 +351,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
             }
             self.prefetch_upcoming();
             let (time, seq, item) = self.queue.pop().expect("peeked");
+            self.count_pending(env, item_node(&item), -1);
             self.step(env, time, seq, item);
         }
     }
@@ -282,14 +377,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
     fn step(&mut self, env: &Env, time: Time, seq: u64, item: ItemOf<A>) {
         self.journal.keys.push((time, seq));
         self.last_time = time;
-        let node = match &item {
-            Item::Deliver { to, .. } => *to,
-            Item::Timer { node, .. } => *node,
-            Item::Request(b) => b.0,
-            Item::Fault(_) | Item::Tick { .. } => {
-                unreachable!("the windowed engine schedules no faults or ticks")
-            }
-        };
+        let node = item_node(&item);
         let i = self.local(node);
         self.lamport[i] = self.lamport[i].max((seq >> 32) + 1);
         match item {
@@ -352,7 +440,13 @@ impl<'s, A: Algorithm> Shard<'s, A> {
                         Some(slot) => slot.1 = generation,
                         None => list.push((timer.clone(), generation)),
                     }
-                    self.queue.push(time + after, generation, Item::Timer { node, timer, generation });
+                    self.enqueue(
+                        env,
+                        node,
+                        time + after,
+                        generation,
+                        Item::Timer { node, timer, generation },
+                    );
                 }
                 Command::CancelTimer(timer) => {
                     let i = self.local(node);
@@ -377,6 +471,16 @@ impl<'s, A: Algorithm> Shard<'s, A> {
                      engine can end",
                     A::NAME,
                     msg.kind()
+                )
+            });
+        }
+        if env.by_links && !env.topology.is_link(from, to) {
+            self.unsupported.get_or_insert_with(|| {
+                format!(
+                    "{} sent from position {from} to {to}, not a link of its {} topology (the \
+                     windowed engine's lookahead follows the links)",
+                    A::NAME,
+                    env.topology.name()
                 )
             });
         }
@@ -436,7 +540,19 @@ impl<'s, A: Algorithm> Shard<'s, A> {
         };
         self.note(time, seq, Note::Emit(node, event));
         if let Some((at, key, request)) = reaction {
-            self.queue.push(at, key, Item::Request(Box::new((node, request))));
+            self.enqueue(env, node, at, key, Item::Request(Box::new((node, request))));
+        }
+    }
+}
+
+/// The node an event happens at.
+fn item_node<M, T>(item: &Item<M, T>) -> NodeId {
+    match item {
+        Item::Deliver { to, .. } => *to,
+        Item::Timer { node, .. } => *node,
+        Item::Request(b) => b.0,
+        Item::Fault(_) | Item::Tick { .. } => {
+            unreachable!("the windowed engine schedules no faults or ticks")
         }
     }
 }
@@ -508,8 +624,9 @@ impl SpinBarrier {
 struct Rendezvous<A: Algorithm> {
     barrier: SpinBarrier,
     /// Each shard's earliest event after the round's messages arrived: its time (`u64::MAX`:
-    /// none) and its key's second half.
-    next: Vec<(AtomicU64, AtomicU64)>,
+    /// none), its key's second half, and the earliest time anything it holds can reach another
+    /// shard.
+    next: Vec<(AtomicU64, AtomicU64, AtomicU64)>,
     /// Messages from shard `i` to shard `j` at `mail[i][j]`.
     mail: Vec<Vec<Mutex<Vec<Entry<A>>>>>,
     /// Journal entries handed to the observer, per shard.
@@ -524,19 +641,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<A: Algorithm> Rendezvous<A> {
-    /// The earliest event of every shard but `me`, plus the lookahead (`me`'s horizon); and the
-    /// key of the earliest event of all (the frontier: nothing still to come sorts before it).
-    fn horizon_and_frontier(&self, me: usize, lookahead: Time) -> (Time, Key) {
+    /// The earliest time anything of another shard can reach `me` (`me`'s horizon); and the key
+    /// of the earliest event of all (the frontier: nothing still to come sorts before it).
+    fn horizon_and_frontier(&self, me: usize) -> (Time, Key) {
         let mut others = u64::MAX;
         let mut all = (u64::MAX, u64::MAX);
-        for (j, (time, seq)) in self.next.iter().enumerate() {
+        for (j, (time, seq, reach)) in self.next.iter().enumerate() {
             let key = (time.load(Ordering::Acquire), seq.load(Ordering::Acquire));
             all = all.min(key);
             if j != me {
-                others = others.min(key.0);
+                others = others.min(reach.load(Ordering::Acquire));
             }
         }
-        (others.saturating_add(lookahead), all)
+        (others, all)
     }
 }
 
@@ -564,12 +681,13 @@ impl<A: Algorithm> Simulation<A> {
         let mut states = std::mem::take(&mut self.states);
         let uids = self.uids.clone();
         let topology = std::mem::replace(&mut self.topology, Topology::from_edges(0, &[]));
+        let bounds: Vec<NodeId> = (0..=threads).map(|i| (n * i / threads) as NodeId).collect();
         let env = Env {
             uids: &uids,
             topology: &topology,
             seed: self.cfg.seed,
             n: n as u64,
-            bounds: (0..=threads).map(|i| (n * i / threads) as NodeId).collect(),
+            bounds: bounds.clone(),
             lookahead,
             duration: self.cfg.duration,
             pattern,
@@ -577,6 +695,11 @@ impl<A: Algorithm> Simulation<A> {
                 || self.cfg.loss > 0.0
                 || self.cfg.dup > 0.0,
             tracing: self.tracer.is_some(),
+            by_links: threads > 1 && !matches!(topology, Topology::Complete { .. }),
+            graph_hops: match &topology {
+                Topology::Graph { .. } if threads > 1 => graph_hops(&topology, &bounds),
+                _ => Vec::new(),
+            },
         };
         let result = self.run_shards(&env, &mut states, progress);
         drop(env);
@@ -597,7 +720,9 @@ impl<A: Algorithm> Simulation<A> {
         let start_notes = self.start_shards(env, &mut shards);
         let rv = Rendezvous::<A> {
             barrier: SpinBarrier::new(threads),
-            next: (0..threads).map(|_| (AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX))).collect(),
+            next: (0..threads)
+                .map(|_| (AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX)))
+                .collect(),
             mail: (0..threads).map(|_| (0..threads).map(|_| Mutex::new(Vec::new())).collect()).collect(),
             sealed: (0..threads).map(|_| Mutex::new(Journal::default())).collect(),
             unsupported: Mutex::new(None),
@@ -641,7 +766,7 @@ impl<A: Algorithm> Simulation<A> {
             drop(guard);
             let mut shards = vec![own];
             shards.extend(handles.into_iter().map(|h| h.join().expect("a shard's thread panicked")));
-            (rv.next.iter().map(|(t, _)| t.load(Ordering::Acquire)).min().unwrap_or(u64::MAX), shards)
+            (rv.next.iter().map(|(t, _, _)| t.load(Ordering::Acquire)).min().unwrap_or(u64::MAX), shards)
         });
         if let Some(reason) = lock(&rv.unsupported).take() {
             return Err(SimError::Windowed(reason));
@@ -686,6 +811,8 @@ impl<A: Algorithm> Simulation<A> {
                     issued: 0,
                     outgoing: (0..threads).map(|_| Vec::new()).collect(),
                     horizon: 0,
+                    pending_by_hops: if env.by_links { vec![0; len + 2] } else { Vec::new() },
+                    least_hops: u32::MAX,
                     journal: Journal::default(),
                     out: Outbox::new(),
                     last_time: 0,
@@ -704,7 +831,7 @@ impl<A: Algorithm> Simulation<A> {
             let shard = &mut shards[env.owner(node)];
             let key = shard.next_key(node);
             let at = wait_mean.map_or(0, |mean| exponential(env.seed, key, mean));
-            shard.queue.push(at, key, Item::Request(Box::new((node, request))));
+            shard.enqueue(env, node, at, key, Item::Request(Box::new((node, request))));
         };
         for node in Self::initiators(cfg, env.uids, &position) {
             ask(shards, node, Request::StartElection, None);
@@ -873,7 +1000,7 @@ fn round<A: Algorithm>(shard: &mut Shard<A>, env: &Env, rv: &Rendezvous<A>, prev
     for from in 0..rv.mail.len() {
         if from != me {
             for (time, seq, item) in lock(&rv.mail[from][me]).drain(..) {
-                shard.queue.push(time, seq, item);
+                shard.enqueue(env, item_node(&item), time, seq, item);
             }
         }
     }
@@ -883,10 +1010,13 @@ fn round<A: Algorithm>(shard: &mut Shard<A>, env: &Env, rv: &Rendezvous<A>, prev
         rv.halted.store(true, Ordering::Release);
     }
     let (time, seq) = shard.queue.peek_key().unwrap_or((u64::MAX, u64::MAX));
+    let hops = shard.fewest_hops(env);
+    let reach = time.saturating_add(env.lookahead.saturating_mul(u64::from(hops)));
     rv.next[me].0.store(time, Ordering::Release);
     rv.next[me].1.store(seq, Ordering::Release);
+    rv.next[me].2.store(reach, Ordering::Release);
     rv.barrier.wait();
-    let (horizon, frontier) = rv.horizon_and_frontier(me, env.lookahead);
+    let (horizon, frontier) = rv.horizon_and_frontier(me);
     if frontier.0 == u64::MAX || frontier.0 > env.duration || rv.halted.load(Ordering::Acquire) {
         return None;
     }
