@@ -229,7 +229,7 @@ pub struct Simulation<A: Algorithm> {
 
 impl<A: Algorithm> Simulation<A> {
     /// Prepares a run: lays out ids and topology, configures the processes, builds the network
-    /// and the clocks, schedules the fault plan and starts the workloads.
+    /// and the clocks, and schedules the fault plan ([`Simulation::run`] starts the workloads).
     pub fn new(cfg: &RunConfig, tracer: Option<Tracer>) -> Result<Self, SimError> {
         let info = Info::of::<A>();
         let n = cfg.nodes;
@@ -278,11 +278,9 @@ impl<A: Algorithm> Simulation<A> {
             readings: Vec::new(),
             windowed_issued: None,
         };
-        // Faults first, so that a crash at time 0 precedes the requests made at time 0.
+        // Faults first, so that a crash at time 0 precedes the requests made at time 0 (the
+        // workloads start in `run`, which the windowed engine replaces with its own start).
         sim.schedule_faults(&position);
-        for i in 0..sim.workloads.len() {
-            sim.drive(i, |w, cx| w.start(cx));
-        }
         Ok(sim)
     }
 
@@ -840,9 +838,13 @@ impl<A: Algorithm> Simulation<A> {
         Some(tally)
     }
 
-    /// Runs to quiescence or to the time limit, reporting progress every 65,536 steps: pop
-    /// the next item, stop if the run is over before it, handle it, let the workloads react.
+    /// Runs to quiescence or to the time limit, reporting progress every 65,536 steps: the
+    /// workloads and the processes start, then, item by item: pop the next item, stop if the
+    /// run is over before it, handle it, let the workloads react.
     pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) {
+        for i in 0..self.workloads.len() {
+            self.drive(i, |w, cx| w.start(cx));
+        }
         self.start_processes();
         let sampling = self.checker.clock_sample_period().filter(|&p| p > 0);
         let mut next_sample: Time = 0;

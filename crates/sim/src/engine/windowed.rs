@@ -629,6 +629,8 @@ struct Rendezvous<A: Algorithm> {
     next: Vec<(AtomicU64, AtomicU64, AtomicU64)>,
     /// Messages from shard `i` to shard `j` at `mail[i][j]`.
     mail: Vec<Vec<Mutex<Vec<Entry<A>>>>>,
+    /// Events waiting in each shard's queue, for progress reports.
+    queued: Vec<AtomicUsize>,
     /// Journal entries handed to the observer, per shard.
     sealed: Vec<Mutex<Journal>>,
     /// Set by a shard that met something it does not model.
@@ -724,6 +726,7 @@ impl<A: Algorithm> Simulation<A> {
                 .map(|_| (AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX)))
                 .collect(),
             mail: (0..threads).map(|_| (0..threads).map(|_| Mutex::new(Vec::new())).collect()).collect(),
+            queued: (0..threads).map(|_| AtomicUsize::new(0)).collect(),
             sealed: (0..threads).map(|_| Mutex::new(Journal::default())).collect(),
             unsupported: Mutex::new(None),
             halted: AtomicBool::new(false),
@@ -914,7 +917,7 @@ impl<A: Algorithm> Simulation<A> {
                 step: released.steps,
                 now: frontier.0.min(self.cfg.duration),
                 duration: self.cfg.duration,
-                queued: 0,
+                queued: rv.queued.iter().map(|q| q.load(Ordering::Relaxed)).sum(),
             });
         }
     }
@@ -1015,6 +1018,7 @@ fn round<A: Algorithm>(shard: &mut Shard<A>, env: &Env, rv: &Rendezvous<A>, prev
     rv.next[me].0.store(time, Ordering::Release);
     rv.next[me].1.store(seq, Ordering::Release);
     rv.next[me].2.store(reach, Ordering::Release);
+    rv.queued[me].store(shard.queue.len(), Ordering::Relaxed);
     rv.barrier.wait();
     let (horizon, frontier) = rv.horizon_and_frontier(me);
     if frontier.0 == u64::MAX || frontier.0 > env.duration || rv.halted.load(Ordering::Acquire) {
