@@ -143,6 +143,17 @@ pub struct MessageCounts {
 }
 
 impl MessageCounts {
+    /// Zero counts for a message type of `kinds` kinds.
+    pub fn for_kinds(kinds: usize) -> Self {
+        MessageCounts {
+            sent_by_kind: vec![0; kinds],
+            detection_by_kind: vec![0; kinds],
+            bursts_by_kind: vec![0; kinds],
+            last_burst: vec![None; kinds],
+            ..MessageCounts::default()
+        }
+    }
+
     /// All sends.
     pub fn sent(&self) -> u64 {
         self.sent_by_kind.iter().sum()
@@ -265,13 +276,7 @@ impl<A: Algorithm> Simulation<A> {
             longest_timer: 0,
             workloads,
             violations: Violations::default(),
-            counters: MessageCounts {
-                sent_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
-                detection_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
-                bursts_by_kind: vec![0; <A::Msg as Message>::KINDS.len()],
-                last_burst: vec![None; <A::Msg as Message>::KINDS.len()],
-                ..MessageCounts::default()
-            },
+            counters: MessageCounts::for_kinds(<A::Msg as Message>::KINDS.len()),
             out: Outbox::new(),
             tracer,
             stop: Stop::Quiescent,

@@ -168,7 +168,7 @@ struct Env<'a> {
 impl Env<'_> {
     /// The shard that runs `node`.
     fn owner(&self, node: NodeId) -> usize {
-        self.bounds.partition_point(|&b| b <= node) - 1
+        owner_of(&self.bounds, node)
     }
 
     /// The fewest links a message needs from `node`, of the shard `first..end`, to reach a node
@@ -185,11 +185,16 @@ impl Env<'_> {
     }
 }
 
+/// The shard of `node`, given each shard's first position (and `n` at the end).
+fn owner_of(bounds: &[NodeId], node: NodeId) -> usize {
+    bounds.partition_point(|&b| b <= node) - 1
+}
+
 /// Breadth-first search from the nodes with a neighbour in another shard: each node's fewest
 /// links to another shard (`u32::MAX` where none leads out).
 fn graph_hops(topology: &Topology, bounds: &[NodeId]) -> Vec<u32> {
     let n = topology.len() as usize;
-    let owner = |x: NodeId| bounds.partition_point(|&b| b <= x) - 1;
+    let owner = |x: NodeId| owner_of(bounds, x);
     let mut hops = vec![u32::MAX; n];
     let mut frontier: Vec<NodeId> =
         (0..n as NodeId).filter(|&x| topology.neighbors(x).any(|y| owner(y) != owner(x))).collect();
@@ -803,13 +808,7 @@ impl<A: Algorithm> Simulation<A> {
                         self.cfg.fifo,
                         Vec::new(),
                     ),
-                    counters: MessageCounts {
-                        sent_by_kind: vec![0; kinds],
-                        detection_by_kind: vec![0; kinds],
-                        bursts_by_kind: vec![0; kinds],
-                        last_burst: vec![None; kinds],
-                        ..MessageCounts::default()
-                    },
+                    counters: MessageCounts::for_kinds(kinds),
                     in_flight: 0,
                     issued: 0,
                     outgoing: (0..threads).map(|_| Vec::new()).collect(),
@@ -950,13 +949,7 @@ impl<A: Algorithm> Simulation<A> {
     /// The run is over: the shards' totals become the run's, and the checker judges the end.
     fn gather(&mut self, shards: &mut [Shard<A>], steps: u64, next: Time) {
         let kinds = <A::Msg as Message>::KINDS.len();
-        let mut counters = MessageCounts {
-            sent_by_kind: vec![0; kinds],
-            detection_by_kind: vec![0; kinds],
-            bursts_by_kind: vec![0; kinds],
-            last_burst: vec![None; kinds],
-            ..MessageCounts::default()
-        };
+        let mut counters = MessageCounts::for_kinds(kinds);
         let (mut in_flight, mut issued, mut last) = (0i64, 0, 0);
         for shard in shards.iter() {
             for (total, v) in counters.sent_by_kind.iter_mut().zip(&shard.counters.sent_by_kind) {
