@@ -7,6 +7,9 @@
 #   THREADS="1" docs/check-bench.sh        # one thread only
 #   LIMIT=120 MEMORY=4GiB docs/check-bench.sh   # the time and memory allowed to each search
 #
+# Every mutex case runs breadth-first (shortest paths, the frontier in memory) and depth-first
+# (a fingerprint per state: the proofs); the last two rows measure symmetry reduction.
+#
 # Per row: states generated, unique states, seconds of wall time, unique states per second, the
 # peak resident memory of the process (GNU time's %M) and that memory divided by the unique
 # states (every byte the process holds, so an upper bound of the bytes per stored state). A row
@@ -109,8 +112,13 @@ check() { # LABEL ARGS...
       --max-time "${LIMIT}s" --json
   done
 }
-check "suzuki-kasami, 4 nodes, 2 acquires" --algo suzuki-kasami --nodes 4 --acquires 2
-check "ricart-agrawala, 4 nodes, 2 acquires" --algo ricart-agrawala --nodes 4 --acquires 2
-check "lamport (FIFO links), 4 nodes, 2 acquires" --algo lamport --nodes 4 --acquires 2 --network ordered
-check "central, 1 crash, 4 nodes, 2 acquires" --algo central --nodes 4 --acquires 2 --crashes 1
+for search in bfs dfs; do
+  check "suzuki-kasami, 4 nodes, 2 acquires, $search" --algo suzuki-kasami --nodes 4 --acquires 2 --search $search
+  check "ricart-agrawala, 4 nodes, 2 acquires, $search" --algo ricart-agrawala --nodes 4 --acquires 2 --search $search
+  check "lamport (FIFO links), 4 nodes, 2 acquires, $search" --algo lamport --nodes 4 --acquires 2 --network ordered --search $search
+  check "central, 1 crash, 4 nodes, 2 acquires, $search" --algo central --nodes 4 --acquires 2 --crashes 1 --search $search
+done
+# Symmetry reduction (depth-first): Suzuki-Kasami under rotations, beside the same search without it.
+check "suzuki-kasami, 4 nodes, all ask twice, dfs" --algo suzuki-kasami --nodes 4 --requesters all --acquires 2 --search dfs
+check "suzuki-kasami, 4 nodes, all ask twice, dfs + symmetry" --algo suzuki-kasami --nodes 4 --requesters all --acquires 2 --symmetry
 rm -f "$out.time"

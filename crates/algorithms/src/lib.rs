@@ -27,6 +27,7 @@ pub use ringleader_core::Message;
 pub mod params;
 pub mod registry;
 pub mod service;
+pub mod symmetry;
 #[cfg(test)]
 mod testing;
 pub mod topology;
@@ -147,6 +148,16 @@ pub trait Algorithm: Process + serde::Serialize {
         Self: Sized,
     {
         Vec::new()
+    }
+
+    /// The renamings of positions under which the algorithm behaves the same, and how to rename
+    /// its state, messages and timers ([`symmetry`]); the model checker's `--symmetry` explores
+    /// one state of each class. Default: none (most algorithms compare ids).
+    fn symmetry() -> Option<symmetry::Symmetry<Self>>
+    where
+        Self: Sized,
+    {
+        None
     }
 }
 

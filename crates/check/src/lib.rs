@@ -56,6 +56,15 @@
 //! The clock a handler reads is 0 and its randomness is fixed per node: time is measured only
 //! by timers, and random choices are not explored.
 //!
+//! ## Two search orders, and symmetry
+//! Breadth-first ([`Search::BreadthFirst`], the default) finds shortest counterexamples but
+//! holds its whole frontier in memory, several hundred bytes per state. Depth-first
+//! ([`Search::DepthFirst`]) keeps a 64-bit fingerprint per state seen, about 16 bytes: the
+//! search that proves properties on large spaces, with paths that may be longer than the
+//! shortest. An algorithm whose rules commute with a group of renamings of the nodes declares it
+//! ([`ringleader_algorithms::symmetry`]), and [`Options::symmetry`] then explores one state per
+//! class of renamed states ([`symmetry`]).
+//!
 //! ## Properties
 //! See [`properties`]: the simulator's predicates (`rival_claimants`, `end_of_run`,
 //! `other_holder`, `fencing_regression`) applied to every state, plus `sometimes` properties
@@ -76,6 +85,7 @@ pub mod network;
 pub mod properties;
 pub mod property;
 mod search;
+pub mod symmetry;
 
 use std::time::Instant;
 
@@ -107,6 +117,56 @@ pub struct Options {
     /// search ends when each `always` property has a counterexample and each `sometimes`
     /// property an example, and the outcome says so ([`Outcome::decided_early`]).
     pub exhaustive: bool,
+    /// The order in which states are explored.
+    pub search: Search,
+    /// Explore one state of each class of states that are renamings of each other, under the
+    /// algorithm's declared [`ringleader_algorithms::symmetry::Symmetry`] (an error for an
+    /// algorithm that declares none). Stateright reduces only in its depth-first search, so
+    /// this implies [`Search::DepthFirst`].
+    pub symmetry: bool,
+}
+
+/// The order in which the checker explores states.
+///
+/// Both visit every reachable state once and judge the same properties in each, so a property
+/// that holds in one holds in the other. They differ in what a stored state costs and in the
+/// paths they find:
+///
+/// - **Breadth-first** keeps, for every state seen, its parent, and holds the whole frontier
+///   (every state of the next depth, each a full copy) in memory. On one thread its
+///   counterexamples are shortest. The frontier is what fills memory on large spaces.
+/// - **Depth-first** keeps only a 64-bit fingerprint of every state seen, and the states on the
+///   current path and their unexplored siblings. A stored state costs about 20 bytes instead of
+///   several hundred, so spaces ten times larger fit in the same memory; its counterexamples are
+///   real and replayable but may be longer than the shortest. This is the search for proofs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Search {
+    /// Breadth-first: shortest counterexamples on one thread.
+    #[default]
+    BreadthFirst,
+    /// Depth-first: fingerprints only, for the largest spaces.
+    DepthFirst,
+}
+
+impl Search {
+    /// The name the CLI and the JSON use: `bfs` or `dfs`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Search::BreadthFirst => "bfs",
+            Search::DepthFirst => "dfs",
+        }
+    }
+}
+
+impl std::str::FromStr for Search {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "bfs" | "breadth-first" => Ok(Search::BreadthFirst),
+            "dfs" | "depth-first" => Ok(Search::DepthFirst),
+            _ => Err(format!("search {s:?}: expected bfs (breadth-first) or dfs (depth-first)")),
+        }
+    }
 }
 
 impl Default for Options {
@@ -118,6 +178,8 @@ impl Default for Options {
             max_memory: None,
             max_time: None,
             exhaustive: false,
+            search: Search::BreadthFirst,
+            symmetry: false,
         }
     }
 }
@@ -228,10 +290,15 @@ pub struct Outcome {
     pub bounded_by: Option<String>,
     /// Checker threads the search ran on.
     pub threads: usize,
+    /// The search order: `bfs` or `dfs` ([`Search`]).
+    pub search: &'static str,
+    /// The group of renamings the search reduced by (`--symmetry`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symmetry: Option<&'static str>,
     /// True when every counterexample and example is a shortest one: a breadth-first search on
     /// one thread keeps the first path it finds to each property, and visits states in order of
     /// depth. With more threads the workers' frontiers interleave, and a path may be longer than
-    /// the shortest.
+    /// the shortest; a depth-first search follows one path as deep as it goes.
     pub shortest: bool,
     /// Every property, in report order.
     pub properties: Vec<PropertyOutcome>,
@@ -294,7 +361,14 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Outcome, String> {
+    let search = if opts.symmetry { Search::DepthFirst } else { opts.search };
+    let group = match (opts.symmetry, A::symmetry()) {
+        (false, _) => None,
+        (true, Some(sym)) => Some(sym.group),
+        (true, None) => return Err(no_symmetry(A::NAME)),
+    };
     let mut model = CheckModel::<A>::new(bounds)?;
+    let ordered = model.bounds.network == NetworkKind::Ordered;
     model.exhaustive = opts.exhaustive;
     let halt = model.halt.clone();
     let bounds = model.bounds.clone();
@@ -310,115 +384,154 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     if let Some(n) = opts.max_states {
         builder = builder.target_state_count(n.max(1));
     }
-    let checker = builder.spawn_bfs();
-    // Watch the search: report progress, and halt it when the memory budget is spent.
-    let mut over_memory = false;
-    let mut over_time = false;
-    let mut last_report = Instant::now();
-    while !checker.is_done() {
-        // Short naps first: most checks end within milliseconds.
-        let nap = if start.elapsed().as_millis() < 200 { 1 } else { 50 };
-        std::thread::sleep(std::time::Duration::from_millis(nap));
-        let memory = resident_memory();
-        if let (Some(limit), Some(m)) = (opts.max_memory, memory)
-            && m > limit
-            && !over_memory
-        {
-            over_memory = true;
-            halt.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-        if opts.max_time.is_some_and(|limit| start.elapsed() > limit) && !over_time && !over_memory {
-            over_time = true;
-            halt.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-        if last_report.elapsed() >= PROGRESS_EVERY {
-            last_report = Instant::now();
-            progress(&Progress {
-                states: checker.state_count(),
-                unique_states: checker.unique_state_count(),
-                depth: checker.max_depth().saturating_sub(1),
-                seconds: start.elapsed().as_secs_f64(),
-                memory,
-            });
-        }
-    }
-    let checker = checker.join();
-    // Paths are rebuilt by replaying the model's actions: un-halt it first.
-    halt.store(false, std::sync::atomic::Ordering::Relaxed);
-    let seconds = start.elapsed().as_secs_f64();
-    let steps_deep = checker.max_depth().saturating_sub(1);
-    let over_states = opts.max_states.is_some_and(|n| checker.state_count() >= n);
-    let model = checker.model();
-    let mut properties = Vec::new();
-    for p in &props {
-        let path = checker.discovery(p.name);
-        let always = p.expectation == Expectation::Always;
-        let mut out = PropertyOutcome {
-            name: p.name,
-            kind: if always { "always" } else { "sometimes" },
-            holds: path.is_none() == always,
-            length: None,
-            detail: None,
-            expected_violation: false,
-            trace: Vec::new(),
-            steps: Vec::new(),
-        };
-        if let Some(path) = path {
-            let steps = path.into_actions();
-            out.length = Some(steps.len());
-            out.steps = steps.iter().map(|s| model.format_action(s)).collect();
-            let (mut rec, last) = model
-                .replay(&steps)
-                .ok_or("a discovered path does not replay (nondeterministic handler?)")?;
-            if always {
-                let judged = property::CheckProperty::from_name(p.name).expect("a property of ours");
-                let mut detail = properties::violation(model, &last, judged).unwrap_or_default();
-                if p.name == "safety" {
-                    detail = safety_story(model, &rec_entrant(&steps), &last).unwrap_or(detail);
-                }
-                rec.violation(p.name, detail.clone());
-                out.detail = Some(detail);
-            }
-            out.trace = rec.finish();
-        }
-        properties.push(out);
-    }
-    // Stateright stops as soon as every property has a discovery (a path, so a length); whether
-    // states were left unexplored then is not known, so the space is not claimed complete.
-    let decided_early = !opts.exhaustive && properties.iter().all(|p| p.length.is_some());
-    Ok(Outcome {
-        algorithm: A::NAME.into(),
-        family: family.name().into(),
-        nodes: bounds.nodes,
-        network: bounds.network.name().into(),
-        crashes: bounds.crashes,
-        recover: bounds.recover,
-        states: checker.state_count(),
-        unique_states: checker.unique_state_count(),
-        depth: opts.depth.map_or(steps_deep, |d| steps_deep.min(d)),
-        seconds,
-        complete: opts.depth.is_none_or(|d| steps_deep <= d)
-            && !over_memory
-            && !over_time
-            && !over_states
-            && !decided_early,
-        decided_early,
-        bounded_by: if over_memory {
-            Some(format!("the memory budget of {} MiB", opts.max_memory.unwrap_or(0) >> 20))
-        } else if over_time {
-            Some(format!("the time budget of {:?}", opts.max_time.unwrap_or_default()))
-        } else if over_states {
-            Some(format!("the state budget of {} states", opts.max_states.unwrap_or(0)))
-        } else if opts.depth.is_some_and(|d| steps_deep > d) {
-            Some(format!("--depth {}", opts.depth.unwrap_or(0)))
+    if group.is_some() {
+        builder = builder.symmetry_fn(if ordered {
+            symmetry::representative::<A, true>
         } else {
-            None
-        },
-        threads: opts.threads.max(1),
-        shortest: opts.threads <= 1,
-        properties,
-        uids,
-    })
+            symmetry::representative::<A, false>
+        });
+    }
+    let run = Run { start, halt, bounds, uids, family, props, search, group };
+    match search {
+        Search::BreadthFirst => run.watch(builder.spawn_bfs(), opts, progress),
+        Search::DepthFirst => run.watch(builder.spawn_dfs(), opts, progress),
+    }
+}
+
+/// What a search's watcher needs besides the checker: when it started, the model's halt switch,
+/// what it explores and the properties to report.
+struct Run<A: PlainAlgorithm> {
+    start: Instant,
+    halt: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    bounds: Bounds,
+    uids: Vec<Uid>,
+    family: ringleader_algorithms::Family,
+    props: Vec<stateright::Property<CheckModel<A>>>,
+    search: Search,
+    group: Option<ringleader_algorithms::symmetry::Group>,
+}
+
+impl<A: PlainAlgorithm> Run<A> {
+    /// Watches `checker` until it ends (reporting progress, halting it at a budget), then
+    /// judges every property and replays its path.
+    fn watch(
+        self,
+        checker: impl Checker<CheckModel<A>>,
+        opts: &Options,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Outcome, String> {
+        let Run { start, halt, bounds, uids, family, props, search, group } = self;
+        // Watch the search: report progress, and halt it when the memory budget is spent.
+        let mut over_memory = false;
+        let mut over_time = false;
+        let mut last_report = Instant::now();
+        while !checker.is_done() {
+            // Short naps first: most checks end within milliseconds.
+            let nap = if start.elapsed().as_millis() < 200 { 1 } else { 50 };
+            std::thread::sleep(std::time::Duration::from_millis(nap));
+            let memory = resident_memory();
+            if let (Some(limit), Some(m)) = (opts.max_memory, memory)
+                && m > limit
+                && !over_memory
+            {
+                over_memory = true;
+                halt.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            if opts.max_time.is_some_and(|limit| start.elapsed() > limit) && !over_time && !over_memory {
+                over_time = true;
+                halt.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            if last_report.elapsed() >= PROGRESS_EVERY {
+                last_report = Instant::now();
+                progress(&Progress {
+                    states: checker.state_count(),
+                    unique_states: checker.unique_state_count(),
+                    depth: checker.max_depth().saturating_sub(1),
+                    seconds: start.elapsed().as_secs_f64(),
+                    memory,
+                });
+            }
+        }
+        let checker = checker.join();
+        // Paths are rebuilt by replaying the model's actions: un-halt it first.
+        halt.store(false, std::sync::atomic::Ordering::Relaxed);
+        let seconds = start.elapsed().as_secs_f64();
+        let steps_deep = checker.max_depth().saturating_sub(1);
+        let over_states = opts.max_states.is_some_and(|n| checker.state_count() >= n);
+        let model = checker.model();
+        let mut properties = Vec::new();
+        for p in &props {
+            let path = checker.discovery(p.name);
+            let always = p.expectation == Expectation::Always;
+            let mut out = PropertyOutcome {
+                name: p.name,
+                kind: if always { "always" } else { "sometimes" },
+                holds: path.is_none() == always,
+                length: None,
+                detail: None,
+                expected_violation: false,
+                trace: Vec::new(),
+                steps: Vec::new(),
+            };
+            if let Some(path) = path {
+                let steps = path.into_actions();
+                out.length = Some(steps.len());
+                out.steps = steps.iter().map(|s| model.format_action(s)).collect();
+                let (mut rec, last) = model
+                    .replay(&steps)
+                    .ok_or("a discovered path does not replay (nondeterministic handler?)")?;
+                if always {
+                    let judged = property::CheckProperty::from_name(p.name).expect("a property of ours");
+                    let mut detail = properties::violation(model, &last, judged).unwrap_or_default();
+                    if p.name == "safety" {
+                        detail = safety_story(model, &rec_entrant(&steps), &last).unwrap_or(detail);
+                    }
+                    rec.violation(p.name, detail.clone());
+                    out.detail = Some(detail);
+                }
+                out.trace = rec.finish();
+            }
+            properties.push(out);
+        }
+        // Stateright stops as soon as every property has a discovery (a path, so a length); whether
+        // states were left unexplored then is not known, so the space is not claimed complete.
+        let decided_early = !opts.exhaustive && properties.iter().all(|p| p.length.is_some());
+        Ok(Outcome {
+            algorithm: A::NAME.into(),
+            family: family.name().into(),
+            nodes: bounds.nodes,
+            network: bounds.network.name().into(),
+            crashes: bounds.crashes,
+            recover: bounds.recover,
+            states: checker.state_count(),
+            unique_states: checker.unique_state_count(),
+            depth: opts.depth.map_or(steps_deep, |d| steps_deep.min(d)),
+            seconds,
+            complete: opts.depth.is_none_or(|d| steps_deep <= d)
+                && !over_memory
+                && !over_time
+                && !over_states
+                && !decided_early,
+            decided_early,
+            bounded_by: if over_memory {
+                Some(format!("the memory budget of {} MiB", opts.max_memory.unwrap_or(0) >> 20))
+            } else if over_time {
+                Some(format!("the time budget of {:?}", opts.max_time.unwrap_or_default()))
+            } else if over_states {
+                Some(format!("the state budget of {} states", opts.max_states.unwrap_or(0)))
+            } else if opts.depth.is_some_and(|d| steps_deep > d) {
+                Some(format!("--depth {}", opts.depth.unwrap_or(0)))
+            } else {
+                None
+            },
+            threads: opts.threads.max(1),
+            search: search.name(),
+            symmetry: group.map(|g| g.name()),
+            shortest: opts.threads <= 1 && search == Search::BreadthFirst,
+            properties,
+            uids,
+        })
+    }
 }
 
 /// The node that acted last in a path (for a safety violation: the one that just entered).
@@ -473,6 +586,27 @@ impl PlainVisitor for ExploreVisitor<'_> {
 pub fn explore(algorithm: &str, bounds: Bounds, address: &str, threads: usize) -> Result<(), String> {
     ringleader_algorithms::dispatch_plain(algorithm, ExploreVisitor { bounds, address, threads })
         .unwrap_or_else(|| Err(not_checkable(algorithm)))
+}
+
+/// Why `--symmetry` does not apply to `algorithm`, and which algorithms it applies to.
+fn no_symmetry(algorithm: &str) -> String {
+    struct Declares;
+    impl PlainVisitor for Declares {
+        type Output = bool;
+        fn visit<A: PlainAlgorithm>(self) -> bool {
+            A::symmetry().is_some()
+        }
+    }
+    let symmetric: Vec<&str> = ringleader_algorithms::all()
+        .iter()
+        .map(|i| i.name)
+        .filter(|n| ringleader_algorithms::dispatch_plain(n, Declares).unwrap_or(false))
+        .collect();
+    format!(
+        "--symmetry: {algorithm} declares no symmetry (its rules tell nodes apart, e.g. by comparing ids, so \
+         renamed states have different futures); algorithms that declare one: {}",
+        symmetric.join(", ")
+    )
 }
 
 /// Why `algorithm` cannot be model-checked: unknown, or its state is not plain data.

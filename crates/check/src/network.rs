@@ -148,6 +148,17 @@ impl<M: Clone + Eq + Hash> InFlight<M> {
         }
     }
 
+    /// The messages `packets` in flight, put in the canonical order of `kind`: by link, and
+    /// (unless links are FIFO) by message within a link. The sort is stable, so the packets of
+    /// one link keep their order.
+    pub fn from_packets(mut packets: Vec<Packet<M>>, kind: NetworkKind) -> Self {
+        match kind {
+            NetworkKind::Ordered => packets.sort_by_key(|x| (x.from, x.to)),
+            _ => packets.sort_by_key(|x| (x.from, x.to, x.key)),
+        }
+        InFlight { packets }
+    }
+
     /// Every message in flight, in the canonical order.
     pub fn iter(&self) -> impl Iterator<Item = &Packet<M>> {
         self.packets.iter()

@@ -74,6 +74,17 @@ pub struct CheckArgs {
     /// Checker threads; with more than one, counterexamples may not be the shortest [default: 1].
     #[arg(long, value_name = "T", default_value_t = 1)]
     pub threads: usize,
+    /// Search order: bfs (breadth-first: shortest counterexamples, but the whole frontier is held
+    /// in memory, several hundred bytes per state) or dfs (depth-first: about 20 bytes per state
+    /// seen, so spaces ten times larger fit; its counterexamples may be longer than the
+    /// shortest). Use dfs to prove a property on a large space [default: bfs].
+    #[arg(long, value_name = "ORDER", default_value = "bfs")]
+    pub search: ringleader_check::Search,
+    /// Symmetry reduction: explore one state of each class of states that are renamings of each
+    /// other under the algorithm's declared group (suzuki-kasami: rotations). Implies --search
+    /// dfs. An algorithm whose rules compare ids declares none, and is refused.
+    #[arg(long)]
+    pub symmetry: bool,
     /// Algorithm parameter (repeatable), e.g. --param timeout=20ms.
     #[arg(long, value_name = "KEY=VALUE", value_parser = crate::sim::parse_param)]
     pub param: Vec<(String, String)>,
@@ -208,6 +219,13 @@ fn human(out: &Outcome, chosen: Option<&PropertyOutcome>, args: &CheckArgs) -> S
             (None, false) => " (bounded)".to_string(),
         }
     );
+    if out.search != ringleader_check::Search::BreadthFirst.name() || out.symmetry.is_some() {
+        let _ = writeln!(
+            s,
+            "search     depth-first (a fingerprint per state seen){}",
+            out.symmetry.map_or(String::new(), |g| format!(", one state per class of renamings ({g})"))
+        );
+    }
     for (i, p) in out.properties.iter().enumerate() {
         let head = if i == 0 { "property  " } else { "          " };
         let verdict = match (p.kind, p.holds) {
@@ -225,10 +243,14 @@ fn human(out: &Outcome, chosen: Option<&PropertyOutcome>, args: &CheckArgs) -> S
         let _ = writeln!(s, "{head} {:<12} {:<9} {verdict}{expected}", p.name, p.kind);
     }
     if !out.shortest && out.properties.iter().any(|p| p.length.is_some()) {
+        let how = if out.search == ringleader_check::Search::DepthFirst.name() {
+            "depth-first".to_string()
+        } else {
+            format!("on {} threads", out.threads)
+        };
         let _ = writeln!(
             s,
-            "note       found on {} threads: a path may be longer than the shortest (--threads 1 finds shortest ones)",
-            out.threads
+            "note       found {how}: a path may be longer than the shortest (--search bfs --threads 1 finds shortest ones)"
         );
     }
     if let Some(p) = chosen {
@@ -268,6 +290,8 @@ pub fn run(args: CheckArgs) -> crate::Outcome {
         max_memory: Some(args.max_memory),
         max_time: args.max_time,
         exhaustive: args.exhaustive,
+        search: args.search,
+        symmetry: args.symmetry,
     };
     if args.max_states == Some(0) {
         bail!("--max-states must be at least 1");

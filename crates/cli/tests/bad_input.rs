@@ -91,6 +91,17 @@ fn every_numeric_input_has_a_range() {
     refused(&["sim", "--algo", "ntp", "--param", "window=1000000000000"], &["window", "1..10000"]);
 }
 
+/// The model checker's search order is one of two, and symmetry reduction is refused, with the
+/// list of algorithms that declare one, where nodes are not interchangeable.
+#[test]
+fn a_search_order_or_symmetry_that_does_not_apply_is_refused() {
+    refused(&["check", "--algo", "central", "--search", "sideways"], &["sideways", "bfs", "dfs"]);
+    refused(
+        &["check", "--algo", "ricart-agrawala", "--symmetry"],
+        &["--symmetry", "ricart-agrawala declares no symmetry", "suzuki-kasami"],
+    );
+}
+
 /// The other commands' numeric flags have ranges too: the model checker, the benchmark, the
 /// detector curve, the quorum-risk calculator and a real node.
 #[test]

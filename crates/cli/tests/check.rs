@@ -95,6 +95,33 @@ fn a_search_on_several_threads_does_not_claim_shortest_paths() {
     assert!(!String::from_utf8_lossy(&quiet.stdout).contains("note "));
 }
 
+/// Depth-first and symmetric searches say so in the report and the JSON, and prove what the
+/// breadth-first search proves.
+#[test]
+fn depth_first_and_symmetric_searches_say_what_they_did() {
+    let args = ["check", "--algo", "suzuki-kasami", "--nodes", "3", "--requesters", "all", "--exhaustive"];
+    let bfs = json(&ringleader(&[&args[..], &["--json"]].concat()));
+    let dfs = json(&ringleader(&[&args[..], &["--search", "dfs", "--json"]].concat()));
+    let sym = json(&ringleader(&[&args[..], &["--symmetry", "--json"]].concat()));
+    assert_eq!((bfs["search"].clone(), bfs.get("symmetry")), ("bfs".into(), None));
+    assert_eq!((dfs["search"].clone(), dfs["shortest"].clone()), ("dfs".into(), false.into()));
+    assert_eq!((sym["search"].clone(), sym["symmetry"].clone()), ("dfs".into(), "rotations".into()));
+    assert_eq!(bfs["unique_states"], dfs["unique_states"]);
+    assert!(sym["unique_states"].as_u64() < dfs["unique_states"].as_u64());
+    for v in [&bfs, &dfs, &sym] {
+        assert_eq!(v["complete"], true);
+        let verdicts: Vec<_> =
+            v["properties"].as_array().unwrap().iter().map(|p| p["holds"].clone()).collect();
+        assert!(verdicts.iter().all(|h| *h == true), "{verdicts:?}");
+    }
+    let text =
+        String::from_utf8_lossy(&ringleader(&[&args[..], &["--symmetry"]].concat()).stdout).to_string();
+    assert!(
+        text.contains("search     depth-first (a fingerprint per state seen), one state per class of renamings (rotations)"),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_search_stopped_once_every_property_is_decided_says_so() {
     let args = ["check", "--algo", "lamport", "--nodes", "3", "--expect", "safety", "--expect", "fencing"];

@@ -51,6 +51,7 @@ use std::collections::VecDeque;
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
 use serde::{Deserialize, Serialize};
 
+use crate::symmetry::{Group, Symmetry, permute_indexed};
 use crate::{Algorithm, Family, ParamError, Setup};
 
 /// The privilege: the last served request number of every process, the waiting queue and the
@@ -244,6 +245,34 @@ impl Algorithm for SuzukiKasami {
             requesting: false,
             in_cs: false,
         }
+    }
+
+    /// Rotations: the only place a rule orders the peers is the scan at exit, which starts
+    /// after the leaving node and goes round (`(me + k) mod n`), so rotating every position
+    /// rotates the scan with it. (A scan from position 0 would break the symmetry.)
+    fn symmetry() -> Option<Symmetry<Self>> {
+        fn token(t: &Token, map: &[NodeId]) -> Token {
+            Token {
+                ln: permute_indexed(&t.ln, map),
+                q: t.q.iter().map(|&j| map[j as usize]).collect(),
+                entries: t.entries,
+            }
+        }
+        Some(Symmetry {
+            group: Group::Rotations,
+            state: |p, map| SuzukiKasami {
+                me: map[p.me as usize],
+                rn: permute_indexed(&p.rn, map),
+                token: p.token.as_ref().map(|t| token(t, map)),
+                requesting: p.requesting,
+                in_cs: p.in_cs,
+            },
+            msg: |m, map| match m {
+                Msg::Request { sn } => Msg::Request { sn: *sn },
+                Msg::Token(t) => Msg::Token(token(t, map)),
+            },
+            timer: |t, _| match *t {},
+        })
     }
 }
 
