@@ -290,7 +290,8 @@ pub struct Outcome {
     pub bounded_by: Option<String>,
     /// Checker threads the search ran on.
     pub threads: usize,
-    /// The search order: `bfs` or `dfs` ([`Search`]).
+    /// The search order: `dfs` ([`Search`]); absent from the JSON for the default, `bfs`.
+    #[serde(skip_serializing_if = "is_breadth_first")]
     pub search: &'static str,
     /// The group of renamings the search reduced by (`--symmetry`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -532,6 +533,11 @@ impl<A: PlainAlgorithm> Run<A> {
             uids,
         })
     }
+}
+
+/// True for the default search order's name, which the JSON leaves out.
+fn is_breadth_first(search: &&'static str) -> bool {
+    *search == Search::BreadthFirst.name()
 }
 
 /// The node that acted last in a path (for a safety violation: the one that just entered).

@@ -103,7 +103,7 @@ fn depth_first_and_symmetric_searches_say_what_they_did() {
     let bfs = json(&ringleader(&[&args[..], &["--json"]].concat()));
     let dfs = json(&ringleader(&[&args[..], &["--search", "dfs", "--json"]].concat()));
     let sym = json(&ringleader(&[&args[..], &["--symmetry", "--json"]].concat()));
-    assert_eq!((bfs["search"].clone(), bfs.get("symmetry")), ("bfs".into(), None));
+    assert_eq!((bfs.get("search"), bfs.get("symmetry")), (None, None));
     assert_eq!((dfs["search"].clone(), dfs["shortest"].clone()), ("dfs".into(), false.into()));
     assert_eq!((sym["search"].clone(), sym["symmetry"].clone()), ("dfs".into(), "rotations".into()));
     assert_eq!(bfs["unique_states"], dfs["unique_states"]);
