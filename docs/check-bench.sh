@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The model checker beside stateright's own Single Decree Paxos example, on this machine, in one
-# run, and the scale issue's 4-node, 2-acquire proofs. Prints one markdown table
+# run, and the 4-node, 2-acquire mutual-exclusion proofs. Prints one markdown table
 # (docs/VERIFICATION.md, "Speed and memory").
 #
 #   docs/check-bench.sh                    # release build; every case, 1 and 2 threads

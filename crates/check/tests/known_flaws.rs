@@ -6,9 +6,12 @@
 //! proof asserts that every property holds over the *whole* reachable state space, that the
 //! interesting states are reached (a leader, an entry), and the exact state count.
 
+mod common;
+
+use common::simulator_judges;
 use ringleader_check::{Bounds, NetworkKind, Options, Outcome, check};
 use ringleader_core::trace::RecordKind;
-use ringleader_judge::checkers::{self, Moment, NodeStatus, Property, Violations, World};
+use ringleader_judge::checkers::Property;
 
 /// One exploration: an algorithm under bounds.
 struct Case {
@@ -124,39 +127,6 @@ fn assert_proved(case: &Case) -> Outcome {
         );
     }
     out
-}
-
-/// Feeds a counterexample's trace to the simulator's own checker: the replayed run must be
-/// judged violating too.
-fn simulator_judges(out: &Outcome, property: &str) -> Violations {
-    let p = out.property(property).unwrap();
-    let family = match out.family.as_str() {
-        "election" => ringleader_algorithms::Family::Election,
-        _ => ringleader_algorithms::Family::Mutex,
-    };
-    let n = out.uids.len();
-    let mut checker = checkers::for_family(family, n);
-    let mut status = vec![NodeStatus::Up; n];
-    let mut v = Violations::default();
-    let rule = ringleader_algorithms::find(&out.algorithm).unwrap().leader_rule;
-    for r in &p.trace {
-        let at = Moment { time: r.time_ns, step: r.step };
-        let Some(node) = r.node else { continue };
-        match r.kind {
-            RecordKind::Crash => status[node as usize] = NodeStatus::Crashed,
-            RecordKind::Recover => status[node as usize] = NodeStatus::Up,
-            _ => {}
-        }
-        let w = World { uids: &out.uids, status: &status, rule };
-        match r.kind {
-            RecordKind::Emit => checker.on_event(&w, node, r.event.as_ref().unwrap(), at, &mut v),
-            RecordKind::Request => checker.on_request(&w, node, r.request.as_ref().unwrap(), at, &mut v),
-            RecordKind::Crash => checker.on_crash(&w, node, at, &mut v),
-            RecordKind::Recover => checker.on_recover(&w, node, at, &mut v),
-            _ => {}
-        }
-    }
-    v
 }
 
 // ---------------------------------------------------------------------------------------------

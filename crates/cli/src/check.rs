@@ -1,4 +1,5 @@
-//! `ringleader check`: exhaustive model checking for small N, with shortest counterexamples.
+//! `ringleader check`: exhaustive model checking for small N, breadth-first (shortest
+//! counterexamples) or depth-first (the largest spaces), with symmetry reduction where it applies.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
@@ -12,15 +13,17 @@ use ringleader_sim::scenario::Initiators;
 
 /// Model-check an algorithm: every execution on a few nodes, shortest counterexamples
 ///
-/// Explores every execution of an algorithm on N nodes (breadth-first, so a violated
-/// property's counterexample is a shortest one) and checks the simulator's properties in every
-/// state. Timers may fire at any moment: durations are ignored.
+/// Explores every execution of an algorithm on N nodes and checks the simulator's properties in
+/// every state: breadth-first by default, so a violated property's counterexample is a shortest
+/// one; depth-first (--search dfs) to prove properties on spaces too large for that. Timers may
+/// fire at any moment: durations are ignored.
 ///
 /// Examples:
 ///   ringleader check --algo central-timeout --nodes 3 --mermaid ce.mmd
 ///   ringleader check --algo central --nodes 4 --json
 ///   ringleader check --algo chang-roberts --nodes 3 --network lossy --expect termination
 ///   ringleader check --algo central --nodes 3 --crashes 1 --trace ce.jsonl --expect liveness
+///   ringleader check --algo ricart-agrawala --nodes 4 --acquires 2 --search dfs --threads 2
 #[derive(Args, Debug, Default)]
 #[command(verbatim_doc_comment)]
 pub struct CheckArgs {
@@ -51,7 +54,8 @@ pub struct CheckArgs {
     /// Mutual exclusion: how many times each requester may ask (Acquire) [default: 1].
     #[arg(long, value_name = "K", default_value_t = 1)]
     pub acquires: u32,
-    /// Explore at most D steps deep (properties then hold up to that depth only).
+    /// Explore at most D steps deep (properties then hold up to that depth only). Breadth-first
+    /// search only.
     #[arg(long, value_name = "D")]
     pub depth: Option<usize>,
     /// Stop the search after this many generated states (repeats included); the report then
@@ -75,11 +79,12 @@ pub struct CheckArgs {
     #[arg(long, value_name = "T", default_value_t = 1)]
     pub threads: usize,
     /// Search order: bfs (breadth-first: shortest counterexamples, but the whole frontier is held
-    /// in memory, several hundred bytes per state) or dfs (depth-first: about 20 bytes per state
+    /// in memory, several hundred bytes per state) or dfs (depth-first: 12 to 23 bytes per state
     /// seen, so spaces ten times larger fit; its counterexamples may be longer than the
-    /// shortest). Use dfs to prove a property on a large space [default: bfs].
-    #[arg(long, value_name = "ORDER", default_value = "bfs")]
-    pub search: ringleader_check::Search,
+    /// shortest; no --depth). Use dfs to prove a property on a large space [default: bfs, or
+    /// dfs with --symmetry].
+    #[arg(long, value_name = "ORDER")]
+    pub search: Option<ringleader_check::Search>,
     /// Symmetry reduction: explore one state of each class of states that are renamings of each
     /// other under the algorithm's declared group (suzuki-kasami: rotations). Implies --search
     /// dfs. An algorithm whose rules compare ids declares none, and is refused.
@@ -173,6 +178,11 @@ impl CheckArgs {
         if self.depth == Some(0) {
             bail!("--depth 0: a search explores at least one step (give 1 or more)");
         }
+        if self.symmetry && self.search == Some(ringleader_check::Search::BreadthFirst) {
+            bail!(
+                "--symmetry with --search bfs: symmetry reduction runs on the depth-first search (drop --search or give dfs)"
+            );
+        }
         let mut b = Bounds::new(self.nodes);
         b.network = network;
         b.crashes = self.crashes;
@@ -219,7 +229,7 @@ fn human(out: &Outcome, chosen: Option<&PropertyOutcome>, args: &CheckArgs) -> S
             (None, false) => " (bounded)".to_string(),
         }
     );
-    if out.search != ringleader_check::Search::BreadthFirst.name() || out.symmetry.is_some() {
+    if out.search != ringleader_check::Search::BreadthFirst || out.symmetry.is_some() {
         let _ = writeln!(
             s,
             "search     depth-first (a fingerprint per state seen){}",
@@ -243,7 +253,7 @@ fn human(out: &Outcome, chosen: Option<&PropertyOutcome>, args: &CheckArgs) -> S
         let _ = writeln!(s, "{head} {:<12} {:<9} {verdict}{expected}", p.name, p.kind);
     }
     if !out.shortest && out.properties.iter().any(|p| p.length.is_some()) {
-        let how = if out.search == ringleader_check::Search::DepthFirst.name() {
+        let how = if out.search == ringleader_check::Search::DepthFirst {
             "depth-first".to_string()
         } else {
             format!("on {} threads", out.threads)
@@ -290,7 +300,7 @@ pub fn run(args: CheckArgs) -> crate::Outcome {
         max_memory: Some(args.max_memory),
         max_time: args.max_time,
         exhaustive: args.exhaustive,
-        search: args.search,
+        search: args.search.unwrap_or_default(),
         symmetry: args.symmetry,
     };
     if args.max_states == Some(0) {
@@ -299,9 +309,14 @@ pub fn run(args: CheckArgs) -> crate::Outcome {
     if args.depth.is_none()
         && let Some(why) = ringleader_check::unbounded_reason(&args.algo)
     {
+        let hint = if opts.search == ringleader_check::Search::DepthFirst || opts.symmetry {
+            "Try --max-time 60s (a depth-first search takes no --depth)."
+        } else {
+            "Try --depth 20."
+        };
         eprintln!(
             "warning: the state space of {} is infinite ({why}); without --depth the search ends only at \
-             the memory budget ({} MiB; --max-memory), --max-states or --max-time. Try --depth 20.",
+             the memory budget ({} MiB; --max-memory), --max-states or --max-time. {hint}",
             args.algo,
             args.max_memory >> 20
         );

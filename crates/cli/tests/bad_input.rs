@@ -100,6 +100,14 @@ fn a_search_order_or_symmetry_that_does_not_apply_is_refused() {
         &["check", "--algo", "ricart-agrawala", "--symmetry"],
         &["--symmetry", "ricart-agrawala declares no symmetry", "suzuki-kasami"],
     );
+    refused(
+        &["check", "--algo", "suzuki-kasami", "--symmetry", "--search", "bfs"],
+        &["--symmetry with --search bfs", "depth-first"],
+    );
+    refused(
+        &["check", "--algo", "central", "--search", "dfs", "--depth", "8"],
+        &["--depth 8 with a depth-first search", "--max-states", "--search bfs"],
+    );
 }
 
 /// The other commands' numeric flags have ranges too: the model checker, the benchmark, the

@@ -107,7 +107,7 @@ fn depth_first_and_symmetric_searches_say_what_they_did() {
     assert_eq!((dfs["search"].clone(), dfs["shortest"].clone()), ("dfs".into(), false.into()));
     assert_eq!((sym["search"].clone(), sym["symmetry"].clone()), ("dfs".into(), "rotations".into()));
     assert_eq!(bfs["unique_states"], dfs["unique_states"]);
-    assert!(sym["unique_states"].as_u64() < dfs["unique_states"].as_u64());
+    assert!(sym["unique_states"].as_u64().unwrap() < dfs["unique_states"].as_u64().unwrap());
     for v in [&bfs, &dfs, &sym] {
         assert_eq!(v["complete"], true);
         let verdicts: Vec<_> =
