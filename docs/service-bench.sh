@@ -2,7 +2,7 @@
 # The coordination service beside etcd, in one run, on this machine, measured by the same client
 # (`ringleader bench-service`: lock+unlock loops; etcd through its v3 JSON gateway).
 #
-#   docs/service-bench.sh                 # release build; 5 s per measurement
+#   docs/service-bench.sh                 # perf build (opt-level 3 everywhere); 5 s per measurement
 #   SECONDS_EACH=2 RINGLEADER_BIN=target/debug/ringleader docs/service-bench.sh
 #   MEASURE=failover FAILOVER_TRIALS=40 docs/service-bench.sh    # only the leader-kill trials
 #   MEASURE=handover HANDOVER_TRIALS=20 docs/service-bench.sh    # only holder death -> next holder
@@ -11,9 +11,11 @@
 # default; ours with one fsync per batch of proposals). Prints one line per measurement.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${RINGLEADER_BIN:-target/release/ringleader}
+# The perf profile: the release profile builds the service and its dependencies at opt-level 1
+# (for a fresh clone's first build), which costs it 10-20 % of uncontended throughput.
+BIN=${RINGLEADER_BIN:-target/perf/ringleader}
 EACH=${SECONDS_EACH:-5}
-[ -x "$BIN" ] || cargo build --release --locked
+[ -x "$BIN" ] || cargo build --profile perf --locked
 if ! command -v etcd >/dev/null; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
