@@ -83,10 +83,11 @@ fn a_depth_first_search_takes_no_depth_bound() {
 #[test]
 fn suzuki_kasami_commutes_with_every_rotation() {
     // Every reachable state: 3 nodes asking once with a crash and a recovery (10,875 states;
-    // 8,570 on FIFO links), 3 nodes asking twice (58,933), on both networks; 4 nodes asking once
-    // (125,157).
+    // 8,570 on FIFO links; 34,558 on lossy links), 3 nodes asking twice (58,933), on both
+    // reliable networks; 4 nodes asking once (125,157). (Under duplication the token itself is
+    // duplicated and the space has no practical end.)
     for (nodes, acquires, crash, networks) in [
-        (3, 1, true, &[NetworkKind::Unordered, NetworkKind::Ordered][..]),
+        (3, 1, true, &[NetworkKind::Unordered, NetworkKind::Ordered, NetworkKind::Lossy][..]),
         (3, 2, false, &[NetworkKind::Unordered, NetworkKind::Ordered]),
         (4, 1, false, &[NetworkKind::Unordered]),
     ] {
