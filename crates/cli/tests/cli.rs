@@ -205,3 +205,32 @@ fn threads_give_the_same_run_on_the_windowed_engine() {
     assert!(text.contains("engine     windowed, 2 threads"), "{text}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The README's main command: `demo` tells its three stories with their textbook counts, finds
+/// the expected two holders, writes a page per story and exits 0.
+#[test]
+fn the_demo_tells_three_stories_and_exits_0() {
+    let dir = std::env::temp_dir().join(format!("ringleader-demo-{}", std::process::id()));
+    let out = ringleader(&["demo", "--html-dir", dir.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    for needle in [
+        "── scenarios/chang-roberts-worst-case.toml ──",
+        "messages   44 sent, 44 delivered, 0 dropped, 0 in flight  (elected 8, election 36)",
+        "leader = 8",
+        "── scenarios/central-three-participants.toml ──",
+        "messages   9 sent, 9 delivered, 0 dropped, 0 in flight  (grant 3, release 3, request 3)",
+        "max_concurrent_holders = 1,",
+        "── scenarios/central-timeout-paused-holder.toml ──",
+        "max_concurrent_holders = 2,",
+        "safety          VIOLATED (expected by the scenario)",
+        "verdict    OK: the expected violations were found",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    for page in ["chang-roberts-worst-case", "central-three-participants", "central-timeout-paused-holder"] {
+        let html = std::fs::read_to_string(dir.join(format!("{page}.html"))).unwrap();
+        assert!(html.starts_with("<!DOCTYPE html>"), "{page}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
