@@ -61,9 +61,9 @@
 //! holds its whole frontier in memory, several hundred bytes per state. Depth-first
 //! ([`Search::DepthFirst`]) keeps a 64-bit fingerprint per state seen (12 to 23 bytes per
 //! state, measured; see [`Search`]): the search that proves properties on large spaces, with
-//! paths that may be longer than the shortest. An algorithm whose rules commute with a group of renamings of the nodes declares it
-//! ([`ringleader_algorithms::symmetry`]), and [`Options::symmetry`] then explores one state per
-//! class of renamed states ([`symmetry`]).
+//! paths that may be longer than the shortest. An algorithm whose rules commute with a group of
+//! renamings of the nodes declares it ([`ringleader_algorithms::symmetry`]), and
+//! [`Options::symmetry`] then explores one state per class of renamed states ([`symmetry`]).
 //!
 //! ## Properties
 //! See [`properties`]: the simulator's predicates (`rival_claimants`, `end_of_run`,
@@ -136,10 +136,10 @@ pub struct Options {
 ///   (every state of the next depth, each a full copy) in memory. On one thread its
 ///   counterexamples are shortest. The frontier is what fills memory on large spaces.
 /// - **Depth-first** keeps only a 64-bit fingerprint of every state seen, and the states on the
-///   current path and their unexplored siblings. A stored state costs 12 to 23 bytes (measured: the
-///   fingerprint set and its slack) instead of several hundred, so spaces ten times larger fit in the same memory; its counterexamples are
-///   real and replayable but may be longer than the shortest, and on several threads may differ
-///   from run to run. This is the search for proofs. It takes no depth bound: it marks a state
+///   current path and their unexplored siblings. A stored state costs 12 to 23 bytes
+///   (measured: the fingerprint set and its slack) instead of several hundred, so spaces ten
+///   times larger fit in the same memory; its counterexamples are real and replayable but may
+///   be longer than the shortest, and on several threads may differ from run to run. This is the search for proofs. It takes no depth bound: it marks a state
 ///   seen at the first path that reaches it, which may be longer than the bound, and would then
 ///   skip the state when a shorter path reaches it ([`check_algorithm`] refuses the pair).
 ///
