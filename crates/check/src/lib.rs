@@ -139,9 +139,10 @@ pub struct Options {
 ///   current path and their unexplored siblings. A stored state costs 12 to 23 bytes
 ///   (measured: the fingerprint set and its slack) instead of several hundred, so spaces ten
 ///   times larger fit in the same memory; its counterexamples are real and replayable but may
-///   be longer than the shortest, and on several threads may differ from run to run. This is the search for proofs. It takes no depth bound: it marks a state
-///   seen at the first path that reaches it, which may be longer than the bound, and would then
-///   skip the state when a shorter path reaches it ([`check_algorithm`] refuses the pair).
+///   be longer than the shortest, and on several threads may differ from run to run. This is
+///   the search for proofs. It takes no depth bound: it marks a state seen at the first path
+///   that reaches it, which may be longer than the bound, and would then skip the state when a
+///   shorter path reaches it ([`check_algorithm`] refuses the pair).
 ///
 /// Both searches deduplicate states by a 64-bit hash, so a "holds" is a proof up to a hash
 /// collision: about n²/2⁶⁵ for n states, 5·10⁻⁵ for 41.6 million.
