@@ -157,16 +157,6 @@ pub enum Search {
     DepthFirst,
 }
 
-impl Search {
-    /// The name the CLI and the JSON use: `bfs` or `dfs`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Search::BreadthFirst => "bfs",
-            Search::DepthFirst => "dfs",
-        }
-    }
-}
-
 impl std::str::FromStr for Search {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

@@ -11,7 +11,7 @@ use ringleader_check::{Bounds, NetworkKind, Options, Outcome, PropertyOutcome};
 use ringleader_core::NodeId;
 use ringleader_sim::scenario::Initiators;
 
-/// Model-check an algorithm: every execution on a few nodes, shortest counterexamples
+/// Model-check an algorithm: every execution on a few nodes, shortest counterexamples or proofs
 ///
 /// Explores every execution of an algorithm on N nodes and checks the simulator's properties in
 /// every state: breadth-first by default, so a violated property's counterexample is a shortest
