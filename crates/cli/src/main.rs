@@ -18,6 +18,7 @@ mod demo;
 mod detector_curve;
 mod elect;
 mod fenced_resource;
+mod lab;
 mod lease;
 mod lock;
 mod member;
@@ -96,6 +97,8 @@ enum Subcommand {
     /// Measured messages per operation beside the textbook formula, for every algorithm.
     #[command(long_about = table::LONG_ABOUT)]
     Table(table::TableArgs),
+    /// Run your own implementation, in any language, and judge it as ringleader judges its own.
+    Lab(lab::LabArgs),
     Ui(ui::UiArgs),
     Serve(Box<serve::ServeArgs>),
     BenchService(bench_service::BenchServiceArgs),
@@ -183,6 +186,7 @@ fn main() -> ExitCode {
         Subcommand::DetectorCurve(args) => detector_curve::run(args),
         Subcommand::Check(args) => check::run(*args),
         Subcommand::Table(args) => table::run(args),
+        Subcommand::Lab(args) => lab::lab(args),
         Subcommand::Ui(args) => ui::run(args),
         Subcommand::Serve(args) => serve::run(*args),
         Subcommand::BenchService(args) => bench_service::run(args),

@@ -1,0 +1,218 @@
+//! `ringleader lab`: the arguments of [`ringleader_lab`], which runs a learner's node program
+//! over Maelstrom's protocol and judges it (`run`), or grades it on a battery (`grade`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use ringleader_core::Uid;
+use ringleader_lab::grade::{self, GradeConfig};
+use ringleader_lab::{LabConfig, LabFamily};
+use ringleader_sim::notation::{At, Latency, Partition, Pause};
+use ringleader_sim::scenario::TimeSpan;
+
+use crate::{ExitStatus, Outcome};
+
+/// Run your own implementation, in any language, and judge it (docs/LAB.md)
+///
+/// Your program speaks Maelstrom's protocol: one JSON message per line on stdin and stdout.
+///
+/// Examples:
+///   ringleader lab run --family mutex --bin 'python3 lab/examples/mutex_ra.py' --nodes 5 --algo-like ricart-agrawala
+///   ringleader lab run --family election --bin 'python3 lab/examples/election_cr.py' --nodes 5 --initiators 1,2,3,4,5 --lockstep
+///   ringleader lab grade --family mutex --bin 'python3 lab/examples/mutex_ra.py' --algo-like ricart-agrawala --html card.html
+#[derive(Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    command: LabCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum LabCommand {
+    /// Start N processes of your program, be their network and their clients, judge the run.
+    Run(Box<RunArgs>),
+    /// Run a battery (textbook scenarios, a seeded sweep) and print a report card.
+    Grade(GradeArgs),
+}
+
+/// What every lab command takes.
+#[derive(Args, Debug)]
+struct Common {
+    /// The family: mutex or election.
+    #[arg(long)]
+    family: LabFamily,
+    /// Your node program's command line (run by sh in the node's own directory; relative paths
+    /// in it are resolved against the current directory).
+    #[arg(long, value_name = "CMD")]
+    bin: String,
+    /// The algorithm yours is like: its textbook cost per operation (ricart-agrawala, lamport,
+    /// central; chang-roberts, ring, bully).
+    #[arg(long, value_name = "ALGO")]
+    algo_like: Option<String>,
+    /// Lockstep only: how long a node without the lab_done marker must stay silent to be done.
+    #[arg(long, value_name = "TIME", default_value = "20ms")]
+    quiet: TimeSpan,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Processes (n1..nN).
+    #[arg(long, default_value_t = 3)]
+    nodes: u32,
+    /// Seed of the network model.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// One-way latency distribution.
+    #[arg(long, value_name = "SPEC", default_value = "constant:1ms")]
+    latency: Latency,
+    /// Loss probability.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    loss: f64,
+    /// Duplication probability.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    dup: f64,
+    /// A partition, A,B|C,D@FROM..TO (or A,B>C,D@… one way); repeatable.
+    #[arg(long, value_name = "SPEC")]
+    partition: Vec<Partition>,
+    /// A pause, ID@FROM..TO (inputs held); repeatable.
+    #[arg(long, value_name = "SPEC")]
+    pause: Vec<Pause>,
+    /// A crash, ID@TIME (the process is killed); repeatable.
+    #[arg(long, value_name = "ID@TIME")]
+    crash: Vec<At>,
+    /// A recovery, ID@TIME (started again in the same directory); repeatable.
+    #[arg(long, value_name = "ID@TIME")]
+    recover: Vec<At>,
+    /// Mutex: entries per requester.
+    #[arg(long, value_name = "E", default_value_t = 2)]
+    entries: u32,
+    /// Mutex: the requesters, comma-separated ids [default: all].
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    requesters: Vec<Uid>,
+    /// Mutex: how long a client holds the section.
+    #[arg(long, value_name = "TIME", default_value = "1ms")]
+    hold: TimeSpan,
+    /// Mutex: a client's wait between a release and its next acquire.
+    #[arg(long, value_name = "TIME", default_value = "2ms")]
+    think: TimeSpan,
+    /// Election: the nodes told to start_election, comma-separated ids.
+    #[arg(long, value_name = "IDS", value_delimiter = ',', default_value = "1")]
+    initiators: Vec<Uid>,
+    /// Election: when the initiators are told.
+    #[arg(long, value_name = "TIME", default_value = "0")]
+    start: TimeSpan,
+    /// One input at a time on a virtual clock (deterministic with the lab_done marker).
+    #[arg(long)]
+    lockstep: bool,
+    /// Time limit (virtual in lockstep): a run busy then is cut off.
+    #[arg(long, value_name = "TIME", default_value = "10s")]
+    duration: TimeSpan,
+    /// Keep the nodes' working directories under DIR.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Write the trace (JSON lines).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Write the run's space-time page.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct GradeArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Processes per run.
+    #[arg(long, default_value_t = 4)]
+    nodes: u32,
+    /// Seeds in the sweep.
+    #[arg(long, default_value_t = 8)]
+    seeds: u64,
+    /// Write the space-time page of the first failing run.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Print the card as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn quiet(c: &Common) -> Duration {
+    Duration::from_nanos(c.quiet.0)
+}
+
+pub fn lab(args: LabArgs) -> Outcome {
+    match args.command {
+        LabCommand::Run(a) => run(*a),
+        LabCommand::Grade(a) => grade(a),
+    }
+}
+
+fn run(a: RunArgs) -> Outcome {
+    let mut c = LabConfig::new(a.common.family, &a.common.bin, a.nodes);
+    c.seed = a.seed;
+    c.latency = a.latency;
+    c.loss = a.loss;
+    c.dup = a.dup;
+    c.partitions = a.partition;
+    c.pauses = a.pause;
+    c.crashes = a.crash;
+    c.recoveries = a.recover;
+    c.entries = a.entries;
+    c.requesters = a.requesters;
+    c.hold = a.hold.0;
+    c.think = a.think.0;
+    c.initiators = a.initiators;
+    c.start = a.start.0;
+    c.algo_like = a.common.algo_like.clone();
+    c.lockstep = a.lockstep;
+    c.quiet = quiet(&a.common);
+    c.duration = a.duration.0;
+    c.trace = a.trace;
+    c.keep_records = a.html.is_some();
+    c.dir = a.dir;
+    let report = ringleader_lab::run(&c)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.render());
+    }
+    if let Some(path) = a.html {
+        let title = format!("lab {}: {}", report.family, a.common.bin);
+        std::fs::write(&path, report.page(&title)).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(ExitStatus::violation_unless(report.ok()))
+}
+
+fn grade(a: GradeArgs) -> Outcome {
+    let g = GradeConfig {
+        family: a.common.family,
+        command: a.common.bin.clone(),
+        nodes: a.nodes,
+        algo_like: a.common.algo_like.clone(),
+        seeds: a.seeds,
+        quiet: quiet(&a.common),
+    };
+    LabConfig { algo_like: g.algo_like.clone(), ..LabConfig::new(g.family, &g.command, g.nodes) }
+        .validate()?;
+    let card = grade::grade(&g)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&card)?);
+    } else {
+        print!("{}", card.render());
+    }
+    if let (Some(path), Some(first)) = (a.html, card.first_failure.as_ref()) {
+        let title = format!("lab grade {}: first failure", card.family);
+        std::fs::write(&path, first.page(&title)).with_context(|| format!("writing {}", path.display()))?;
+        if !a.json {
+            println!("page of the first failure: {}", path.display());
+        }
+    }
+    Ok(ExitStatus::violation_unless(card.ok))
+}
