@@ -6,7 +6,7 @@ use ringleader_algorithms::LeaderRule;
 use ringleader_analysis::table::formulas as f;
 use serde::Serialize;
 
-use crate::config::LabFamily;
+use crate::family::LabFamily;
 
 /// The algorithms the lab knows a cost for, per family.
 pub fn names(family: LabFamily) -> Vec<&'static str> {
