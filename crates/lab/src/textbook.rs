@@ -43,7 +43,8 @@ impl Textbook {
             high,
             rule,
         };
-        let n1 = n.saturating_sub(1);
+        // The formulas are stated for N ≥ 2.
+        let n = n.max(2);
         let k = initiators.max(1);
         Some(match (family, name) {
             (LabFamily::Mutex, "ricart-agrawala") => {
@@ -69,11 +70,11 @@ impl Textbook {
                 let c = f::ring(n, 0, k).total;
                 t("2kN (k initiators)", c, c, LeaderRule::Max)
             }
-            // Bully: from N−1 (the next highest detects the crash of the highest: N−2
-            // COORDINATOR and one ELECTION, or N−1 COORDINATOR when the highest itself starts)
-            // to N²−N−1 (the lowest detects).
+            // Bully: from N−1 (the next highest detects the crash of the highest: one ELECTION
+            // and N−2 COORDINATOR; or the highest itself starts: N−1 COORDINATOR) to N²−N−1
+            // (the lowest detects).
             (LabFamily::Election, "bully") => {
-                t("N−2 .. N²−N−1", n1.saturating_sub(1), f::bully_worst(n).total, LeaderRule::Max)
+                t("N−1 .. N²−N−1", f::bully_best(n).total, f::bully_worst(n).total, LeaderRule::Max)
             }
             _ => return None,
         })
