@@ -215,6 +215,30 @@ fn killing_the_leader_elects_another_and_the_lock_keeps_its_token_order() {
 }
 
 #[test]
+fn reads_are_served_on_a_fresh_cluster_and_after_a_leader_change_with_nothing_written() {
+    // No write at all: the only entry of the term is the leader's empty one, and a read's
+    // ReadIndex names it. Every node answers at once (not 503 after the request timeout).
+    let s = Service::start(3);
+    for id in 1..=3 {
+        let (code, body) = call(s.port(id), "GET", "/v1/lock/fresh", None);
+        assert_eq!(code, 200, "node {id} on a fresh cluster: {body}");
+        assert_eq!(body["holder"], Value::Null);
+    }
+    let applied = |i: u16| s.status(i).and_then(|st| st["applied"].as_u64()).unwrap_or(0);
+    assert!(applied(1) >= 1, "the leader's empty entry counts as applied");
+
+    // A new leader on an idle cluster with no lease (so no clock entries) commits only its
+    // own empty entry: reads wait for that one, and are served.
+    let leader = s.leader(&[], Duration::from_secs(10));
+    s.ctl("kill", leader);
+    let new = s.leader(&[leader], Duration::from_secs(10));
+    for id in (1..=3).filter(|&i| i != leader) {
+        let (code, body) = call(s.port(id), "GET", "/v1/election/idle", None);
+        assert_eq!(code, 200, "node {id} after the leader change to {new}: {body}");
+    }
+}
+
+#[test]
 fn elections_name_the_earliest_live_candidate_and_observe_streams_changes() {
     let s = Service::start(3);
     let (a, b) = (s.grant(1, 10_000), s.grant(2, 10_000));

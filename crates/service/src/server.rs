@@ -1128,9 +1128,11 @@ fn on_tick(replica: &mut Replica<DiskLog>, state: &mut LoopState) {
     }
 }
 
-/// Answers the reads whose confirmed index is applied.
+/// Answers the reads whose confirmed index is applied. The index counts every applied entry,
+/// the new leader's empty entry included: a ReadIndex on a fresh cluster, or after a leader
+/// change with nothing written since, names that entry, which changes no state.
 fn answer_reads(replica: &Replica<DiskLog>, state: &mut LoopState) {
-    let applied = replica.machine().last_applied();
+    let applied = replica.applied();
     let ready: Vec<u64> =
         state.reads.iter().filter(|(_, r)| r.index.is_some_and(|i| i <= applied)).map(|(k, _)| *k).collect();
     for ctx in ready {
@@ -1150,7 +1152,7 @@ fn publish_status(replica: &Replica<DiskLog>, state: &LoopState) {
     s.leader = replica.leader().map(|p| p as u64 + 1);
     s.term = replica.term();
     s.role = role;
-    s.applied = replica.machine().last_applied();
+    s.applied = replica.applied();
     s.commit = replica.commit();
     s.members = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
     s.removed = state.removed;
