@@ -368,8 +368,11 @@ async fn lock_acquire(State(node): State<Arc<Node>>, b: Result<Json<AcquireBody>
     check_name("name", &b.name)?;
     let deadline = deadline_of(b.timeout_ms)?;
     let (name, lease, wait) = (b.name, b.lease, b.wait.unwrap_or(true));
+    // Subscribed before proposing, so that the grant's notice cannot be missed; notices of
+    // entries up to the acquire's own answered earlier requests (see `etcd::lock`).
     let mut rx = node.notices.subscribe();
-    let applied = node.propose(Op::Acquire { name: name.clone(), lease, request: 0, wait }).await?;
+    let (queued_at, applied) =
+        node.propose_at(Op::Acquire { name: name.clone(), lease, request: 0, wait }).await?;
     match applied.reply {
         Reply::Acquired { fencing } => return deliver_grant(&node, name, lease, fencing).await,
         Reply::Queued { .. } => {}
@@ -424,6 +427,7 @@ async fn lock_acquire(State(node): State<Arc<Node>>, b: Result<Json<AcquireBody>
                     return deliver_grant(&node, name, lease, fencing).await;
                 }
             }
+            Heard::Notice(p) if p.0 <= queued_at => {}
             Heard::Notice(p) => match &p.1 {
                 Notice::Granted { name: n, lease: l, fencing, .. } if *n == name && *l == lease => {
                     withdraw.disarm();
@@ -533,7 +537,8 @@ async fn campaign(State(node): State<Arc<Node>>, b: Result<Json<CampaignBody>, J
     let elected = |c: &Candidate| Json(json!({ "election": election, "leader": candidate(c) }));
     let mut rx = node.notices.subscribe();
     let op = Op::Campaign { election: election.clone(), lease, value: b.value, request: 0 };
-    match node.propose(op).await?.reply {
+    let (queued_at, applied) = node.propose_at(op).await?;
+    match applied.reply {
         Reply::Elected => {
             if let Some(c) = leader_of(&node, &election).await?.filter(|c| c.lease == lease) {
                 return Ok(elected(&c));
@@ -572,6 +577,7 @@ async fn campaign(State(node): State<Arc<Node>>, b: Result<Json<CampaignBody>, J
                     return Err(ApiError::no_lease(lease));
                 }
             }
+            Heard::Notice(p) if p.0 <= queued_at => {}
             Heard::Notice(p) => match &p.1 {
                 Notice::LeaderChanged { election: e, leader: Some(c) }
                     if *e == election && c.lease == lease =>

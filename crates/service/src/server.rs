@@ -374,12 +374,12 @@ pub type Query = Box<dyn FnOnce(&StateMachine) -> serde_json::Value + Send>;
 
 /// What HTTP handlers ask of the loop.
 pub enum Command {
-    /// Propose `op`; the answer is the applied result.
+    /// Propose `op`; the answer is the index of its entry and the applied result.
     Propose {
         /// The operation.
         op: Op,
         /// Where the result goes.
-        reply: oneshot::Sender<Result<Applied, Unavailable>>,
+        reply: oneshot::Sender<Result<(u64, Applied), Unavailable>>,
     },
     /// A linearizable read: `query` runs once a ReadIndex confirmed by a majority is applied;
     /// the answer carries the applied index it saw.
@@ -458,6 +458,13 @@ pub struct Node {
 impl Node {
     /// Proposes `op` and waits for its result.
     pub async fn propose(&self, op: Op) -> Result<Applied, Unavailable> {
+        Ok(self.propose_at(op).await?.1)
+    }
+
+    /// Proposes `op` and waits for its result, with the index of its entry: a request that
+    /// then waits for a notice takes only notices of later entries as answers (an earlier
+    /// notice about the same lease and name answered an earlier request).
+    pub async fn propose_at(&self, op: Op) -> Result<(u64, Applied), Unavailable> {
         let (reply, rx) = oneshot::channel();
         self.commands.send(Command::Propose { op, reply }).await.map_err(|_| Unavailable::Stopping)?;
         rx.await.map_err(|_| Unavailable::Stopping)?
@@ -675,7 +682,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
 /// A proposal of this node's waiting to be seen applied.
 struct Pending {
     proposal: Proposal,
-    reply: Option<oneshot::Sender<Result<Applied, Unavailable>>>,
+    reply: Option<oneshot::Sender<Result<(u64, Applied), Unavailable>>>,
     first_sent: Instant,
     last_sent: Instant,
 }
@@ -824,7 +831,7 @@ impl Host for ServerHost<'_> {
         }
         match self.state.pending.remove(&p.request) {
             Some(Pending { reply: Some(reply), .. }) => {
-                let _ = reply.send(Ok(applied));
+                let _ = reply.send(Ok((index, applied)));
             }
             Some(_) => {}
             None => {
