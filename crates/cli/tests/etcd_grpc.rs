@@ -256,6 +256,81 @@ async fn locks_block_hand_over_in_order_and_fence_with_increasing_revisions() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_clients_given_every_endpoint_contend_for_one_lock_and_each_grant_is_exclusive() {
+    use std::sync::{Arc, Mutex};
+    const CLIENTS: usize = 8;
+    const ROUNDS: usize = 25;
+    let c = Cluster::start().await;
+    let endpoints: Vec<String> = (1..=3).map(|i| c.endpoint(i)).collect();
+    // Who holds the lock as the clients see it, and every grant's fencing revision in the order
+    // the critical sections ran.
+    let holder: Arc<Mutex<Option<usize>>> = Arc::default();
+    let fences: Arc<Mutex<Vec<i64>>> = Arc::default();
+    let mut tasks = Vec::new();
+    for me in 0..CLIENTS {
+        let (endpoints, holder, fences) = (endpoints.clone(), holder.clone(), fences.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut client = within("connect", Client::connect(endpoints, None)).await.expect("connects");
+            let lease = within("grant", client.lease_grant(30, None)).await.unwrap().id();
+            for round in 0..ROUNDS {
+                // Every call may land on any node: a Lock after an Unlock answered by another
+                // node reaches a node that may still be applying the previous grant.
+                let got =
+                    within("lock", client.lock("contended", Some(LockOptions::new().with_lease(lease))))
+                        .await
+                        .unwrap_or_else(|e| panic!("client {me} round {round}: Lock failed: {e}"));
+                {
+                    let mut h = holder.lock().unwrap();
+                    assert_eq!(*h, None, "client {me} was granted the lock while client {h:?} held it");
+                    *h = Some(me);
+                    fences.lock().unwrap().push(got.header().unwrap().revision());
+                }
+                // The critical section spans a round trip, so that an overlapping grant would be
+                // seen.
+                within("read", client.get("contended-data", None)).await.unwrap();
+                *holder.lock().unwrap() = None;
+                within("unlock", client.unlock(got.key())).await.unwrap();
+            }
+            within("revoke", client.lease_revoke(lease)).await.unwrap();
+        }));
+    }
+    for t in tasks {
+        within("a contending client", t).await.unwrap();
+    }
+    let fences = fences.lock().unwrap().clone();
+    assert_eq!(fences.len(), CLIENTS * ROUNDS);
+    assert!(fences.windows(2).all(|w| w[0] < w[1]), "fencing revisions must strictly increase: {fences:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_before_the_first_write_answer_and_a_txn_writing_a_key_twice_is_refused() {
+    let c = Cluster::start().await;
+    for id in 1..=3 {
+        let mut client = c.client(id).await;
+        let r = within("get", client.get("nothing-yet", None)).await.unwrap();
+        assert!(r.kvs().is_empty());
+        let opts = Some(GetOptions::new().with_serializable());
+        let r = within("serializable get", client.get("nothing-yet", opts)).await;
+        assert!(r.unwrap_or_else(|e| panic!("node {id}: {e}")).kvs().is_empty());
+    }
+    let mut one = c.client(1).await;
+    for ops in [
+        vec![TxnOp::put("k", "1", None), TxnOp::put("k", "2", None)],
+        vec![TxnOp::put("k/a", "1", None), TxnOp::delete("k/", Some(DeleteOptions::new().with_prefix()))],
+    ] {
+        let e = status(within("txn", one.txn(Txn::new().and_then(ops))).await.unwrap_err());
+        assert_eq!(
+            (e.code(), e.message()),
+            (Code::InvalidArgument, "etcdserver: duplicate key given in txn request")
+        );
+    }
+    let got = within("get", one.get("k", Some(GetOptions::new().with_prefix()))).await.unwrap();
+    assert!(got.kvs().is_empty(), "a refused transaction writes nothing");
+    let ops = vec![TxnOp::put("k", "1", None), TxnOp::put("l", "2", None)];
+    within("txn", one.txn(Txn::new().and_then(ops))).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn campaign_leader_observe_proclaim_and_resign() {
     let c = Cluster::start().await;
     let mut one = c.client(1).await;

@@ -215,6 +215,30 @@ fn killing_the_leader_elects_another_and_the_lock_keeps_its_token_order() {
 }
 
 #[test]
+fn reads_are_served_on_a_fresh_cluster_and_after_a_leader_change_with_nothing_written() {
+    // No write at all: the only entry of the term is the leader's empty one, and a read's
+    // ReadIndex names it. Every node answers at once (not 503 after the request timeout).
+    let s = Service::start(3);
+    for id in 1..=3 {
+        let (code, body) = call(s.port(id), "GET", "/v1/lock/fresh", None);
+        assert_eq!(code, 200, "node {id} on a fresh cluster: {body}");
+        assert_eq!(body["holder"], Value::Null);
+    }
+    let applied = |i: u16| s.status(i).and_then(|st| st["applied"].as_u64()).unwrap_or(0);
+    assert!(applied(1) >= 1, "the leader's empty entry counts as applied");
+
+    // A new leader on an idle cluster with no lease (so no clock entries) commits only its
+    // own empty entry: reads wait for that one, and are served.
+    let leader = s.leader(&[], Duration::from_secs(10));
+    s.ctl("kill", leader);
+    let new = s.leader(&[leader], Duration::from_secs(10));
+    for id in (1..=3).filter(|&i| i != leader) {
+        let (code, body) = call(s.port(id), "GET", "/v1/election/idle", None);
+        assert_eq!(code, 200, "node {id} after the leader change to {new}: {body}");
+    }
+}
+
+#[test]
 fn elections_name_the_earliest_live_candidate_and_observe_streams_changes() {
     let s = Service::start(3);
     let (a, b) = (s.grant(1, 10_000), s.grant(2, 10_000));
@@ -255,6 +279,193 @@ fn bad_requests_get_one_line_and_a_reason() {
     }
     let (code, answer) = call(s.port(1), "GET", "/v1/nothing", None);
     assert_eq!((code, answer["reason"].as_str()), (404, Some("not_found")));
+}
+
+/// The metrics page of the node on `port`.
+fn metrics(port: u16) -> String {
+    AGENT.with(|a| {
+        let mut r = a.get(&format!("http://127.0.0.1:{port}/metrics")).call().expect("metrics answer");
+        assert_eq!(r.status().as_u16(), 200);
+        let kind = r.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
+        r.body_mut().read_to_string().unwrap()
+    })
+}
+
+/// The value of the sample `name` (with its labels, as written) on a metrics page.
+fn sample(page: &str, name: &str) -> f64 {
+    page.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("no sample {name} in\n{page}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// An SSE stream opened by hand: the request, then the answer's head.
+struct Stream {
+    reader: std::io::BufReader<std::net::TcpStream>,
+    status: u16,
+}
+
+impl Stream {
+    fn open(port: u16, path: &str, last_event_id: Option<&str>) -> Stream {
+        use std::io::{BufRead, Write};
+        let mut tcp = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let resume = last_event_id.map(|id| format!("Last-Event-ID: {id}\r\n")).unwrap_or_default();
+        write!(tcp, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{resume}\r\n").unwrap();
+        let mut reader = std::io::BufReader::new(tcp);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let status = line.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+        loop {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+            if line.trim().is_empty() {
+                break;
+            }
+        }
+        Stream { reader, status }
+    }
+
+    /// The next event: (event, id, data); keep-alive comments skipped.
+    fn next(&mut self) -> (String, String, Value) {
+        use std::io::BufRead;
+        let (mut event, mut id, mut data) = (String::new(), String::new(), Value::Null);
+        loop {
+            let mut line = String::new();
+            assert!(self.reader.read_line(&mut line).unwrap() > 0, "the stream ended");
+            let line = line.trim_end();
+            if let Some(v) = line.strip_prefix("event: ").or(line.strip_prefix("event:")) {
+                event = v.to_string();
+            } else if let Some(v) = line.strip_prefix("id: ").or(line.strip_prefix("id:")) {
+                id = v.to_string();
+            } else if let Some(v) = line.strip_prefix("data: ").or(line.strip_prefix("data:")) {
+                data = serde_json::from_str(v).unwrap_or(Value::Null);
+            } else if line.is_empty() && !event.is_empty() {
+                return (event, id, data);
+            }
+        }
+    }
+}
+
+#[test]
+fn health_readiness_metrics_and_every_refusal_answer_json() {
+    let s = Service::start(3);
+    for id in 1..=3 {
+        let (code, body) = call(s.port(id), "GET", "/health", None);
+        assert_eq!((code, body["status"].as_str()), (200, Some("alive")), "{body}");
+        let (code, body) = call(s.port(id), "GET", "/ready", None);
+        assert_eq!((code, body["ready"].as_bool()), (200, Some(true)), "node {id}: {body}");
+    }
+    let before = metrics(s.port(1));
+    let lease = s.grant(1, 10_000);
+    let (code, got) = post(s.port(1), "/v1/lock/acquire", json!({ "name": "m", "lease": lease }));
+    assert_eq!(code, 200, "{got}");
+    let page = metrics(s.port(1));
+    assert!(page.ends_with("# EOF\n"), "an OpenMetrics page ends with # EOF");
+    let id = r#"{id="1"}"#;
+    assert_eq!(
+        sample(&page, &format!("ringleader_service_proposals_total{id}"))
+            - sample(&before, &format!("ringleader_service_proposals_total{id}")),
+        2.0,
+        "one grant and one acquire"
+    );
+    assert_eq!(sample(&page, &format!("ringleader_service_leases{id}")), 1.0);
+    assert_eq!(sample(&page, &format!("ringleader_service_locks_held{id}")), 1.0);
+    assert_eq!(sample(&page, &format!("ringleader_service_locks_waiting{id}")), 0.0);
+    assert!(sample(&page, &format!("ringleader_service_term{id}")) >= 1.0);
+    assert!(sample(&page, &format!("ringleader_service_leader_changes_total{id}")) >= 1.0);
+    assert!(sample(&page, &format!("ringleader_service_proposal_latency_seconds_count{id}")) >= 2.0);
+    assert!(sample(&page, &format!("ringleader_service_fsync_latency_seconds_count{id}")) >= 2.0);
+    assert!(sample(&page, &format!("ringleader_service_applied_index{id}")) >= 3.0);
+    for family in ["apply_lag", "commit_index", "snapshots_sent_total", "snapshots_received_total"] {
+        sample(&page, &format!("ringleader_service_{family}{id}"));
+    }
+
+    // Refusals: a body over the limit is 413, a wrong method 405, each a JSON line with a reason,
+    // counted by reason.
+    let big = "x".repeat(100_000);
+    let (code, body) = post(s.port(1), "/v1/lock/acquire", json!({ "name": big, "lease": lease }));
+    assert_eq!((code, body["reason"].as_str()), (413, Some("too_large")), "{body}");
+    let (code, body) = call(s.port(1), "DELETE", "/v1/lock/acquire", None);
+    assert_eq!((code, body["reason"].as_str()), (405, Some("method_not_allowed")), "{body}");
+    let (code, body) = post(s.port(1), "/v1/lease/keepalive", json!({ "lease": 424_242 }));
+    assert_eq!((code, body["reason"].as_str()), (404, Some("no_such_lease")), "{body}");
+    let page = metrics(s.port(1));
+    for reason in ["too_large", "method_not_allowed", "no_such_lease"] {
+        let name = format!(r#"ringleader_service_rejected_requests_total{{id="1",reason="{reason}"}}"#);
+        assert_eq!(sample(&page, &name), 1.0, "{reason}");
+    }
+}
+
+#[test]
+fn event_streams_have_their_own_cap_and_health_checks_still_answer() {
+    let s = Service::start(1);
+    // Half the API's 256 connections may be event streams.
+    let streams: Vec<Stream> =
+        (0..128).map(|_| Stream::open(s.port(1), "/v1/election/e/observe", None)).collect();
+    assert!(streams.iter().all(|st| st.status == 200));
+    let (code, body) = call(s.port(1), "GET", "/v1/election/e/observe", None);
+    assert_eq!((code, body["reason"].as_str()), (503, Some("too_many_streams")), "{body}");
+    assert_eq!(call(s.port(1), "GET", "/health", None).0, 200);
+    assert_eq!(call(s.port(1), "GET", "/ready", None).0, 200);
+    assert_eq!(call(s.port(1), "GET", "/v1/election/e", None).0, 200);
+    assert!(s.grant(1, 10_000) > 0);
+}
+
+#[test]
+fn streams_carry_ids_and_resume_from_last_event_id() {
+    let s = Service::start(3);
+    let (a, b) = (s.grant(1, 10_000), s.grant(2, 10_000));
+    let (code, won) =
+        post(s.port(1), "/v1/election/campaign", json!({ "election": "r", "lease": a, "value": "alpha" }));
+    assert_eq!(code, 200, "{won}");
+    let mut first = Stream::open(s.port(2), "/v1/election/r/observe", None);
+    let (event, id, data) = first.next();
+    assert_eq!((event.as_str(), data["leader"]["lease"].as_u64()), ("leader", Some(a)), "{data}");
+    let seen: u64 = id.parse().expect("an id that is an entry index");
+    drop(first);
+
+    // Resumed at that id: the leader it saw is not sent again; the next change is, with a
+    // larger id.
+    let mut resumed = Stream::open(s.port(3), "/v1/election/r/observe", Some(&id));
+    let port = s.port(2);
+    let second = std::thread::spawn(move || {
+        post(port, "/v1/election/campaign", json!({ "election": "r", "lease": b, "value": "beta" }))
+    });
+    assert_eq!(post(s.port(1), "/v1/election/resign", json!({ "election": "r", "lease": a })).0, 200);
+    // (The resignation may leave the election empty for a moment, if B's campaign comes after.)
+    let mut last = seen;
+    loop {
+        let (event, id, data) = resumed.next();
+        assert_eq!(event, "leader");
+        let id: u64 = id.parse().unwrap();
+        assert!(id > last, "ids increase: {id} after {last}");
+        last = id;
+        match data["leader"]["lease"].as_u64() {
+            Some(l) if l == b => break,
+            None => {}
+            other => panic!("the leader it saw was sent again: {other:?}"),
+        }
+    }
+    assert_eq!(second.join().unwrap().0, 200);
+
+    // A lease watch resumed from an id older than what the node applied starts with a reset:
+    // the lease's state now.
+    let (code, got) = post(s.port(1), "/v1/lock/acquire", json!({ "name": "held", "lease": b }));
+    assert_eq!(code, 200, "{got}");
+    let mut watch = Stream::open(s.port(1), &format!("/v1/lease/{b}/watch"), Some("1.0"));
+    let (event, _, data) = watch.next();
+    assert_eq!(event, "reset", "{data}");
+    assert_eq!(data["locks"], json!([{ "name": "held", "fencing": got["fencing"] }]), "{data}");
+    // Then the stream goes on with ids INDEX.K: a revoked lease loses its lock.
+    assert_eq!(post(s.port(2), "/v1/lease/revoke", json!({ "lease": b })).0, 200);
+    let (event, id, data) = watch.next();
+    assert_eq!((event.as_str(), data["reason"].as_str()), ("lost", Some("revoked")), "{data}");
+    let (index, k) = id.split_once('.').expect("INDEX.K");
+    assert!(index.parse::<u64>().unwrap() > seen && k.parse::<u64>().is_ok(), "{id}");
 }
 
 /// `ringleader ARGS` against the service's three endpoints.

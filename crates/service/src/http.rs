@@ -41,6 +41,13 @@ pub const MAX_MS: u64 = 86_400_000;
 /// How often a blocked request checks that its lease still exists (a revoked lease sends no
 /// notice to its waiters).
 const LEASE_CHECK: Duration = Duration::from_millis(500);
+/// The largest request body, in bytes; a larger one is answered 413. The API's bodies are
+/// small: a name of at most [`MAX_NAME`] bytes and a value of at most [`MAX_VALUE`].
+pub const MAX_BODY: usize = 64 * 1024;
+
+/// Marks an answer as a refusal, with its reason, for the `rejected_requests` counter.
+#[derive(Clone, Copy, Debug)]
+struct Rejected(&'static str);
 
 /// An error answer: status, `reason` code and one line.
 #[derive(Debug)]
@@ -100,15 +107,27 @@ impl IntoResponse for ApiError {
         if let Some((k, v)) = self.extra {
             body[k] = v;
         }
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        response.extensions_mut().insert(Rejected(self.reason));
+        response
     }
 }
 
 type Answer = Result<Json<Value>, ApiError>;
 
-/// The body of a request, or a 400 naming what was wrong with it.
+/// The body of a request, or a 400 naming what was wrong with it (413 when it is over
+/// [`MAX_BODY`]).
 fn body<T>(b: Result<Json<T>, JsonRejection>) -> Result<T, ApiError> {
-    b.map(|Json(t)| t).map_err(|e| ApiError::bad(format!("bad JSON body: {}", e.body_text())))
+    b.map(|Json(t)| t).map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                format!("the request body is over {MAX_BODY} bytes, the most this API takes"),
+            );
+        }
+        ApiError::bad(format!("bad JSON body: {}", e.body_text()))
+    })
 }
 
 fn check_name(what: &str, name: &str) -> Result<(), ApiError> {
@@ -146,9 +165,13 @@ fn unexpected(reply: &Reply) -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("unexpected reply {reply:?}"))
 }
 
-/// The API's routes.
+/// The API's routes. Every refusal is a JSON body with a `reason`, counted by reason in
+/// `/metrics`.
 pub fn router(node: Arc<Node>) -> axum::Router {
     axum::Router::new()
+        .route("/health", get(health))
+        .route("/ready", get(ready))
+        .route("/metrics", get(metrics))
         .route("/status", get(status))
         .route("/v1/members", get(members_list).post(member_add))
         .route("/v1/members/{id}", delete(member_remove))
@@ -168,7 +191,103 @@ pub fn router(node: Arc<Node>) -> axum::Router {
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route; see docs/SERVICE-API.md")
         })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this route does not take that method; see docs/SERVICE-API.md",
+            )
+        })
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(node.clone(), count_rejections))
         .with_state(node)
+}
+
+/// Counts every refusal by its reason.
+async fn count_rejections(
+    State(node): State<Arc<Node>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let response = next.run(request).await;
+    if let Some(Rejected(reason)) = response.extensions().get::<Rejected>() {
+        node.metrics.reject(reason);
+    }
+    response
+}
+
+/// `/health`: 200 while the process serves.
+async fn health(State(node): State<Arc<Node>>) -> Json<Value> {
+    Json(json!({ "id": node.status.lock().expect("status lock").id, "status": "alive" }))
+}
+
+/// Whether this node can serve: a member of the cluster that knows a leader and has applied
+/// everything it knows committed; the reason when it cannot.
+pub fn readiness(s: &crate::server::Status) -> Result<String, String> {
+    if s.removed {
+        return Err(format!("node {} was removed from the cluster", s.id));
+    }
+    if !s.members.contains(&s.id) {
+        return Err(format!("node {} is not a member (yet)", s.id));
+    }
+    let Some(leader) = s.leader else { return Err("no leader known".into()) };
+    if s.applied < s.commit {
+        return Err(format!("applied up to {} of {} committed", s.applied, s.commit));
+    }
+    Ok(format!("leader {leader} known; applied up to the commit index {}", s.commit))
+}
+
+/// `/ready`: 200 when [`readiness`] says so, else 503 with the reason.
+async fn ready(State(node): State<Arc<Node>>) -> Response {
+    let s = node.status.lock().expect("status lock").clone();
+    match readiness(&s) {
+        Ok(why) => Json(json!({ "id": s.id, "ready": true, "why": why })).into_response(),
+        Err(why) => {
+            let mut e = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_ready", why);
+            e.extra = Some(("ready", json!(false)));
+            e.into_response()
+        }
+    }
+}
+
+/// `/metrics`: the OpenMetrics page ([`crate::metrics::exposition`]).
+async fn metrics(State(node): State<Arc<Node>>) -> Result<Response, ApiError> {
+    use crate::metrics::Holdings;
+    let v = node.local(Box::new(|m: &StateMachine| json!(Holdings::of(m)))).await?;
+    let holdings: Holdings = serde_json::from_value(v).unwrap_or_default();
+    let status = node.status.lock().expect("status lock").clone();
+    let text = crate::metrics::exposition(&node.metrics, &status, holdings);
+    let kind = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    Ok(([(axum::http::header::CONTENT_TYPE, kind)], text).into_response())
+}
+
+/// A place among the open event streams, given back when the stream ends.
+struct StreamSlot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl StreamSlot {
+    /// A place, or 503 when [`Node::max_streams`] are open.
+    fn take(node: &Node) -> Result<StreamSlot, ApiError> {
+        use std::sync::atomic::Ordering;
+        let open = node.streams.fetch_add(1, Ordering::Relaxed);
+        let slot = StreamSlot(node.streams.clone());
+        if open >= node.max_streams {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too_many_streams",
+                format!(
+                    "{} event streams are open, the most this node serves; retry later",
+                    node.max_streams
+                ),
+            ));
+        }
+        Ok(slot)
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 async fn status(State(node): State<Arc<Node>>) -> Json<Value> {
@@ -368,8 +487,11 @@ async fn lock_acquire(State(node): State<Arc<Node>>, b: Result<Json<AcquireBody>
     check_name("name", &b.name)?;
     let deadline = deadline_of(b.timeout_ms)?;
     let (name, lease, wait) = (b.name, b.lease, b.wait.unwrap_or(true));
+    // Subscribed before proposing, so that the grant's notice cannot be missed; notices of
+    // entries up to the acquire's own answered earlier requests (see `etcd::lock`).
     let mut rx = node.notices.subscribe();
-    let applied = node.propose(Op::Acquire { name: name.clone(), lease, request: 0, wait }).await?;
+    let (queued_at, applied) =
+        node.propose_at(Op::Acquire { name: name.clone(), lease, request: 0, wait }).await?;
     match applied.reply {
         Reply::Acquired { fencing } => return deliver_grant(&node, name, lease, fencing).await,
         Reply::Queued { .. } => {}
@@ -424,6 +546,7 @@ async fn lock_acquire(State(node): State<Arc<Node>>, b: Result<Json<AcquireBody>
                     return deliver_grant(&node, name, lease, fencing).await;
                 }
             }
+            Heard::Notice(p) if p.0 <= queued_at => {}
             Heard::Notice(p) => match &p.1 {
                 Notice::Granted { name: n, lease: l, fencing, .. } if *n == name && *l == lease => {
                     withdraw.disarm();
@@ -533,7 +656,8 @@ async fn campaign(State(node): State<Arc<Node>>, b: Result<Json<CampaignBody>, J
     let elected = |c: &Candidate| Json(json!({ "election": election, "leader": candidate(c) }));
     let mut rx = node.notices.subscribe();
     let op = Op::Campaign { election: election.clone(), lease, value: b.value, request: 0 };
-    match node.propose(op).await?.reply {
+    let (queued_at, applied) = node.propose_at(op).await?;
+    match applied.reply {
         Reply::Elected => {
             if let Some(c) = leader_of(&node, &election).await?.filter(|c| c.lease == lease) {
                 return Ok(elected(&c));
@@ -572,6 +696,7 @@ async fn campaign(State(node): State<Arc<Node>>, b: Result<Json<CampaignBody>, J
                     return Err(ApiError::no_lease(lease));
                 }
             }
+            Heard::Notice(p) if p.0 <= queued_at => {}
             Heard::Notice(p) => match &p.1 {
                 Notice::LeaderChanged { election: e, leader: Some(c) }
                     if *e == election && c.lease == lease =>
@@ -634,10 +759,28 @@ type Events = Sse<
     >,
 >;
 
+/// The entry index a `Last-Event-ID` header names (ids are `INDEX` or `INDEX.K`), if any.
+fn last_event_index(headers: &axum::http::HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(v) = headers.get("last-event-id") else { return Ok(None) };
+    let text = v.to_str().unwrap_or("");
+    let index = text.split('.').next().unwrap_or("");
+    index.parse().map(Some).map_err(|_| {
+        ApiError::bad(format!("Last-Event-ID {text:?}: expected an id this API sent (INDEX or INDEX.K)"))
+    })
+}
+
 /// `observe`: the current leader (a linearizable read), then every change after the index that
-/// read saw, in log order.
-async fn observe(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Result<Events, ApiError> {
+/// read saw, in log order. Each event's id is the index of the entry it reflects. A client that
+/// reconnects with `Last-Event-ID` gets the current leader first only if it changed after that
+/// id: the current leader stands for every change it missed.
+async fn observe(
+    State(node): State<Arc<Node>>,
+    Path(name): Path<String>,
+    headers: axum::http::HeaderMap,
+) -> Result<Events, ApiError> {
     check_name("election", &name)?;
+    let last = last_event_index(&headers)?;
+    let slot = StreamSlot::take(&node)?;
     let rx = node.notices.subscribe();
     let e = name.clone();
     let (seen, first) = node
@@ -645,8 +788,11 @@ async fn observe(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Res
             move |m: &StateMachine| json!({ "election": e, "leader": m.leader(&e).as_ref().map(candidate) }),
         ))
         .await?;
-    let first = SseEvent::default().event("leader").data(first.to_string());
-    let rest = futures_util::stream::unfold(rx, move |mut rx| {
+    // With Last-Event-ID, the current state is sent again only if the client may lack it.
+    let known = last.is_some_and(|l| l >= seen);
+    let first = (!known)
+        .then(|| Ok(SseEvent::default().event("leader").id(seen.to_string()).data(first.to_string())));
+    let rest = futures_util::stream::unfold((rx, slot), move |(mut rx, slot)| {
         let name = name.clone();
         async move {
             loop {
@@ -658,37 +804,67 @@ async fn observe(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Res
                         {
                             let data =
                                 json!({ "election": election, "leader": leader.as_ref().map(candidate) });
-                            return Some((
-                                Ok(SseEvent::default().event("leader").data(data.to_string())),
-                                rx,
-                            ));
+                            let event = SseEvent::default().event("leader").id(index.to_string());
+                            return Some((Ok(event.data(data.to_string())), (rx, slot)));
                         }
                     }
                     // A subscriber that fell behind cannot tell what it missed: the stream ends
-                    // and the client observes again (it gets the current leader first).
+                    // and the client observes again, with Last-Event-ID (it gets the current
+                    // leader first).
                     Err(_) => return None,
                 }
             }
         }
     });
-    let stream = futures_util::StreamExt::chain(futures_util::stream::iter([Ok(first)]), rest);
+    let stream = futures_util::StreamExt::chain(futures_util::stream::iter(first), rest);
     Ok(Sse::new(Box::pin(stream) as _).keep_alive(KeepAlive::default()))
 }
 
-/// `watch`: what happens to one lease, until it expires.
-async fn lease_watch(State(node): State<Arc<Node>>, Path(id): Path<String>) -> Result<Events, ApiError> {
+/// `watch`: what happens to one lease, until it expires. Each event's id is `INDEX.K`: the
+/// entry's index and the event's place among that entry's events. Events are not kept, so a
+/// client that reconnects with `Last-Event-ID` older than this node's applied index first gets
+/// a `reset` event: the lease's state now (the locks it holds), standing for what it missed.
+async fn lease_watch(
+    State(node): State<Arc<Node>>,
+    Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
+) -> Result<Events, ApiError> {
     let lease = parse_id(&id)?;
+    let last = last_event_index(&headers)?;
+    let slot = StreamSlot::take(&node)?;
     let rx = node.notices.subscribe();
-    let alive = node.read(Box::new(move |m: &StateMachine| json!(m.lease(lease).is_some()))).await?.1;
-    if alive != json!(true) {
+    let (seen, state) = node
+        .read(Box::new(move |m: &StateMachine| {
+            let locks: Vec<Value> = m
+                .locks()
+                .into_iter()
+                .filter_map(|n| match m.holder(&n) {
+                    Some((l, fencing)) if l == lease => Some(json!({ "name": n, "fencing": fencing })),
+                    _ => None,
+                })
+                .collect();
+            json!({ "alive": m.lease(lease).is_some(), "locks": locks })
+        }))
+        .await?;
+    if state["alive"] != json!(true) {
         return Err(ApiError::no_lease(lease));
     }
-    let stream = futures_util::stream::unfold((rx, false), move |(mut rx, ended)| async move {
+    let reset = last.filter(|&l| l < seen).map(|l| {
+        let data = json!({ "last_event_id": l, "applied": seen, "locks": state["locks"] });
+        Ok(SseEvent::default().event("reset").id(seen.to_string()).data(data.to_string()))
+    });
+    let skip_to = last.unwrap_or(0);
+    let init = (rx, false, (0u64, 0u64), slot);
+    let rest = futures_util::stream::unfold(init, move |(mut rx, ended, (at, k), slot)| async move {
         if ended {
             return None;
         }
+        let (mut at, mut k) = (at, k);
         loop {
             let p = rx.recv().await.ok()?;
+            if p.0 <= skip_to {
+                continue;
+            }
             let (event, data, end) = match &p.1 {
                 Notice::Granted { name, lease: l, fencing, .. } if *l == lease => {
                     ("granted", json!({ "name": name, "fencing": fencing }), false)
@@ -710,8 +886,15 @@ async fn lease_watch(State(node): State<Arc<Node>>, Path(id): Path<String>) -> R
                 Notice::LeaseExpired { lease: l, .. } if *l == lease => ("expired", json!({}), true),
                 _ => continue,
             };
-            return Some((Ok(SseEvent::default().event(event).data(data.to_string())), (rx, end)));
+            if p.0 == at {
+                k += 1;
+            } else {
+                (at, k) = (p.0, 0);
+            }
+            let event = SseEvent::default().event(event).id(format!("{at}.{k}")).data(data.to_string());
+            return Some((Ok(event), (rx, end, (at, k), slot)));
         }
     });
+    let stream = futures_util::StreamExt::chain(futures_util::stream::iter(reset), rest);
     Ok(Sse::new(Box::pin(stream) as _).keep_alive(KeepAlive::default()))
 }

@@ -13,10 +13,12 @@
 //!   real nodes to its peers, and the commands the API sends the loop.
 //! - [`http`]: the HTTP/JSON API with Server-Sent-Event watches (docs/SERVICE-API.md).
 //! - [`etcd`]: the etcd-compatible gRPC API (leases, locks, elections; docs/ETCD.md).
+//! - [`metrics`]: what a node counts, and its OpenMetrics page (`GET /metrics`).
 
 pub mod disk;
 pub mod etcd;
 pub mod http;
+pub mod metrics;
 pub mod server;
 
 /// Starts a service node ([`server::start`]) and serves its HTTP API ([`http::router`]) until

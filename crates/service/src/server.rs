@@ -57,6 +57,10 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::disk::{DiskError, DiskLog};
+use crate::metrics::{ServiceMetrics, Timed};
+
+/// The replica's log: the redb file, its writes timed for `/metrics`.
+type Log = Timed<DiskLog>;
 
 /// The name the service's peers say in their hello: only service nodes talk to service nodes.
 pub const PROTOCOL: &str = "lock-service";
@@ -374,12 +378,12 @@ pub type Query = Box<dyn FnOnce(&StateMachine) -> serde_json::Value + Send>;
 
 /// What HTTP handlers ask of the loop.
 pub enum Command {
-    /// Propose `op`; the answer is the applied result.
+    /// Propose `op`; the answer is the index of its entry and the applied result.
     Propose {
         /// The operation.
         op: Op,
         /// Where the result goes.
-        reply: oneshot::Sender<Result<Applied, Unavailable>>,
+        reply: oneshot::Sender<Result<(u64, Applied), Unavailable>>,
     },
     /// A linearizable read: `query` runs once a ReadIndex confirmed by a majority is applied;
     /// the answer carries the applied index it saw.
@@ -453,11 +457,25 @@ pub struct Node {
     pub request_timeout: Duration,
     /// Cancelled to stop the node.
     pub shutdown: CancellationToken,
+    /// What the loop and the API count (`GET /metrics`).
+    pub metrics: Arc<ServiceMetrics>,
+    /// Event streams (SSE) open at once, at most: half the API's connections, so that streams
+    /// never take the connections that health checks, reads and writes need.
+    pub max_streams: usize,
+    /// Event streams open now.
+    pub streams: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Node {
     /// Proposes `op` and waits for its result.
     pub async fn propose(&self, op: Op) -> Result<Applied, Unavailable> {
+        Ok(self.propose_at(op).await?.1)
+    }
+
+    /// Proposes `op` and waits for its result, with the index of its entry: a request that
+    /// then waits for a notice takes only notices of later entries as answers (an earlier
+    /// notice about the same lease and name answered an earlier request).
+    pub async fn propose_at(&self, op: Op) -> Result<(u64, Applied), Unavailable> {
         let (reply, rx) = oneshot::channel();
         self.commands.send(Command::Propose { op, reply }).await.map_err(|_| Unavailable::Stopping)?;
         rx.await.map_err(|_| Unavailable::Stopping)?
@@ -566,6 +584,8 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
     let removed_at_start = !voters.is_empty() && !voters.contains(&cfg.id);
     let incarnation = next_incarnation(&cfg.data_dir)?;
     let me = (cfg.id - 1) as NodeId;
+    let metrics = Arc::new(ServiceMetrics::default());
+    let log = Timed { inner: log, fsync_seconds: metrics.fsync_seconds.clone() };
     let replica = Replica::new(me, incarnation, cfg.settings(), log)?;
 
     let listener = tokio::net::TcpListener::bind(cfg.listen)
@@ -635,6 +655,9 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         shared: shared.clone(),
         request_timeout: cfg.request_timeout,
         shutdown: shutdown.clone(),
+        metrics: metrics.clone(),
+        max_streams: (cfg.api_limits.max_connections / 2).max(1),
+        streams: Default::default(),
     });
     let seed = cfg.seed.unwrap_or_else(|| {
         let mut b = [0u8; 8];
@@ -662,6 +685,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         removed: removed_at_start,
         compact: false,
         table_changed: false,
+        metrics,
     };
     let mut state = state;
     for (id, addr) in table {
@@ -675,7 +699,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
 /// A proposal of this node's waiting to be seen applied.
 struct Pending {
     proposal: Proposal,
-    reply: Option<oneshot::Sender<Result<Applied, Unavailable>>>,
+    reply: Option<oneshot::Sender<Result<(u64, Applied), Unavailable>>>,
     first_sent: Instant,
     last_sent: Instant,
 }
@@ -733,6 +757,8 @@ struct LoopState {
     compact: bool,
     /// `table` changed since it was last written.
     table_changed: bool,
+    /// What the loop counts.
+    metrics: Arc<ServiceMetrics>,
 }
 
 impl LoopState {
@@ -804,8 +830,15 @@ struct ServerHost<'a> {
 }
 
 impl Host for ServerHost<'_> {
+    fn leader_changed(&mut self, _: Option<NodeId>, _: u64) {
+        Counters::bump(&self.state.metrics.leader_changes);
+    }
+
     fn send(&mut self, to: NodeId, msg: RaftMessage) {
         let s = &mut *self.state;
+        if msg.get_msg_type() == raft::eraftpb::MessageType::MsgSnapshot {
+            Counters::bump(&s.metrics.snapshots_sent);
+        }
         let Some(link) = s.links.get(&(to as u64 + 1)) else { return };
         s.msg_count += 1;
         let msg_id = ((self.me as u64) << 40) | (s.msg_count & ((1 << 40) - 1));
@@ -823,8 +856,9 @@ impl Host for ServerHost<'_> {
             return;
         }
         match self.state.pending.remove(&p.request) {
-            Some(Pending { reply: Some(reply), .. }) => {
-                let _ = reply.send(Ok(applied));
+            Some(Pending { reply: Some(reply), first_sent, .. }) => {
+                self.state.metrics.proposal_seconds.observe(first_sent.elapsed().as_secs_f64());
+                let _ = reply.send(Ok((index, applied)));
             }
             Some(_) => {}
             None => {
@@ -900,7 +934,7 @@ impl Host for ServerHost<'_> {
 
 /// The loop: inputs in, replica driven, answers out (see the module documentation).
 async fn run_loop(
-    mut replica: Replica<DiskLog>,
+    mut replica: Replica<Log>,
     mut state: LoopState,
     mut peers: mpsc::Receiver<Input<Msg, ()>>,
     mut commands: mpsc::Receiver<Command>,
@@ -919,13 +953,13 @@ async fn run_loop(
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = ticker.tick() => if !state.removed { on_tick(&mut replica, &mut state) },
-            Some(input) = peers.recv() => if !state.removed { on_peer(&mut replica, input) },
+            Some(input) = peers.recv() => if !state.removed { on_peer(&mut replica, &state, input) },
             Some(cmd) = commands.recv() => on_command(&mut replica, &mut state, cmd),
         }
         // Group commit: everything already waiting joins this turn's Ready.
         for _ in 0..BATCH {
             match peers.try_recv() {
-                Ok(input) if !state.removed => on_peer(&mut replica, input),
+                Ok(input) if !state.removed => on_peer(&mut replica, &state, input),
                 Ok(_) => {}
                 Err(_) => break,
             }
@@ -960,7 +994,7 @@ async fn run_loop(
 /// What applied membership changes leave to do once the `Ready` is handled: compact the log
 /// after an addition, write the address table, answer the change, and stop if this node was
 /// removed.
-fn after_changes(replica: &mut Replica<DiskLog>, state: &mut LoopState) -> Result<(), ServeError> {
+fn after_changes(replica: &mut Replica<Log>, state: &mut LoopState) -> Result<(), ServeError> {
     if std::mem::take(&mut state.compact) {
         // A failure here only means a new node may be sent the log rather than a snapshot
         // later; the node goes on.
@@ -1003,15 +1037,18 @@ fn after_changes(replica: &mut Replica<DiskLog>, state: &mut LoopState) -> Resul
     Ok(())
 }
 
-fn on_peer(replica: &mut Replica<DiskLog>, input: Input<Msg, ()>) {
+fn on_peer(replica: &mut Replica<Log>, state: &LoopState, input: Input<Msg, ()>) {
     if let Input::Message { env, .. } = input
         && let Some(m) = env.msg.decode()
     {
+        if m.get_msg_type() == raft::eraftpb::MessageType::MsgSnapshot {
+            Counters::bump(&state.metrics.snapshots_received);
+        }
         replica.step(m);
     }
 }
 
-fn on_command(replica: &mut Replica<DiskLog>, state: &mut LoopState, cmd: Command) {
+fn on_command(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Command) {
     let now = Instant::now();
     if state.removed {
         let gone = Unavailable::Removed(state.cfg.id);
@@ -1068,6 +1105,7 @@ fn on_command(replica: &mut Replica<DiskLog>, state: &mut LoopState, cmd: Comman
             state.change = Some(PendingChange { change, reply, first_sent: now, applied: false });
         }
         Command::Propose { op, reply } => {
+            Counters::bump(&state.metrics.proposals);
             let request = state.next_request;
             state.next_request += 1;
             let proposal = Proposal { origin: replica.id(), incarnation: replica.incarnation(), request, op };
@@ -1091,7 +1129,7 @@ fn on_command(replica: &mut Replica<DiskLog>, state: &mut LoopState, cmd: Comman
 }
 
 /// A tick: the replica's clock, then requests to propose again or give up.
-fn on_tick(replica: &mut Replica<DiskLog>, state: &mut LoopState) {
+fn on_tick(replica: &mut Replica<Log>, state: &mut LoopState) {
     replica.tick(state.started.elapsed().as_nanos() as Time);
     let now = Instant::now();
     let (retry, timeout) = (state.cfg.retry, state.cfg.request_timeout);
@@ -1128,9 +1166,11 @@ fn on_tick(replica: &mut Replica<DiskLog>, state: &mut LoopState) {
     }
 }
 
-/// Answers the reads whose confirmed index is applied.
-fn answer_reads(replica: &Replica<DiskLog>, state: &mut LoopState) {
-    let applied = replica.machine().last_applied();
+/// Answers the reads whose confirmed index is applied. The index counts every applied entry,
+/// the new leader's empty entry included: a ReadIndex on a fresh cluster, or after a leader
+/// change with nothing written since, names that entry, which changes no state.
+fn answer_reads(replica: &Replica<Log>, state: &mut LoopState) {
+    let applied = replica.applied();
     let ready: Vec<u64> =
         state.reads.iter().filter(|(_, r)| r.index.is_some_and(|i| i <= applied)).map(|(k, _)| *k).collect();
     for ctx in ready {
@@ -1139,7 +1179,7 @@ fn answer_reads(replica: &Replica<DiskLog>, state: &mut LoopState) {
     }
 }
 
-fn publish_status(replica: &Replica<DiskLog>, state: &LoopState) {
+fn publish_status(replica: &Replica<Log>, state: &LoopState) {
     let role = match replica.role() {
         StateRole::Leader => "leader",
         StateRole::Follower => "follower",
@@ -1150,7 +1190,7 @@ fn publish_status(replica: &Replica<DiskLog>, state: &LoopState) {
     s.leader = replica.leader().map(|p| p as u64 + 1);
     s.term = replica.term();
     s.role = role;
-    s.applied = replica.machine().last_applied();
+    s.applied = replica.applied();
     s.commit = replica.commit();
     s.members = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
     s.removed = state.removed;

@@ -457,7 +457,9 @@ impl KvStore {
         if at > current {
             return Err(KvError::FutureRevision);
         }
-        if at < self.first_kept {
+        // The latest revision is always readable, even before the first write (when it is 0,
+        // below `first_kept`).
+        if req.revision != 0 && at < self.first_kept {
             return Err(KvError::Compacted { first_kept: self.first_kept });
         }
         let all = self.records_at(&req.key, &req.range_end, at, current);

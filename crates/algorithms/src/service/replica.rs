@@ -280,6 +280,14 @@ impl<L: StableLog> Replica<L> {
         self.raft.raft.term
     }
 
+    /// The index of the last entry applied, whatever it carried: a proposal, a membership
+    /// change, or the empty entry a new leader commits at the start of its term. The state
+    /// machine's own [`StateMachine::last_applied`] counts proposals only, so a read whose
+    /// ReadIndex names a leader's empty entry must wait on this one.
+    pub fn applied(&self) -> u64 {
+        self.raft.raft.raft_log.applied
+    }
+
     /// The highest index it knows committed.
     pub fn commit(&self) -> u64 {
         self.raft.raft.raft_log.committed

@@ -90,9 +90,11 @@ impl Election for ElectionApi {
             let leader = Some(leader_key(&election, c));
             async move { Response::new(CampaignResponse { header: ctx.applied_header().await, leader }) }
         };
+        // Notices of entries up to the Campaign's own answered earlier requests (see `lock`).
         let mut rx = node.notices.subscribe();
         let op = Op::Campaign { election: election.clone(), lease, value, request: 0 };
-        match node.propose(op).await.map_err(unavailable)?.reply {
+        let (queued_at, applied) = node.propose_at(op).await.map_err(unavailable)?;
+        match applied.reply {
             Reply::Elected => {
                 return match leader_of(ctx, &election).await?.filter(|c| c.lease == lease) {
                     Some(c) => Ok(elected(&c).await),
@@ -116,6 +118,7 @@ impl Election for ElectionApi {
                         return Err(lease_not_found());
                     }
                 }
+                Heard::Notice(p) if p.0 <= queued_at => {}
                 Heard::Notice(p) => match &p.1 {
                     Notice::LeaderChanged { election: e, leader: Some(c) }
                         if *e == election && c.lease == lease =>

@@ -134,13 +134,44 @@ fn request_op(op: pb::RequestOp) -> Result<RequestOp, Status> {
     }
 }
 
-/// A transaction from the wire.
+/// A transaction from the wire; a branch that writes one key twice is refused as etcd refuses
+/// it.
 pub fn txn_of(t: TxnRequest) -> Result<Txn, Status> {
-    Ok(Txn {
+    let txn = Txn {
         compare: t.compare.into_iter().map(compare).collect(),
         success: t.success.into_iter().map(request_op).collect::<Result<_, _>>()?,
         failure: t.failure.into_iter().map(request_op).collect::<Result<_, _>>()?,
-    })
+    };
+    check_duplicates(&txn.success)?;
+    check_duplicates(&txn.failure)?;
+    Ok(txn)
+}
+
+/// etcd's rule for one branch of a transaction (`checkIntervals`): no key is put twice, and no
+/// key put is also inside a range the branch deletes — the outcome would hang on the order.
+fn check_duplicates(ops: &[RequestOp]) -> Result<(), Status> {
+    let duplicate = || Status::invalid_argument("etcdserver: duplicate key given in txn request");
+    let mut puts = std::collections::BTreeSet::new();
+    for op in ops {
+        if let RequestOp::Put(p) = op
+            && !puts.insert(p.key.as_slice())
+        {
+            return Err(duplicate());
+        }
+    }
+    for op in ops {
+        if let RequestOp::DeleteRange(d) = op {
+            let inside = |k: &[u8]| match d.range_end.as_slice() {
+                [] => k == d.key.as_slice(),
+                [0] => k >= d.key.as_slice(),
+                end => k >= d.key.as_slice() && k < end,
+            };
+            if puts.iter().any(|k| inside(k)) {
+                return Err(duplicate());
+            }
+        }
+    }
+    Ok(())
 }
 
 fn range_pb(ctx: &Ctx, revision: u64, r: RangeResult) -> RangeResponse {

@@ -51,10 +51,15 @@ impl Lock for LockApi {
         let name = name_of("lock name", &req.name)?;
         let lease = lease_id("lease", req.lease)?;
         let node = &self.0.node;
-        // Subscribed before proposing, so that the grant's notice cannot be missed.
+        // Subscribed before proposing, so that the grant's notice cannot be missed. Notices of
+        // entries up to the Acquire's own are older than this request: a node still applying
+        // an earlier grant and release of the same lease and name (a client's previous Lock
+        // and Unlock, answered by another node) publishes them after the Acquire is proposed,
+        // and they answered that earlier Lock, not this one.
         let mut rx = node.notices.subscribe();
         let op = Op::Acquire { name: name.clone(), lease, request: 0, wait: true };
-        match node.propose(op).await.map_err(unavailable)?.reply {
+        let (queued_at, applied) = node.propose_at(op).await.map_err(unavailable)?;
+        match applied.reply {
             Reply::Acquired { fencing } => return self.deliver(&name, lease, fencing).await,
             Reply::Queued { .. } => {}
             Reply::NoSuchLease => return Err(lease_not_found()),
@@ -88,6 +93,7 @@ impl Lock for LockApi {
                         return self.deliver(&name, lease, fencing).await;
                     }
                 }
+                Heard::Notice(p) if p.0 <= queued_at => {}
                 Heard::Notice(p) => match &p.1 {
                     Notice::Granted { name: n, lease: l, fencing, .. } if *n == name && *l == lease => {
                         withdraw.disarm();
