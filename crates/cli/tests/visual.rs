@@ -448,3 +448,251 @@ fn screenshots_of_one_run_per_family() {
         std::fs::write(img.join(format!("family-{family}.png")), png).unwrap();
     }
 }
+
+/// Every drawing problem of the diagram on screen, measured in client coordinates: texts cut by
+/// the drawing's edges, event labels overlapping each other, event labels crossed by a message
+/// line.
+const DRAWING_PROBLEMS: &str = r#"(function () {
+  var svg = document.getElementById('diagram'), sb = svg.getBoundingClientRect();
+  var texts = Array.from(svg.querySelectorAll('text')), clipped = [], overlaps = [], crossed = [];
+  texts.forEach(function (t) {
+    var b = t.getBoundingClientRect();
+    if (b.width > 0 && (b.right > sb.right + 0.5 || b.left < sb.left - 0.5)) clipped.push(t.textContent);
+  });
+  var labels = Array.from(svg.querySelectorAll('.label-event')).map(function (t) {
+    var b = t.getBoundingClientRect();
+    return { x0: b.left + 1, x1: b.right - 1, y0: b.top + 1, y1: b.bottom - 1, t: t.textContent };
+  });
+  for (var i = 0; i < labels.length; i++) for (var j = i + 1; j < labels.length; j++) {
+    var a = labels[i], c = labels[j];
+    if (a.x0 < c.x1 && c.x0 < a.x1 && a.y0 < c.y1 && c.y0 < a.y1) overlaps.push(a.t + ' / ' + c.t);
+  }
+  function hits(ax, ay, bx, by, b) {
+    var t0 = 0, t1 = 1, dx = bx - ax, dy = by - ay;
+    var p = [-dx, dx, -dy, dy], q = [ax - b.x0, b.x1 - ax, ay - b.y0, b.y1 - ay];
+    for (var i = 0; i < 4; i++) {
+      if (p[i] === 0) { if (q[i] < 0) return false; continue; }
+      var t = q[i] / p[i];
+      if (p[i] < 0) { if (t > t1) return false; if (t > t0) t0 = t; } else { if (t < t0) return false; if (t < t1) t1 = t; }
+    }
+    return true;
+  }
+  var lines = Array.from(svg.querySelectorAll('line.msg-arrow, .msg-drop line.path')).map(function (l) {
+    var m = l.getScreenCTM(), p1 = svg.createSVGPoint(), p2 = svg.createSVGPoint();
+    p1.x = +l.getAttribute('x1'); p1.y = +l.getAttribute('y1'); p2.x = +l.getAttribute('x2'); p2.y = +l.getAttribute('y2');
+    p1 = p1.matrixTransform(m); p2 = p2.matrixTransform(m);
+    return [p1.x, p1.y, p2.x, p2.y];
+  });
+  labels.forEach(function (b) { if (lines.some(function (s) { return hits(s[0], s[1], s[2], s[3], b); })) crossed.push(b.t); });
+  return { texts: texts.length, labels: labels.length, clipped: clipped, overlaps: overlaps, crossed: crossed };
+})()"#;
+
+/// Goes to the first suspicion of the run, if any (a long run draws only the rows in view).
+const GO_TO_FIRST_SUSPICION: &str = "(function () {
+  var recs = JSON.parse(document.getElementById('run-data').textContent).records, steps = [];
+  recs.forEach(function (r) { if (!steps.length || steps[steps.length - 1] !== r.step) steps.push(r.step); });
+  var e = recs.find(function (r) { return r.kind === 'emit' && r.event && r.event.event === 'suspect'; });
+  if (e) { window.ringleaderViewer.go(steps.indexOf(e.step)); window.ringleaderViewer.draw(); } })()";
+
+/// A label's colour says what it is: the violation caption red, leaders blue, suspicions orange,
+/// partitions violet (a rule for every text of the diagram once overrode them all).
+#[test]
+fn labels_are_coloured_by_meaning() {
+    let dir = out_dir("colours");
+    let page = Page::new();
+    let fill = |selector: &str| {
+        page.eval(&format!(
+            "(function(){{ var e = document.querySelector({selector:?}); return e ? getComputedStyle(e).fill : null; }})()"
+        ))
+    };
+    for (file, scenario_file, selector, colour) in [
+        ("violation.html", "central-timeout-paused-holder.toml", ".violation-label", "rgb(200, 0, 0)"),
+        ("leader.html", "bully-worst-case.toml", "text.label-leader", "rgb(24, 73, 169)"),
+        ("suspect.html", "heartbeat-paused-process.toml", "text.label-suspect", "rgb(181, 71, 8)"),
+        ("partition.html", "bully-partition-split-brain.toml", ".partition-label", "rgb(91, 63, 214)"),
+    ] {
+        let f = dir.join(file);
+        sim_html(&[&scenario(scenario_file)], &f);
+        page.open(&f);
+        // Long runs draw only the rows in view: go to the first suspicion.
+        page.eval(GO_TO_FIRST_SUSPICION);
+        assert_eq!(fill(selector), serde_json::json!(colour), "{scenario_file}: {selector}");
+        assert_eq!(
+            fill(".head-role"),
+            serde_json::json!("rgb(102, 112, 133)"),
+            "{scenario_file}: roles are muted"
+        );
+    }
+    page.assert_no_errors("colours");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A message lost on the link is crossed out beside its sender, one sent to a crashed node on
+/// that node's lifeline; hovering the cross says why it was lost.
+#[test]
+fn a_lost_message_is_crossed_where_it_was_lost() {
+    let dir = out_dir("crosses");
+    let file = dir.join("bully-lossy.html");
+    let report = sim_html(
+        &["--algo", "bully", "--nodes", "5", "--loss", "0.2", "--crash", "5@0", "--seed", "7"],
+        &file,
+    );
+    let page = Page::new();
+    page.open(&file);
+    let crosses = page.eval(
+        "Array.from(document.querySelectorAll('.msg-drop')).map(function (g) {
+           var m = window.ringleaderViewer.message(+g.getAttribute('data-msg'));
+           var b = g.querySelector('.cross').getBoundingClientRect();
+           var from = window.ringleaderViewer.point(m.from, m.r0), to = window.ringleaderViewer.point(m.to, m.r1);
+           return { reason: m.reason, cx: b.left + b.width / 2, cy: b.top + b.height / 2, sx: from.x, sy: from.y,
+                    rx: to.x, ry: to.y, title: g.querySelector('title').textContent };
+         })",
+    );
+    let crosses = crosses.as_array().expect("one entry per cross");
+    assert_eq!(crosses.len() as u64, report["messages"]["dropped"].as_u64().unwrap());
+    let (mut lost, mut crashed) = (0, 0);
+    for c in crosses {
+        let f = |k: &str| c[k].as_f64().unwrap();
+        match c["reason"].as_str().unwrap() {
+            "lost" => {
+                lost += 1;
+                assert!(
+                    (f("cx") - f("sx")).abs() <= 24.0,
+                    "a loss on the link is crossed beside the sender: {c}"
+                );
+                assert!((f("cx") - f("sx")).abs() < (f("cx") - f("rx")).abs(), "{c}");
+                assert!(c["title"].as_str().unwrap().contains("lost on the link"), "{c}");
+            }
+            "receiver crashed" => {
+                crashed += 1;
+                assert!((f("cx") - f("rx")).abs() <= 1.0, "on the crashed receiver's lifeline: {c}");
+                assert!((f("cy") - f("ry")).abs() <= 1.0, "at the drop: {c}");
+                assert!(c["title"].as_str().unwrap().contains("the receiver had crashed"), "{c}");
+            }
+            other => panic!("an unexpected reason {other}: {c}"),
+        }
+    }
+    assert!(
+        lost > 0 && crashed > 0,
+        "the run has both kinds of loss: {lost} lost, {crashed} to a crashed node"
+    );
+    page.assert_no_errors("crosses");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// No label is cut at the drawing's edge, overlaps another or is crossed by a message line; a
+/// label with no free place becomes a ring that shows it on hover, so none is lost.
+#[test]
+fn labels_are_neither_clipped_nor_overlapping_nor_crossed() {
+    let dir = out_dir("labels");
+    let page = Page::new();
+    for name in [
+        "cmh-detect-and-resolve.toml",
+        "bully-worst-case.toml",
+        "central-timeout-paused-holder.toml",
+        "heartbeat-paused-process.toml",
+        "ring-partition-split-brain.toml",
+    ] {
+        let file = dir.join(name.replace(".toml", ".html"));
+        sim_html(&[&scenario(name)], &file);
+        page.open(&file);
+        page.eval(GO_TO_FIRST_SUSPICION);
+        let problems = page.eval(DRAWING_PROBLEMS);
+        assert!(problems["texts"].as_u64().unwrap() > 0, "{name}: {problems}");
+        assert_eq!(problems["clipped"], serde_json::json!([]), "{name}: clipped texts");
+        assert_eq!(problems["overlaps"], serde_json::json!([]), "{name}: overlapping labels");
+        assert_eq!(problems["crossed"], serde_json::json!([]), "{name}: labels crossed by messages");
+        if page.text("#notice").is_empty() {
+            let labels = page.eval("window.ringleaderViewer.labels").as_u64().unwrap();
+            let shown = page.count(".label-event") + page.count(".label-more title");
+            assert_eq!(shown, labels, "{name}: every label is shown");
+        }
+    }
+    page.assert_no_errors("labels");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The legend lists exactly the message kinds of the trace, each in its own colour.
+#[test]
+fn the_legend_lists_the_kinds_that_occur_in_distinct_colours() {
+    let dir = out_dir("legend");
+    let file = dir.join("lock-service.html");
+    sim_html(&["--algo", "lock-service"], &file);
+    let page = Page::new();
+    page.open(&file);
+    let occurring = page.eval(
+        "Array.from(new Set(JSON.parse(document.getElementById('run-data').textContent).records
+           .filter(function (r) { return r.msg_kind; }).map(function (r) { return r.msg_kind; }))).sort()",
+    );
+    let listed = page.eval(
+        "Array.from(document.querySelectorAll('#legend .key[data-kind]')).map(function (k) { return k.getAttribute('data-kind'); }).sort()",
+    );
+    assert!(occurring.as_array().unwrap().len() >= 4, "{occurring}");
+    assert_eq!(listed, occurring, "the legend lists the kinds that occur, no more");
+    let colours = page.eval(
+        "Array.from(document.querySelectorAll('#legend .key[data-kind] .swatch')).map(function (s) { return getComputedStyle(s).backgroundColor; })",
+    );
+    let colours: Vec<&str> = colours.as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    let distinct: std::collections::BTreeSet<&str> = colours.iter().copied().collect();
+    assert_eq!(distinct.len(), colours.len(), "distinct colours: {colours:?}");
+    page.assert_no_errors("legend");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A regenerated token's fencing token is shown as (epoch, counter), not as the packed number.
+#[test]
+fn fencing_tokens_are_shown_in_their_typed_form() {
+    let dir = out_dir("fencing");
+    let file = dir.join("token-ring.html");
+    sim_html(&[&scenario("token-ring-lost-token.toml")], &file);
+    let page = Page::new();
+    page.open(&file);
+    // The first entry with a regenerated token (an epoch above 0): its row and holder.
+    let entry = page.eval(
+        "(function () { var recs = JSON.parse(document.getElementById('run-data').textContent).records;
+           var steps = [];
+           recs.forEach(function (r) { if (!steps.length || steps[steps.length - 1] !== r.step) steps.push(r.step); });
+           var e = recs.find(function (r) { return r.kind === 'emit' && r.event && r.event.fencing >= 4294967296; });
+           return e ? { row: steps.indexOf(e.step), node: e.node, fencing: e.event.fencing } : null; })()",
+    );
+    let fencing = entry["fencing"].as_u64().expect("the scenario regenerates the token");
+    page.eval(&format!("window.ringleaderViewer.go({})", entry["row"]));
+    let holder = page.text(&format!("#state tr[data-node='{}']", entry["node"]));
+    let typed = format!("(epoch {}, counter {})", fencing >> 32, fencing & 0xFFFF_FFFF);
+    assert!(holder.contains(&typed), "{holder} shows {typed}");
+    assert!(!holder.contains(&fencing.to_string()), "{holder} shows no packed number");
+    page.assert_no_errors("fencing");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The model checker's path is counted in steps: no time in milliseconds on its page.
+#[test]
+fn a_check_page_counts_steps_not_milliseconds() {
+    let dir = out_dir("check-units");
+    let file = dir.join("check.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_ringleader"))
+        .args(["check", "--algo", "central-timeout", "--nodes", "3", "--html"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = Page::new();
+    page.open(&file);
+    let times = page.eval(
+        "Array.from(document.querySelectorAll('.row-time')).map(function (t) { return t.textContent; })",
+    );
+    let times = times.as_array().unwrap();
+    assert!(!times.is_empty());
+    for t in times {
+        assert!(t.as_str().unwrap().starts_with("step "), "{t}");
+    }
+    let info = page.text("#stepinfo");
+    assert!(!info.contains("ms"), "{info}");
+    page.click("#next");
+    let row = page.eval(
+        "document.querySelector('.msg-arrow') && document.querySelector('.msg-arrow title').textContent",
+    );
+    assert!(!row.as_str().unwrap().contains(" ms"), "{row}");
+    page.assert_no_errors("check units");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -9,8 +9,14 @@
   "use strict";
   var SVGNS = "http://www.w3.org/2000/svg";
   var ROW_H = 22, TOP = 14, LEFT = 96, HEAD_H = 40, FULL_ROWS = 2500, FULL_NODES = 64;
+  // Message-kind colours: distinct, and none of them the red of losses and violations; kinds
+  // past the palette get hues spread by the golden angle (still distinct).
   var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-    "#bcbd22", "#7f7f7f", "#d62728", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"];
+    "#bcbd22", "#7f7f7f", "#393b79", "#637939", "#8c6d31", "#7b4173", "#3182bd", "#e6550d",
+    "#31a354", "#756bb1", "#636363", "#a55194", "#6b6ecf"];
+  function kindColour(j) {
+    return j < PALETTE.length ? PALETTE[j] : "hsl(" + Math.round((j * 137.508) % 360) + ",60%," + (j % 2 ? 35 : 48) + "%)";
+  }
 
   var data = JSON.parse(document.getElementById("run-data").textContent);
   var recs = data.records || [];
@@ -44,9 +50,9 @@
 
   // ---- messages, marks and labels -------------------------------------------------------
   var sends = {}, msgs = [], marks = [], labels = [], bars = [], pauses = [], bands = [], timers = [];
+  // The legend lists the kinds that occur in the trace, not every kind the algorithm has.
   var kinds = {}, kindList = [];
-  Object.keys((report.messages && report.messages.by_kind) || {}).forEach(function (k) { kinds[k] = true; });
-  var openCs = {}, openPause = {}, openCut = {};
+  var openCs = {}, openFencing = {}, openPause = {}, openCut = {};
   function evName(e) { return e && (e.event || Object.keys(e)[0]); }
   recs.forEach(function (r, k) {
     var row = rowOf[k];
@@ -61,7 +67,7 @@
         var sr = s !== undefined ? recs[s] : null;
         msgs.push({
           from: r.peer != null ? r.peer : r.node, to: r.node, r0: s !== undefined ? rowOf[s] : row, r1: row,
-          send: sr, recv: r, kind: r.msg_kind || "message", dropped: r.kind === "drop",
+          send: sr, recv: r, kind: r.msg_kind || "message", dropped: r.kind === "drop", reason: r.kind === "drop" ? r.detail || "lost" : null,
         });
         break;
       }
@@ -87,9 +93,9 @@
       }
       case "emit": {
         var e = r.event || {}, name = evName(e), text = null, cls = "label-other";
-        if (name === "entered") { openCs[r.node] = row; }
+        if (name === "entered") { openCs[r.node] = row; openFencing[r.node] = e.fencing; }
         else if (name === "exited") {
-          bars.push({ node: r.node, r0: openCs[r.node] != null ? openCs[r.node] : row, r1: row });
+          bars.push({ node: r.node, r0: openCs[r.node] != null ? openCs[r.node] : row, r1: row, fencing: openFencing[r.node] });
           delete openCs[r.node];
         }
         else if (name === "leader") {
@@ -114,7 +120,7 @@
     }
   });
   var lastRow = rows.length - 1;
-  Object.keys(openCs).forEach(function (nd) { bars.push({ node: +nd, r0: openCs[nd], r1: lastRow, open: true }); });
+  Object.keys(openCs).forEach(function (nd) { bars.push({ node: +nd, r0: openCs[nd], r1: lastRow, open: true, fencing: openFencing[nd] }); });
   Object.keys(openPause).forEach(function (nd) { pauses.push({ node: +nd, r0: openPause[nd], r1: lastRow }); });
   Object.keys(openCut).forEach(function (d) { bands.push({ r0: openCut[d].row, r1: lastRow, detail: openCut[d].detail }); });
   // Several labels of one node at one step share one line.
@@ -128,7 +134,7 @@
   });
   kindList = Object.keys(kinds).sort();
   var colour = {};
-  kindList.forEach(function (k, j) { colour[k] = PALETTE[j % PALETTE.length]; });
+  kindList.forEach(function (k, j) { colour[k] = kindColour(j); });
 
   // Partition bands cover the smaller side's lifelines ("1,2|3,4@10ms..20ms": uids).
   bands.forEach(function (b) {
@@ -230,7 +236,30 @@
     if (parent) parent.appendChild(e);
     return e;
   }
-  function ms(ns) { return ((ns - t0) / 1e6).toFixed(3) + " ms"; }
+  // Time as the driver counts it: virtual or wall-clock milliseconds for the simulator and real
+  // nodes; the model checker has no time, only steps (its records are stamped 1 ms per step).
+  var STEPS_ONLY = data.source === "check";
+  function ms(ns) {
+    if (STEPS_ONLY) return "step " + Math.round(ns / 1e6);
+    return ((ns - t0) / 1e6).toFixed(3) + " ms";
+  }
+  // Fencing tokens in the form each algorithm packs them: a Lamport stamp (ts · 2^20 + rank of
+  // the uid) for the permission-based algorithms, an epoch in the high 32 bits above a counter
+  // for the coordinator and the token ring.
+  var STAMPED = { "lamport": 1, "ricart-agrawala": 1, "roucairol-carvalho": 1, "maekawa": 1 };
+  var EPOCHED = { "central": 1, "central-timeout": 1, "token-ring": 1 };
+  function fencingText(f) {
+    if (typeof f !== "number") return String(f);
+    if (STAMPED[report.algorithm]) return "(ts " + Math.floor(f / 1048576) + ", rank " + (f % 1048576) + ")";
+    if (EPOCHED[report.algorithm]) return "(epoch " + Math.floor(f / 4294967296) + ", counter " + (f % 4294967296) + ")";
+    return String(f);
+  }
+  // JSON text with every fencing token written in its typed form.
+  function typed(json) {
+    return json.replace(/("fencing":|fencing: )(\d+)/g, function (_, key, f) {
+      return key[0] === '"' ? key + '"' + fencingText(+f) + '"' : key + fencingText(+f);
+    });
+  }
 
   var app = document.getElementById("app");
   var head = el("header", { id: "summary" }, app);
@@ -264,13 +293,22 @@
 
   var legend = el("div", { id: "legend" }, app);
   kindList.forEach(function (k) {
-    var key = el("span", { class: "key" }, legend);
+    var key = el("span", { class: "key", "data-kind": k }, legend);
     el("span", { class: "swatch", style: "background:" + colour[k] }, key);
     el("span", null, key, k);
   });
-  [["✗", "dropped message", "#c81e1e"], ["▮", "critical section", "#12b76a"], ["▮", "paused", "#f5b400"],
-    ["▭", "partition", "#7a5af8"], ["✕", "crash", "#c81e1e"], ["●", "recovery", "#137333"], ["▭", "first violation", "#c80000"]]
-    .forEach(function (x) { var key = el("span", { class: "key" }, legend); el("span", { style: "color:" + x[2] + ";margin-right:3px" }, key, x[0]); el("span", null, key, x[1]); });
+  // Marks, only those the run has.
+  var has = function (t) { return marks.some(function (mk) { return mk.type === t; }); };
+  [["✗", "lost message", "#c81e1e", msgs.some(function (mg) { return mg.dropped; })],
+    ["▮", "critical section", "#12b76a", bars.length > 0], ["▮", "paused", "#f5b400", pauses.length > 0],
+    ["▭", "partition", "#7a5af8", bands.length > 0], ["✕", "crash", "#c81e1e", has("crash")],
+    ["●", "recovery", "#137333", has("recover")], ["▭", "first violation", "#c80000", !!violation]]
+    .forEach(function (x) {
+      if (!x[3]) return;
+      var key = el("span", { class: "key" }, legend);
+      el("span", { style: "color:" + x[2] + ";margin-right:3px" }, key, x[0]);
+      el("span", null, key, x[1]);
+    });
 
   var notice = el("div", { id: "notice" }, app);
   var left = [];
@@ -323,16 +361,106 @@
     };
   }
   function crosses(a, b, lo, hi) { return Math.max(a, b) >= lo && Math.min(a, b) <= hi; }
+  function dropReason(reason) {
+    if (reason === "lost") return "lost on the link";
+    if (reason === "receiver crashed") return "the receiver had crashed";
+    if (reason === "partition") return "the link was cut by a partition";
+    return reason;
+  }
   function msgInfo(mg) {
     var s = mg.send, r = mg.recv, lines = [];
-    lines.push(mg.kind + (mg.dropped ? " — DROPPED (" + (r.detail || "dropped") + ")" : ""));
+    lines.push(mg.kind + (mg.dropped ? " — LOST (" + dropReason(mg.reason) + ")" : ""));
     lines.push("P" + mg.from + " (id " + uids[mg.from] + ") → P" + mg.to + " (id " + uids[mg.to] + ")");
     var content = (s && s.msg) || r.msg;
-    if (content !== undefined) lines.push("content   " + JSON.stringify(content));
+    if (content !== undefined) lines.push("content   " + typed(JSON.stringify(content)));
     if (s) lines.push("sent      step " + s.step + ", " + ms(s.time_ns) + ", Lamport " + s.lamport + (s.vector ? ", vector [" + s.vector.join(",") + "]" : ""));
     lines.push((mg.dropped ? "dropped   " : "received  ") + "step " + r.step + ", " + ms(r.time_ns) +
       (mg.dropped ? "" : ", Lamport " + r.lamport + (r.vector ? ", vector [" + r.vector.join(",") + "]" : "")));
     return lines.join("\n");
+  }
+  // Where a dropped message was lost: on the link (`lost`: the network dropped it as it was
+  // sent) a short stub from the sender; at a crashed receiver, on the receiver's lifeline at the
+  // drop; at a partition, at the drop's time just before the receiver's lifeline (the cut link).
+  function dropPoint(mg) {
+    var x1 = x(mg.from), y1 = y(mg.r0), x2 = x(mg.to), y2 = y(mg.r1);
+    var dir = x2 >= x1 ? 1 : -1;
+    if (mg.reason === "receiver crashed") return { x: x2, y: y2 };
+    if (mg.reason === "partition" || mg.r1 > mg.r0) {
+      var back = Math.min(18, Math.abs(x2 - x1) / 2);
+      return { x: x2 - dir * back, y: y2 };
+    }
+    var stub = Math.min(22, Math.abs(x2 - x1) / 2) || 14;
+    return { x: x1 + dir * stub, y: y1 + Math.min(8, ROW_H / 3) };
+  }
+  // ---- labels that avoid each other and the arrows --------------------------------------------
+  var measure = document.createElement("canvas").getContext("2d");
+  var FONT = getComputedStyle(document.body).fontFamily || "sans-serif";
+  function textWidth(text, font) { measure.font = font + " " + FONT; return measure.measureText(text).width; }
+  function fitText(text, room, font) {
+    if (textWidth(text, font) <= room) return text;
+    var lo = 0, hi = text.length;
+    while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (textWidth(text.slice(0, mid) + "…", font) <= room) lo = mid; else hi = mid - 1; }
+    return text.slice(0, lo) + "…";
+  }
+  // Segment (ax,ay)-(bx,by) against a box (Liang-Barsky clipping).
+  function segmentHits(ax, ay, bx, by, b) {
+    var t0 = 0, t1 = 1, dx = bx - ax, dy = by - ay;
+    var p = [-dx, dx, -dy, dy], q = [ax - b.x0, b.x1 - ax, ay - b.y0, b.y1 - ay];
+    for (var i = 0; i < 4; i++) {
+      if (p[i] === 0) { if (q[i] < 0) return false; continue; }
+      var t = q[i] / p[i];
+      if (p[i] < 0) { if (t > t1) return false; if (t > t0) t0 = t; }
+      else { if (t < t0) return false; if (t < t1) t1 = t; }
+    }
+    return true;
+  }
+  // Places the labels of one drawing: each tries right above its event, left above, right
+  // below, left below; it takes the first place inside the drawing that overlaps no placed label
+  // and no arrow. A label with no such place becomes a small ring on its lifeline that shows the
+  // text on hover (and in the panel when clicked).
+  function labelPlacer(v) {
+    var BUCKET = 32, boxes = {}, segs = {};
+    function buckets(y0, y1, f) { for (var b = Math.floor(y0 / BUCKET); b <= Math.floor(y1 / BUCKET); b++) f(b); }
+    msgs.forEach(function (mg) {
+      if (!crosses(mg.r0, mg.r1, v.r0, v.r1)) return;
+      var a = { x: x(mg.from), y: y(mg.r0) }, b = mg.dropped ? dropPoint(mg) : { x: x(mg.to), y: y(mg.r1) };
+      var sg = [a.x, a.y, b.x, b.y];
+      buckets(Math.min(a.y, b.y), Math.max(a.y, b.y), function (k) { (segs[k] = segs[k] || []).push(sg); });
+    });
+    function free(bx) {
+      if (bx.x0 < LEFT - 8 || bx.x1 > W - 2) return false;
+      var ok = true;
+      buckets(bx.y0, bx.y1, function (k) {
+        if (!ok) return;
+        (boxes[k] || []).forEach(function (o) { if (ok && o.x0 < bx.x1 && bx.x0 < o.x1 && o.y0 < bx.y1 && bx.y0 < o.y1) ok = false; });
+        (segs[k] || []).forEach(function (sg) { if (ok && segmentHits(sg[0], sg[1], sg[2], sg[3], bx)) ok = false; });
+      });
+      return ok;
+    }
+    function take(bx) { buckets(bx.y0, bx.y1, function (k) { (boxes[k] = boxes[k] || []).push(bx); }); }
+    function place(lb) {
+      var font = (lb.cls === "label-leader" ? "600 " : "") + "10px", w = textWidth(lb.text, font) + 2;
+      var cx = x(lb.node), cy = y(lb.row);
+      var spots = [[cx + 7, cy - 4, "start"], [cx - 7, cy - 4, "end"], [cx + 7, cy + 13, "start"], [cx - 7, cy + 13, "end"]];
+      for (var i = 0; i < spots.length; i++) {
+        var sx = spots[i][0], sy = spots[i][1], end = spots[i][2] === "end";
+        var bx = { x0: end ? sx - w : sx, x1: end ? sx : sx + w, y0: sy - 10, y1: sy + 3 };
+        if (free(bx)) {
+          take(bx);
+          var t = sv("text", { class: "label-event " + lb.cls, x: sx, y: sy, "text-anchor": spots[i][2], "data-node": lb.node, "data-row": lb.row }, layer, lb.text);
+          return t;
+        }
+      }
+      var ring = sv("circle", { class: "label-more " + lb.cls, cx: cx + 6, cy: cy - 6, r: 3.5, "data-node": lb.node, "data-row": lb.row, "data-label": lb.text }, layer);
+      sv("title", null, ring, "P" + lb.node + ": " + lb.text);
+      return ring;
+    }
+    // Fixed captions (partition bands) are placed first.
+    layer.querySelectorAll(".partition-label").forEach(function (t) {
+      var bb = t.getBBox();
+      take({ x0: bb.x, y0: bb.y, x1: bb.x + bb.width, y1: bb.y + bb.height });
+    });
+    return { place: place, take: take };
   }
   function draw() {
     var v = visible();
@@ -356,7 +484,9 @@
       runs.forEach(function (run) {
         sv("rect", { class: "partition-band", x: x(run[0]) - COL_W / 2 + 4, y: y(b.r0), width: (run[1] - run[0] + 1) * COL_W - 8, height: Math.max(4, y(b.r1) - y(b.r0)) }, g);
       });
-      sv("text", { class: "partition-label", x: x(b.cols[0]) - COL_W / 2 + 8, y: y(b.r0) + 11 }, g, "partition " + b.detail);
+      var px = x(b.cols[0]) - COL_W / 2 + 8, ptext = "partition " + b.detail, pfit = fitText(ptext, W - px - 4, "10px");
+      var pl = sv("text", { class: "partition-label", x: px, y: y(b.r0) + 11 }, g, pfit);
+      sv("title", null, pl, ptext);
     });
     pauses.forEach(function (p) {
       if (!crosses(p.r0, p.r1, v.r0, v.r1) || p.node < v.c0 || p.node > v.c1) return;
@@ -382,12 +512,12 @@
     bars.forEach(function (b) {
       if (!crosses(b.r0, b.r1, v.r0, v.r1) || b.node < v.c0 || b.node > v.c1) return;
       var bar = sv("rect", { class: "cs-bar", x: x(b.node) - 4, y: y(b.r0), width: 8, height: Math.max(4, y(b.r1) - y(b.r0)) }, layer);
-      sv("title", null, bar, "P" + b.node + " in the critical section" + (b.open ? " (still at the end)" : ""));
+      sv("title", null, bar, "P" + b.node + " in the critical section" + (b.fencing != null ? ", fencing " + fencingText(b.fencing) : "") + (b.open ? " (still at the end)" : ""));
     });
     timers.forEach(function (t) {
       if (t.row < v.r0 || t.row > v.r1 || t.node < v.c0 || t.node > v.c1) return;
       var d = sv("circle", { class: "timer-dot", cx: x(t.node), cy: y(t.row), r: 3 }, layer);
-      sv("title", null, d, "timer " + (t.rec.timer || ""));
+      sv("title", null, d, "timer " + typed(t.rec.timer || ""));
     });
     // Messages.
     msgs.forEach(function (mg, j) {
@@ -399,10 +529,11 @@
       if (!mg.dropped) {
         node = sv("line", { class: "msg-arrow", "data-msg": j, "data-kind": mg.kind, x1: x1, y1: y1, x2: x2, y2: y2, stroke: colour[mg.kind], "marker-end": colour["marker:" + mg.kind] }, layer);
       } else {
-        var ex = x1 + (x2 - x1) * 0.7, ey = y1 + (y2 - y1) * 0.7;
-        node = sv("g", { class: "msg-drop", "data-msg": j, "data-kind": mg.kind }, layer);
+        var e = dropPoint(mg), ex = e.x, ey = e.y;
+        node = sv("g", { class: "msg-drop", "data-msg": j, "data-kind": mg.kind, "data-reason": mg.reason, "data-cx": ex, "data-cy": ey }, layer);
         sv("line", { class: "path", x1: x1, y1: y1, x2: ex, y2: ey, stroke: colour[mg.kind] }, node);
         sv("path", { class: "cross", d: "M" + (ex - 5) + "," + (ey - 5) + "L" + (ex + 5) + "," + (ey + 5) + "M" + (ex - 5) + "," + (ey + 5) + "L" + (ex + 5) + "," + (ey - 5) }, node);
+        sv("line", { class: "hit", x1: x1, y1: y1, x2: ex, y2: ey }, node);
       }
       if (selected === j) node.classList.add("selected");
       sv("title", null, node, msgInfo(mg));
@@ -419,16 +550,22 @@
         sv("title", null, d, "P" + mk.node + " recovers");
       }
     });
-    labels.forEach(function (lb) {
-      if (lb.row < v.r0 || lb.row > v.r1 || lb.node < v.c0 || lb.node > v.c1) return;
-      sv("text", { class: "label-event " + lb.cls, x: x(lb.node) + 7, y: y(lb.row) - 4 }, layer, lb.text);
-    });
+    var placer = labelPlacer(v);
     if (violation && crosses(violation.r0, violation.r1, v.r0, v.r1)) {
       var vy = y(violation.r0) - ROW_H / 2, vh = y(violation.r1) - y(violation.r0) + ROW_H;
       var vr = sv("rect", { id: "violation", class: "violation-rect", x: LEFT - 6, y: vy, width: n * COL_W + 12, height: vh }, layer);
-      sv("title", null, vr, "VIOLATION " + violation.property + ": " + violation.detail);
-      sv("text", { class: "violation-label", x: LEFT, y: vy - 3 }, layer, "violation: " + violation.property + " — " + violation.detail);
+      var vtext = "violation: " + violation.property + " — " + violation.detail;
+      sv("title", null, vr, vtext);
+      // The caption is cut to the drawing's width (the whole of it on hover and in the panel).
+      var room = W - LEFT - 4, fit = fitText(vtext, room, "700 11px");
+      var vl = sv("text", { class: "violation-label", x: LEFT, y: vy - 3 }, layer, fit);
+      if (fit !== vtext) sv("title", null, vl, vtext);
+      placer.take({ x0: LEFT, y0: vy - 14, x1: LEFT + textWidth(fit, "700 11px"), y1: vy });
     }
+    labels.forEach(function (lb) {
+      if (lb.row < v.r0 || lb.row > v.r1 || lb.node < v.c0 || lb.node > v.c1) return;
+      placer.place(lb);
+    });
     sv("line", { id: "now", class: "now-line", x1: LEFT - 90, x2: W, y1: y(current), y2: y(current) }, layer);
     drawHeads();
   }
@@ -443,7 +580,7 @@
   }
   function showState() {
     var s = stateAt(current), st = s.st, row = rows[current];
-    stepInfo.textContent = "step " + row.step + " · " + ms(row.time) + " · row " + (current + 1) + "/" + rows.length;
+    stepInfo.textContent = "step " + row.step + (STEPS_ONLY ? "" : " · " + ms(row.time)) + " · row " + (current + 1) + "/" + rows.length;
     slider.value = String(current);
     var table = document.createElement("table");
     var hr = el("tr", null, el("thead", null, table));
@@ -455,7 +592,7 @@
       el("td", null, tr, "P" + i + " (id " + uids[i] + ")");
       el("td", { class: "role" }, tr, role(x0, i) + (Object.keys(x0.suspects).length ? "; suspects " + Object.keys(x0.suspects).map(function (k) { return "P" + k; }).join(",") : ""));
       el("td", null, tr, x0.leader != null ? String(x0.leader) : "—");
-      el("td", null, tr, x0.holding ? "yes (fencing " + x0.fencing + ")" : "no");
+      el("td", null, tr, x0.holding ? "yes (fencing " + fencingText(x0.fencing) + ")" : "no");
       el("td", null, tr, (x0.lamport != null ? "L " + x0.lamport : "—") + (x0.vector && n <= 16 ? " [" + x0.vector.join(",") + "]" : "") + (x0.adjust ? " adj " + (x0.adjust / 1e6).toFixed(3) + "ms" : ""));
     }
     if (n > limit) el("tr", null, tb).appendChild(el("td", { colspan: "5" }, null, (n - limit) + " more nodes not listed"));
@@ -575,7 +712,7 @@
       stop();
       go(row);
       var rw = rows[row], lines = ["step " + rw.step + " at " + ms(rw.time)];
-      for (var k = rw.first; k <= rw.last; k++) lines.push(JSON.stringify(recs[k]));
+      for (var k = rw.first; k <= rw.last; k++) lines.push(typed(JSON.stringify(recs[k])));
       detail.textContent = lines.join("\n");
     }
   });
@@ -594,7 +731,8 @@
     var box = svg.getBoundingClientRect();
     return { x: box.left + x(col) - (parseFloat(svg.style.left) || 0), y: box.top + y(row) - (parseFloat(svg.style.top) || 0) };
   }
-  window.ringleaderViewer = { draw: draw, go: go, rows: rows.length, point: point };
+  function message(j) { var mg = msgs[j]; return { from: mg.from, to: mg.to, r0: mg.r0, r1: mg.r1, kind: mg.kind, reason: mg.reason }; }
+  window.ringleaderViewer = { draw: draw, go: go, rows: rows.length, point: point, message: message, labels: labels.length };
   var started = performance.now();
   draw();
   go(violation ? violation.r0 : 0);

@@ -191,7 +191,29 @@ fn legend_corner(plot: &Plot, (x0, x1): (f64, f64), (y0, y1): (f64, f64)) -> Ser
     .map_or(SeriesLabelPosition::UpperLeft, |(_, p)| p)
 }
 
+/// The line height of a wrapped y-axis title, and the room its lines leave beside the plot.
+const Y_TITLE_LINE: i32 = 15;
+
+/// `text` in lines no wider than `room` pixels by `width_of`, split between words (a word
+/// wider than `room` gets a line of its own).
+fn wrap(text: &str, room: u32, width_of: impl Fn(&str) -> u32) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if width_of(&format!("{line} {word}")) <= room => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
 /// Draws `plot` as an SVG document of `width` × `height` pixels.
+///
+/// A y-axis title longer than the plot is tall is wrapped into as many lines as it needs,
+/// side by side (plotters draws one line, which a long title overruns and the SVG cuts).
 pub fn svg(plot: &Plot, width: u32, height: u32) -> Result<String, PlotError> {
     REGISTER.call_once(|| {
         // The embedded font is valid; a failure would only leave text unmeasured.
@@ -209,21 +231,27 @@ pub fn svg(plot: &Plot, width: u32, height: u32) -> Result<String, PlotError> {
     {
         let root = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| draw_err(&e))?;
+        let title_style: TextStyle = ("sans-serif", 12).into();
+        // Room for the y title: the height less the caption, the margins and the x label area.
+        let room = height.saturating_sub(24 + 40 + 34).max(40);
+        let y_lines = wrap(&plot.y_label, room, |t| {
+            root.estimate_text_size(t, &title_style).map(|(w, _)| w).unwrap_or(u32::MAX)
+        });
+        let wrapped = y_lines.len() > 1;
         let mut builder = ChartBuilder::on(&root);
-        builder
-            .caption(&plot.title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64);
+        builder.caption(&plot.title, ("sans-serif", 18)).margin(12).x_label_area_size(40).y_label_area_size(
+            64 + if wrapped { Y_TITLE_LINE as u32 * (y_lines.len() as u32 - 1) } else { 0 },
+        );
         // One body for the four axis kinds: plotters types a chart by its coordinates.
         macro_rules! draw {
             ($x:expr, $y:expr) => {{
                 let mut chart = builder.build_cartesian_2d($x, $y).map_err(|e| draw_err(&e))?;
-                chart
-                    .configure_mesh()
-                    .x_desc(plot.x_label.as_str())
-                    .y_desc(plot.y_label.as_str())
-                    .label_style(("sans-serif", 12))
+                let mut mesh = chart.configure_mesh();
+                mesh.x_desc(plot.x_label.as_str());
+                if !wrapped {
+                    mesh.y_desc(plot.y_label.as_str());
+                }
+                mesh.label_style(("sans-serif", 12))
                     .light_line_style(RGBColor(238, 238, 238))
                     // A few labels per axis: a log axis otherwise labels every minor tick.
                     .x_labels(6)
@@ -256,6 +284,24 @@ pub fn svg(plot: &Plot, width: u32, height: u32) -> Result<String, PlotError> {
                         chart
                             .draw_series(points.iter().map(|p| Circle::new(*p, 3, colour.filled())))
                             .map_err(|e| draw_err(&e))?;
+                    }
+                }
+                if wrapped {
+                    let (_, ys) = chart.plotting_area().get_pixel_range();
+                    let middle = (ys.start + ys.end) / 2;
+                    let style = title_style.transform(FontTransform::Rotate270).pos(
+                        plotters::style::text_anchor::Pos::new(
+                            plotters::style::text_anchor::HPos::Center,
+                            plotters::style::text_anchor::VPos::Top,
+                        ),
+                    );
+                    for (i, line) in y_lines.iter().enumerate() {
+                        root.draw(&Text::new(
+                            line.as_str(),
+                            (12 + Y_TITLE_LINE * i as i32, middle),
+                            style.clone(),
+                        ))
+                        .map_err(|e| draw_err(&e))?;
                     }
                 }
                 chart
@@ -349,6 +395,55 @@ mod tests {
         assert_eq!(legend_corner(&rising, (0.0, 17.0), (0.0, 140.0)), SeriesLabelPosition::UpperLeft);
         let falling = skew_timeline(&[(1.0, 18.0), (2.0, 7.0), (3.0, 0.4), (10.0, 0.3), (20.0, 0.3)]);
         assert_eq!(legend_corner(&falling, (0.0, 21.0), (0.0, 19.0)), SeriesLabelPosition::UpperRight);
+    }
+
+    /// Each rotated text of `svg` (the y-axis title's lines): its text, centre and font size.
+    fn rotated_texts(svg: &str) -> Vec<(String, f64, f64)> {
+        svg.split("<text ")
+            .skip(1)
+            .filter(|t| t.contains("rotate(270"))
+            .map(|t| {
+                let attr = |name: &str| -> f64 {
+                    let at =
+                        t.find(&format!(" {name}=\"")).or_else(|| t.find(&format!("{name}=\""))).unwrap();
+                    let v = &t[at..];
+                    let v = &v[v.find('"').unwrap() + 1..];
+                    v[..v.find('"').unwrap()].parse().unwrap()
+                };
+                let text = &t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()];
+                (text.trim().to_string(), attr("y"), attr("font-size"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_long_y_axis_title_is_wrapped_to_fit_the_plot() {
+        let mut p = plot(false);
+        p.y_label =
+            "cost = C * false_suspicions + E * waiting_seconds (summed over live monitors) (lower is better)"
+                .into();
+        let (width, height) = (520, 320);
+        let s = svg(&p, width, height).unwrap();
+        let _ = std::fs::write(std::env::temp_dir().join("ringleader-plot-long-title.svg"), &s);
+        let lines = rotated_texts(&s);
+        assert!(lines.len() > 1, "wrapped: {lines:?}");
+        assert_eq!(
+            lines.iter().map(|l| l.0.as_str()).collect::<Vec<_>>().join(" "),
+            p.y_label,
+            "every word, in order"
+        );
+        for (text, middle, size) in &lines {
+            // A generous width per character (DejaVu Sans averages about 0.55 em).
+            let half = text.chars().count() as f64 * size * 0.6 / 2.0;
+            assert!(
+                middle - half >= 0.0 && middle + half <= f64::from(height),
+                "{text:?} fits in {height} px"
+            );
+        }
+        // A short title stays one line, drawn by plotters as before.
+        let short = svg(&plot(false), width, height).unwrap();
+        assert_eq!(rotated_texts(&short).len(), 1);
+        assert_eq!(rotated_texts(&short)[0].0, "messages");
     }
 
     #[test]
