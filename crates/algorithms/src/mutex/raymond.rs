@@ -20,6 +20,12 @@
 //!    self. Release: USING := false. After each of these: ASSIGN_PRIVILEGE, then MAKE_REQUEST.
 //! 4. The token starts at position 0, so every HOLDER initially points to the neighbour on the
 //!    tree path to it (computed once, by breadth-first search from position 0).
+//! 5. Copies (not in the paper, which assumes reliable channels): the PRIVILEGE carries a pass
+//!    number, one more at every hop, and each process remembers the last it received; a
+//!    PRIVILEGE whose pass it has already seen is a duplicated copy and is discarded, and so is
+//!    a REQUEST from a neighbour already in REQUEST_Q. A link that duplicates messages cannot
+//!    make a second token. (A copy of a REQUEST that arrives after its sender was served queues
+//!    it again: one PRIVILEGE hop there and back, no harm.)
 //!
 //! The tree is the driver's `Tree` topology: by default a balanced binary tree rooted at
 //! position 0 (position i's parent is (i − 1)/2); a run may choose another with `--graph line`,
@@ -46,10 +52,11 @@
 //! ## Forged messages
 //! Every message travels along an edge of the tree, so a real node refuses (`Algorithm::admits`)
 //! a REQUEST or PRIVILEGE from a node that is not one of its tree neighbours. It admits a
-//! PRIVILEGE from a neighbour that is not its HOLDER: a duplicating link delivers that honestly.
+//! PRIVILEGE from a neighbour that is not its HOLDER: a duplicating link delivers that honestly,
+//! and rule 5 discards it.
 //!
 //! ## Assumptions and known flaws
-//! Reliable channels; FIFO is not needed (a neighbour sends at most one REQUEST until it gets
+//! Reliable channels, or channels that duplicate (rule 5); FIFO is not needed (a neighbour sends at most one REQUEST until it gets
 //! the PRIVILEGE). Safe, deadlock-free and starvation-free (REQUEST_Q is FIFO) while nobody
 //! fails. No crash is tolerated: a crashed process cuts the tree in two and may hold the token.
 //! A recovered process forgets REQUEST_Q, USING and ASKED but keeps HOLDER and the token's
@@ -71,6 +78,9 @@ pub enum Msg {
     Privilege {
         /// Entries so far (the fencing token).
         entries: u64,
+        /// Passes so far, numbered from 1: a process discards a PRIVILEGE whose pass it has
+        /// already seen (a duplicated copy).
+        pass: u64,
     },
 }
 
@@ -104,6 +114,9 @@ pub struct Raymond {
     asked: bool,
     /// The token's entry counter, valid while HOLDER = self.
     entries: u64,
+    /// The token's pass number when it was last here (0: it started here or never came) — on
+    /// stable storage.
+    pass: u64,
 }
 
 type Out = Outbox<Msg, Timer>;
@@ -121,7 +134,8 @@ impl Raymond {
             self.entries += 1;
             out.emit(Event::Entered { fencing: self.entries });
         } else {
-            out.send(next, Msg::Privilege { entries: self.entries });
+            self.pass += 1;
+            out.send(next, Msg::Privilege { entries: self.entries, pass: self.pass });
         }
     }
 
@@ -144,10 +158,17 @@ impl Process for Raymond {
 
     fn on_message(&mut self, _cx: &Context, from: NodeId, msg: Msg, out: &mut Out) {
         match msg {
+            // A neighbour asks once until it gets the PRIVILEGE: a second REQUEST while it is
+            // queued is a copy.
+            Msg::Request if self.request_q.contains(&from) => return,
             Msg::Request => self.request_q.push_back(from),
-            Msg::Privilege { entries } => {
+            // The token's pass number only grows, and a copy reaches the process that got the
+            // original: a pass already seen is a copy, never a second token.
+            Msg::Privilege { pass, .. } if pass <= self.pass => return,
+            Msg::Privilege { entries, pass } => {
                 self.holder = self.me;
                 self.entries = entries;
+                self.pass = pass;
             }
         }
         self.after_event(out);
@@ -239,6 +260,7 @@ impl Algorithm for Raymond {
             using: false,
             asked: false,
             entries: 0,
+            pass: 0,
         }
     }
 }
@@ -262,14 +284,14 @@ mod tests {
     #[test]
     fn rule_1_assign_privilege_to_the_head_of_the_queue() {
         let mut root = node(0);
-        assert_eq!(root.deliver(1, Msg::Request).sent(), vec![(1, Msg::Privilege { entries: 0 })]);
+        assert_eq!(root.deliver(1, Msg::Request).sent(), vec![(1, Msg::Privilege { entries: 0, pass: 1 })]);
         assert_eq!(root.process.holder, 1);
         let mut busy = node(0);
         assert_eq!(busy.request(Request::Acquire).emitted(), vec![Event::Entered { fencing: 1 }]);
         assert!(busy.deliver(2, Msg::Request).is_empty(), "using: queued");
         let step = busy.request(Request::Release);
         assert_eq!(step.emitted(), vec![Event::Exited]);
-        assert_eq!(step.sent(), vec![(2, Msg::Privilege { entries: 1 })]);
+        assert_eq!(step.sent(), vec![(2, Msg::Privilege { entries: 1, pass: 1 })]);
     }
 
     /// Rule 2: a non-holder with a non-empty queue asks its HOLDER once, until answered.
@@ -286,7 +308,7 @@ mod tests {
         root.deliver(2, Msg::Request);
         assert_eq!(
             root.request(Request::Release).sent(),
-            vec![(1, Msg::Privilege { entries: 1 }), (1, Msg::Request)],
+            vec![(1, Msg::Privilege { entries: 1, pass: 1 }), (1, Msg::Request)],
             "the token leaves with 2 still queued: ask it back"
         );
     }
@@ -299,16 +321,39 @@ mod tests {
         inner.deliver(3, Msg::Request);
         inner.deliver(4, Msg::Request);
         assert_eq!(
-            inner.deliver(0, Msg::Privilege { entries: 5 }).sent(),
-            vec![(3, Msg::Privilege { entries: 5 }), (3, Msg::Request)]
+            inner.deliver(0, Msg::Privilege { entries: 5, pass: 4 }).sent(),
+            vec![(3, Msg::Privilege { entries: 5, pass: 5 }), (3, Msg::Request)]
         );
         let mut leaf = node(3);
         leaf.request(Request::Acquire);
         assert_eq!(
-            leaf.deliver(1, Msg::Privilege { entries: 5 }).emitted(),
+            leaf.deliver(1, Msg::Privilege { entries: 5, pass: 5 }).emitted(),
             vec![Event::Entered { fencing: 6 }]
         );
         assert!(leaf.process.in_critical_section());
+    }
+
+    /// Rule 5: a copy of a PRIVILEGE (a pass already seen) or of a queued neighbour's REQUEST
+    /// is discarded; the next pass is taken.
+    #[test]
+    fn rule_5_copies_are_discarded() {
+        let mut leaf = node(3);
+        leaf.request(Request::Acquire);
+        let first = leaf.deliver(1, Msg::Privilege { entries: 5, pass: 5 });
+        assert_eq!(first.emitted(), vec![Event::Entered { fencing: 6 }]);
+        leaf.request(Request::Release);
+        leaf.deliver(1, Msg::Request);
+        leaf.request(Request::Acquire);
+        let copy = leaf.deliver(1, Msg::Privilege { entries: 5, pass: 5 });
+        assert!(copy.is_empty(), "a copy of pass 5 is not a second token");
+        assert!(!leaf.process.in_critical_section());
+        let next = leaf.deliver(1, Msg::Privilege { entries: 7, pass: 7 });
+        assert_eq!(next.emitted(), vec![Event::Entered { fencing: 8 }]);
+        let mut root = node(0);
+        root.request(Request::Acquire);
+        root.deliver(1, Msg::Request);
+        assert!(root.deliver(1, Msg::Request).is_empty());
+        assert_eq!(root.process.request_q, VecDeque::from([1]), "queued once");
     }
 
     /// Rule 4: HOLDER starts pointing along the tree path to position 0.
@@ -330,11 +375,11 @@ mod tests {
         assert_eq!(p.process.neighbours, vec![0, 3, 4]);
         for from in [0, 3, 4] {
             assert_eq!(p.process.admits(from, &Msg::Request), Ok(()));
-            assert_eq!(p.process.admits(from, &Msg::Privilege { entries: 2 }), Ok(()));
+            assert_eq!(p.process.admits(from, &Msg::Privilege { entries: 2, pass: 1 }), Ok(()));
         }
         for from in [2, 5, 6] {
             assert_eq!(
-                p.process.admits(from, &Msg::Privilege { entries: 2 }),
+                p.process.admits(from, &Msg::Privilege { entries: 2, pass: 1 }),
                 Err("a REQUEST or PRIVILEGE from a node that is not a tree neighbour")
             );
             assert_eq!(

@@ -17,6 +17,11 @@
 //! 4. Exit: LN\[i\] := RN\[i\]; append to Q every j with RN\[j\] = LN\[j\] + 1 not already in
 //!    it (scanning i+1, i+2, …, i−1 so that nobody is favoured); if Q is not empty, send the
 //!    token to its head.
+//! 5. Copies (not in the paper, which assumes reliable channels): the token only ever travels
+//!    to serve an outstanding request, so a process accepts it only while it waits and only when
+//!    LN\[i\] + 1 = RN\[i\] (its current request unserved). A duplicated TOKEN that arrives
+//!    later — while the process holds the token, after it was served, or once it asks again —
+//!    is discarded: a link that duplicates messages cannot make a second token.
 //!
 //! The token starts at node 0.
 //!
@@ -38,13 +43,15 @@
 //! have one entry per process, whose queue names a position twice or outside the system, or
 //! whose LN claims more of this node's own requests served than it ever made (only this node
 //! writes its entry, from its own request number). It admits a TOKEN while it holds one: a
-//! duplicating link delivers that honestly.
+//! duplicating link delivers that honestly, and rule 5 discards it.
 //!
 //! ## Assumptions and known flaws
 //! Reliable channels; FIFO is not needed (sequence numbers discard stale requests). Safe,
 //! deadlock-free and starvation-free (every waiting request is queued at the next exit and Q is
 //! FIFO) while nobody fails. No crash is tolerated: the token dies with its holder, and nothing
-//! regenerates it. A recovered process that held the token has lost it.
+//! regenerates it. A recovered process that held the token has lost it, and one that recovers
+//! while its request is outstanding no longer waits, so rule 5 discards the token sent to serve
+//! it: the token is lost too.
 
 use std::collections::VecDeque;
 
@@ -138,10 +145,15 @@ impl Process for SuzukiKasami {
                 }
             }
             Msg::Token(token) => {
-                self.token = Some(token);
-                if self.requesting {
-                    self.enter(out);
+                // Rule 5: the token is sent only to serve an outstanding request, so one that
+                // arrives while this node holds it, is not waiting, or whose LN says a request
+                // other than the outstanding one is being served, is a copy.
+                let me = self.me as usize;
+                if self.token.is_some() || self.in_cs || !self.requesting || token.ln[me] + 1 != self.rn[me] {
+                    return;
                 }
+                self.token = Some(token);
+                self.enter(out);
             }
         }
     }
@@ -351,6 +363,29 @@ mod tests {
         alone.request(Request::Acquire);
         assert!(alone.request(Request::Release).sent().is_empty(), "Q empty: the token stays");
         assert!(alone.process.token.is_some());
+    }
+
+    /// Rule 5: a copy of the token — arriving while this process holds it, after its request
+    /// was served, or once it asks again — is discarded; the token serving the new request is
+    /// taken.
+    #[test]
+    fn rule_5_copies_of_the_token_are_discarded() {
+        let mut p = node(2);
+        p.request(Request::Acquire);
+        let original = token([0; 4], &[], 3);
+        assert_eq!(p.deliver(0, Msg::Token(original.clone())).emitted(), vec![Event::Entered { fencing: 4 }]);
+        assert!(p.deliver(0, Msg::Token(original.clone())).is_empty(), "held: a copy");
+        p.deliver(1, Msg::Request { sn: 1 });
+        p.request(Request::Release);
+        assert!(p.process.token.is_none(), "passed to 1");
+        assert!(p.deliver(0, Msg::Token(original.clone())).is_empty(), "served, not waiting: a copy");
+        p.request(Request::Acquire);
+        assert!(p.deliver(0, Msg::Token(original)).is_empty(), "serves request 1, not 2: a copy");
+        assert!(!p.process.in_critical_section());
+        assert_eq!(
+            p.deliver(1, Msg::Token(token([0, 1, 1, 0], &[], 5))).emitted(),
+            vec![Event::Entered { fencing: 6 }]
+        );
     }
 
     /// Forged messages: a REQUEST numbered 0, a TOKEN with a short LN, a queue naming a

@@ -28,7 +28,8 @@
 //!    is acknowledged (ACK, counted as detection traffic); a sender keeps a copy of the token
 //!    until the ACK arrives. With no ACK within `ack_timeout` (default 2·Ttrans + 1 ms), the
 //!    successor is declared crashed, *removed* from the ring (the token carries the removed set,
-//!    so every node learns it on the next visit), and the copy goes to the next node.
+//!    so every node learns it on the next visit), and the copy goes to the next node — as a new
+//!    generation of this origin (as in rule 4), since the successor may be alive with the token.
 //! 4. **Regeneration (explicit detection rule).** A node that has wanted the section for
 //!    `regen_timeout` (parameter, default 500 ms) without receiving the token declares it lost
 //!    and regenerates it with generation `g + 1`, where `g` is the highest generation it has
@@ -82,8 +83,12 @@
 //! the rule creates a second token and two processes enter the critical section
 //! (`scenarios/token-ring-two-tokens.toml`, safety violation found). The rule is only correct
 //! when `regen_timeout` exceeds the longest possible wait (about N·(longest hold + Ttrans) plus a
-//! lap) *and* the holder cannot be slower than that. An ACK timeout on a slow (paused) successor
-//! removes a live node and duplicates the token in the same way. A removed node that recovers
+//! lap) *and* the holder cannot be slower than that. An ACK timeout on a slow (paused) successor,
+//! or a lost ACK, removes a live node and duplicates the token in the same way; the copy sent
+//! past it is therefore a new generation (rule 3 regenerates it), so the two copies never share
+//! a fencing token and a node that saw the new one discards the old: a resource that checks
+//! fencing tokens refuses the skipped node's entries made after the copy's first entry
+//! (`scenarios/token-ring-lost-ack.toml`). A removed node that recovers
 //! stays out of the ring (there is no re-join protocol).
 //!
 //! The textbooks name both sides: a process that crashes while holding the token stops the
@@ -214,6 +219,12 @@ impl TokenRing {
 
     fn pass(&mut self, mut token: Token, out: &mut Out) {
         self.wake = false;
+        if self.removed.contains(&token.last_user) {
+            // The token would park at a node the ring skips (a removed node that is alive and
+            // entered with its own copy): it would circulate for ever. It parks here instead.
+            token.last_user = self.me;
+            self.last_user_seen = self.me;
+        }
         token.removed = self.removed.iter().copied().collect();
         token.hops += 1;
         let next = self.successor();
@@ -294,6 +305,15 @@ impl Process for TokenRing {
                 // No ACK: the successor is declared crashed and removed from the ring.
                 self.removed.insert(to);
                 out.emit(Event::Suspect { node: to });
+                // The successor may be alive with the token (only its ACK was lost, or it is
+                // slow): the copy sent on becomes a token of its own, a new generation from this
+                // origin, so that it fences the skipped node's copy out (a node that has seen it
+                // discards the older token) instead of repeating its fencing tokens.
+                token.generation = self.newest.0 + 1;
+                token.origin = self.me;
+                token.hops = 0;
+                self.newest = token.rank();
+                self.hops_seen = 0;
                 if token.last_user == to {
                     token.last_user = self.me;
                     self.last_user_seen = self.me;
@@ -514,15 +534,32 @@ mod tests {
     }
 
     /// Rule 3: with no ACK in time the successor is removed, the token carries the removal and
-    /// goes to the next node.
+    /// goes to the next node as a new generation of this origin: the skipped node may be alive
+    /// with the token, and its entries must not repeat the copy's fencing tokens.
     #[test]
     fn rule_3_an_unacknowledged_successor_is_removed_and_skipped() {
         let mut p = node(1);
         p.deliver(0, Msg::Token(token(0, 0, &[], 1)));
         let step = p.fire(Timer::AckWait { to: 2 });
         assert_eq!(step.emitted(), vec![Event::Suspect { node: 2 }]);
-        assert_eq!(step.sent(), vec![(3, Msg::Token(token(0, 0, &[2], 3)))]);
+        let copy = Token { generation: 1, origin: 1, ..token(0, 0, &[2], 1) };
+        assert_eq!(step.sent(), vec![(3, Msg::Token(copy))]);
         assert_eq!(step.set(), vec![(Timer::AckWait { to: 3 }, ACK)]);
+        // The skipped node, alive, enters with the old token; the copy's holder enters with a
+        // larger fencing token, and the old token is discarded where the copy has passed.
+        let mut skipped = node(2);
+        skipped.request(Request::Acquire);
+        let old = skipped.deliver(1, Msg::Token(token(0, 0, &[], 2))).emitted();
+        let mut next = node(3);
+        next.request(Request::Acquire);
+        let new =
+            next.deliver(1, Msg::Token(Token { generation: 1, origin: 1, ..token(0, 0, &[2], 1) })).emitted();
+        let (Event::Entered { fencing: a }, Event::Entered { fencing: b }) = (&old[0], &new[0]) else {
+            panic!("{old:?} {new:?}")
+        };
+        assert!(b > a, "{b} > {a}");
+        next.request(Request::Release);
+        assert_eq!(next.deliver(2, Msg::Token(token(1, 2, &[], 3))).sent(), vec![(2, Msg::Ack { hops: 3 })]);
     }
 
     /// Rule 4: a waiter silent for `regen_timeout` regenerates the token with the next
