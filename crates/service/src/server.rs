@@ -44,7 +44,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::Family;
 use ringleader_algorithms::service::lock_service::Msg;
 use ringleader_algorithms::service::replica::{
-    Host, Proposal, Replica, ReplicaError, Settings, Submit, add_voter, remove_voter,
+    Host, Proposal, Replica, ReplicaError, Settings, Submit, Unreachable, add_voter, remove_voter,
 };
 use ringleader_algorithms::service::state::{Applied, DeadlockPolicy, Notice, Op, RequestId, StateMachine};
 use ringleader_core::{NodeId, Time};
@@ -834,18 +834,20 @@ impl Host for ServerHost<'_> {
         Counters::bump(&self.state.metrics.leader_changes);
     }
 
-    fn send(&mut self, to: NodeId, msg: RaftMessage) {
+    fn send(&mut self, to: NodeId, msg: RaftMessage) -> Result<(), Unreachable> {
         let s = &mut *self.state;
         if msg.get_msg_type() == raft::eraftpb::MessageType::MsgSnapshot {
             Counters::bump(&s.metrics.snapshots_sent);
         }
-        let Some(link) = s.links.get(&(to as u64 + 1)) else { return };
+        let Some(link) = s.links.get(&(to as u64 + 1)) else { return Err(Unreachable) };
         s.msg_count += 1;
         let msg_id = ((self.me as u64) << 40) | (s.msg_count & ((1 << 40) - 1));
         let env = Envelope { msg_id, lamport: 0, vector: Vec::new(), msg: Msg::new(&msg) };
         if link.queue.try_send(ringleader_net::wire::encode(&env)).is_err() {
             Counters::bump(&s.shared.counters.messages_dropped_queue_full);
+            return Err(Unreachable);
         }
+        Ok(())
     }
 
     fn applied(&mut self, index: u64, p: &Proposal, applied: Applied, _: &StateMachine, submit: &mut Submit) {

@@ -75,7 +75,7 @@ use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request,
 use serde::{Deserialize, Serialize};
 
 use super::log::MemoryLog;
-use super::replica::{Host, Proposal, Replica, Settings, Submit, raft_id};
+use super::replica::{Host, Proposal, Replica, Settings, Submit, Unreachable, raft_id};
 use super::state::{Applied, DeadlockPolicy, LeaseId, Notice, Op, Reply, RequestId, StateMachine};
 use crate::params::ParamError;
 use crate::{Algorithm, Family, Setup};
@@ -330,8 +330,11 @@ impl Host for SimHost<'_> {
         }
     }
 
-    fn send(&mut self, to: NodeId, msg: RaftMessage) {
+    /// The simulated network takes every message (it may lose it on the way, which the sender
+    /// cannot tell).
+    fn send(&mut self, to: NodeId, msg: RaftMessage) -> Result<(), Unreachable> {
         self.out.send(to, Msg::encode(&msg, self.upkeep));
+        Ok(())
     }
 
     fn applied(&mut self, _: u64, p: &Proposal, applied: Applied, _: &StateMachine, submit: &mut Submit) {

@@ -15,7 +15,18 @@
 //!    [`StableLog::persist`] — one fsync on disk, however many entries the `Ready` carries;
 //! 3. committed entries are applied and their results handed to the host;
 //! 4. messages that answer what was just written (votes, append responses) go out;
-//! 5. the node advances; what became committed meanwhile is applied too.
+//! 5. the node advances; what became committed meanwhile is applied too;
+//! 6. what became of the messages handed out is reported to the Raft node, as raft-rs asks of
+//!    its host: a snapshot that was sent is reported finished (`report_snapshot`), one that could
+//!    not be sent failed, and a peer whose message could not be handed to the transport is
+//!    reported unreachable (`report_unreachable`).
+//!
+//! Step 6 is what keeps a follower that needed a snapshot from being left behind for good. The
+//! leader stops replicating to such a follower until it hears the snapshot's fate: from the
+//! follower's answer, or from the host. An answer can be lost, and the leader would then wait
+//! forever (a follower's heartbeat answers carry no log position). Reported finished, the
+//! follower is probed from the snapshot's index on: if the snapshot arrived, the probe is
+//! accepted; if it was lost, the probe is refused and the leader sends the snapshot again.
 //!
 //! Two things raft-rs would otherwise decide on its own are taken over so that the same seed
 //! gives the same run: the randomized election timeout is drawn from the host's random number
@@ -29,9 +40,10 @@ use std::fmt;
 
 use protobuf::Message as _;
 use raft::eraftpb::{
-    ConfChange, ConfChangeType, ConfState, Entry, EntryType, HardState, Message as RaftMessage, Snapshot,
+    ConfChange, ConfChangeType, ConfState, Entry, EntryType, HardState, Message as RaftMessage, MessageType,
+    Snapshot,
 };
-use raft::{RawNode, StateRole};
+use raft::{RawNode, SnapshotStatus, StateRole};
 use ringleader_core::{NodeId, Time};
 use serde::{Deserialize, Serialize};
 
@@ -127,8 +139,11 @@ pub trait Host {
         let _ = (leader, term);
     }
 
-    /// Sends a Raft message to node `to`. Called in destination order.
-    fn send(&mut self, to: NodeId, msg: RaftMessage);
+    /// Hands a Raft message for node `to` to the transport. Called in destination order.
+    /// [`Unreachable`] when it could not be handed over (no connection, a full queue): the
+    /// replica tells the Raft node, which stops sending optimistically to that peer and probes
+    /// it again (and counts a snapshot that could not be sent as failed).
+    fn send(&mut self, to: NodeId, msg: RaftMessage) -> Result<(), Unreachable>;
 
     /// The committed entry `index`, carrying `proposal`, was applied with result `applied`;
     /// `machine` is the state after it. New proposals go to `submit`.
@@ -152,6 +167,20 @@ pub trait Host {
     fn membership_changed(&mut self, change: &ConfChange, conf_state: &ConfState) {
         let _ = (change, conf_state);
     }
+}
+
+/// A message the host could not hand to its transport (see [`Host::send`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unreachable;
+
+/// What became of a message handed to the host, for the Raft node (step 6 of the module
+/// documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SendReport {
+    /// A snapshot was sent to the peer (`true`) or could not be (`false`).
+    Snapshot(u64, bool),
+    /// The peer could not be reached.
+    Unreachable(u64),
 }
 
 /// Proposals waiting to be handed to the Raft node (outside a `Ready`, as raft-rs requires).
@@ -195,6 +224,8 @@ pub struct Replica<L: StableLog> {
     /// The Raft id of the leader this replica knows, 0 if none.
     leader: u64,
     queued: Submit,
+    /// What the host did with the messages of the current `Ready` (step 6).
+    reports: Vec<SendReport>,
 }
 
 impl<L: StableLog> fmt::Debug for Replica<L> {
@@ -247,6 +278,7 @@ impl<L: StableLog> Replica<L> {
             tick_from: None,
             leader: 0,
             queued: Submit::default(),
+            reports: Vec::new(),
         })
     }
 
@@ -428,7 +460,7 @@ impl<L: StableLog> Replica<L> {
                 self.leader = ss.leader_id;
                 host.leader_changed(node_of(ss.leader_id), self.raft.raft.term);
             }
-            send(rd.take_messages(), host);
+            send(rd.take_messages(), host, &mut self.reports);
             let snapshot = (!rd.snapshot().is_empty()).then(|| rd.snapshot().clone());
             if let Some(s) = &snapshot {
                 self.machine = machine_from(&self.settings, &s.data)?;
@@ -442,20 +474,34 @@ impl<L: StableLog> Replica<L> {
             }
             let committed = rd.take_committed_entries();
             self.apply(committed, host)?;
-            send(rd.take_persisted_messages(), host);
+            send(rd.take_persisted_messages(), host, &mut self.reports);
             let mut light = self.raft.advance(rd);
             if let Some(commit) = light.commit_index() {
                 self.raft.mut_store().set_commit(commit).map_err(ReplicaError::Storage)?;
             }
-            send(light.take_messages(), host);
+            send(light.take_messages(), host, &mut self.reports);
             let committed = light.take_committed_entries();
             self.apply(committed, host)?;
             self.raft.advance_apply();
+            self.report_sends();
             self.compact()?;
             self.propose_queued();
         }
         self.reseed(random);
         Ok(())
+    }
+
+    /// Step 6: tells the Raft node what became of the messages just handed out.
+    fn report_sends(&mut self) {
+        for report in std::mem::take(&mut self.reports) {
+            match report {
+                SendReport::Snapshot(to, sent) => {
+                    let status = if sent { SnapshotStatus::Finish } else { SnapshotStatus::Failure };
+                    self.raft.report_snapshot(to, status);
+                }
+                SendReport::Unreachable(to) => self.raft.report_unreachable(to),
+            }
+        }
     }
 
     fn apply(&mut self, entries: Vec<Entry>, host: &mut impl Host) -> Result<(), ReplicaError<L::Error>> {
@@ -494,12 +540,19 @@ impl<L: StableLog> Replica<L> {
     }
 }
 
-/// Hands `msgs` to the host in destination order (raft-rs's order follows its hash maps).
-fn send(mut msgs: Vec<RaftMessage>, host: &mut impl Host) {
+/// Hands `msgs` to the host in destination order (raft-rs's order follows its hash maps),
+/// noting in `reports` the snapshots sent and the peers found unreachable.
+fn send(mut msgs: Vec<RaftMessage>, host: &mut impl Host, reports: &mut Vec<SendReport>) {
     msgs.sort_by_key(|m| m.to);
     for m in msgs {
-        if let Some(to) = node_of(m.to) {
-            host.send(to, m);
+        let Some(to) = node_of(m.to) else { continue };
+        let (raft_to, snapshot) = (m.to, m.get_msg_type() == MessageType::MsgSnapshot);
+        let sent = host.send(to, m).is_ok();
+        if snapshot {
+            reports.push(SendReport::Snapshot(raft_to, sent));
+        }
+        if !sent {
+            reports.push(SendReport::Unreachable(raft_to));
         }
     }
 }
