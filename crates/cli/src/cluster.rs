@@ -11,11 +11,15 @@
 //! `status`. `ringleader cluster ctl kill 3` sends one such line.
 //!
 //! Node `i` keeps its state in `DATA_DIR/node-i` (stable storage, see `ringleader_net::storage`;
-//! `DATA_DIR` defaults to `ringleader-data-API_BASE` in the launcher's working directory). A new
-//! launcher starts its nodes with an empty memory (`--wipe-data`) unless told `--keep-data`; a
-//! `restart` keeps the node's directory, so the restarted node recovers from what it had
-//! written. With `--trace-dir`, the launcher appends a `crash` record to a node's trace when it
-//! kills it (`kill`, `restart`), so that `ringleader verify` knows when the node died.
+//! `DATA_DIR` defaults to `ringleader-data-API_BASE` in the launcher's working directory). The
+//! data is kept: a new launcher with the same command (after a reboot, after `kill -9` of
+//! everything) starts its nodes from what they had written, and a `restart` keeps the node's
+//! directory too. Only `--wipe-data` deletes it, naming each directory it deletes. A service
+//! launcher whose directories are all empty starts a new cluster (`serve --bootstrap` with a
+//! random cluster id); otherwise its nodes restart as members, and a node whose directory was
+//! lost refuses to start (see `ringleader_service::identity`). With `--trace-dir`, the
+//! launcher appends a `crash` record to a node's trace when it kills it (`kill`, `restart`),
+//! so that `ringleader verify` knows when the node died.
 //!
 //! The launcher writes a fresh cluster secret (mode 0600) that every node proves it holds to its
 //! peers, and that a control client proves it holds too: the launcher greets each control
@@ -87,12 +91,16 @@ pub struct ClusterArgs {
     /// [default: ringleader-data-API_BASE in the working directory].
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-    /// Start the nodes from the state a previous launcher left in the data directory (by
-    /// default a new launcher starts them with an empty memory).
+    /// Delete every node's data directory (DIR/node-i: its state, or the service's Raft log)
+    /// before starting, and print each one deleted. By default the data is kept: the nodes
+    /// recover from what a previous launcher left.
     #[arg(long)]
+    pub wipe_data: bool,
+    /// Accepted for old scripts; the data is kept by default.
+    #[arg(long, hide = true, conflicts_with = "wipe_data")]
     pub keep_data: bool,
     /// No stable storage: a restarted node starts with an empty memory (`on_start`).
-    #[arg(long, conflicts_with_all = ["data_dir", "keep_data"])]
+    #[arg(long, conflicts_with_all = ["data_dir", "keep_data", "wipe_data"])]
     pub no_data_dir: bool,
     /// Start nodes of the coordination service (`ringleader serve`: leases, locks and
     /// elections on Raft) instead of an algorithm's nodes. Node i's `GET /status` names the
@@ -176,6 +184,9 @@ struct Launcher {
     args: ClusterArgs,
     /// Node i's data directory is `data_dir/node-i` (none: `--no-data-dir`).
     data_dir: Option<PathBuf>,
+    /// Service only: the cluster id of a new cluster, when every data directory was empty at
+    /// launch; its nodes' first start is `serve --bootstrap`.
+    bootstrap: Option<String>,
     /// The secret file and the secret (none with `--insecure`).
     secret: Option<(PathBuf, ringleader_net::auth::Secret)>,
     algo: String,
@@ -185,7 +196,7 @@ struct Launcher {
 
 impl Launcher {
     /// The arguments of `ringleader node` for node `id`.
-    fn node_command(&self, cmd: &mut Command, id: u64, fresh: bool) {
+    fn node_command(&self, cmd: &mut Command, id: u64) {
         let a = &self.args;
         let port = |base: u16, i: u64| base as u64 + i;
         cmd.arg("node")
@@ -221,14 +232,12 @@ impl Launcher {
         }
         if let Some(dir) = &self.data_dir {
             cmd.arg("--data-dir").arg(dir.join(format!("node-{id}")));
-            if fresh {
-                cmd.arg("--wipe-data");
-            }
         }
     }
 
-    /// The arguments of `ringleader serve` for node `id`; `fresh`: its log is deleted first.
-    fn service_command(&self, cmd: &mut Command, id: u64, fresh: bool) -> anyhow::Result<()> {
+    /// The arguments of `ringleader serve` for node `id`; `first`: the launcher's first start
+    /// of it (of a new cluster: `--bootstrap`).
+    fn service_command(&self, cmd: &mut Command, id: u64, first: bool) -> anyhow::Result<()> {
         let a = &self.args;
         let port = |base: u16, i: u64| base as u64 + i;
         cmd.arg("serve")
@@ -250,21 +259,21 @@ impl Launcher {
             .as_ref()
             .context("the service always keeps its log on disk")?
             .join(format!("node-{id}"));
-        if fresh && dir.exists() {
-            std::fs::remove_dir_all(&dir).with_context(|| format!("emptying {}", dir.display()))?;
-        }
         cmd.arg("--data-dir").arg(dir);
+        if let (true, Some(cluster)) = (first, &self.bootstrap) {
+            cmd.args(["--bootstrap", "--cluster-id", cluster]);
+        }
         cmd.args(&a.serve_arg);
         Ok(())
     }
 
-    /// Starts node `id`; `fresh`: with an empty memory (its data directory's state deleted).
-    fn spawn(self: &Arc<Self>, id: u64, fresh: bool) -> anyhow::Result<()> {
+    /// Starts node `id`; `first`: the launcher's first start of it (a `restart` is not).
+    fn spawn(self: &Arc<Self>, id: u64, first: bool) -> anyhow::Result<()> {
         let mut cmd = Command::new(&self.exe);
         if self.args.service {
-            self.service_command(&mut cmd, id, fresh)?;
+            self.service_command(&mut cmd, id, first)?;
         } else {
-            self.node_command(&mut cmd, id, fresh);
+            self.node_command(&mut cmd, id);
         }
         cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).kill_on_drop(true);
         // SAFETY: prctl is async-signal-safe; the closure allocates nothing.
@@ -572,8 +581,32 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("ringleader-data-{}", args.api_base_port)))
     });
+    if let (true, Some(dir)) = (args.wipe_data, &data_dir) {
+        for id in 1..=n {
+            let node = dir.join(format!("node-{id}"));
+            if node.exists() {
+                std::fs::remove_dir_all(&node)
+                    .with_context(|| format!("--wipe-data: deleting {}", node.display()))?;
+                println!("  --wipe-data: deleted {}", node.display());
+            }
+        }
+    }
+    // A service whose directories are all without a log is a new cluster; one with any log is
+    // a restart, and a node among them with no log refuses to start (its data was lost).
+    let bootstrap = match &data_dir {
+        Some(dir) if args.service => {
+            let any_log = (1..=n).any(|id| {
+                let node = dir.join(format!("node-{id}"));
+                node.join(ringleader_service::disk::FILE_NAME).exists()
+                    || node.join(ringleader_service::identity::FILE_NAME).exists()
+            });
+            (!any_log).then(ringleader_service::identity::random_cluster_id)
+        }
+        _ => None,
+    };
     let launcher = Arc::new(Launcher {
         data_dir,
+        bootstrap,
         secret,
         slots: Mutex::new((0..=n).map(|_| Slot::default()).collect()),
         algo: algo.clone(),
@@ -582,7 +615,7 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
     });
     println!("ringleader cluster: {n} nodes running {algo} ({family})");
     for id in 1..=n {
-        launcher.spawn(id, !launcher.args.keep_data)?;
+        launcher.spawn(id, true)?;
         let a = &launcher.args;
         let grpc =
             a.grpc_base_port.map(|g| format!("  etcd gRPC {}:{}", a.host, g as u64 + id)).unwrap_or_default();
@@ -597,9 +630,13 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
     println!("  control: {ctl_addr} (ringleader cluster ctl kill|restart|pause|resume ID --ctl {ctl_addr})");
     match &launcher.data_dir {
         Some(dir) => println!(
-            "  data: {}/node-ID ({}; `ctl restart` keeps it)",
+            "  data: {}/node-ID ({}; kept across restarts and relaunches, --wipe-data deletes it)",
             dir.display(),
-            if launcher.args.keep_data { "kept from before" } else { "emptied at start" }
+            match &launcher.bootstrap {
+                Some(cluster) => format!("a new cluster, id {cluster}"),
+                None if launcher.args.service => "the nodes restart from their logs".to_string(),
+                None => "the nodes recover from what they wrote, if anything".to_string(),
+            }
         ),
         None => println!("  no data dir: a restarted node starts with an empty memory"),
     }

@@ -20,14 +20,20 @@ use ringleader_service::server::ServerConfig;
 ///   ringleader serve
 ///   ringleader serve --id 1 --listen 127.0.0.1:4201 --api 127.0.0.1:4101 \
 ///       --peer 2=127.0.0.1:4202 --peer 3=127.0.0.1:4203 \
-///       --data-dir node-1 --secret-file cluster.secret
+///       --data-dir node-1 --secret-file cluster.secret --bootstrap --cluster-id prod
 ///   curl -s localhost:4100/status
 ///
-/// Adding a node to a running cluster: start it with --join and every current member as
-/// --peer (`ringleader member list` prints them), then add it from any member:
+/// The data directory keeps the log and the directory's identity (cluster id, node id). A
+/// member of a multi-node cluster starts only from its own log: the first start of a new
+/// cluster says --bootstrap (every member), a new member says --join, and a restart needs
+/// neither (drop --bootstrap after the first start). A member whose directory was lost is refused; replace it (docs/SERVICE.md).
+///
+/// Adding a node to a running cluster: start it with --join, the cluster's id (`cluster` in
+/// `GET /status`) and every current member as --peer (`ringleader member list` prints them),
+/// then add it from any member:
 ///   ringleader serve --id 4 --listen 127.0.0.1:4204 --api 127.0.0.1:4104 --join \
-///       --peer 1=127.0.0.1:4201 --peer 2=127.0.0.1:4202 --peer 3=127.0.0.1:4203 \
-///       --data-dir node-4 --secret-file cluster.secret
+///       --cluster-id prod --peer 1=127.0.0.1:4201 --peer 2=127.0.0.1:4202 \
+///       --peer 3=127.0.0.1:4203 --data-dir node-4 --secret-file cluster.secret
 ///   ringleader member add 4 127.0.0.1:4204 --endpoints http://127.0.0.1:4101
 #[derive(Args, Debug, Clone)]
 #[command(verbatim_doc_comment)]
@@ -51,9 +57,21 @@ pub struct ServeArgs {
     pub peer: Vec<String>,
     /// Join a running cluster whose current members are the --peer flags: start with no
     /// configuration, never campaign, and wait to be added (`ringleader member add`); the
-    /// leader then sends a snapshot. Harmless on restarts (ignored once the log is not new).
-    #[arg(long)]
+    /// leader then sends a snapshot. Needs --cluster-id. Harmless on restarts (ignored once
+    /// the log is not new).
+    #[arg(long, conflicts_with = "bootstrap")]
     pub join: bool,
+    /// The first start of a new cluster: the empty data directory takes the members (this node
+    /// and the --peer flags) as the cluster's first configuration. Changes nothing once the
+    /// directory holds the node's log; drop it after the first start, so that a node whose
+    /// directory is lost refuses to start rather than found a new cluster.
+    #[arg(long)]
+    pub bootstrap: bool,
+    /// The cluster's id (1-64 letters, digits, '.', '_', '-'): taken by a new data directory,
+    /// checked against an existing one's. Needed with --join, and with --bootstrap when there
+    /// are peers (the same on every member); a one-node service draws a random one.
+    #[arg(long, value_name = "ID")]
+    pub cluster_id: Option<String>,
     /// The directory of the durable Raft log (created if missing; a restarted node recovers
     /// from it).
     #[arg(long, default_value = "ringleader-service-data", value_name = "DIR")]
@@ -166,6 +184,8 @@ impl ServeArgs {
         cfg.clock_every = cfg.tick * 2;
         cfg.seed = self.seed;
         cfg.join = self.join;
+        cfg.bootstrap = self.bootstrap;
+        cfg.cluster_id = self.cluster_id.clone();
         cfg.validate()?;
         Ok(cfg)
     }
@@ -183,8 +203,9 @@ pub fn run(args: ServeArgs) -> crate::Outcome {
         let dir = cfg.data_dir.clone();
         let (running, grpc) = ringleader_service::start_with_grpc(cfg, grpc).await?;
         let grpc = grpc.map(|a| format!(", etcd gRPC API on {a}")).unwrap_or_default();
+        let cluster = running.node.status.lock().map(|s| s.cluster.clone()).unwrap_or_default();
         eprintln!(
-            "[id {id}] lock service node ({n} member{}) peers on {}, HTTP API on http://{}{grpc}, log in {}",
+            "[id {id}] lock service node of cluster {cluster} ({n} member{}) peers on {}, HTTP API on http://{}{grpc}, log in {}",
             if n == 1 { "" } else { "s" },
             running.listen,
             running.api,

@@ -63,7 +63,12 @@ impl Cluster {
             cmd.args(["--peer", &format!("{m}={}", self.peer_addr(m))]);
         }
         if join {
-            cmd.arg("--join");
+            // The joiner is told the cluster's id, which any member's status shows.
+            let member = self.nodes.first().expect("a running member").0;
+            let status = self.status(member).expect("the member answers");
+            cmd.args(["--join", "--cluster-id", status["cluster"].as_str().expect("a cluster id")]);
+        } else if !self.dir.join(format!("node-{id}")).exists() {
+            cmd.args(["--bootstrap", "--cluster-id", "membership-test"]);
         }
         let child = spawn(&mut cmd);
         self.nodes.push((id, child));

@@ -1393,3 +1393,74 @@ fn a_member_that_is_not_the_coordinator_cannot_grant() {
     let report = c.stop_and_verify(&[]);
     assert_eq!(report["violations"], serde_json::json!([]), "{report}");
 }
+
+/// The launcher keeps data by default: `cluster --algo central` killed with `kill -9` (its nodes
+/// die with it) and launched again with the same command recovers the coordinator's counter,
+/// so no fencing token is issued twice; `--wipe-data` names what it deletes.
+#[test]
+fn a_relaunched_central_cluster_never_repeats_a_fencing_token() {
+    let (api, peer) = (free_base(3, LANE), free_base(3, LANE));
+    let dir = std::env::temp_dir().join(format!("ringleader-net-relaunch-{}-{api}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let launch = |extra: &[&str], stdout: Stdio| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
+        cmd.args(["cluster", "--nodes", "3", "--algo", "central", "--insecure"])
+            .args(["--api-base-port", &api.to_string(), "--peer-base-port", &peer.to_string()])
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .args(extra)
+            .stdout(stdout)
+            .stderr(Stdio::null());
+        spawn(&mut cmd)
+    };
+    let up = || {
+        let t0 = Instant::now();
+        while !(1..=3).all(|i| {
+            try_http(api + i, "GET", "/status").is_some_and(|(_, s)| {
+                s["peers"].as_array().is_some_and(|p| p.iter().all(|p| p["connected"] == true))
+            })
+        }) {
+            assert!(t0.elapsed() < Duration::from_secs(20), "the nodes never connected");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let down = || {
+        let t0 = Instant::now();
+        while (1..=3).any(|i| try_http(api + i, "GET", "/status").is_some()) {
+            assert!(t0.elapsed() < Duration::from_secs(20), "the nodes outlived their launcher");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let take = |id: u16| {
+        let (code, body) = http(api + id, "POST", "/lock?timeout=5s");
+        assert_eq!(code, 200, "{body}");
+        assert_eq!(unlock(api + id, &body).0, 200);
+        body["fencing"].as_u64().unwrap()
+    };
+    let mut tokens = Vec::new();
+    for round in 0..2 {
+        let mut launcher = launch(&[], Stdio::null());
+        up();
+        tokens.extend((0..3).map(|_| take(2 + round)));
+        let _ = launcher.kill();
+        let _ = launcher.wait();
+        down();
+    }
+    println!("central: tokens {tokens:?} across a kill -9 and a relaunch");
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens strictly increase: {tokens:?}");
+
+    // --wipe-data: each node's directory is deleted, and said so; the counter starts again.
+    let mut launcher = launch(&["--wipe-data"], Stdio::piped());
+    up();
+    let first = take(2);
+    let _ = launcher.kill();
+    let out = launcher.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    for id in 1..=3 {
+        let deleted = format!("--wipe-data: deleted {}", dir.join(format!("data/node-{id}")).display());
+        assert!(said.contains(&deleted), "{said}");
+    }
+    assert_eq!(first, tokens[0], "a wiped coordinator starts over: {tokens:?}");
+    down();
+    let _ = std::fs::remove_dir_all(&dir);
+}

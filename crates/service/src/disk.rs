@@ -100,6 +100,31 @@ pub enum DiskError {
         /// redb's error.
         source: redb::Error,
     },
+    /// redb gave up on the file (it panicked: a truncated file, a damaged header or page).
+    #[error("the Raft log {path} is damaged: {detail}")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What redb said.
+        detail: String,
+    },
+    /// The log ends before the commit index its own hard state records: entries it once held
+    /// and counted as committed are gone (a restored old copy, a truncated file that still
+    /// opens). raft-rs would panic on it; the node refuses to start instead.
+    #[error(
+        "the Raft log {path} ends at index {last_index} but records index {commit} as committed (its log starts \
+         at {first_index}): entries it acknowledged are gone"
+    )]
+    BehindCommit {
+        /// The file.
+        path: PathBuf,
+        /// The recorded commit index.
+        commit: u64,
+        /// The first index the log holds.
+        first_index: u64,
+        /// The last index the log holds.
+        last_index: u64,
+    },
     /// The file is a redb database, but not a ringleader Raft log (no format version in it).
     #[error("{path} is not a ringleader Raft log: it has no format version (expected format {expected})")]
     Foreign {
@@ -197,6 +222,42 @@ pub enum DiskError {
     },
 }
 
+impl DiskError {
+    /// What the operator should do about this error, in one clause: free space, make the
+    /// directory writable, or restore or replace the node's data. Nothing acknowledged is lost
+    /// by stopping: an entry is acknowledged only once written.
+    pub fn advice(&self) -> &'static str {
+        const REPLACE: &str = "restore the directory from a backup of this node, or replace the node: remove it \
+                               (`ringleader member remove ID`) and add it back empty with --join (docs/SERVICE.md, \
+                               \"Replacing a lost disk\")";
+        let io_kind = match self {
+            DiskError::Store(redb::Error::Io(e))
+            | DiskError::Unreadable { source: redb::Error::Io(e), .. } => Some(e.kind()),
+            DiskError::Directory { source, .. } => Some(source.kind()),
+            _ => None,
+        };
+        match io_kind {
+            Some(io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded) => {
+                "the disk is full: free space on it and restart the node (what it acknowledged is on disk)"
+            }
+            Some(io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied) => {
+                "the directory is not writable: make it writable (or remount it read-write) and restart the node"
+            }
+            Some(_) => {
+                "check the disk (dmesg) and restart the node; if the error stays, restore or replace it"
+            }
+            None => match self {
+                DiskError::Unreadable { source: redb::Error::DatabaseAlreadyOpen, .. } => {
+                    "another process has it open: stop that process, or give this node its own --data-dir"
+                }
+                DiskError::FormatVersion { .. } => "run the build that wrote it, or replace the node",
+                DiskError::Store(redb::Error::PreviousIo) => "an earlier write failed: restart the node",
+                _ => REPLACE,
+            },
+        }
+    }
+}
+
 /// Wraps any of redb's errors as [`DiskError::Store`].
 fn store(error: impl Into<redb::Error>) -> DiskError {
     DiskError::Store(error.into())
@@ -257,6 +318,11 @@ impl DiskLog {
     /// there is none. Refuses a file redb cannot open ([`DiskError::Unreadable`]), a redb file
     /// that is not a ringleader Raft log ([`DiskError::Foreign`]) and one of another format
     /// version ([`DiskError::FormatVersion`]).
+    ///
+    /// redb asserts, rather than reports, some damage (a file shorter than its header says):
+    /// such a panic while opening becomes [`DiskError::Damaged`], without a backtrace. A log
+    /// whose recorded commit index lies outside the entries it holds is
+    /// [`DiskError::BehindCommit`] (raft-rs would panic on it).
     pub fn open(dir: &Path) -> Result<DiskLog, DiskError> {
         let directory_error = |source| DiskError::Directory { path: dir.to_path_buf(), source };
         fs::create_dir_all(dir).map_err(directory_error)?;
@@ -264,9 +330,33 @@ impl DiskLog {
         if !path.try_exists().map_err(directory_error)? {
             create_fresh(dir, &path)?;
         }
-        let db = Database::open(&path)
-            .map_err(|e| DiskError::Unreadable { path: path.clone(), source: e.into() })?;
-        load(db, path)
+        let log = quietly(&path, || {
+            let db = Database::open(&path)
+                .map_err(|e| DiskError::Unreadable { path: path.clone(), source: e.into() })?;
+            load(db, path.clone())
+        })?;
+        log.check_commit()?;
+        Ok(log)
+    }
+
+    /// Whether the log never recorded anything: no term, vote, commit, entry or snapshot.
+    pub fn is_pristine(&self) -> bool {
+        self.hard_state == HardState::default() && self.last() == 0 && self.snapshot_metadata.index == 0
+    }
+
+    /// raft-rs's start-up rule, checked rather than asserted: a recorded commit index lies
+    /// between the compaction point and the last entry.
+    fn check_commit(&self) -> Result<(), DiskError> {
+        let commit = self.hard_state.commit;
+        if self.hard_state == HardState::default() || (self.truncated_index..=self.last()).contains(&commit) {
+            return Ok(());
+        }
+        Err(DiskError::BehindCommit {
+            path: self.path.clone(),
+            commit,
+            first_index: self.first(),
+            last_index: self.last(),
+        })
     }
 
     /// The file the log lives in.
@@ -527,6 +617,37 @@ fn check_entries(entries: &[Entry], first: u64, last: u64) -> Result<(), DiskErr
         return Err(DiskError::AppendGap { index: head.index, last_index: last });
     }
     Ok(())
+}
+
+thread_local! {
+    /// Set while [`quietly`] runs: the panic hook stays silent on this thread.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` (opening `path` with redb), turning a panic into [`DiskError::Damaged`]. The
+/// process's panic hook is wrapped once so that it stays silent on a thread inside `quietly`
+/// and behaves as before everywhere else.
+fn quietly<T>(path: &Path, f: impl FnOnce() -> Result<T, DiskError>) -> Result<T, DiskError> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(|q| q.get()) {
+                previous(info);
+            }
+        }));
+    });
+    QUIET.with(|q| q.set(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(false));
+    result.unwrap_or_else(|panic| {
+        let detail = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "redb stopped on it".into());
+        Err(DiskError::Damaged { path: path.to_path_buf(), detail })
+    })
 }
 
 /// Builds an empty log with its format version in `dir`, then renames it to `path`.

@@ -9,6 +9,7 @@
 //!
 //! - [`disk`]: the durable Raft log, raft-rs's `Storage` on one redb file; each `Ready` is
 //!   written in one transaction with one fsync (group commit).
+//! - [`identity`]: the cluster and node a data directory belongs to, checked at every start.
 //! - [`server`]: one node — the loop that owns the replica, the authenticated TCP transport of
 //!   real nodes to its peers, and the commands the API sends the loop.
 //! - [`http`]: the HTTP/JSON API with Server-Sent-Event watches (docs/SERVICE-API.md).
@@ -18,6 +19,7 @@
 pub mod disk;
 pub mod etcd;
 pub mod http;
+pub mod identity;
 pub mod metrics;
 pub mod server;
 

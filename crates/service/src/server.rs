@@ -57,6 +57,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::disk::{DiskError, DiskLog};
+use crate::identity::{self, Identity, LogState, StartMode};
 use crate::metrics::{ServiceMetrics, Timed};
 
 /// The replica's log: the redb file, its writes timed for `/metrics`.
@@ -163,6 +164,14 @@ pub struct ServerConfig {
     /// this node); it starts with no configuration and waits to be added
     /// ([`Command::ChangeMembers`]) and sent a snapshot. Ignored once its log is not new.
     pub join: bool,
+    /// This is the first start of a new cluster: an empty data directory gets the cluster's
+    /// first configuration (`members`). Refused over a directory that holds a log; without it
+    /// (and without `join`) a member of a multi-node cluster needs its log (see
+    /// [`crate::identity`]).
+    pub bootstrap: bool,
+    /// The cluster's id: checked against the data directory's, taken by a new one (see
+    /// [`crate::identity`]).
+    pub cluster_id: Option<String>,
     /// The bearer token the HTTP API's clients must send (`None`: none asked).
     pub api_token: Option<ringleader_net::api::ApiToken>,
     /// The HTTP API's connection limits (open connections, idle and write-stall timeouts).
@@ -198,6 +207,8 @@ impl ServerConfig {
             retry: Duration::from_millis(400),
             seed: None,
             join: false,
+            bootstrap: false,
+            cluster_id: None,
             api_token: None,
             api_limits: ringleader_net::api::ConnectionLimits::default(),
             insecure_api: false,
@@ -226,6 +237,12 @@ impl ServerConfig {
                 "--api {}: a non-loopback API needs a bearer token (--api-token-file FILE), or --insecure",
                 self.api
             ));
+        }
+        if self.join && self.bootstrap {
+            return bad("--join and --bootstrap contradict each other: a node joins a running cluster or starts a new one".into());
+        }
+        if let Some(c) = &self.cluster_id {
+            crate::identity::check_cluster_id(c)?;
         }
         if self.join && ids.len() < 2 {
             return bad("--join needs the running cluster's members (--peer ID=HOST:PORT for each)".into());
@@ -269,13 +286,38 @@ pub enum ServeError {
     /// The configuration is invalid.
     #[error("{0}")]
     Config(String),
-    /// The durable log could not be opened or written.
-    #[error("the Raft log in {dir}: {source}")]
+    /// The durable log could not be opened or written; the message ends with what to do.
+    #[error("{source} (file {}); {}", dir.join(crate::disk::FILE_NAME).display(), source.advice())]
     Disk {
         /// The data directory.
         dir: PathBuf,
         /// What went wrong.
         source: Box<DiskError>,
+    },
+    /// The data directory is not this node's whole log (see [`crate::identity`]).
+    #[error(transparent)]
+    Identity(#[from] crate::identity::IdentityError),
+    /// The leader knows this node acknowledged entries its log no longer holds: the directory is
+    /// an old copy, or was emptied, while the cluster went on.
+    #[error(
+        "node {leader}, the leader in term {term}, counts entries up to {commit} as replicated here, but the \
+         Raft log in {dir} ends at {last_index}: the directory is an old or emptied copy; remove this node \
+         (`ringleader member remove {id}`) and add it back empty with --join (docs/SERVICE.md, \"Replacing a \
+         lost disk\")"
+    )]
+    StaleLog {
+        /// This node's id.
+        id: u64,
+        /// The data directory.
+        dir: PathBuf,
+        /// The leader's id.
+        leader: u64,
+        /// Its term.
+        term: u64,
+        /// The commit index it sent.
+        commit: u64,
+        /// This log's last index.
+        last_index: u64,
     },
     /// The replica failed (storage, a corrupt snapshot, raft-rs refusing the log).
     #[error("replica: {0}")]
@@ -420,6 +462,8 @@ pub enum Command {
 pub struct Status {
     /// This node's id.
     pub id: u64,
+    /// The cluster's id (a joining node is started with it).
+    pub cluster: String,
     /// The id of the Raft leader this node knows.
     pub leader: Option<u64>,
     /// The current term.
@@ -553,23 +597,63 @@ fn next_incarnation(dir: &Path) -> Result<u64, ServeError> {
     Ok(next)
 }
 
+/// Start-up: checks that the data directory is this node's whole log (see
+/// [`crate::identity`]) before anything is created in it, opens the log, and on a first start
+/// gives the directory its identity and, unless the node joins, the cluster's first
+/// configuration (the member list; node ids are Raft ids). A joining node starts with none:
+/// the snapshot it is sent brings it. The identity is written last, so a first start cut
+/// short leaves a pristine log, which the next start treats as no log.
+fn open_data_dir(cfg: &ServerConfig) -> Result<(DiskLog, Identity), ServeError> {
+    let dir = &cfg.data_dir;
+    let disk = |source| ServeError::Disk { dir: dir.clone(), source: Box::new(source) };
+    let found = identity::read(dir)?;
+    let had_identity = found.is_some();
+    let path = dir.join(crate::disk::FILE_NAME);
+    let exists = path
+        .try_exists()
+        .map_err(|source| ServeError::Io { what: format!("look for {}", path.display()), source })?;
+    let log = if exists { Some(DiskLog::open(dir).map_err(disk)?) } else { None };
+    let state = match &log {
+        None => LogState::Missing,
+        Some(l) if l.is_pristine() => LogState::Pristine,
+        Some(_) => LogState::Holding,
+    };
+    let mode = match (cfg.bootstrap, cfg.join) {
+        (true, _) => StartMode::Bootstrap,
+        (false, true) => StartMode::Join,
+        (false, false) => StartMode::Restart,
+    };
+    let established =
+        identity::establish(dir, cfg.id, &cfg.members, mode, cfg.cluster_id.as_deref(), found, state)?;
+    let mut log = match log {
+        Some(log) => log,
+        None => DiskLog::open(dir).map_err(disk)?,
+    };
+    if established.new {
+        let voters = match mode {
+            StartMode::Join => Vec::new(),
+            _ => {
+                let mut ids: Vec<u64> = cfg.members.iter().map(|m| m.0).collect();
+                ids.sort_unstable();
+                ids
+            }
+        };
+        log.set_conf_state(ConfState { voters, ..Default::default() }).map_err(disk)?;
+    }
+    if !had_identity {
+        identity::write(dir, &established.identity)?;
+    }
+    Ok((log, established.identity))
+}
+
 /// Starts a node: opens (or creates) its log, binds its sockets, connects to its peers and
 /// runs its loop until `shutdown`. The API's listener is bound and handed back for
 /// [`crate::start`] to serve.
 pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListener), ServeError> {
     cfg.validate()?;
-    std::fs::create_dir_all(&cfg.data_dir)
-        .map_err(|source| ServeError::Io { what: format!("create {}", cfg.data_dir.display()), source })?;
-    let disk = |source| ServeError::Disk { dir: cfg.data_dir.clone(), source: Box::new(source) };
-    let mut log = DiskLog::open(&cfg.data_dir).map_err(disk)?;
+    let (log, identity) = open_data_dir(&cfg)?;
     let mut ids: Vec<u64> = cfg.members.iter().map(|m| m.0).collect();
     ids.sort_unstable();
-    if log.conf_state().voters.is_empty() && log.hard_state().term == 0 && !cfg.join {
-        // A new log: the cluster's first configuration is the member list (node ids are
-        // Raft ids). A joining node starts with none: the snapshot it is sent brings it.
-        let cs = raft::eraftpb::ConfState { voters: ids.clone(), ..Default::default() };
-        log.set_conf_state(cs).map_err(disk)?;
-    }
     // The address table: the one written beside the log when there is one (it follows the
     // applied changes; the flags may be stale), else the flags' (see `MemberTable`).
     let table: MemberTable = match read_members(&cfg.data_dir)? {
@@ -601,11 +685,13 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
 
     // The transport of real nodes, reused: uids are the node ids. The peer links are the
     // loop's own (they change with the members), not the fixed table of `Shared`.
+    // The cluster id is part of the protocol name the hello carries: nodes of two clusters
+    // refuse each other's connections.
     let mut net = NodeConfig::new(
         cfg.id,
         listen,
         cfg.members.iter().filter(|m| m.0 != cfg.id).map(|m| (m.0, m.1.clone())).collect(),
-        PROTOCOL,
+        &format!("{PROTOCOL}/{}", identity.cluster),
     );
     net.secret = cfg.secret.clone();
     net.max_frame = 8 * 1024 * 1024;
@@ -646,7 +732,12 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
 
     let (commands_tx, commands_rx) = mpsc::channel(4096);
     let (notices, _) = broadcast::channel(65_536);
-    let status = Arc::new(Mutex::new(Status { id: cfg.id, removed: removed_at_start, ..Status::default() }));
+    let status = Arc::new(Mutex::new(Status {
+        id: cfg.id,
+        cluster: identity.cluster.clone(),
+        removed: removed_at_start,
+        ..Status::default()
+    }));
     let node = Arc::new(Node {
         me,
         commands: commands_tx,
@@ -955,13 +1046,13 @@ async fn run_loop(
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = ticker.tick() => if !state.removed { on_tick(&mut replica, &mut state) },
-            Some(input) = peers.recv() => if !state.removed { on_peer(&mut replica, &state, input) },
+            Some(input) = peers.recv() => if !state.removed { on_peer(&mut replica, &state, input)? },
             Some(cmd) = commands.recv() => on_command(&mut replica, &mut state, cmd),
         }
         // Group commit: everything already waiting joins this turn's Ready.
         for _ in 0..BATCH {
             match peers.try_recv() {
-                Ok(input) if !state.removed => on_peer(&mut replica, &state, input),
+                Ok(input) if !state.removed => on_peer(&mut replica, &state, input)?,
                 Ok(_) => {}
                 Err(_) => break,
             }
@@ -980,7 +1071,13 @@ async fn run_loop(
         let me = replica.id();
         let incarnation = replica.incarnation();
         let mut host = ServerHost { state: &mut state, me, incarnation };
-        tokio::task::block_in_place(|| replica.drive(random, &mut host))?;
+        tokio::task::block_in_place(|| replica.drive(random, &mut host)).map_err(|e| match e {
+            // A failed write names the file and what to do, as at start.
+            ReplicaError::Storage(source) => {
+                ServeError::Disk { dir: host.state.cfg.data_dir.clone(), source: Box::new(source) }
+            }
+            other => ServeError::from(other),
+        })?;
         after_changes(&mut replica, &mut state)?;
         answer_reads(&replica, &mut state);
         publish_status(&replica, &state);
@@ -1039,15 +1136,37 @@ fn after_changes(replica: &mut Replica<Log>, state: &mut LoopState) -> Result<()
     Ok(())
 }
 
-fn on_peer(replica: &mut Replica<Log>, state: &LoopState, input: Input<Msg, ()>) {
+/// Steps a peer's message. A heartbeat whose commit index lies past this log's end proves the
+/// log lost entries it acknowledged (raft-rs would panic in `commit_to`): the node stops with
+/// [`ServeError::StaleLog`] rather than go on with a log that forgot its votes.
+fn on_peer(
+    replica: &mut Replica<Log>,
+    state: &LoopState,
+    input: Input<Msg, ()>,
+) -> Result<(), ServeError> {
     if let Input::Message { env, .. } = input
         && let Some(m) = env.msg.decode()
     {
         if m.get_msg_type() == raft::eraftpb::MessageType::MsgSnapshot {
             Counters::bump(&state.metrics.snapshots_received);
         }
+        let last_index = raft::Storage::last_index(replica.log()).unwrap_or(0);
+        if m.get_msg_type() == raft::eraftpb::MessageType::MsgHeartbeat
+            && m.term >= replica.term()
+            && m.commit > last_index
+        {
+            return Err(ServeError::StaleLog {
+                id: state.cfg.id,
+                dir: state.cfg.data_dir.clone(),
+                leader: m.from,
+                term: m.term,
+                commit: m.commit,
+                last_index,
+            });
+        }
         replica.step(m);
     }
+    Ok(())
 }
 
 fn on_command(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Command) {
