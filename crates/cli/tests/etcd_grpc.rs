@@ -326,6 +326,11 @@ async fn reads_before_the_first_write_answer_and_a_txn_writing_a_key_twice_is_re
     }
     let got = within("get", one.get("k", Some(GetOptions::new().with_prefix()))).await.unwrap();
     assert!(got.kvs().is_empty(), "a refused transaction writes nothing");
+
+    // etcd's default request-size limit, 1.5 MiB.
+    let e = status(within("big put", one.put("big", vec![b'x'; 1600 * 1024], None)).await.unwrap_err());
+    assert_eq!((e.code(), e.message()), (Code::InvalidArgument, "etcdserver: request is too large"));
+    within("put under the limit", one.put("big", vec![b'x'; 1400 * 1024], None)).await.unwrap();
     let ops = vec![TxnOp::put("k", "1", None), TxnOp::put("l", "2", None)];
     within("txn", one.txn(Txn::new().and_then(ops))).await.unwrap();
 }
@@ -393,6 +398,10 @@ async fn status_and_member_list_answer_and_other_methods_are_unimplemented_by_na
     assert_eq!(ids, [1, 2, 3]);
     let me = members.members().iter().find(|m| m.id() == 2).unwrap();
     assert_eq!(me.client_urls(), [c.endpoint(2)]);
+    for m in members.members() {
+        let [url] = m.peer_urls() else { panic!("member {} has peer URLs {:?}", m.id(), m.peer_urls()) };
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    }
 
     let e = status(within("compact", two.compact(1, None)).await.unwrap_err());
     assert_eq!(e.code(), Code::Unimplemented);
