@@ -588,6 +588,10 @@ async fn a_key_attached_to_a_lease_vanishes_when_the_lease_is_revoked() {
     within("put", one.put("kept", "v", None)).await.unwrap();
     let got = within("get", one.get("leased", None)).await.unwrap();
     assert_eq!(got.kvs()[0].lease(), lease);
+    // `etcdctl lease timetolive --keys`: the keys attached to the lease.
+    let opts = Some(LeaseTimeToLiveOptions::new().with_keys());
+    let ttl = within("time-to-live", one.lease_time_to_live(lease, opts)).await.unwrap();
+    assert_eq!(ttl.keys(), [b"leased".to_vec()]);
     let mut stream =
         within("watch", one.watch("leased", Some(WatchOptions::new().with_start_revision(r1 + 1))))
             .await
