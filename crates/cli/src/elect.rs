@@ -69,7 +69,7 @@ pub fn run(args: ElectArgs) -> crate::Outcome {
         ("RINGLEADER_LEASE", lease.to_string()),
         ("RINGLEADER_VALUE", value.clone()),
     ];
-    let end = service_client::run_while(&session, &args.command, &env);
+    let end = service_client::run_while(&session, None, &args.command, &env);
     drop(leadership);
     drop(session);
     match end? {

@@ -19,8 +19,10 @@ use crate::service_client::{self, EndpointArgs, HoldEnd};
 /// Without COMMAND, prints `locked NAME fencing=T lease=L` and holds the lock until Ctrl-C.
 ///
 /// If the lock is not had: exit 1 with one line saying why (timeout, no node reachable, ...).
-/// If the session is lost while COMMAND runs (no keep-alive got through in time): COMMAND is
-/// sent SIGTERM, one line is printed, and the exit status is 1. A SIGINT or SIGTERM sent to
+/// The lock itself is checked every third of --ttl. If the lock or the session is lost while
+/// COMMAND runs (the lock taken from the lease, or no keep-alive got through in time): COMMAND
+/// is sent SIGTERM, then SIGKILL 5 s later if it has not ended, one line is printed, and the
+/// exit status is 1. A SIGINT or SIGTERM sent to
 /// this process is forwarded to COMMAND (Ctrl-C in a terminal reaches both already).
 ///
 /// Examples:
@@ -66,7 +68,17 @@ pub fn run(args: LockArgs) -> crate::Outcome {
         ("RINGLEADER_LOCK", args.name.clone()),
         ("RINGLEADER_LEASE", lease.to_string()),
     ];
-    let end = service_client::run_while(&session, &args.command, &env);
+    // The lock is watched, not only the lease: it can be taken from a lease that lives
+    // (wound-wait, an operator's release). A failed check (no node reachable) is not a loss;
+    // the session's own deadline covers an unreachable service.
+    let lost = || match guard.check() {
+        Err(ringleader_client::ClientError::Lost | ringleader_client::ClientError::NoSuchLease) => {
+            Some(format!("the service no longer has lease {lease} holding it with fencing token {fencing}"))
+        }
+        _ => None,
+    };
+    let watch = service_client::Watch { lost: &lost, every: (args.ttl / 3).max(Duration::from_millis(50)) };
+    let end = service_client::run_while(&session, Some(watch), &args.command, &env);
     drop(guard);
     drop(session);
     match end? {

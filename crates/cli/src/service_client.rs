@@ -140,23 +140,55 @@ pub enum HoldEnd {
     Command(u8),
     /// Ctrl-C or SIGTERM (no command).
     Signalled,
-    /// The session was lost (the command, if any, was sent SIGTERM and has ended).
+    /// The session or the lock was lost (the command, if any, was sent SIGTERM, then SIGKILL
+    /// after [`GRACE`], and has ended).
     Lost(String),
 }
 
 /// How often the hold checks on the command and signals.
 const POLL: Duration = Duration::from_millis(50);
 
-/// Runs `command` (if any) with `env` while `session` lives, forwarding SIGINT/SIGTERM sent to
-/// this process; without a command, waits for Ctrl-C. [`catch_signals`] must have been called.
-pub fn run_while(session: &Session, command: &[String], env: &[(&str, String)]) -> anyhow::Result<HoldEnd> {
+/// How long a command sent SIGTERM (its hold was lost) has to end before it is sent SIGKILL.
+pub const GRACE: Duration = Duration::from_secs(5);
+
+/// A check of what is held beyond the session (a lock): `Some(why)` once it is lost, and how
+/// often to ask.
+pub struct Watch<'a> {
+    /// Asks the service; `Some(why)` when the hold is lost.
+    pub lost: &'a dyn Fn() -> Option<String>,
+    /// How often.
+    pub every: Duration,
+}
+
+/// Runs `command` (if any) with `env` while `session` lives and `watch` (if any) says the hold
+/// is kept, forwarding SIGINT/SIGTERM sent to this process; without a command, waits for
+/// Ctrl-C. When the hold is lost, the command is sent SIGTERM, then SIGKILL after [`GRACE`].
+/// [`catch_signals`] must have been called.
+pub fn run_while(
+    session: &Session,
+    watch: Option<Watch<'_>>,
+    command: &[String],
+    env: &[(&str, String)],
+) -> anyhow::Result<HoldEnd> {
+    let mut next_check = watch.as_ref().map(|w| std::time::Instant::now() + w.every);
+    let mut lost = || -> Option<String> {
+        if let Some(end) = session.wait_lost(POLL) {
+            return Some(end.to_string());
+        }
+        let (w, at) = (watch.as_ref()?, next_check?);
+        if std::time::Instant::now() < at {
+            return None;
+        }
+        next_check = Some(std::time::Instant::now() + w.every);
+        (w.lost)()
+    };
     let Some((program, args)) = command.split_first() else {
         loop {
             if signalled() {
                 return Ok(HoldEnd::Signalled);
             }
-            if let Some(end) = session.wait_lost(POLL) {
-                return Ok(HoldEnd::Lost(end.to_string()));
+            if let Some(why) = lost() {
+                return Ok(HoldEnd::Lost(why));
             }
         }
     };
@@ -175,11 +207,23 @@ pub fn run_while(session: &Session, command: &[String], env: &[(&str, String)]) 
             // SAFETY: kill(2) on our own child's pid.
             unsafe { libc::kill(pid, forward) };
         }
-        if let Some(end) = session.wait_lost(POLL) {
+        if let Some(why) = lost() {
             // SAFETY: as above.
             unsafe { libc::kill(pid, libc::SIGTERM) };
-            let _ = child.wait();
-            return Ok(HoldEnd::Lost(end.to_string()));
+            let deadline = std::time::Instant::now() + GRACE;
+            loop {
+                if child.try_wait().context("waiting for the command")?.is_some() {
+                    break;
+                }
+                if std::time::Instant::now() >= deadline {
+                    // SAFETY: as above; the child has not been reaped, so the pid is still ours.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    let _ = child.wait();
+                    break;
+                }
+                std::thread::sleep(POLL);
+            }
+            return Ok(HoldEnd::Lost(why));
         }
     }
 }

@@ -326,6 +326,11 @@ async fn reads_before_the_first_write_answer_and_a_txn_writing_a_key_twice_is_re
     }
     let got = within("get", one.get("k", Some(GetOptions::new().with_prefix()))).await.unwrap();
     assert!(got.kvs().is_empty(), "a refused transaction writes nothing");
+
+    // etcd's default request-size limit, 1.5 MiB.
+    let e = status(within("big put", one.put("big", vec![b'x'; 1600 * 1024], None)).await.unwrap_err());
+    assert_eq!((e.code(), e.message()), (Code::InvalidArgument, "etcdserver: request is too large"));
+    within("put under the limit", one.put("big", vec![b'x'; 1400 * 1024], None)).await.unwrap();
     let ops = vec![TxnOp::put("k", "1", None), TxnOp::put("l", "2", None)];
     within("txn", one.txn(Txn::new().and_then(ops))).await.unwrap();
 }
@@ -393,6 +398,10 @@ async fn status_and_member_list_answer_and_other_methods_are_unimplemented_by_na
     assert_eq!(ids, [1, 2, 3]);
     let me = members.members().iter().find(|m| m.id() == 2).unwrap();
     assert_eq!(me.client_urls(), [c.endpoint(2)]);
+    for m in members.members() {
+        let [url] = m.peer_urls() else { panic!("member {} has peer URLs {:?}", m.id(), m.peer_urls()) };
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    }
 
     let e = status(within("compact", two.compact(1, None)).await.unwrap_err());
     assert_eq!(e.code(), Code::Unimplemented);
@@ -579,6 +588,10 @@ async fn a_key_attached_to_a_lease_vanishes_when_the_lease_is_revoked() {
     within("put", one.put("kept", "v", None)).await.unwrap();
     let got = within("get", one.get("leased", None)).await.unwrap();
     assert_eq!(got.kvs()[0].lease(), lease);
+    // `etcdctl lease timetolive --keys`: the keys attached to the lease.
+    let opts = Some(LeaseTimeToLiveOptions::new().with_keys());
+    let ttl = within("time-to-live", one.lease_time_to_live(lease, opts)).await.unwrap();
+    assert_eq!(ttl.keys(), [b"leased".to_vec()]);
     let mut stream =
         within("watch", one.watch("leased", Some(WatchOptions::new().with_start_revision(r1 + 1))))
             .await

@@ -281,6 +281,77 @@ fn bad_requests_get_one_line_and_a_reason() {
     assert_eq!((code, answer["reason"].as_str()), (404, Some("not_found")));
 }
 
+/// Waits for `child` to end, killing it and failing the test after `limit`.
+fn ended_within(mut child: std::process::Child, limit: Duration, what: &str) -> std::process::Output {
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("{what}: still running after {limit:?}; stderr: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn clients_fail_over_past_a_hung_first_endpoint() {
+    let s = Service::start(3);
+    // Node 1, the first endpoint, is stopped: it accepts connections and answers nothing.
+    s.ctl("pause", 1);
+    s.leader(&[1], Duration::from_secs(20));
+    let endpoints =
+        (1..=s.n).map(|i| format!("http://127.0.0.1:{}", s.port(i))).collect::<Vec<_>>().join(",");
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
+        cmd.args(args).env("RINGLEADER_ENDPOINTS", &endpoints).stdout(Stdio::piped()).stderr(Stdio::piped());
+        spawn(&mut cmd)
+    };
+    // The per-attempt bound is 2 s: a client that waited on node 1 for its 10 s request timeout,
+    // or for ever, fails the bound below.
+    let out = ended_within(run(&["lease", "grant", "--ttl", "5s"]), Duration::from_secs(8), "lease grant");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = ended_within(run(&["lock", "failover", "--", "true"]), Duration::from_secs(8), "lock");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    s.ctl("resume", 1);
+}
+
+#[test]
+fn lock_stops_its_command_when_the_lock_is_taken_from_its_live_lease() {
+    let s = Service::start(3);
+    let dir = s.dir.join("lost");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lease_file = dir.join("lease");
+    let term_file = dir.join("term");
+    // The command writes its lease, then runs until SIGTERM, which it records.
+    let script = format!(
+        "trap 'echo term > {term}; exit 3' TERM; echo $RINGLEADER_LEASE > {lease}.tmp; mv {lease}.tmp {lease}; \
+         while true; do sleep 0.02; done",
+        term = term_file.display(),
+        lease = lease_file.display()
+    );
+    let endpoints =
+        (1..=s.n).map(|i| format!("http://127.0.0.1:{}", s.port(i))).collect::<Vec<_>>().join(",");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
+    cmd.args(["lock", "taken", "--ttl", "600ms", "--", "sh", "-c", &script])
+        .env("RINGLEADER_ENDPOINTS", &endpoints)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = spawn(&mut cmd);
+    let lease: u64 = common::until(Duration::from_secs(20), "the command's lease", || {
+        std::fs::read_to_string(&lease_file).ok()?.trim().parse().ok()
+    });
+    // An operator releases the lock; the lease lives on (its keep-alives go on).
+    let (code, body) = post(s.port(2), "/v1/lock/release", json!({ "name": "taken", "lease": lease }));
+    assert_eq!(code, 200, "{body}");
+    let out = ended_within(child, Duration::from_secs(20), "lock after its lock was taken");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("lost lock \"taken\""), "{err}");
+    assert_eq!(std::fs::read_to_string(&term_file).unwrap_or_default().trim(), "term", "COMMAND got SIGTERM");
+}
+
 /// The metrics page of the node on `port`.
 fn metrics(port: u16) -> String {
     AGENT.with(|a| {

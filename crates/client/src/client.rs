@@ -18,6 +18,13 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 /// from its majority answers 503 after its own request timeout, which should be shorter).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long one endpoint is given before the next is tried: a request that does not wait at the
+/// server gets this long at each endpoint (within its own bound), and before a request that is
+/// not safe to send twice (a grant) or that waits at the server (an acquire), the endpoint must
+/// answer `GET /health` within it. A node that is hung (stopped, swapping) accepts connections
+/// but answers nothing; without this bound every client of it would wait for it.
+pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// How much longer than its `timeout_ms` the client waits for a blocking request's answer.
 const WAIT_SLACK: Duration = Duration::from_secs(5);
 
@@ -36,6 +43,8 @@ struct Inner {
     agent: ureq::Agent,
     rounds: usize,
     request_timeout: Duration,
+    /// How long one endpoint is given (see [`DEFAULT_ATTEMPT_TIMEOUT`]).
+    attempt_timeout: Duration,
     /// Sent as `Authorization: Bearer TOKEN` when set.
     token: Option<Token>,
 }
@@ -170,6 +179,7 @@ impl Client {
                 agent: agent(DEFAULT_CONNECT_TIMEOUT),
                 rounds: 1,
                 request_timeout: DEFAULT_REQUEST_TIMEOUT,
+                attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
                 token: None,
             }),
         })
@@ -190,6 +200,12 @@ impl Client {
     /// [`DEFAULT_REQUEST_TIMEOUT`]).
     pub fn with_request_timeout(self, timeout: Duration) -> Client {
         self.rebuild(|i| i.request_timeout = timeout)
+    }
+
+    /// The same client giving each endpoint `timeout` before trying the next (default
+    /// [`DEFAULT_ATTEMPT_TIMEOUT`]).
+    pub fn with_attempt_timeout(self, timeout: Duration) -> Client {
+        self.rebuild(|i| i.attempt_timeout = timeout.max(Duration::from_millis(1)))
     }
 
     /// The same client sending `Authorization: Bearer TOKEN` with every request (a service
@@ -214,6 +230,7 @@ impl Client {
             agent: self.inner.agent.clone(),
             rounds: self.inner.rounds,
             request_timeout: self.inner.request_timeout,
+            attempt_timeout: self.inner.attempt_timeout,
             token: self.inner.token.clone(),
         };
         change(&mut inner);
@@ -320,6 +337,14 @@ impl Client {
         self.call_bounded("POST", path, Some(body), bound, Retry::Always)
     }
 
+    /// Whether the node at `base` answers `GET /health` within the attempt timeout.
+    fn answers(&self, base: &str) -> bool {
+        let url = format!("{base}/health");
+        let probe =
+            self.inner.agent.get(&url).config().timeout_global(Some(self.inner.attempt_timeout)).build();
+        matches!(probe.call(), Ok(r) if r.status().is_success())
+    }
+
     fn call<T: DeserializeOwned>(
         &self,
         method: &str,
@@ -340,7 +365,16 @@ impl Client {
         retry: Retry,
     ) -> Result<T, ClientError> {
         let text = body.map(|b| b.to_string());
+        // A request bounded by the client's own request timeout does not wait at the server: it
+        // gets the attempt timeout at each endpoint. One that waits, or that must not be sent
+        // twice, first asks the endpoint whether it answers at all.
+        let waits = timeout.is_none_or(|t| t > self.inner.request_timeout);
+        let probe = waits || retry == Retry::IfUnsent;
+        let timeout = if probe { timeout } else { timeout.map(|t| t.min(self.inner.attempt_timeout)) };
         let (status, answer) = self.failover(retry, |base| {
+            if probe && !self.answers(base) {
+                return Attempt::Unsent;
+            }
             let url = format!("{base}{path}");
             let result = match &text {
                 Some(t) => self
@@ -375,6 +409,9 @@ impl Client {
 
     fn stream(&self, path: &str) -> Result<ureq::Body, ClientError> {
         let answer = self.failover(Retry::Always, |base| {
+            if !self.answers(base) {
+                return Attempt::Unsent;
+            }
             let url = format!("{base}{path}");
             match self.authorized(self.inner.agent.get(&url)).header("accept", "text/event-stream").call() {
                 Ok(r) if r.status().is_success() => Attempt::Done(Ok(r.into_body())),

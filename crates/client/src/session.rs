@@ -341,6 +341,29 @@ impl LockGuard<'_> {
         self.send_release()
     }
 
+    /// Asks the service whether this guard's lease still holds the lock with this guard's
+    /// fencing token (a linearizable read). `Err(ClientError::Lost)` when it does not: the lease
+    /// ended, or the lock was taken from it (wound-wait, a revoke by an operator). Check it
+    /// before acting on what the lock protects, or poll it while holding: the session's
+    /// keep-alives alone do not say that the lock is still held.
+    pub fn check(&self) -> Result<(), ClientError> {
+        #[derive(Deserialize)]
+        struct Holder {
+            lease: u64,
+            fencing: u64,
+        }
+        #[derive(Deserialize)]
+        struct View {
+            holder: Option<Holder>,
+        }
+        self.session.check_alive()?;
+        let v: View = self.session.client.get(&format!("/v1/lock/{}", self.name))?;
+        match v.holder {
+            Some(h) if h.lease == self.session.lease && h.fencing == self.fencing => Ok(()),
+            _ => Err(ClientError::Lost),
+        }
+    }
+
     fn send_release(&self) -> Result<(), ClientError> {
         let body = json!({ "name": self.name, "lease": self.session.lease });
         self.session.client.post::<Value>("/v1/lock/release", body, Retry::Always).map(drop)

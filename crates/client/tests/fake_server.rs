@@ -79,11 +79,20 @@ fn answer(stream: TcpStream, handler: &mut Handler, tx: &Sender<Seen>) -> bool {
     let mut body = vec![0; length];
     reader.read_exact(&mut body).unwrap();
     let seen = Seen { method, path, body: String::from_utf8(body).unwrap() };
+    let mut stream = stream;
+    if seen.path == "/health" {
+        // The client's probe before a request that waits or must not be sent twice: this
+        // server is alive (a hung one is tested with a listener that never answers).
+        let body = r#"{"status": "alive"}"#;
+        let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(body.as_bytes());
+        return true;
+    }
     let reply = handler(&seen);
     if tx.send(seen).is_err() {
         return false;
     }
-    let mut stream = stream;
     if let Reply::With(status, body) = reply {
         let head = format!(
             "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
@@ -163,6 +172,30 @@ fn a_grant_cut_off_after_sending_is_not_sent_again() {
     assert!(matches!(&e, ClientError::Protocol(m) if m.contains("may or may not")), "{e}");
     next(&first_rx);
     assert!(second_rx.try_recv().is_err());
+}
+
+#[test]
+fn a_hung_endpoint_is_given_the_attempt_timeout_then_the_next_is_tried() {
+    // A listener that accepts (the kernel does) but never reads nor answers: a stopped process.
+    let hung = TcpListener::bind("127.0.0.1:0").unwrap();
+    let hung_url = format!("http://{}", hung.local_addr().unwrap());
+    let (up, rx) = serve(Box::new(|s| match s.path.as_str() {
+        "/v1/lease/grant" => ok(r#"{"lease": 3, "ttl_ms": 1000}"#),
+        _ => ok(r#"{"lease": 3, "ttl_ms": 1000, "remaining_ms": 900}"#),
+    }));
+    let client = Client::new([hung_url.as_str(), up.as_str()])
+        .unwrap()
+        .with_attempt_timeout(Duration::from_millis(200));
+    // A grant (not sent twice) goes on once the hung node failed its health probe; a read
+    // gets the attempt timeout.
+    assert_eq!(client.grant(Duration::from_secs(1)).unwrap().lease, 3);
+    assert_eq!(next(&rx).path, "/v1/lease/grant");
+    let client = Client::new([hung_url.as_str(), up.as_str()])
+        .unwrap()
+        .with_attempt_timeout(Duration::from_millis(200));
+    assert_eq!(client.time_to_live(3).unwrap().remaining_ms, 900);
+    assert_eq!(next(&rx).path, "/v1/lease/3");
+    drop(hung);
 }
 
 /// A fake service with one lock and one election, enough for sessions and guards.

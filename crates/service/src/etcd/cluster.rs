@@ -20,22 +20,18 @@ impl Cluster for ClusterApi {
     ) -> Result<Response<MemberListResponse>, Status> {
         let ctx = &self.0;
         let me = ctx.node.me as u64 + 1;
-        let mut ids = ctx.node.status.lock().map(|s| s.members.clone()).unwrap_or_default();
-        if ids.is_empty() {
-            ids = ctx.node.shared.members.clone();
-        }
-        let members = ids
+        // The members and their peer addresses as this node's loop knows them (its applied
+        // configuration and the address table beside its log).
+        let known = ctx.node.members().await.map_err(super::unavailable)?;
+        let members = known
+            .members
             .into_iter()
-            .map(|id| {
-                let peer =
-                    ctx.node.shared.peers.iter().flatten().find(|p| p.id == id).map(|p| p.addr.clone());
-                Member {
-                    id,
-                    name: format!("node-{id}"),
-                    peer_ur_ls: peer.map(|a| vec![format!("http://{a}")]).unwrap_or_default(),
-                    client_ur_ls: if id == me { vec![format!("http://{}", ctx.addr)] } else { Vec::new() },
-                    is_learner: false,
-                }
+            .map(|m| Member {
+                id: m.id,
+                name: format!("node-{}", m.id),
+                peer_ur_ls: if m.peer.is_empty() { Vec::new() } else { vec![format!("http://{}", m.peer)] },
+                client_ur_ls: if m.id == me { vec![format!("http://{}", ctx.addr)] } else { Vec::new() },
+                is_learner: false,
             })
             .collect();
         Ok(Response::new(MemberListResponse { header: ctx.header(None), members }))

@@ -232,7 +232,9 @@ impl Kv for KvApi {
     }
 
     async fn put(&self, req: Request<PutRequest>) -> Result<Response<PutResponse>, Status> {
-        let put = put_req(req.into_inner())?;
+        let req = req.into_inner();
+        super::too_large(prost::Message::encoded_len(&req))?;
+        let put = put_req(req)?;
         let (revision, mut result) =
             self.propose(Txn { success: vec![RequestOp::Put(put)], ..Txn::default() }).await?;
         let prev_kv = match result.responses.pop() {
@@ -261,7 +263,9 @@ impl Kv for KvApi {
     }
 
     async fn txn(&self, req: Request<TxnRequest>) -> Result<Response<TxnResponse>, Status> {
-        let txn = txn_of(req.into_inner())?;
+        let req = req.into_inner();
+        super::too_large(prost::Message::encoded_len(&req))?;
+        let txn = txn_of(req)?;
         let (revision, result) = self.propose(txn).await?;
         Ok(Response::new(TxnResponse {
             header: self.0.header(Some(revision)),

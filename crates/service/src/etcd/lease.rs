@@ -113,7 +113,8 @@ impl Lease for LeaseApi {
     }
 
     /// A linearizable read. An unknown lease is answered with TTL −1, as etcd does. `keys`
-    /// lists the locks the lease holds or waits for, as lock keys.
+    /// lists the KV keys attached to the lease (what etcd lists), then the locks the lease
+    /// holds or waits for, as lock keys.
     async fn lease_time_to_live(
         &self,
         req: Request<LeaseTimeToLiveRequest>,
@@ -126,11 +127,12 @@ impl Lease for LeaseApi {
             .read(Box::new(move |m: &StateMachine| match m.lease(lease) {
                 None => Value::Null,
                 Some(l) => {
-                    let keys: Vec<String> = m
+                    let locks = m
                         .locks()
                         .into_iter()
                         .filter(|n| m.holder(n).map(|h| h.0) == Some(lease) || m.waiters(n).contains(&lease))
-                        .collect();
+                        .map(|n| key_of(&n, lease));
+                    let keys: Vec<Vec<u8>> = m.kv().keys_of_lease(lease).into_iter().chain(locks).collect();
                     json!({ "ttl": l.ttl, "left": l.deadline.saturating_sub(m.now()), "keys": keys })
                 }
             }))
@@ -146,17 +148,8 @@ impl Lease for LeaseApi {
                 keys: Vec::new(),
             }));
         }
-        let keys = if req.keys {
-            v["keys"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(|n| key_of(n, lease))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let keys =
+            if req.keys { serde_json::from_value(v["keys"].clone()).unwrap_or_default() } else { Vec::new() };
         Ok(Response::new(LeaseTimeToLiveResponse {
             header,
             id: req.id,

@@ -74,6 +74,23 @@ use pb::etcdserverpb::ResponseHeader;
 /// ringleader's.
 pub const VERSION: &str = "3.5.0+ringleader";
 
+/// The largest write request (a Put or a Txn, as encoded), in bytes: etcd's default
+/// `--max-request-bytes`, 1.5 MiB. A larger one is refused as etcd refuses it, so that one
+/// entry cannot take a node's memory (every entry lives in the log and the history).
+pub const MAX_REQUEST_BYTES: usize = 1536 * 1024;
+
+/// What gRPC itself accepts beyond [`MAX_REQUEST_BYTES`] (etcd's `grpcOverheadBytes`): a message
+/// over the sum is refused before it is decoded.
+const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
+
+/// etcd's answer to a write over [`MAX_REQUEST_BYTES`].
+pub fn too_large(size: usize) -> Result<(), Status> {
+    if size > MAX_REQUEST_BYTES {
+        return Err(Status::invalid_argument("etcdserver: request is too large"));
+    }
+    Ok(())
+}
+
 /// How often a blocked request checks that its lease still exists (a revoked lease sends no
 /// notice to its waiters).
 const LEASE_CHECK: Duration = Duration::from_millis(500);
@@ -294,7 +311,11 @@ pub fn router(ctx: Ctx, api_token: Option<ringleader_net::api::ApiToken>) -> axu
     let election = ElectionServer::with_interceptor(election::ElectionApi(ctx.clone()), check.clone());
     let maintenance =
         MaintenanceServer::with_interceptor(maintenance::MaintenanceApi(ctx.clone()), check.clone());
-    let kv = pb::etcdserverpb::kv_server::KvServer::with_interceptor(kv::KvApi(ctx.clone()), check.clone());
+    let kv = tonic::service::interceptor::InterceptedService::new(
+        pb::etcdserverpb::kv_server::KvServer::new(kv::KvApi(ctx.clone()))
+            .max_decoding_message_size(MAX_REQUEST_BYTES + GRPC_OVERHEAD_BYTES),
+        check.clone(),
+    );
     let watch = pb::etcdserverpb::watch_server::WatchServer::with_interceptor(
         watch::WatchApi(ctx.clone()),
         check.clone(),
