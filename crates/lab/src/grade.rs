@@ -138,6 +138,17 @@ pub fn battery(g: &GradeConfig) -> Vec<(String, LabConfig)> {
                 b.push(("sweep: 1..10 ms links, contention".to_string(), c));
             }
         }
+        LabFamily::Clock => {
+            let mut c = base(1);
+            c.events = 20;
+            b.push(("1 ms links, 20 operations per node".to_string(), c));
+            for seed in 1..=g.seeds {
+                let mut c = base(seed);
+                c.latency = jitter.clone();
+                c.events = 20;
+                b.push(("sweep: 1..10 ms links, 20 operations per node".to_string(), c));
+            }
+        }
         LabFamily::Election => {
             let bully = g.algo_like.as_deref() == Some("bully");
             if bully {
@@ -286,7 +297,7 @@ impl Card {
             self.runs.len(),
             self.algo_like.as_ref().map(|a| format!(", like {a}")).unwrap_or_default()
         );
-        let unit = if self.family == "mutex" { "entry" } else { "election" };
+        let unit = crate::report::unit(&self.family);
         for r in &self.runs {
             let _ = writeln!(
                 s,

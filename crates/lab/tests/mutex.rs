@@ -143,5 +143,5 @@ fn bad_settings_are_refused_with_what_is_allowed() {
     c.crashes = vec!["7@1ms".parse().unwrap()];
     let e = run(&c).unwrap_err().to_string();
     assert!(e.contains("no node 7"), "{e}");
-    assert!("clocks".parse::<LabFamily>().unwrap_err().contains("mutex and election"));
+    assert!("deadlock".parse::<LabFamily>().unwrap_err().contains("mutex, election and clock"));
 }
