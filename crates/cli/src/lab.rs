@@ -40,7 +40,7 @@ enum LabCommand {
 /// What every lab command takes.
 #[derive(Args, Debug)]
 struct Common {
-    /// The family: mutex or election.
+    /// The family: mutex, election or clock.
     #[arg(long)]
     family: LabFamily,
     /// Your node program's command line (run by sh in the node's own directory; relative paths
@@ -99,6 +99,9 @@ struct RunArgs {
     /// Mutex: a client's wait between a release and its next acquire.
     #[arg(long, value_name = "TIME", default_value = "2ms")]
     think: TimeSpan,
+    /// Clock: operations per node (local or send_to, drawn with the seed), think apart.
+    #[arg(long, value_name = "K", default_value_t = 6)]
+    events: u32,
     /// Election: the nodes told to start_election, comma-separated ids.
     #[arg(long, value_name = "IDS", value_delimiter = ',', default_value = "1")]
     initiators: Vec<Uid>,
@@ -168,6 +171,7 @@ fn run(a: RunArgs) -> Outcome {
     c.requesters = a.requesters;
     c.hold = a.hold.0;
     c.think = a.think.0;
+    c.events = a.events;
     c.initiators = a.initiators;
     c.start = a.start.0;
     c.algo_like = a.common.algo_like.clone();

@@ -45,6 +45,8 @@ pub struct LabConfig {
     /// Mutex: how long a client waits between a release and its next acquire; the requesters'
     /// first acquires are this far apart too.
     pub think: Time,
+    /// Clock: client operations (`local` or `send_to`, drawn with the seed) per node.
+    pub events: u32,
     /// Election: the nodes sent `start_election` (uids).
     pub initiators: Vec<Uid>,
     /// Election: when the initiators are told to start.
@@ -89,6 +91,7 @@ impl LabConfig {
             requesters: Vec::new(),
             hold: 1_000_000,
             think: 2_000_000,
+            events: 6,
             initiators: vec![1],
             start: 0,
             algo_like: None,
@@ -140,11 +143,14 @@ impl LabConfig {
         for &u in &self.initiators {
             check("--initiators", u)?;
         }
+        if self.family == LabFamily::Clock && !self.lockstep {
+            return bad("--family clock needs --lockstep: each receive is read (read → value) before anything else happens".into());
+        }
         if let Some(a) = &self.algo_like
             && !crate::textbook::names(self.family).contains(&a.as_str())
         {
             return bad(format!(
-                "--algo-like {a}: the lab knows the textbook costs of {} for {}",
+                "--algo-like {a}: the lab knows the textbook costs of [{}] for {}",
                 crate::textbook::names(self.family).join(", "),
                 self.family.name()
             ));
@@ -204,6 +210,14 @@ impl LabConfig {
                 }
                 if self.hold != default.hold {
                     let _ = write!(s, " --hold {}", format_duration(self.hold));
+                }
+                if self.think != default.think {
+                    let _ = write!(s, " --think {}", format_duration(self.think));
+                }
+            }
+            LabFamily::Clock => {
+                if self.events != default.events {
+                    let _ = write!(s, " --events {}", self.events);
                 }
                 if self.think != default.think {
                     let _ = write!(s, " --think {}", format_duration(self.think));

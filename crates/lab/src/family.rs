@@ -8,17 +8,21 @@ pub enum LabFamily {
     Mutex,
     /// Leader election: `start_election` to the initiators, `leader?` → `leader`.
     Election,
+    /// Logical clocks: `local` → `local_ok`, `send_to` → `send_to_ok`, `read` → `value`, each
+    /// answer carrying the node's clock `value` (a number, or a list for a vector clock).
+    Clock,
 }
 
 impl LabFamily {
     /// Every family, in help order.
-    pub const ALL: [LabFamily; 2] = [LabFamily::Mutex, LabFamily::Election];
+    pub const ALL: [LabFamily; 3] = [LabFamily::Mutex, LabFamily::Election, LabFamily::Clock];
 
     /// The `--family` name.
     pub fn name(self) -> &'static str {
         match self {
             LabFamily::Mutex => "mutex",
             LabFamily::Election => "election",
+            LabFamily::Clock => "clock",
         }
     }
 
@@ -27,6 +31,7 @@ impl LabFamily {
         match self {
             LabFamily::Mutex => ringleader_algorithms::Family::Mutex,
             LabFamily::Election => ringleader_algorithms::Family::Election,
+            LabFamily::Clock => ringleader_algorithms::Family::Clock,
         }
     }
 }
@@ -35,7 +40,7 @@ impl std::str::FromStr for LabFamily {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         LabFamily::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
-            format!("family {s:?}: the lab has client operations for mutex and election (clocks and deadlock are not there yet)")
+            format!("family {s:?}: the lab has client operations for mutex, election and clock (deadlock is not there yet)")
         })
     }
 }

@@ -55,8 +55,10 @@ pub struct GradedRun {
 pub struct PropertyCard {
     /// The property (or `cost`, or `process`: nodes that exited on their own).
     pub name: String,
-    /// Runs in which it held (or was not judged).
+    /// Runs in which it held.
     pub held: usize,
+    /// Runs that could not judge it (fencing without tokens, …).
+    pub not_judged: usize,
     /// Runs in which it was undecided.
     pub undecided: usize,
     /// Runs in which it was violated.
@@ -138,6 +140,17 @@ pub fn battery(g: &GradeConfig) -> Vec<(String, LabConfig)> {
                 b.push(("sweep: 1..10 ms links, contention".to_string(), c));
             }
         }
+        LabFamily::Clock => {
+            let mut c = base(1);
+            c.events = 20;
+            b.push(("1 ms links, 20 operations per node".to_string(), c));
+            for seed in 1..=g.seeds {
+                let mut c = base(seed);
+                c.latency = jitter.clone();
+                c.events = 20;
+                b.push(("sweep: 1..10 ms links, 20 operations per node".to_string(), c));
+            }
+        }
         LabFamily::Election => {
             let bully = g.algo_like.as_deref() == Some("bully");
             if bully {
@@ -200,6 +213,7 @@ pub fn grade(g: &GradeConfig) -> Result<Card, LabError> {
                     card.properties.push(PropertyCard {
                         name: name.to_string(),
                         held: 0,
+                        not_judged: 0,
                         undecided: 0,
                         violated: 0,
                         first_failure: None,
@@ -209,7 +223,8 @@ pub fn grade(g: &GradeConfig) -> Result<Card, LabError> {
             };
             let p = &mut card.properties[i];
             match verdict {
-                Verdict::Holds | Verdict::NotJudged { .. } => p.held += 1,
+                Verdict::Holds => p.held += 1,
+                Verdict::NotJudged { .. } => p.not_judged += 1,
                 Verdict::Undecided { .. } => p.undecided += 1,
                 Verdict::Violated { detail, .. } => {
                     p.violated += 1;
@@ -286,7 +301,7 @@ impl Card {
             self.runs.len(),
             self.algo_like.as_ref().map(|a| format!(", like {a}")).unwrap_or_default()
         );
-        let unit = if self.family == "mutex" { "entry" } else { "election" };
+        let unit = crate::report::unit(&self.family);
         for r in &self.runs {
             let _ = writeln!(
                 s,
@@ -303,9 +318,13 @@ impl Card {
         if let Some(t) = &self.textbook {
             let _ = writeln!(s, "textbook: {t} per {unit}");
         }
-        let _ = writeln!(s, "property         held  undecided  violated");
+        let _ = writeln!(s, "property          held  not judged  undecided  violated");
         for p in &self.properties {
-            let _ = writeln!(s, "  {:<14} {:>4}  {:>9}  {:>8}", p.name, p.held, p.undecided, p.violated);
+            let _ = writeln!(
+                s,
+                "  {:<15} {:>4}  {:>10}  {:>9}  {:>8}",
+                p.name, p.held, p.not_judged, p.undecided, p.violated
+            );
             if let Some(f) = &p.first_failure {
                 let _ = writeln!(s, "    first failure: {} (seed {}): {}", f.scenario, f.seed, f.detail);
                 let _ = writeln!(s, "    repro: {}", f.repro);

@@ -149,7 +149,7 @@ impl LabReport {
     }
 
     fn unit(&self) -> &'static str {
-        if self.family == "mutex" { "entry" } else { "election" }
+        unit(&self.family)
     }
 
     /// The human-readable report.
@@ -198,6 +198,15 @@ impl LabReport {
         let _ = writeln!(s, "{}", if self.ok() { "ok" } else { "FAILED" });
         let _ = writeln!(s, "repro: {}", self.repro);
         s
+    }
+}
+
+/// What one operation of `family` is called.
+pub fn unit(family: &str) -> &'static str {
+    match family {
+        "mutex" => "entry",
+        "election" => "election",
+        _ => "event",
     }
 }
 

@@ -53,6 +53,10 @@ enum Action {
     StartElection(usize),
     /// Election: `node` is asked whom it believes is the coordinator.
     AskLeader(usize),
+    /// Clock: `node` is asked for a local event.
+    Local(usize),
+    /// Clock: `node` is asked to send a message to the second node.
+    SendTo(usize, usize),
     /// A `lab_timer` of `node` fires.
     Timer { node: usize, tag: Value },
     /// The process of `node` is killed.
@@ -118,6 +122,12 @@ struct Lab<'a> {
     asked: Vec<Option<u64>>,
     belief: Vec<Option<(Uid, u64)>>,
     awaiting_init: Vec<Option<u64>>,
+    /// Clock: the pending `local`, `send_to` or `read` of each node.
+    clock_op: Vec<Option<u64>>,
+    /// Clock: the last message each node sent (its trace id), and the message each node is
+    /// being read after.
+    last_sent: Vec<Option<u64>>,
+    receiving: Vec<Option<u64>>,
     next_msg_id: u64,
     fencing_seen: bool,
     synthetic_fencing: u64,
@@ -185,6 +195,9 @@ impl<'a> Lab<'a> {
             asked: vec![None; n],
             belief: vec![None; n],
             awaiting_init: vec![None; n],
+            clock_op: vec![None; n],
+            last_sent: vec![None; n],
+            receiving: vec![None; n],
             next_msg_id: 0,
             fencing_seen: false,
             synthetic_fencing: 0,
@@ -327,6 +340,26 @@ impl<'a> Lab<'a> {
                     self.remaining[node] = cfg.entries;
                     if cfg.entries > 0 {
                         self.at(k as Time * cfg.think, Action::Acquire(node));
+                    }
+                }
+            }
+            LabFamily::Clock => {
+                use rand::RngExt;
+                // Round i: node k acts at i·think + k·think/N; a coin (the seed's) chooses a
+                // local event or a send to another node, drawn uniformly.
+                let n = self.n as Time;
+                for i in 0..Time::from(cfg.events) {
+                    for node in 0..self.n {
+                        let t = i * cfg.think + node as Time * cfg.think / n;
+                        if self.n > 1 && self.rng.random_bool(0.5) {
+                            let mut to = self.rng.random_range(0..self.n - 1);
+                            if to >= node {
+                                to += 1;
+                            }
+                            self.at(t, Action::SendTo(node, to));
+                        } else {
+                            self.at(t, Action::Local(node));
+                        }
                     }
                 }
             }
@@ -532,6 +565,7 @@ impl<'a> Lab<'a> {
     /// `from` sent `msg` to `to`: counted, traced, and put through the network model.
     fn route(&mut self, from: usize, to: usize, msg: Message) {
         self.messages += 1;
+        self.last_sent[from] = Some(self.next_trace_id + 1);
         *self.by_kind.entry(msg.kind().to_string()).or_default() += 1;
         self.next_trace_id += 1;
         let id = self.next_trace_id;
@@ -594,6 +628,28 @@ impl<'a> Lab<'a> {
                 self.finish_entry(node);
             }
             "start_election_ok" => {}
+            "local_ok" | "send_to_ok" | "value" if reply_to.is_some() && reply_to == self.clock_op[node] => {
+                self.clock_op[node] = None;
+                let (lamport, vector) = self.clock_value(node, &msg.body, line)?;
+                let event = match msg.kind() {
+                    "local_ok" => Event::Stamped { lamport, vector },
+                    "send_to_ok" => match self.last_sent[node].take() {
+                        Some(message) => Event::StampedMessage { message, receive: false, lamport, vector },
+                        None => {
+                            return Err(self.protocol_error(
+                                node,
+                                "send_to_ok, but the node sent no message".into(),
+                                line,
+                            ));
+                        }
+                    },
+                    _ => match self.receiving[node].take() {
+                        Some(message) => Event::StampedMessage { message, receive: true, lamport, vector },
+                        None => Event::Stamped { lamport, vector },
+                    },
+                };
+                self.emit(node, event);
+            }
             "leader" if reply_to.is_some() && reply_to == self.asked[node] => {
                 self.asked[node] = None;
                 self.on_leader(node, &msg.body, line)?;
@@ -624,6 +680,21 @@ impl<'a> Lab<'a> {
             }
         }
         Ok(())
+    }
+
+    /// A clock answer's `value`: a number (Lamport) or a list of numbers (vector).
+    fn clock_value(&self, node: usize, body: &Value, line: &str) -> Result<(u64, Vec<u64>), LabError> {
+        match body.get("value") {
+            Some(Value::Number(x)) if x.as_u64().is_some() => Ok((x.as_u64().unwrap_or(0), Vec::new())),
+            Some(Value::Array(items)) if items.len() == self.n && items.iter().all(Value::is_u64) => {
+                Ok((0, items.iter().filter_map(Value::as_u64).collect()))
+            }
+            _ => Err(self.protocol_error(
+                node,
+                format!("\"value\" must be a whole number (Lamport) or a list of {} (vector)", self.n),
+                line,
+            )),
+        }
     }
 
     fn finish_entry(&mut self, node: usize) {
@@ -706,6 +777,15 @@ impl<'a> Lab<'a> {
                 self.done[to] = false;
                 self.nodes.send(to, &msg.line());
                 self.settle(to)?;
+                if self.cfg.family == LabFamily::Clock && self.status[to] == NodeStatus::Up {
+                    // The receive's timestamp: read before anything else happens at `to`.
+                    let id = self.msg_id();
+                    self.clock_op[to] = Some(id);
+                    self.receiving[to] = Some(trace_id);
+                    let c = client_name(self.uids[to]);
+                    self.write(to, &c, json!({"type": "read", "msg_id": id}));
+                    self.settle(to)?;
+                }
             }
             Action::Acquire(node) => {
                 if self.held(node, &action) {
@@ -750,6 +830,29 @@ impl<'a> Lab<'a> {
                 self.asked[node] = Some(id);
                 let c = client_name(self.uids[node]);
                 self.write(node, &c, json!({"type": "leader?", "msg_id": id}));
+                self.settle(node)?;
+            }
+            Action::Local(node) => {
+                if self.held(node, &action) {
+                    return Ok(());
+                }
+                let id = self.msg_id();
+                self.clock_op[node] = Some(id);
+                self.request(node, Request::Local);
+                let c = client_name(self.uids[node]);
+                self.write(node, &c, json!({"type": "local", "msg_id": id}));
+                self.settle(node)?;
+            }
+            Action::SendTo(node, to) => {
+                if self.held(node, &action) {
+                    return Ok(());
+                }
+                let id = self.msg_id();
+                self.clock_op[node] = Some(id);
+                self.last_sent[node] = None;
+                self.request(node, Request::SendTo { to: to as NodeId });
+                let (c, dest) = (client_name(self.uids[node]), self.name(to));
+                self.write(node, &c, json!({"type": "send_to", "msg_id": id, "to": dest}));
                 self.settle(node)?;
             }
             Action::Timer { node, ref tag } => {
@@ -818,6 +921,8 @@ impl<'a> Lab<'a> {
                     Verdict::Violated { detail: v.detail.clone(), step: v.step, time_ms: v.time }
                 } else if let Some(u) = self.violations.undecided_of(p) {
                     Verdict::Undecided { detail: u.detail.clone() }
+                } else if p == Property::Monotonic {
+                    Verdict::NotJudged { reason: "the lab reads no physical clocks".into() }
                 } else if p == Property::Fencing && !self.fencing_seen {
                     Verdict::NotJudged { reason: "the node reports no fencing tokens".into() }
                 } else {

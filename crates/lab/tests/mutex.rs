@@ -143,5 +143,44 @@ fn bad_settings_are_refused_with_what_is_allowed() {
     c.crashes = vec!["7@1ms".parse().unwrap()];
     let e = run(&c).unwrap_err().to_string();
     assert!(e.contains("no node 7"), "{e}");
-    assert!("clocks".parse::<LabFamily>().unwrap_err().contains("mutex and election"));
+    assert!("deadlock".parse::<LabFamily>().unwrap_err().contains("mutex, election and clock"));
+}
+
+#[test]
+fn the_tutorials_ricart_agrawala_written_from_docs_lab_passes_grade_with_2_n_minus_1() {
+    let doc = std::fs::read_to_string(path("../../docs/LAB.md")).unwrap();
+    let code =
+        doc.split("```python\n").nth(1).and_then(|rest| rest.split("```").next()).expect("a python block");
+    assert!(code.lines().count() <= 70, "the tutorial's node stays short");
+    let dir = tempfile::tempdir().unwrap();
+    let node = dir.path().join("ra.py");
+    std::fs::write(&node, code).unwrap();
+    let g = ringleader_lab::grade::GradeConfig {
+        family: LabFamily::Mutex,
+        command: format!("python3 {}", node.display()),
+        nodes: 4,
+        algo_like: Some("ricart-agrawala".into()),
+        seeds: 3,
+        quiet: std::time::Duration::from_millis(20),
+    };
+    let card = ringleader_lab::grade::grade(&g).unwrap();
+    assert!(card.ok, "{}", card.render());
+    assert_eq!(card.textbook.as_deref(), Some("2(N−1) = 6"));
+    assert!(
+        card.runs.iter().all(|r| r.per_operation == Some(6.0) && r.cost.as_deref() == Some("exact")),
+        "{}",
+        card.render()
+    );
+    // The same grade catches the mistake the tutorial plants.
+    let broken = code.replace("if holding or (requesting and my_request < theirs):", "if holding:");
+    assert_ne!(broken, code);
+    std::fs::write(&node, broken).unwrap();
+    let card = ringleader_lab::grade::grade(&g).unwrap();
+    assert!(!card.ok);
+    let safety = card.properties.iter().find(|p| p.name == "safety").unwrap();
+    assert!(
+        safety.first_failure.as_ref().is_some_and(|f| f.repro.contains("--lockstep")),
+        "{}",
+        card.render()
+    );
 }
