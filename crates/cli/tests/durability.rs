@@ -265,7 +265,9 @@ fn a_lost_disk_is_replaced_by_removing_the_member_and_adding_it_back_empty() {
     let err = n.refused(3, &["--join"]);
     assert!(err.contains("--join needs --cluster-id"), "{err}");
 
-    // The procedure: remove the member, start it empty with --join, add it back.
+    // The procedure: remove the member, start it empty with --join, add it back. The leader
+    // sends it a snapshot; a snapshot lost on the way (the new member's link not up yet) must
+    // be reported to raft-rs (`report_snapshot`), or the member waits for it forever.
     let (code, body) = call(api + 1, "DELETE", "/v1/members/3", None);
     assert_eq!(code, 200, "{body}");
     n.start(3, &["--join", "--cluster-id", "durability-test"]);

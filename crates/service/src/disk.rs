@@ -331,8 +331,24 @@ impl DiskLog {
             create_fresh(dir, &path)?;
         }
         let log = quietly(&path, || {
-            let db = Database::open(&path)
+            let mut db = Database::open(&path)
                 .map_err(|e| DiskError::Unreadable { path: path.clone(), source: e.into() })?;
+            // redb verifies checksums only when it recovers from an unclean shutdown; a page
+            // damaged on a file closed cleanly would be read as it is. A full check at start
+            // (one pass over the file) refuses it; one redb had to roll back may lack
+            // acknowledged entries, and is refused too.
+            match db.check_integrity() {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(DiskError::Damaged {
+                        path: path.clone(),
+                        detail: "its checksums failed; redb rolled it back to an earlier commit, which may \
+                                 lack acknowledged entries"
+                            .into(),
+                    });
+                }
+                Err(e) => return Err(DiskError::Unreadable { path: path.clone(), source: e.into() }),
+            }
             load(db, path.clone())
         })?;
         log.check_commit()?;
