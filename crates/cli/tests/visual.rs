@@ -696,3 +696,167 @@ fn a_check_page_counts_steps_not_milliseconds() {
     page.assert_no_errors("check units");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The time axis: arrows of equal latency have equal slopes (rows of one instant share a y),
+/// and a long idle gap is compressed and marked with its length.
+#[test]
+fn rows_are_placed_by_virtual_time_and_long_gaps_are_marked() {
+    let dir = out_dir("time-axis");
+    let page = Page::new();
+    let file = dir.join("bully.html");
+    sim_html(&[&scenario("bully-worst-case.toml")], &file);
+    page.open(&file);
+    // Vertical extent of every arrow, by latency (no gap is compressed in this run).
+    let extents = page.eval(
+        "(function () { var V = window.ringleaderViewer, by = {};
+           document.querySelectorAll('.msg-arrow').forEach(function (a) {
+             var m = V.message(+a.getAttribute('data-msg')), dt = m.t1 - m.t0;
+             (by[dt] = by[dt] || []).push(Math.round((V.y(m.r1) - V.y(m.r0)) * 10) / 10);
+           });
+           return { by: by, gaps: document.querySelectorAll('.gap-break').length }; })()",
+    );
+    assert_eq!(extents["gaps"], 0, "{extents}");
+    let by = extents["by"].as_object().unwrap();
+    assert!(!by.is_empty());
+    for (latency, dys) in by {
+        let dys = dys.as_array().unwrap();
+        assert!(dys.iter().all(|d| d == &dys[0]), "latency {latency} ns: one slope, not {dys:?}");
+    }
+    // The step axis, as an option: one row per step, so equal latencies no longer line up.
+    page.eval("(function (s) { s.value = 'step'; s.dispatchEvent(new Event('change')); })(document.getElementById('axis'))");
+    assert!(page.eval("location.hash").as_str().unwrap().ends_with("&axis=step"));
+    // The central-timeout story waits for a timeout: its idle gaps are compressed and marked.
+    let file = dir.join("central-timeout.html");
+    sim_html(&[&scenario("central-timeout-paused-holder.toml")], &file);
+    page.open(&file);
+    let gaps = page.eval(
+        "Array.from(document.querySelectorAll('.gap-break')).map(function (g) { return [+g.getAttribute('data-ns'), g.textContent]; })",
+    );
+    let gaps = gaps.as_array().unwrap();
+    assert!(!gaps.is_empty(), "a compressed gap is marked");
+    for g in gaps {
+        let ms = g[0].as_f64().unwrap() / 1e6;
+        assert!(g[1].as_str().unwrap().contains(&format!("{ms:.3} ms")), "{g}");
+    }
+    page.assert_no_errors("time axis");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Events appear up to the cursor, messages in flight are drawn to where they are, play moves
+/// the cursor, F jumps to the next fault, and the URL keeps the position.
+#[test]
+fn the_run_plays_up_to_the_cursor_and_jumps_to_faults() {
+    let dir = out_dir("motion");
+    let page = Page::new();
+    let file = dir.join("bully.html");
+    sim_html(&[&scenario("bully-worst-case.toml")], &file);
+    page.open(&file);
+    let at = |row: u64| {
+        page.eval(&format!(
+            "(function () {{ var V = window.ringleaderViewer; V.go({row});
+               var shown = 0, hidden = 0, wrong = [], flying = 0, arrows = {{}};
+               document.querySelectorAll('.msg-arrow').forEach(function (a) {{
+                 arrows[a.getAttribute('data-msg')] = true;
+                 var m = V.message(+a.getAttribute('data-msg')), vis = getComputedStyle(a).display !== 'none';
+                 if (vis) shown++; else hidden++;
+                 if (vis !== (m.r1 <= {row})) wrong.push(m);
+                 if (m.r0 <= {row} && m.r1 > {row} && V.y(m.r1) > V.y(m.r0)) flying++;
+               }});
+               return {{ shown: shown, hidden: hidden, wrong: wrong, flying: flying,
+                         flights: Array.from(document.querySelectorAll('line.flight'))
+                           .filter(function (f) {{ return arrows[f.getAttribute('data-msg')]; }}).length,
+                         hash: location.hash,
+                         info: document.getElementById('stepinfo').textContent }}; }})()"
+        ))
+    };
+    let mid = at(30);
+    assert_eq!(mid["wrong"], serde_json::json!([]), "an arrow is drawn once delivered, not before: {mid}");
+    assert!(mid["shown"].as_u64().unwrap() > 0 && mid["hidden"].as_u64().unwrap() > 0, "{mid}");
+    assert!(mid["flying"].as_u64().unwrap() > 0, "messages are in flight at row 30: {mid}");
+    assert_eq!(mid["flights"], mid["flying"], "each message in flight is drawn to where it is: {mid}");
+    let step = mid["info"].as_str().unwrap().split_whitespace().nth(1).unwrap().to_string();
+    assert_eq!(mid["hash"], serde_json::json!(format!("#step={step}")), "the URL keeps the position");
+    // Play at ×2 from the first step: the cursor moves (the whole run takes seconds).
+    page.click("#first");
+    page.eval("(function (s) { s.value = '2'; })(document.getElementById('speed'))");
+    page.click("#play");
+    page.wait_for("window.ringleaderViewer.current() > 10", Duration::from_secs(30), "play moves the cursor");
+    page.click("#play");
+    assert_eq!(page.eval("window.ringleaderViewer.playing()"), serde_json::json!(false), "pause stops it");
+    // A link to a step opens the page there.
+    let url = format!("file://{}#step={step}", file.canonicalize().unwrap().display());
+    page.eval("document.body.removeAttribute('data-ready')");
+    page.visit(&url);
+    page.wait_for("document.body.getAttribute('data-ready') === '1'", Duration::from_secs(60), "loads");
+    assert!(page.text("#stepinfo").starts_with(&format!("step {step} ")), "{}", page.text("#stepinfo"));
+
+    // The heartbeat story's pause is thousands of rows in: F goes there from the start.
+    let file = dir.join("heartbeat.html");
+    sim_html(&[&scenario("heartbeat-paused-process.toml")], &file);
+    page.open(&file);
+    page.click("#first");
+    page.eval("document.dispatchEvent(new KeyboardEvent('keydown', { key: 'f' }))");
+    let kinds = page.eval(
+        "(function () { var recs = JSON.parse(document.getElementById('run-data').textContent).records, steps = [];
+           var row = window.ringleaderViewer.current(), step = +document.getElementById('stepinfo').textContent.split(' ')[1];
+           return { row: row, kinds: recs.filter(function (r) { return r.step === step; }).map(function (r) { return r.kind; }) }; })()",
+    );
+    assert!(kinds["row"].as_u64().unwrap() > 1000, "{kinds}");
+    assert!(
+        kinds["kinds"].as_array().unwrap().contains(&serde_json::json!("pause")),
+        "F lands on the pause: {kinds}"
+    );
+    page.assert_no_errors("motion");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Clicking the COORDINATOR message highlights the happens-before past of its delivery and its
+/// future, by the vector stamps (checked here by comparing whole vectors), and dims the rest; the
+/// filter dims what does not match.
+#[test]
+fn clicking_a_message_shows_its_causal_past_and_future() {
+    let dir = out_dir("causality");
+    let file = dir.join("bully.html");
+    sim_html(&[&scenario("bully-worst-case.toml")], &file);
+    let page = Page::new();
+    page.open(&file);
+    page.eval("document.getElementById('whole').click()");
+    page.eval(
+        "document.querySelector(\".msg-arrow[data-kind='coordinator']\").dispatchEvent(new MouseEvent('click', { bubbles: true }))",
+    );
+    let check = page.eval(
+        "(function () { var V = window.ringleaderViewer, recs = JSON.parse(document.getElementById('run-data').textContent).records;
+           var sel = V.message(+document.querySelector('.msg-arrow.selected').getAttribute('data-msg')), e = recs[sel.rk].vector;
+           var le = function (a, b) { return a.every(function (x, i) { return x <= b[i]; }); };
+           var wrong = [], past = 0, future = 0, dim = 0;
+           document.querySelectorAll('.msg-arrow').forEach(function (a) {
+             var m = V.message(+a.getAttribute('data-msg'));
+             if (m.rk === sel.rk) return;
+             var p = le(recs[m.rk].vector, e), f = le(e, recs[m.sk].vector);
+             var want = p ? 'hb-past' : f ? 'hb-future' : 'hb-dim';
+             if (!a.classList.contains(want)) wrong.push([m, want, a.getAttribute('class')]);
+             if (p) past++; else if (f) future++; else dim++;
+           });
+           return { wrong: wrong, past: past, future: future, dim: dim, detail: document.getElementById('detail').textContent }; })()",
+    );
+    assert_eq!(check["wrong"], serde_json::json!([]), "{check}");
+    assert!(check["past"].as_u64().unwrap() > 5 && check["dim"].as_u64().unwrap() > 0, "{check}");
+    assert!(check["detail"].as_str().unwrap().contains("happens-before past"), "{check}");
+    // Esc clears it; the filter "P3" dims every message that neither P3 sends nor receives.
+    page.eval("document.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape' }))");
+    assert_eq!(page.count(".hb-dim"), 0);
+    page.eval("(function (f) { f.value = 'P3'; f.dispatchEvent(new Event('input')); })(document.getElementById('filter'))");
+    let filtered = page.eval(
+        "(function () { var V = window.ringleaderViewer, wrong = 0, kept = 0;
+           document.querySelectorAll('.msg-arrow').forEach(function (a) {
+             var m = V.message(+a.getAttribute('data-msg')), touches = m.from === 3 || m.to === 3;
+             if (touches) kept++;
+             if (touches === a.classList.contains('hb-dim')) wrong++;
+           });
+           return [wrong, kept]; })()",
+    );
+    assert_eq!(filtered[0], 0, "{filtered}");
+    assert!(filtered[1].as_u64().unwrap() > 0);
+    page.assert_no_errors("causality");
+    let _ = std::fs::remove_dir_all(&dir);
+}

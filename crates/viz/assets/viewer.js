@@ -67,12 +67,12 @@
         var sr = s !== undefined ? recs[s] : null;
         msgs.push({
           from: r.peer != null ? r.peer : r.node, to: r.node, r0: s !== undefined ? rowOf[s] : row, r1: row,
-          send: sr, recv: r, kind: r.msg_kind || "message", dropped: r.kind === "drop", reason: r.kind === "drop" ? r.detail || "lost" : null,
+          send: sr, recv: r, kind: r.msg_kind || "message", dropped: r.kind === "drop", reason: r.kind === "drop" ? r.detail || "lost" : null, sk: s, rk: k,
         });
         break;
       }
-      case "crash": marks.push({ type: "crash", node: r.node, row: row }); break;
-      case "recover": marks.push({ type: "recover", node: r.node, row: row }); break;
+      case "crash": marks.push({ type: "crash", node: r.node, row: row, k: k }); break;
+      case "recover": marks.push({ type: "recover", node: r.node, row: row, k: k }); break;
       case "pause": openPause[r.node] = row; break;
       case "resume":
         pauses.push({ node: r.node, r0: openPause[r.node] != null ? openPause[r.node] : row, r1: row });
@@ -85,10 +85,10 @@
         delete openCut[r.detail || ""];
         break;
       }
-      case "timer": timers.push({ node: r.node, row: row, rec: r }); break;
+      case "timer": timers.push({ node: r.node, row: row, rec: r, k: k }); break;
       case "request": {
         var q = r.request && (r.request.request || evName(r.request));
-        if (q) labels.push({ node: r.node, row: row, text: "asks " + String(q).replace(/_/g, " "), cls: "label-other" });
+        if (q) labels.push({ node: r.node, row: row, text: "asks " + String(q).replace(/_/g, " "), cls: "label-other", k: k });
         break;
       }
       case "emit": {
@@ -114,7 +114,7 @@
         else if (name === "aborted" || name === "restarted" || name === "granted" || name === "queued") {
           text = name + (e.node != null ? " P" + e.node : "");
         }
-        if (text) labels.push({ node: r.node, row: row, text: text, cls: cls });
+        if (text) labels.push({ node: r.node, row: row, text: text, cls: cls, k: k });
         break;
       }
     }
@@ -157,6 +157,39 @@
     rows.forEach(function (x, j) { if (x.step <= end && j >= ra) rb = j; });
     var what = vrec ? vrec.rec : (report.violations || [])[0] || {};
     violation = { r0: ra, r1: rb, property: what.property || "violation", detail: what.detail || "" };
+  }
+
+  // ---- rows to jump to ---------------------------------------------------------------------
+  var jumps = { fault: [], violation: [], leader: [], entry: [] };
+  var FAULTS = { crash: 1, recover: 1, pause: 1, resume: 1, partition: 1, heal: 1 };
+  recs.forEach(function (r, k) {
+    var row = rowOf[k], name = r.kind === "emit" ? evName(r.event || {}) : null;
+    if (FAULTS[r.kind]) jumps.fault.push(row);
+    else if (r.kind === "violation") jumps.violation.push(row);
+    else if (name === "leader" || name === "leader_lost" || name === "super_peer") jumps.leader.push(row);
+    else if (name === "entered") jumps.entry.push(row);
+  });
+  if (violation) jumps.violation.push(violation.r0);
+  Object.keys(jumps).forEach(function (k) {
+    jumps[k] = jumps[k].sort(function (a, b) { return a - b; }).filter(function (r, i, l) { return i === 0 || l[i - 1] !== r; });
+  });
+  // ---- the filter ---------------------------------------------------------------------------
+  // "P2" matches the records of node 2 (or with node 2 at the other end); any other text
+  // matches the records whose JSON holds it, case aside.
+  var filterText = "", textOf = [], matchCache = null;
+  function matches(k) {
+    if (k == null || k < 0) return false;
+    var r = recs[k], m = /^p(\d+)$/.exec(filterText);
+    if (m) return r.node === +m[1] || r.peer === +m[1];
+    if (textOf[k] === undefined) textOf[k] = typed(JSON.stringify(r)).toLowerCase();
+    return textOf[k].indexOf(filterText) >= 0;
+  }
+  function matchRows() {
+    if (!filterText) return [];
+    if (matchCache) return matchCache;
+    matchCache = [];
+    rows.forEach(function (rw, i) { for (var k = rw.first; k <= rw.last; k++) if (matches(k)) { matchCache.push(i); break; } });
+    return matchCache;
   }
 
   // ---- state at a row -----------------------------------------------------------------
@@ -290,6 +323,26 @@
   var bLast = el("button", { id: "last", title: "last step (End)" }, controls, "▶|");
   var slider = el("input", { id: "slider", type: "range", min: "0", max: String(lastRow), value: "0", "aria-label": "time" }, controls);
   var stepInfo = el("span", { id: "stepinfo" }, controls);
+  var speed = el("select", { id: "speed", title: "play speed (+ and −): ×1 moves the cursor 80 px a second" }, controls);
+  [0.25, 0.5, 1, 2, 4, 8, 16, 64].forEach(function (f) { var o = el("option", { value: String(f) }, speed, "×" + f); if (f === 1) o.selected = true; });
+  var jumpSel = el("select", { id: "jump-kind", title: "jump to the previous or next of these" }, controls);
+  [["fault", "fault"], ["violation", "violation"], ["leader", "leader change"], ["entry", "entry"], ["match", "filter match"]].forEach(function (o) {
+    var count = o[0] === "match" ? "" : " (" + jumps[o[0]].length + ")";
+    el("option", { value: o[0] }, jumpSel, o[1] + count);
+  });
+  var bJumpPrev = el("button", { id: "jump-prev", title: "previous (shift + F, V, L, E or N)" }, controls, "◀ jump");
+  var bJumpNext = el("button", { id: "jump-next", title: "next (F fault, V violation, L leader change, E entry, N filter match)" }, controls, "jump ▶");
+  var filterBox = el("input", { id: "filter", type: "search", placeholder: "filter: P2, grant, fencing… (/)", title: "keeps what matches (a node as P2, a message kind, any text of a record) and dims the rest; N jumps to the next match" }, controls);
+  var wholeLabel = el("label", { title: "show the whole run, not only up to the cursor (W)" }, controls);
+  var wholeBox = el("input", { id: "whole", type: "checkbox" }, wholeLabel);
+  wholeLabel.appendChild(document.createTextNode(" whole run"));
+  var axisSel = null;
+  if (!STEPS_ONLY) {
+    axisSel = el("select", { id: "axis", title: "time axis: rows placed by virtual time (long idle gaps compressed) or one per step" }, controls);
+    el("option", { value: "time" }, axisSel, "time axis");
+    el("option", { value: "step" }, axisSel, "step axis");
+    axisSel.value = /axis=step/.test(location.hash) ? "step" : "time";
+  }
 
   var legend = el("div", { id: "legend" }, app);
   kindList.forEach(function (k) {
@@ -342,10 +395,56 @@
 
   var COL_W = Math.max(90, Math.min(180, Math.floor(((window.innerWidth || 1200) - 340 - LEFT - 40) / Math.max(1, n))));
   function x(col) { return LEFT + col * COL_W + COL_W / 2; }
-  function y(row) { return TOP + row * ROW_H + ROW_H / 2; }
-  var W = LEFT + n * COL_W + 20, H = TOP + rows.length * ROW_H + 20;
+  // ---- the time axis ----------------------------------------------------------------------
+  // By default a row's height is its virtual time: rows of one instant share a y, so equal
+  // latencies draw equal slopes. The scale gives the shorter of the usual gaps (the 25th
+  // percentile of the gaps between instants) one row's height per step of an instant, a gap never shrinks below
+  // MIN_GAP, and a gap longer than MAX_GAP (nothing happens for a while: a timeout running) is
+  // compressed to GAP_H and marked with its length. The step axis (one row per step, as the
+  // model checker's pages always are) is an option.
+  var MIN_GAP = 8, MAX_GAP = 12 * ROW_H, GAP_H = 2.5 * ROW_H;
+  var hashAxis = /axis=step/.test(location.hash);
+  var axis = STEPS_ONLY || hashAxis ? "step" : "time";
+  var yOf = new Float64Array(rows.length), gapMarks = [];
+  function layout() {
+    gapMarks = [];
+    if (axis === "step") {
+      for (var r = 0; r < rows.length; r++) yOf[r] = TOP + r * ROW_H + ROW_H / 2;
+      return;
+    }
+    var dts = [];
+    for (var k = 1; k < rows.length; k++) if (rows[k].time > rows[k - 1].time) dts.push(rows[k].time - rows[k - 1].time);
+    dts.sort(function (a, b) { return a - b; });
+    // Many steps at each instant (a broadcast, its deliveries one latency later): the usual
+    // gap gets as many rows as an instant has steps on average (at most 12), so that the
+    // arrows between instants spread out.
+    var perInstant = Math.max(1, Math.min(12, rows.length / (dts.length + 1)));
+    var unit = dts.length ? dts[Math.floor(dts.length / 4)] : 1e6, scale = ROW_H * perInstant / unit;
+    var at = TOP + ROW_H / 2;
+    yOf[0] = at;
+    for (var q = 1; q < rows.length; q++) {
+      var dt = rows[q].time - rows[q - 1].time;
+      if (dt > 0) {
+        var gap = Math.max(MIN_GAP, dt * scale);
+        if (gap > MAX_GAP) { gapMarks.push({ y: at + GAP_H / 2, ns: dt, row: q }); gap = GAP_H; }
+        at += gap;
+      }
+      yOf[q] = at;
+    }
+  }
+  layout();
+  function y(row) { return yOf[row]; }
+  // The last row at or above drawing coordinate yy (0 above the first).
+  function rowAt(yy) {
+    var lo = 0, hi = rows.length - 1;
+    if (yy < yOf[0]) return 0;
+    while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (yOf[mid] <= yy) lo = mid; else hi = mid - 1; }
+    return lo;
+  }
+  var W = LEFT + n * COL_W + 20, H;
+  function size() { H = yOf[rows.length - 1] + ROW_H + 20; spacer.style.height = H + "px"; }
   spacer.style.width = W + "px";
-  spacer.style.height = H + "px";
+  size();
   heads.setAttribute("width", W);
 
   // ---- drawing --------------------------------------------------------------------------
@@ -356,7 +455,7 @@
     var pad = 200;
     return {
       c0: Math.max(0, Math.floor((sx - LEFT - pad) / COL_W)), c1: Math.min(n - 1, Math.ceil((sx + w - LEFT + pad) / COL_W)),
-      r0: Math.max(0, Math.floor((sy - TOP - pad) / ROW_H)), r1: Math.min(lastRow, Math.ceil((sy + h - TOP + pad) / ROW_H)),
+      r0: rowAt(sy - pad), r1: Math.min(lastRow, rowAt(sy + h + pad) + 1),
       x0: Math.max(0, sx - pad), y0: Math.max(0, sy - pad), w: w + 2 * pad, h: h + 2 * pad,
     };
   }
@@ -447,11 +546,11 @@
         var bx = { x0: end ? sx - w : sx, x1: end ? sx : sx + w, y0: sy - 10, y1: sy + 3 };
         if (free(bx)) {
           take(bx);
-          var t = sv("text", { class: "label-event " + lb.cls, x: sx, y: sy, "text-anchor": spots[i][2], "data-node": lb.node, "data-row": lb.row }, layer, lb.text);
+          var t = sv("text", { class: "label-event " + lb.cls, x: sx, y: sy, "text-anchor": spots[i][2], "data-node": lb.node, "data-row": lb.row, "data-a": lb.row, "data-k": lb.k }, layer, lb.text);
           return t;
         }
       }
-      var ring = sv("circle", { class: "label-more " + lb.cls, cx: cx + 6, cy: cy - 6, r: 3.5, "data-node": lb.node, "data-row": lb.row, "data-label": lb.text }, layer);
+      var ring = sv("circle", { class: "label-more " + lb.cls, cx: cx + 6, cy: cy - 6, r: 3.5, "data-node": lb.node, "data-row": lb.row, "data-label": lb.text, "data-a": lb.row, "data-k": lb.k }, layer);
       sv("title", null, ring, "P" + lb.node + ": " + lb.text);
       return ring;
     }
@@ -471,18 +570,31 @@
     svg.style.top = v.y0 + "px";
     layer.setAttribute("transform", "translate(" + (-v.x0) + "," + (-v.y0) + ")");
     var yTop = y(v.r0) - ROW_H, yBot = y(v.r1) + ROW_H;
-    // Time labels on the left: a row whose time differs from the row above.
+    // Time labels on the left: a row whose time differs from the row above, at least a line
+    // below the last label.
+    var lastLabel = -1e9;
     for (var rr = v.r0; rr <= v.r1; rr++) {
-      if (rr === 0 || rows[rr].time !== rows[rr - 1].time) sv("text", { class: "row-time", x: 4, y: y(rr) + 3 }, layer, ms(rows[rr].time));
+      if ((rr === 0 || rows[rr].time !== rows[rr - 1].time) && y(rr) - lastLabel >= 12) {
+        sv("text", { class: "row-time", x: 4, y: y(rr) + 3 }, layer, ms(rows[rr].time));
+        lastLabel = y(rr);
+      }
     }
+    // Compressed idle gaps: a break across the drawing and the time left out.
+    gapMarks.forEach(function (gm) {
+      if (gm.row < v.r0 || gm.row > v.r1 + 1) return;
+      var g = sv("g", { class: "gap-break", "data-ns": gm.ns }, layer);
+      sv("path", { class: "gap-zigzag", d: "M" + (LEFT - 6) + "," + gm.y + "l4,-4l4,8l4,-8l4,8l4,-4L" + (W - 10) + "," + gm.y }, g);
+      sv("text", { class: "gap-text", x: 4, y: gm.y + 4 }, g, "≈ " + (gm.ns / 1e6).toFixed(3) + " ms");
+      sv("title", null, g, "nothing happened for " + (gm.ns / 1e6).toFixed(3) + " ms: the gap is drawn shorter");
+    });
     // Partition bands, pauses, critical sections under everything else.
     bands.forEach(function (b) {
       if (!crosses(b.r0, b.r1, v.r0, v.r1) || !b.cols.length) return;
-      var g = sv("g", { class: "partition" }, layer);
+      var g = sv("g", { class: "partition", "data-a": b.r0 }, layer);
       var runs = [], a = b.cols[0], p = a;
       b.cols.slice(1).concat([null]).forEach(function (c) { if (c === p + 1) { p = c; } else { runs.push([a, p]); a = p = c; } });
       runs.forEach(function (run) {
-        sv("rect", { class: "partition-band", x: x(run[0]) - COL_W / 2 + 4, y: y(b.r0), width: (run[1] - run[0] + 1) * COL_W - 8, height: Math.max(4, y(b.r1) - y(b.r0)) }, g);
+        sv("rect", { class: "partition-band", x: x(run[0]) - COL_W / 2 + 4, y: y(b.r0), width: (run[1] - run[0] + 1) * COL_W - 8, height: Math.max(4, y(b.r1) - y(b.r0)), "data-a": b.r0, "data-b": b.r1 }, g);
       });
       var px = x(b.cols[0]) - COL_W / 2 + 8, ptext = "partition " + b.detail, pfit = fitText(ptext, W - px - 4, "10px");
       var pl = sv("text", { class: "partition-label", x: px, y: y(b.r0) + 11 }, g, pfit);
@@ -490,7 +602,7 @@
     });
     pauses.forEach(function (p) {
       if (!crosses(p.r0, p.r1, v.r0, v.r1) || p.node < v.c0 || p.node > v.c1) return;
-      sv("rect", { class: "mark-pause", x: x(p.node) - 7, y: y(p.r0), width: 14, height: Math.max(4, y(p.r1) - y(p.r0)) }, layer);
+      sv("rect", { class: "mark-pause", x: x(p.node) - 7, y: y(p.r0), width: 14, height: Math.max(4, y(p.r1) - y(p.r0)), "data-a": p.r0, "data-b": p.r1 }, layer);
     });
     // Lifelines: solid while up, dashed while crashed.
     for (var c = v.c0; c <= v.c1; c++) {
@@ -511,12 +623,12 @@
     }
     bars.forEach(function (b) {
       if (!crosses(b.r0, b.r1, v.r0, v.r1) || b.node < v.c0 || b.node > v.c1) return;
-      var bar = sv("rect", { class: "cs-bar", x: x(b.node) - 4, y: y(b.r0), width: 8, height: Math.max(4, y(b.r1) - y(b.r0)) }, layer);
+      var bar = sv("rect", { class: "cs-bar", x: x(b.node) - 4, y: y(b.r0), width: 8, height: Math.max(4, y(b.r1) - y(b.r0)), "data-a": b.r0, "data-b": b.r1 }, layer);
       sv("title", null, bar, "P" + b.node + " in the critical section" + (b.fencing != null ? ", fencing " + fencingText(b.fencing) : "") + (b.open ? " (still at the end)" : ""));
     });
     timers.forEach(function (t) {
       if (t.row < v.r0 || t.row > v.r1 || t.node < v.c0 || t.node > v.c1) return;
-      var d = sv("circle", { class: "timer-dot", cx: x(t.node), cy: y(t.row), r: 3 }, layer);
+      var d = sv("circle", { class: "timer-dot", cx: x(t.node), cy: y(t.row), r: 3, "data-a": t.row, "data-k": t.k }, layer);
       sv("title", null, d, "timer " + typed(t.rec.timer || ""));
     });
     // Messages.
@@ -527,10 +639,10 @@
       if (mg.from === mg.to) { x2 += 0.01; }
       var node;
       if (!mg.dropped) {
-        node = sv("line", { class: "msg-arrow", "data-msg": j, "data-kind": mg.kind, x1: x1, y1: y1, x2: x2, y2: y2, stroke: colour[mg.kind], "marker-end": colour["marker:" + mg.kind] }, layer);
+        node = sv("line", { class: "msg-arrow", "data-msg": j, "data-kind": mg.kind, x1: x1, y1: y1, x2: x2, y2: y2, stroke: colour[mg.kind], "marker-end": colour["marker:" + mg.kind], "data-a": mg.r1 }, layer);
       } else {
         var e = dropPoint(mg), ex = e.x, ey = e.y;
-        node = sv("g", { class: "msg-drop", "data-msg": j, "data-kind": mg.kind, "data-reason": mg.reason, "data-cx": ex, "data-cy": ey }, layer);
+        node = sv("g", { class: "msg-drop", "data-msg": j, "data-kind": mg.kind, "data-reason": mg.reason, "data-cx": ex, "data-cy": ey, "data-a": mg.r1 }, layer);
         sv("line", { class: "path", x1: x1, y1: y1, x2: ex, y2: ey, stroke: colour[mg.kind] }, node);
         sv("path", { class: "cross", d: "M" + (ex - 5) + "," + (ey - 5) + "L" + (ex + 5) + "," + (ey + 5) + "M" + (ex - 5) + "," + (ey + 5) + "L" + (ex + 5) + "," + (ey - 5) }, node);
         sv("line", { class: "hit", x1: x1, y1: y1, x2: ex, y2: ey }, node);
@@ -542,23 +654,23 @@
       if (mk.row < v.r0 || mk.row > v.r1 || mk.node < v.c0 || mk.node > v.c1) return;
       var cx = x(mk.node), cy = y(mk.row);
       if (mk.type === "crash") {
-        var g = sv("g", { class: "mark-crash" }, layer);
+        var g = sv("g", { class: "mark-crash", "data-a": mk.row, "data-k": mk.k }, layer);
         sv("path", { d: "M" + (cx - 8) + "," + (cy - 8) + "L" + (cx + 8) + "," + (cy + 8) + "M" + (cx - 8) + "," + (cy + 8) + "L" + (cx + 8) + "," + (cy - 8) }, g);
         sv("title", null, g, "P" + mk.node + " crashes");
       } else {
-        var d = sv("circle", { class: "mark-recover", cx: cx, cy: cy, r: 6 }, layer);
+        var d = sv("circle", { class: "mark-recover", cx: cx, cy: cy, r: 6, "data-a": mk.row, "data-k": mk.k }, layer);
         sv("title", null, d, "P" + mk.node + " recovers");
       }
     });
     var placer = labelPlacer(v);
     if (violation && crosses(violation.r0, violation.r1, v.r0, v.r1)) {
       var vy = y(violation.r0) - ROW_H / 2, vh = y(violation.r1) - y(violation.r0) + ROW_H;
-      var vr = sv("rect", { id: "violation", class: "violation-rect", x: LEFT - 6, y: vy, width: n * COL_W + 12, height: vh }, layer);
+      var vr = sv("rect", { id: "violation", class: "violation-rect", x: LEFT - 6, y: vy, width: n * COL_W + 12, height: vh, "data-a": violation.r0 }, layer);
       var vtext = "violation: " + violation.property + " — " + violation.detail;
       sv("title", null, vr, vtext);
       // The caption is cut to the drawing's width (the whole of it on hover and in the panel).
       var room = W - LEFT - 4, fit = fitText(vtext, room, "700 11px");
-      var vl = sv("text", { class: "violation-label", x: LEFT, y: vy - 3 }, layer, fit);
+      var vl = sv("text", { class: "violation-label", x: LEFT, y: vy - 3, "data-a": violation.r0 }, layer, fit);
       if (fit !== vtext) sv("title", null, vl, vtext);
       placer.take({ x0: LEFT, y0: vy - 14, x1: LEFT + textWidth(fit, "700 11px"), y1: vy });
     }
@@ -566,7 +678,10 @@
       if (lb.row < v.r0 || lb.row > v.r1 || lb.node < v.c0 || lb.node > v.c1) return;
       placer.place(lb);
     });
-    sv("line", { id: "now", class: "now-line", x1: LEFT - 90, x2: W, y1: y(current), y2: y(current) }, layer);
+    flights = sv("g", { id: "flights" }, layer);
+    sv("line", { id: "now", class: "now-line", x1: LEFT - 90, x2: W, y1: cursorY(), y2: cursorY() }, layer);
+    reveal();
+    applyDim();
     drawHeads();
   }
   function drawHeads() {
@@ -607,45 +722,186 @@
         name + (at != null ? " — violated at step " + at : " — holds so far"));
     });
     propsDiv.replaceChildren(ul);
-    var now = document.getElementById("now");
-    if (now) { now.setAttribute("y1", y(current)); now.setAttribute("y2", y(current)); }
     drawHeads();
+  }
+  // ---- in motion: what the cursor has reached -------------------------------------------------
+  // Everything after the cursor is hidden (unless "whole run" is ticked); a critical section,
+  // pause or partition that goes on past it is drawn up to it; a message in flight is a line
+  // from its send to where it is now, with a dot at its head, moving while the run plays.
+  var flights = null, whole = false, playing = false, playY = 0;
+  function cursorY() { return playing ? playY : y(current); }
+  function reveal() {
+    var c = current, py = cursorY();
+    Array.prototype.forEach.call(layer.querySelectorAll("[data-a]"), function (e) {
+      var a = +e.getAttribute("data-a"), b = e.getAttribute("data-b");
+      e.classList.toggle("future", !whole && a > c);
+      if (b != null && e.tagName === "rect") {
+        var full0 = e.getAttribute("data-h") || e.getAttribute("height");
+        e.setAttribute("data-h", full0);
+        var y0 = +e.getAttribute("y");
+        e.setAttribute("height", !whole && +b > c ? Math.max(2, Math.min(+full0, py - y0)) : full0);
+      }
+    });
+    drawFlights();
+  }
+  // ---- causality at a click, and the filter ---------------------------------------------------
+  // The selected event's happens-before past and future, from the vector stamps the driver
+  // wrote: a record r of node j is in the past of e when e's vector counts at least r's own
+  // entry (e has heard of r), in the future when r's vector counts at least e's own entry.
+  // Records of e's own node are ordered by the trace itself.
+  var hbEvent = null;
+  function hbClass(k) {
+    if (k == null || hbEvent == null) return null;
+    if (k === hbEvent) return "self";
+    var e = recs[hbEvent], r = recs[k];
+    if (r.node == null || e.node == null || !e.vector || !r.vector) return null;
+    if (r.node === e.node) return k < hbEvent ? "past" : "future";
+    if (r.vector[r.node] <= e.vector[r.node]) return "past";
+    if (r.vector[e.node] >= e.vector[e.node]) return "future";
+    return null;
+  }
+  function applyDim() {
+    Array.prototype.forEach.call(layer.querySelectorAll("[data-msg],[data-k]"), function (e) {
+      var cls = null, keep = true;
+      if (e.hasAttribute("data-msg")) {
+        var mg = msgs[+e.getAttribute("data-msg")], a = hbClass(mg.sk), b = hbClass(mg.rk);
+        cls = b === "self" || a === "self" ? "self" : b === "past" ? "past" : a === "future" ? "future" : null;
+        if (filterText) keep = matches(mg.sk) || matches(mg.rk);
+      } else {
+        var k = +e.getAttribute("data-k");
+        cls = hbClass(k);
+        if (filterText) keep = matches(k);
+      }
+      e.classList.toggle("hb-past", cls === "past");
+      e.classList.toggle("hb-future", cls === "future");
+      e.classList.toggle("hb-self", cls === "self");
+      e.classList.toggle("hb-dim", (hbEvent != null && !cls) || !keep);
+    });
+  }
+  // Selects event k (null: none) and says what it knows and what follows it.
+  function selectEvent(k) {
+    hbEvent = k;
+    applyDim();
+    if (k == null) return;
+    var e = recs[k], past = 0, future = 0;
+    if (!e.vector) { detail.textContent = "No vector stamps in this trace (runs keep them up to 64 nodes): no causality to show."; return; }
+    recs.forEach(function (r, j) { var c = hbClass(j); if (c === "past") past++; else if (c === "future") future++; });
+    detail.textContent = "Event: P" + e.node + " " + e.kind + (e.msg_kind ? " " + e.msg_kind : "") + " at step " + e.step +
+      "\nLamport " + e.lamport + ", vector [" + e.vector.join(",") + "]" +
+      "\nhappens-before past: " + past + " records (bold); future: " + future + " records (dashed); the rest are concurrent (dimmed)." +
+      "\nClick empty space or press Esc to clear.";
+    document.body.setAttribute("data-hb", past + "," + future);
+  }
+  filterBox.addEventListener("input", function () {
+    filterText = filterBox.value.trim().toLowerCase();
+    matchCache = null;
+    applyDim();
+  });
+  function drawFlights() {
+    var py = cursorY();
+    var now = document.getElementById("now");
+    if (now) { now.setAttribute("y1", py); now.setAttribute("y2", py); }
+    if (!flights) return;
+    while (flights.firstChild) flights.removeChild(flights.firstChild);
+    if (whole) return;
+    var v = visible(), c = current;
+    msgs.forEach(function (mg, j) {
+      if (mg.r0 > c || mg.r1 <= c || !crosses(mg.r0, mg.r1, v.r0, v.r1)) return;
+      var x1 = x(mg.from), y1 = y(mg.r0), end = mg.dropped ? dropPoint(mg) : { x: x(mg.to), y: y(mg.r1) };
+      if (end.y <= y1) return;
+      var f = Math.max(0, Math.min(1, (py - y1) / (end.y - y1))), hx = x1 + (end.x - x1) * f, hy = y1 + (end.y - y1) * f;
+      sv("line", { class: "flight", "data-msg": j, x1: x1, y1: y1, x2: hx, y2: hy, stroke: colour[mg.kind] }, flights);
+      var dot = sv("circle", { class: "flight-dot", "data-msg": j, cx: hx, cy: hy, r: 4.5, fill: colour[mg.kind] }, flights);
+      sv("title", null, dot, msgInfo(mg));
+    });
+  }
+  function follow(yy) {
+    var sy = scroller.scrollTop, h = scroller.clientHeight || 600;
+    if (yy < sy + 20 || yy > sy + h - 20) scroller.scrollTop = Math.max(0, yy - h / 2);
+  }
+  // The URL keeps the position (`#step=412`, and `&axis=step` on the step axis), so that a link
+  // opens the page there.
+  function keepInUrl() {
+    var hash = "#step=" + rows[current].step + (axis === "step" && !STEPS_ONLY ? "&axis=step" : "");
+    try { if (location.hash !== hash) history.replaceState(null, "", hash); } catch (err) { /* a sandboxed frame */ }
   }
   function go(row) {
     current = Math.max(0, Math.min(lastRow, row));
-    var sy = scroller.scrollTop, h = scroller.clientHeight || 600, yy = y(current);
-    if (yy < sy + 20 || yy > sy + h - 20) scroller.scrollTop = Math.max(0, yy - h / 2);
+    playY = y(current);
+    follow(y(current));
     showState();
+    reveal();
+    keepInUrl();
   }
 
   // ---- interaction ----------------------------------------------------------------------
-  var timer = null;
-  function stop() { if (timer) { clearInterval(timer); timer = null; bPlay.textContent = "▶ play"; } }
+  // Play moves the cursor down the drawing at a steady speed (80 px/s at ×1), so on the time
+  // axis it moves at a steady pace of virtual time (compressed gaps pass faster).
+  var lastFrame = 0;
+  function stop() { if (playing) { playing = false; bPlay.textContent = "▶ play"; reveal(); } }
+  function frame(t) {
+    if (!playing) return;
+    var dt = lastFrame ? Math.min(0.1, (t - lastFrame) / 1000) : 0;
+    lastFrame = t;
+    playY += dt * 80 * (+speed.value || 1);
+    var r = rowAt(playY);
+    if (r !== current) { current = r; showState(); reveal(); keepInUrl(); } else drawFlights();
+    follow(playY);
+    if (current >= lastRow && playY >= y(lastRow)) { playY = y(lastRow); stop(); return; }
+    requestAnimationFrame(frame);
+  }
+  function play() {
+    if (current >= lastRow) go(0);
+    playing = true;
+    playY = y(current);
+    lastFrame = 0;
+    bPlay.textContent = "❚❚ pause";
+    requestAnimationFrame(frame);
+  }
   bFirst.addEventListener("click", function () { stop(); go(0); });
   bPrev.addEventListener("click", function () { stop(); go(current - 1); });
   bNext.addEventListener("click", function () { stop(); go(current + 1); });
   bLast.addEventListener("click", function () { stop(); go(lastRow); });
-  bPlay.addEventListener("click", function () {
-    if (timer) { stop(); return; }
-    if (current >= lastRow) go(0);
-    bPlay.textContent = "❚❚ pause";
-    timer = setInterval(function () { if (current >= lastRow) stop(); else go(current + 1); }, 250);
-  });
+  bPlay.addEventListener("click", function () { if (playing) stop(); else play(); });
   slider.addEventListener("input", function () { stop(); go(+slider.value); });
+  wholeBox.addEventListener("change", function () { whole = wholeBox.checked; reveal(); });
+  if (axisSel) axisSel.addEventListener("change", function () {
+    axis = axisSel.value; layout(); size(); draw(); go(current);
+  });
+  // Jumps: to the next or previous fault, violation, leader change, entry into the critical
+  // section, or row with a record that matches the filter.
+  function jump(kind, dir) {
+    var list = kind === "match" ? matchRows() : jumps[kind] || [], to = null;
+    if (dir > 0) { for (var i = 0; i < list.length; i++) if (list[i] > current) { to = list[i]; break; } }
+    else { for (var k = list.length - 1; k >= 0; k--) if (list[k] < current) { to = list[k]; break; } }
+    if (to != null) { stop(); go(to); }
+    return to;
+  }
+  bJumpPrev.addEventListener("click", function () { jump(jumpSel.value, -1); });
+  bJumpNext.addEventListener("click", function () { jump(jumpSel.value, 1); });
+  var KEY_JUMPS = { f: "fault", v: "violation", l: "leader", e: "entry", n: "match" };
   document.addEventListener("keydown", function (e) {
-    if (e.target && e.target.tagName === "INPUT") return;
+    if (e.target && (e.target.tagName === "INPUT" || e.target.tagName === "SELECT") && e.key !== "Escape") return;
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    var k = e.key.toLowerCase();
     if (e.key === "ArrowRight" || e.key === "ArrowDown") { e.preventDefault(); bNext.click(); }
     else if (e.key === "ArrowLeft" || e.key === "ArrowUp") { e.preventDefault(); bPrev.click(); }
     else if (e.key === "Home") bFirst.click();
     else if (e.key === "End") bLast.click();
     else if (e.key === " ") { e.preventDefault(); bPlay.click(); }
+    else if (KEY_JUMPS[k]) jump(KEY_JUMPS[k], e.shiftKey ? -1 : 1);
+    else if (e.key === "+" || e.key === "=") { speed.selectedIndex = Math.min(speed.options.length - 1, speed.selectedIndex + 1); }
+    else if (e.key === "-") { speed.selectedIndex = Math.max(0, speed.selectedIndex - 1); }
+    else if (k === "w") { wholeBox.checked = !wholeBox.checked; wholeBox.dispatchEvent(new Event("change")); }
+    else if (e.key === "/") { e.preventDefault(); filterBox.focus(); }
+    else if (e.key === "Escape") { filterBox.value = ""; filterBox.dispatchEvent(new Event("input")); filterBox.blur(); selectEvent(null); }
   });
   // Where a mouse event is on the diagram: drawing coordinates, row and column.
   function cell(e) {
     var box = svg.getBoundingClientRect();
     var yy = e.clientY - box.top + (parseFloat(svg.style.top) || 0);
     var xx = e.clientX - box.left + (parseFloat(svg.style.left) || 0);
-    return { xx: xx, yy: yy, row: Math.floor((yy - TOP) / ROW_H), col: Math.floor((xx - LEFT) / COL_W) };
+    return { xx: xx, yy: yy, row: yy < yOf[0] - ROW_H ? -1 : rowAt(yy + MIN_GAP / 2), col: Math.floor((xx - LEFT) / COL_W) };
   }
   function onLifeline(c) { return c.row >= 0 && c.row <= lastRow && c.col >= 0 && c.col < n && Math.abs(c.xx - x(c.col)) <= 12; }
   var inPlayground = window.parent !== window;
@@ -697,11 +953,16 @@
     var t = e.target, hit = t.closest ? t.closest("[data-msg]") : null;
     if (hit) {
       selected = +hit.getAttribute("data-msg");
-      detail.textContent = msgInfo(msgs[selected]);
       Array.prototype.forEach.call(layer.querySelectorAll(".selected"), function (s) { s.classList.remove("selected"); });
       hit.classList.add("selected");
+      var mg = msgs[selected];
+      // A delivered message: the causality of its delivery; a lost one: of its send.
+      selectEvent(mg.dropped || mg.rk == null ? (mg.sk != null ? mg.sk : null) : mg.rk);
+      detail.textContent = msgInfo(mg) + (hbEvent != null ? "\n\n" + detail.textContent : "");
       return;
     }
+    var ev = t.closest ? t.closest("[data-k]") : null;
+    if (ev) { selectEvent(+ev.getAttribute("data-k")); return; }
     var c = cell(e), row = c.row;
     // Inside the playground (`ringleader ui`), a click near a lifeline asks for a fault of that
     // node at that row's time.
@@ -713,7 +974,11 @@
       go(row);
       var rw = rows[row], lines = ["step " + rw.step + " at " + ms(rw.time)];
       for (var k = rw.first; k <= rw.last; k++) lines.push(typed(JSON.stringify(recs[k])));
-      detail.textContent = lines.join("\n");
+      // On a lifeline: that node's last event of the row, with its causality.
+      var mine = null;
+      if (onLifeline(c)) for (var q = rw.first; q <= rw.last; q++) if (recs[q].node === c.col) mine = q;
+      selectEvent(mine);
+      detail.textContent = (mine != null ? detail.textContent + "\n\n" : "") + lines.join("\n");
     }
   });
   var pending = false;
@@ -731,11 +996,20 @@
     var box = svg.getBoundingClientRect();
     return { x: box.left + x(col) - (parseFloat(svg.style.left) || 0), y: box.top + y(row) - (parseFloat(svg.style.top) || 0) };
   }
-  function message(j) { var mg = msgs[j]; return { from: mg.from, to: mg.to, r0: mg.r0, r1: mg.r1, kind: mg.kind, reason: mg.reason }; }
-  window.ringleaderViewer = { draw: draw, go: go, rows: rows.length, point: point, message: message, labels: labels.length };
+  function message(j) {
+    var mg = msgs[j];
+    return { from: mg.from, to: mg.to, r0: mg.r0, r1: mg.r1, kind: mg.kind, reason: mg.reason, sk: mg.sk, rk: mg.rk,
+      t0: mg.send ? mg.send.time_ns : null, t1: mg.recv.time_ns };
+  }
+  window.ringleaderViewer = { draw: draw, go: go, rows: rows.length, point: point, message: message, labels: labels.length,
+    current: function () { return current; }, y: y, jump: jump, jumps: jumps, selectEvent: selectEvent, playing: function () { return playing; } };
   var started = performance.now();
   draw();
-  go(violation ? violation.r0 : 0);
+  // Where the page opens: the step the URL names, the first violation, or the end (the whole
+  // run drawn; play starts over from the first step).
+  var asked = /step=(\d+)/.exec(location.hash), start = violation ? violation.r0 : lastRow;
+  if (asked) { var at = rows.findIndex(function (rw) { return rw.step >= +asked[1]; }); start = at < 0 ? lastRow : at; }
+  go(start);
   if (violation) detail.textContent = "First violation: " + violation.property + " — " + violation.detail;
   document.body.setAttribute("data-ready", "1");
   // Milliseconds: drawing alone, and from the start of navigation to a drawn page (parsing the
