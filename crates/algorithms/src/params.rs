@@ -114,10 +114,15 @@ impl Params {
 /// value is always accepted, so `0` stays possible where it is the default and means "off").
 pub const PARAM_DURATION_RANGE: std::ops::RangeInclusive<Time> = 100_000..=3_600_000_000_000;
 
-/// Parses a duration with a unit (`ns`, `us`, `ms`, `s`); a bare number means milliseconds.
+/// Parses a duration with a unit (`ns`, `us`, `ms`, `s`, `min`, `h`); a bare number means
+/// milliseconds.
 pub fn parse_duration(text: &str) -> Option<Time> {
     let t = text.trim();
-    let (num, scale) = if let Some(x) = t.strip_suffix("ns") {
+    let (num, scale) = if let Some(x) = t.strip_suffix("min") {
+        (x, 60e9)
+    } else if let Some(x) = t.strip_suffix('h') {
+        (x, 3600e9)
+    } else if let Some(x) = t.strip_suffix("ns") {
         (x, 1.0)
     } else if let Some(x) = t.strip_suffix("us") {
         (x, 1e3)
@@ -145,6 +150,8 @@ mod tests {
         assert_eq!(parse_duration("250us"), Some(250_000));
         assert_eq!(parse_duration("1.5ms"), Some(1_500_000));
         assert_eq!(parse_duration("2s"), Some(2_000_000_000));
+        assert_eq!(parse_duration("5min"), Some(300_000_000_000));
+        assert_eq!(parse_duration("24h"), Some(86_400_000_000_000));
         assert_eq!(parse_duration("7"), Some(7_000_000));
         assert_eq!(parse_duration("3ns"), Some(3));
         assert_eq!(parse_duration("-1ms"), None);

@@ -18,7 +18,7 @@ use ringleader_sim::{Progress, RunOptions, Scenario};
 ///
 /// Flags override the scenario file field by field.
 ///
-/// Times take a unit (ns, us, ms, s: 250us, 1.5ms, 2s); a bare number means milliseconds.
+/// Times take a unit (ns, us, ms, s, min, h: 250us, 1.5ms, 2s, 24h); a bare number means milliseconds.
 /// Node ids are 1..N; under --ids ascending position i holds id i+1.
 ///
 /// Examples:

@@ -28,6 +28,9 @@ fn label(text: &str) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
+        // A message's fields read `GRANT (fencing 1)`, not `GRANT ( fencing 1)`.
+        .replace("( ", "(")
+        .replace(" )", ")")
 }
 
 fn msg_label(r: &TraceRecord) -> String {
@@ -149,6 +152,8 @@ mod tests {
     #[test]
     fn labels_are_safe_for_mermaid() {
         assert_eq!(label("a;b#c: {x}"), "a b c (x)");
+        assert_eq!(label(r#"GRANT {"fencing":1}"#), "GRANT (fencing 1)");
+        assert_eq!(label(r#"TOKEN {"removed":[2],"hops":3}"#), "TOKEN (removed (2), hops 3)");
     }
 
     #[test]

@@ -26,7 +26,9 @@ pub fn format_duration(t: Time) -> String {
 
 fn duration(text: &str, what: &str) -> Result<Time, String> {
     parse_duration(text).ok_or_else(|| {
-        format!("{what}: cannot read {text:?} as a time (use 250us, 1.5ms, 2s; a bare number is ms)")
+        format!(
+            "{what}: cannot read {text:?} as a time (use 250us, 1.5ms, 2s, 5min, 24h; a bare number is ms)"
+        )
     })
 }
 

@@ -27,33 +27,51 @@ impl Scenario {
         let nodes = self.nodes.unwrap_or(5);
         let end = self.duration.map(|d| d.0).unwrap_or(default_duration(info.family));
         crate::input::check(&self, &info, nodes, end)?;
-        let check_uid = |u: Uid, what: &str| -> Result<(), ConfigError> {
+        // A node id that does not exist, blamed on its flag or on its line in the file.
+        let blame = crate::input::Blame::new(&self);
+        let check_uid = |u: Uid, key: &str, value: String, element: bool| -> Result<(), ConfigError> {
             if u == 0 || u > nodes as Uid {
-                Err(ConfigError::Invalid(format!("{what}: node id {u} does not exist (ids are 1..{nodes})")))
+                Err(blame.error(
+                    key,
+                    &value,
+                    element,
+                    &format!("node id {u} does not exist (ids are 1..{nodes})"),
+                ))
             } else {
                 Ok(())
             }
         };
-        let initiators = self.initiators.unwrap_or(default_initiators(info.family));
+        let initiators = self.initiators.clone().unwrap_or(default_initiators(info.family));
         if let Initiators::Ids(ids) = &initiators {
             for &u in ids {
-                check_uid(u, "--initiators")?;
+                check_uid(u, "initiators", initiators.to_string(), false)?;
             }
         }
         for a in self.faults.crash.iter() {
-            check_uid(a.uid, &format!("--crash {a}"))?;
+            check_uid(a.uid, "faults.crash", a.to_string(), true)?;
         }
         for a in self.faults.recover.iter() {
-            check_uid(a.uid, &format!("--recover {a}"))?;
+            check_uid(a.uid, "faults.recover", a.to_string(), true)?;
         }
         for p in self.faults.pause.iter() {
-            check_uid(p.uid, &format!("--pause {p}"))?;
+            check_uid(p.uid, "faults.pause", p.to_string(), true)?;
         }
         for p in self.faults.partition.iter() {
             for &u in p.left.iter().chain(&p.right) {
-                check_uid(u, &format!("--partition {p}"))?;
+                check_uid(u, "faults.partition", p.to_string(), true)?;
             }
         }
+        let requesters = match self.workload.requesters.clone() {
+            None | Some(Initiators::All) => None,
+            Some(Initiators::Ids(ids)) => {
+                let written = Initiators::Ids(ids.clone()).to_string();
+                for &u in &ids {
+                    check_uid(u, "workload.requesters", written.clone(), false)?;
+                }
+                Some(ids)
+            }
+            Some(other) => return bad(format!("--requesters {other}: give ids like 2,3,4 (or all)")),
+        };
         let prob = |v: Option<f64>, what: &str| -> Result<f64, ConfigError> {
             match v {
                 None => Ok(0.0),
@@ -77,16 +95,6 @@ impl Scenario {
         if !(rate.is_finite() && rate > 0.0) {
             return bad(format!("--rate {rate}: requests per second must be a positive number"));
         }
-        let requesters = match self.workload.requesters {
-            None | Some(Initiators::All) => None,
-            Some(Initiators::Ids(ids)) => {
-                for &u in &ids {
-                    check_uid(u, "--requesters")?;
-                }
-                Some(ids)
-            }
-            Some(other) => return bad(format!("--requesters {other}: give ids like 2,3,4 (or all)")),
-        };
         let cycles = self.workload.cycles.unwrap_or(0.3);
         if !(0.0..=1.0).contains(&cycles) {
             return bad(format!("--cycles {cycles}: a probability must be between 0 and 1"));

@@ -125,9 +125,9 @@ pub struct TimeSpan(pub Time);
 impl FromStr for TimeSpan {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        parse_duration(s)
-            .map(TimeSpan)
-            .ok_or_else(|| format!("cannot read {s:?} as a time (use 250us, 1.5ms, 2s; a bare number is ms)"))
+        parse_duration(s).map(TimeSpan).ok_or_else(|| {
+            format!("cannot read {s:?} as a time (use 250us, 1.5ms, 2s, 5min, 24h; a bare number is ms)")
+        })
     }
 }
 
@@ -623,7 +623,26 @@ mod tests {
             faults: FaultsSection { crash: vec!["9@0".parse().unwrap()], ..Default::default() },
             ..Default::default()
         };
-        assert!(s.resolve(None).unwrap_err().to_string().contains("does not exist"));
+        assert_eq!(
+            s.resolve(None).unwrap_err().to_string(),
+            "--crash 9@0: node id 9 does not exist (ids are 1..3)"
+        );
+    }
+
+    #[test]
+    fn a_node_id_that_does_not_exist_is_blamed_on_its_line() {
+        let text =
+            "algorithm = \"central\"\nnodes = 3\n\n[faults]\npause = [\"2@1ms..2ms\", \"4@1ms..5ms\"]\n";
+        let err = Scenario::parse(text, "s.toml").unwrap().resolve(None).unwrap_err().to_string();
+        assert_eq!(err, "s.toml:5:24: field `pause` = 4@1ms..5ms: node id 4 does not exist (ids are 1..3)");
+        let text = "algorithm = \"central\"\nnodes = 3\n[workload]\nrequesters = \"2,7\"\n";
+        let err = Scenario::parse(text, "s.toml").unwrap().resolve(None).unwrap_err().to_string();
+        assert_eq!(err, "s.toml:4:14: field `requesters` = 2,7: node id 7 does not exist (ids are 1..3)");
+        // A flag that overrides the file is blamed as the flag.
+        let flags = Scenario { nodes: Some(1), ..Scenario::default() };
+        let err =
+            Scenario::parse(text, "s.toml").unwrap().merge(flags).resolve(None).unwrap_err().to_string();
+        assert!(err.starts_with("s.toml:4:14: field `requesters`"), "{err}");
     }
 
     #[test]

@@ -236,7 +236,7 @@ impl Algorithm for Make {
         if setup.uids.len() < 2 {
             return Err(ParamError::OutOfRange {
                 key: "nodes".into(),
-                reason: "the make story needs 2 nodes (editor at position 0, builder at 1)".into(),
+                reason: "the make story needs at least 2 nodes (editor at position 0, builder at 1; any other node only keeps a clock)".into(),
             });
         }
         let stamps: String = setup.params.get("timestamps", "physical".to_string())?;

@@ -144,8 +144,12 @@ impl Checker for SuperPeerChecker {
         }
         let count = t.super_peers.len() as u32;
         if count < self.target.div_ceil(2) || count > self.target || count == 0 {
-            v.pending(Property::Fraction, at, self.last_change, || {
-                format!("{count} super-peers, outside [{}, {}]", self.target.div_ceil(2), self.target)
+            let (low, target) = (self.target.div_ceil(2), self.target);
+            v.pending(Property::Fraction, at, self.last_change, || match (count, target) {
+                // No peer has been served yet, so there is no target to compare with.
+                (_, 0) => format!("{count} super-peer(s) and no peer served by one yet"),
+                (0, _) => format!("no live super-peer, where {low} to {target} are wanted"),
+                _ => format!("{count} super-peers, outside the wanted {low} to {target}"),
             });
         }
         let bound = Self::load_bound(&t);
@@ -189,6 +193,10 @@ mod tests {
     use ringleader_algorithms::LeaderRule;
 
     fn judge(n: usize, events: &[(NodeId, Event)]) -> Vec<&'static str> {
+        details(n, events).into_iter().map(|(name, _)| name).collect()
+    }
+
+    fn details(n: usize, events: &[(NodeId, Event)]) -> Vec<(&'static str, String)> {
         let uids: Vec<u64> = (1..=n as u64).collect();
         let status = vec![NodeStatus::Up; n];
         let w = World { uids: &uids, status: &status, rule: LeaderRule::Set };
@@ -198,7 +206,21 @@ mod tests {
             c.on_event(&w, *node, e, Moment { time: i as u64, step: i as u64 }, &mut v);
         }
         c.finish(&w, Moment { time: 99, step: 99 }, &mut v);
-        v.list().iter().map(|x| x.property.name()).collect()
+        v.list().iter().map(|x| (x.property.name(), x.detail.clone())).collect()
+    }
+
+    #[test]
+    fn the_fraction_detail_names_what_is_wrong() {
+        let none: Vec<_> = details(3, &[]).into_iter().filter(|(p, _)| *p == "fraction").collect();
+        assert_eq!(none[0].1, "0 super-peer(s) and no peer served by one yet");
+        let mut ev = vec![(0, Event::SuperPeer), (1, Event::SuperPeer), (2, Event::SuperPeer)];
+        ev.extend((3..10).map(|x| (x, served(x % 3, 2))));
+        assert_eq!(details(10, &ev)[0].1, "3 super-peers, outside the wanted 1 to 2");
+        let mut ev = vec![(0, Event::SuperPeer)];
+        ev.extend((1..4).map(|x| (x, served(0, 2))));
+        ev.push((0, Event::SuperPeerLost));
+        let fraction = details(4, &ev).into_iter().find(|(p, _)| *p == "fraction").unwrap();
+        assert_eq!(fraction.1, "no live super-peer, where 1 to 2 are wanted");
     }
 
     fn served(sp: NodeId, target: u32) -> Event {
