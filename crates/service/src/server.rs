@@ -826,6 +826,8 @@ impl Host for ServerHost<'_> {
         }
         match self.state.pending.remove(&p.request) {
             Some(Pending { reply: Some(reply), .. }) => {
+                // A duplicate (the same key applied before) is answered as the first was.
+                let applied = Applied { reply: applied.reply.original(), ..applied };
                 let _ = reply.send(Ok(applied));
             }
             Some(_) => {}
@@ -849,6 +851,7 @@ impl Host for ServerHost<'_> {
                         origin: self.me,
                         incarnation: self.incarnation,
                         request: Proposal::CLOCK - 1,
+                        key: None,
                         op,
                     };
                     submit.submit(&undo);
@@ -1072,7 +1075,7 @@ fn on_command(replica: &mut Replica<DiskLog>, state: &mut LoopState, cmd: Comman
         Command::Propose { op, reply } => {
             let request = state.next_request;
             state.next_request += 1;
-            let proposal = Proposal { origin: replica.id(), incarnation: replica.incarnation(), request, op };
+            let proposal = Proposal::of_node(replica.id(), replica.incarnation(), request, op);
             replica.submit(&proposal);
             state
                 .pending
