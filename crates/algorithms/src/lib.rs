@@ -121,6 +121,11 @@ pub trait Algorithm: Process + serde::Serialize {
     /// For deadlock algorithms: a prevention scheme (judged by `no_deadlock` and
     /// `no_starvation`, even when no process ever waits) rather than a detector.
     const PREVENTION: bool = false;
+    /// The algorithm completes nothing unless a majority of its nodes is up (a service
+    /// replicated by consensus): with more than half of them crashed for good, a request still
+    /// pending is never served. The simulator then says that no progress is possible rather
+    /// than advise a longer run.
+    const NEEDS_MAJORITY: bool = false;
 
     /// Validated, shared configuration.
     type Config: Clone + std::fmt::Debug + Send + Sync + 'static;

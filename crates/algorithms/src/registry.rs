@@ -24,6 +24,8 @@ pub struct Info {
     pub leader_rule: LeaderRule,
     /// A deadlock-prevention scheme (rather than a detector).
     pub prevention: bool,
+    /// Completes nothing without a majority of its nodes up ([`crate::Algorithm::NEEDS_MAJORITY`]).
+    pub needs_majority: bool,
 }
 
 impl Info {
@@ -36,6 +38,7 @@ impl Info {
             topology: A::TOPOLOGY,
             leader_rule: A::LEADER_RULE,
             prevention: A::PREVENTION,
+            needs_majority: A::NEEDS_MAJORITY,
         }
     }
 }

@@ -19,13 +19,17 @@ use crate::sim::SimArgs;
 /// runs every size × variant × seed. The summary gives, per configuration, min/p50/p99/max of
 /// the messages, of each latency the checker measures (a run's mean: time to leader, entry
 /// latency, detection time) and of every numeric outcome (clock skew, entries, aborts), and
-/// how many runs violated each property with the repro lines of the first failing seeds.
-/// Its content does not depend on --threads or on sharding.
+/// how many runs violated each property and how many left it undecided (cut off by
+/// --duration before it could be decided), with the repro lines of the first such seeds, and
+/// how many runs proved that no progress was possible any more. Its content does not depend on
+/// --threads or on sharding.
 ///
 /// --shard I/K runs the seeds whose index is I mod K; `sweep merge` combines the K outputs
 /// (written with --json) into what one machine would have printed.
 ///
-/// Exit status: 0 when every run found exactly its expected violations, 2 otherwise.
+/// Exit status: 0 when every run found exactly its expected violations (the verdict says
+/// UNDECIDED when some run left a property undecided), 2 otherwise; with --expect-decided, 2
+/// also when any run left a property undecided.
 ///
 /// Examples:
 ///   ringleader sweep --algo chang-roberts --nodes 16 --ids random --initiators all --seeds 1..10000
@@ -66,6 +70,10 @@ pub struct SweepArgs {
     /// Print the summary as CSV (one row per configuration and figure).
     #[arg(long, conflicts_with = "json")]
     csv: bool,
+    /// Fail (exit 2) when any run leaves a property undecided, as when one finds an unexpected
+    /// violation (for CI).
+    #[arg(long)]
+    expect_decided: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -85,6 +93,9 @@ struct MergeArgs {
     /// Print the summary as CSV.
     #[arg(long, conflicts_with = "json")]
     csv: bool,
+    /// Fail (exit 2) when any run left a property undecided.
+    #[arg(long)]
+    expect_decided: bool,
 }
 
 /// A variant's flags, parsed as `ringleader sim` would.
@@ -175,7 +186,7 @@ pub fn run(args: SweepArgs) -> crate::Outcome {
         b.finish_and_clear();
     }
     print_output(&out, args.sim.json, args.csv)?;
-    Ok(crate::ExitStatus::violation_unless(out.as_expected()))
+    Ok(verdict(&out, args.expect_decided))
 }
 
 fn merge(m: MergeArgs) -> crate::Outcome {
@@ -189,7 +200,13 @@ fn merge(m: MergeArgs) -> crate::Outcome {
     }
     let out = sweep::merge(parts)?;
     print_output(&out, m.json, m.csv)?;
-    Ok(crate::ExitStatus::violation_unless(out.as_expected()))
+    Ok(verdict(&out, m.expect_decided))
+}
+
+/// 0 when every run found exactly its expected violations (and, with `expect_decided`, left
+/// no property undecided); 2 otherwise.
+fn verdict(out: &SweepOutput, expect_decided: bool) -> crate::ExitStatus {
+    crate::ExitStatus::violation_unless(out.as_expected() && (!expect_decided || out.undecided_runs() == 0))
 }
 
 fn print_output(out: &SweepOutput, json: bool, csv: bool) -> anyhow::Result<()> {

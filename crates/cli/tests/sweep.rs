@@ -129,3 +129,67 @@ fn bad_sweep_input_is_one_line_and_exit_1() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+/// Undecided properties are counted per property, with the runs that proved no progress
+/// possible; the verdict says UNDECIDED (not OK), and `--expect-decided` makes it a failure.
+#[test]
+fn undecided_runs_are_counted_and_expect_decided_fails_them() {
+    let args = [
+        "--algo",
+        "lock-service",
+        "--nodes",
+        "3",
+        "--workload",
+        "saturated",
+        "--entries",
+        "6",
+        "--duration",
+        "1s",
+        "--seeds",
+        "1..3",
+        "--variant",
+        "",
+        "--variant",
+        "--crash 2@0 --crash 3@0",
+    ];
+    let out = sweep(&args);
+    assert_eq!(out.status.code(), Some(0), "undecided is no violation");
+    let v = content(&out);
+    let (decided, stuck) = (&v["configurations"][0], &v["configurations"][1]);
+    assert_eq!(decided["undecided"], serde_json::json!({}));
+    assert_eq!(decided["no_progress"], 0);
+    assert_eq!(stuck["undecided"]["no_starvation"]["runs"], 3);
+    assert_eq!(stuck["no_progress"], 3);
+    assert_eq!(stuck["violations"], serde_json::json!({}));
+    let mut text_args = vec!["sweep"];
+    text_args.extend_from_slice(&args);
+    let text = ringleader(&text_args);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("no_starvation undecided in 3 of 3 runs"), "{text}");
+    assert!(text.contains("no progress possible in 3 of 3 runs"), "{text}");
+    assert!(
+        text.contains(
+            "verdict    UNDECIDED: no unexpected violation, but 3 of 6 runs left properties undecided"
+        ),
+        "{text}"
+    );
+    text_args.push("--expect-decided");
+    assert_eq!(ringleader(&text_args).status.code(), Some(2));
+    // The decided configuration alone passes --expect-decided.
+    let out = ringleader(&[
+        "sweep",
+        "--expect-decided",
+        "--algo",
+        "lock-service",
+        "--nodes",
+        "3",
+        "--workload",
+        "saturated",
+        "--entries",
+        "6",
+        "--seeds",
+        "1..3",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("verdict    OK: "));
+}

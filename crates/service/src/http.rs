@@ -157,6 +157,7 @@ fn refused(reason: Refusal) -> ApiError {
         Refusal::NotHolder => ApiError::conflict("not_holder", reason.to_string()),
         Refusal::NotCandidate => ApiError::conflict("not_candidate", reason.to_string()),
         Refusal::ZeroTtl | Refusal::EmptyName => ApiError::bad(reason.to_string()),
+        Refusal::Forgotten => ApiError::conflict("forgotten", reason.to_string()),
     }
 }
 

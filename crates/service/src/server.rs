@@ -951,6 +951,8 @@ impl Host for ServerHost<'_> {
         match self.state.pending.remove(&p.request) {
             Some(Pending { reply: Some(reply), first_sent, .. }) => {
                 self.state.metrics.proposal_seconds.observe(first_sent.elapsed().as_secs_f64());
+                // A duplicate (the same key applied before) is answered as the first was.
+                let applied = Applied { reply: applied.reply.original(), ..applied };
                 let _ = reply.send(Ok((index, applied)));
             }
             Some(_) => {}
@@ -974,6 +976,7 @@ impl Host for ServerHost<'_> {
                         origin: self.me,
                         incarnation: self.incarnation,
                         request: Proposal::CLOCK - 1,
+                        key: None,
                         op,
                     };
                     submit.submit(&undo);
@@ -1229,7 +1232,7 @@ fn on_command(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Command) {
             Counters::bump(&state.metrics.proposals);
             let request = state.next_request;
             state.next_request += 1;
-            let proposal = Proposal { origin: replica.id(), incarnation: replica.incarnation(), request, op };
+            let proposal = Proposal::of_node(replica.id(), replica.incarnation(), request, op);
             replica.submit(&proposal);
             state
                 .pending

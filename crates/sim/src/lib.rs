@@ -219,6 +219,46 @@ fn operation_unit(
     }
 }
 
+/// Why no progress is possible any more at the end of a run cut off at `--duration`, when the
+/// run proves it: the algorithm needs a majority of its nodes up, and more than half of them
+/// are crashed with no recovery planned after the end. (A paused node counts as up: it
+/// resumes; a partition heals or is not reasoned about.) `None` when nothing is proven.
+fn no_progress<A: Algorithm>(sim: &Simulation<A>) -> Option<String> {
+    let cfg = &sim.cfg;
+    if !sim.info.needs_majority || sim.stopped() != Stop::Duration {
+        return None;
+    }
+    let now = sim.now();
+    let uids = sim.uids();
+    let down: Vec<ringleader_core::Uid> = sim
+        .status()
+        .iter()
+        .enumerate()
+        .filter(|&(_, s)| *s == NodeStatus::Crashed)
+        .map(|(node, _)| uids[node])
+        .filter(|uid| !cfg.recover.iter().any(|r| r.uid == *uid && r.time > now))
+        .collect();
+    let n = uids.len();
+    let majority = n / 2 + 1;
+    if n - down.len() >= majority {
+        return None;
+    }
+    // Since the last crash of the nodes that are down, all of them have been down.
+    let since = down
+        .iter()
+        .filter_map(|uid| cfg.crash.iter().filter(|c| c.uid == *uid && c.time <= now).map(|c| c.time).max())
+        .max()
+        .unwrap_or(0);
+    let ids: Vec<String> = down.iter().map(|u| u.to_string()).collect();
+    Some(format!(
+        "after {:.3} ms: {} of {n} nodes crashed (ids {}) with no recovery planned, and {} completes nothing without a majority ({majority}) up",
+        since as f64 / 1e6,
+        down.len(),
+        ids.join(", "),
+        cfg.algorithm
+    ))
+}
+
 fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report {
     let cfg = &sim.cfg;
     let c = sim.counters();
@@ -251,6 +291,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
         }
     };
     let undecided = sim.violations().undecided().to_vec();
+    let no_progress = if undecided.is_empty() { None } else { no_progress(sim) };
     let workload = sim.workload_tally().map(|w| {
         let shortfall = (w.issued < w.asked).then(|| {
             if sim.stopped() == Stop::Duration {
@@ -329,6 +370,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
             .collect(),
         violations,
         undecided,
+        no_progress,
         expected_violations: cfg.expect.iter().cloned().collect(),
         repro: cfg.repro(),
     }

@@ -141,6 +141,12 @@ pub struct Report {
     pub violations: Vec<Violation>,
     /// The eventual properties the run ended too early to decide.
     pub undecided: Vec<Undecided>,
+    /// Why no progress was possible any more, when properties were left undecided and the
+    /// run proves that a longer one could not decide them: "after T ms: …" (today: an
+    /// algorithm that needs a majority up, with more than half of its nodes crashed and no
+    /// recovery planned).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_progress: Option<String>,
     /// The violations the scenario declares as expected.
     pub expected_violations: Vec<String>,
     /// A command line that reproduces this run.
@@ -256,7 +262,12 @@ impl Report {
             let _ = writeln!(s, "  ? {} at {:.3} ms: {}", u.property, self.sim_time, u.detail);
         }
         let verdict = if self.as_expected() {
-            if !self.undecided.is_empty() {
+            if let (false, Some(why)) = (self.undecided.is_empty(), &self.no_progress) {
+                format!(
+                    "NO PROGRESS POSSIBLE {why}; {} cannot be decided by a longer run",
+                    self.undecided.iter().map(|u| u.property.name()).collect::<Vec<_>>().join(", ")
+                )
+            } else if !self.undecided.is_empty() {
                 format!(
                     "UNDECIDED: no violation, but {} cut off at {:.3} ms before {} could be decided; \
                      try a longer --duration (e.g. --duration {})",

@@ -135,7 +135,15 @@ pub struct RunRecord {
     pub violated: Vec<String>,
     /// True when the violations are exactly the expected ones.
     pub as_expected: bool,
-    /// The repro line, kept for runs with a violation or an unexpected verdict.
+    /// Properties the run ended too early to decide.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undecided: Vec<String>,
+    /// Why no progress was possible any more, when the run proved it (see
+    /// [`crate::report::Report::no_progress`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_progress: Option<String>,
+    /// The repro line, kept for runs with a violation, an undecided property or an
+    /// unexpected verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repro: Option<String>,
 }
@@ -177,10 +185,11 @@ impl Dist {
     }
 }
 
-/// The violations of one property over a configuration's runs.
+/// The runs in which one property was violated (or, in [`ConfigSummary::undecided`], left
+/// undecided), over a configuration's runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PropertyViolations {
-    /// Runs that violated it.
+    /// Runs that violated it (or left it undecided).
     pub runs: u64,
     /// The repro lines of the first failing seeds (lowest seeds first).
     pub first: Vec<String>,
@@ -207,6 +216,14 @@ pub struct ConfigSummary {
     pub metrics: BTreeMap<String, Dist>,
     /// Violations by property (only properties violated at least once).
     pub violations: BTreeMap<String, PropertyViolations>,
+    /// Undecided properties by property (only properties some run left undecided): the run
+    /// was cut off at `--duration` before it could decide them.
+    #[serde(default)]
+    pub undecided: BTreeMap<String, PropertyViolations>,
+    /// Runs that proved no progress was possible any more (their undecided properties cannot
+    /// be decided by a longer run).
+    #[serde(default)]
+    pub no_progress: u64,
 }
 
 /// Everything a sweep (or a merge of shards) reports.
@@ -230,6 +247,11 @@ impl SweepOutput {
     /// True when every run found exactly its expected violations.
     pub fn as_expected(&self) -> bool {
         self.configurations.iter().all(|c| c.unexpected == 0)
+    }
+
+    /// Runs that left at least one property undecided.
+    pub fn undecided_runs(&self) -> u64 {
+        self.runs.iter().filter(|r| !r.undecided.is_empty()).count() as u64
     }
 
     /// The output without its timing fields, for comparing content.
@@ -272,15 +294,20 @@ fn record(config: usize, report: &crate::Report) -> RunRecord {
     violated.sort();
     violated.dedup();
     let as_expected = report.as_expected();
+    let mut undecided: Vec<String> = report.undecided.iter().map(|u| u.property.to_string()).collect();
+    undecided.sort();
+    undecided.dedup();
     RunRecord {
         config,
         seed: report.seed,
         messages: report.messages.sent,
         events: report.events,
         metrics,
-        repro: (!violated.is_empty() || !as_expected).then(|| report.repro.clone()),
+        repro: (!violated.is_empty() || !undecided.is_empty() || !as_expected).then(|| report.repro.clone()),
         violated,
         as_expected,
+        undecided,
+        no_progress: report.no_progress.clone(),
     }
 }
 
@@ -343,18 +370,22 @@ pub fn summarise(configs: &[(String, String, u32)], runs: &[RunRecord]) -> Vec<C
                         .map(|d| (n.clone(), d))
                 })
                 .collect();
-            let mut violations: BTreeMap<String, PropertyViolations> = BTreeMap::new();
-            for r in &mine {
-                for p in &r.violated {
-                    let v = violations
-                        .entry(p.clone())
-                        .or_insert(PropertyViolations { runs: 0, first: Vec::new() });
-                    v.runs += 1;
-                    if v.first.len() < FIRST_FAILURES {
-                        v.first.push(r.repro.clone().unwrap_or_default());
+            let by_property = |of: &dyn Fn(&RunRecord) -> &Vec<String>| {
+                let mut out: BTreeMap<String, PropertyViolations> = BTreeMap::new();
+                for r in &mine {
+                    for p in of(r) {
+                        let v =
+                            out.entry(p.clone()).or_insert(PropertyViolations { runs: 0, first: Vec::new() });
+                        v.runs += 1;
+                        if v.first.len() < FIRST_FAILURES {
+                            v.first.push(r.repro.clone().unwrap_or_default());
+                        }
                     }
                 }
-            }
+                out
+            };
+            let violations = by_property(&|r| &r.violated);
+            let undecided = by_property(&|r| &r.undecided);
             let empty = Dist { runs: 0, min: 0.0, p50: 0.0, p99: 0.0, max: 0.0, mean: 0.0 };
             ConfigSummary {
                 label: label.clone(),
@@ -366,6 +397,8 @@ pub fn summarise(configs: &[(String, String, u32)], runs: &[RunRecord]) -> Vec<C
                 events: Dist::of(mine.iter().map(|r| r.events as f64).collect()).unwrap_or(empty),
                 metrics,
                 violations,
+                undecided,
+                no_progress: mine.iter().filter(|r| r.no_progress.is_some()).count() as u64,
             }
         })
         .collect()
@@ -452,7 +485,7 @@ impl SweepOutput {
             self.wall_seconds,
             self.threads
         );
-        for c in &self.configurations {
+        for (index, c) in self.configurations.iter().enumerate() {
             let _ = writeln!(s, "\n{} ({}, {} nodes): {} runs", c.label, c.algorithm, c.nodes, c.runs);
             let _ = writeln!(
                 s,
@@ -485,14 +518,45 @@ impl SweepOutput {
                     let _ = writeln!(s, "    {line}");
                 }
             }
+            for (p, v) in &c.undecided {
+                let _ = writeln!(
+                    s,
+                    "  {p} undecided in {} of {} runs (cut off before it could be decided); first seeds:",
+                    v.runs, c.runs
+                );
+                for line in &v.first {
+                    let _ = writeln!(s, "    {line}");
+                }
+            }
+            if c.no_progress > 0 {
+                let first = self
+                    .runs
+                    .iter()
+                    .filter(|r| r.config == index)
+                    .find_map(|r| r.no_progress.as_ref().map(|why| format!("seed {}: {why}", r.seed)));
+                let _ = writeln!(
+                    s,
+                    "  no progress possible in {} of {} runs (a longer run cannot decide them); {}",
+                    c.no_progress,
+                    c.runs,
+                    first.unwrap_or_default()
+                );
+            }
             if c.unexpected > 0 {
                 let _ = writeln!(s, "  {} run(s) did not find exactly the expected violations", c.unexpected);
             }
         }
-        let verdict = if self.as_expected() {
-            "OK: every run found exactly the expected violations (none unless declared)"
+        let undecided = self.undecided_runs();
+        let verdict = if !self.as_expected() {
+            "FAILED: some runs found unexpected violations".to_string()
+        } else if undecided > 0 {
+            format!(
+                "UNDECIDED: no unexpected violation, but {undecided} of {} runs left properties undecided",
+                self.runs.len()
+            )
         } else {
-            "FAILED: some runs found unexpected violations"
+            "OK: every run found exactly the expected violations (none unless declared) and decided every property"
+                .to_string()
         };
         let _ = writeln!(s, "\nverdict    {verdict}");
         s
@@ -523,14 +587,18 @@ impl SweepOutput {
             for (name, d) in &c.metrics {
                 row(name, d);
             }
-            for (p, v) in &c.violations {
+            let counts = c.violations.iter().map(|(p, v)| (format!("violated:{p}"), v.runs));
+            let counts = counts.chain(c.undecided.iter().map(|(p, v)| (format!("undecided:{p}"), v.runs)));
+            let counts =
+                counts.chain((c.no_progress > 0).then(|| ("no_progress".to_string(), c.no_progress)));
+            for (figure, runs) in counts {
                 s.push_str(&format!(
                     "{},{},{},{},{},,,,,\n",
                     quote(&c.label),
                     c.algorithm,
                     c.nodes,
-                    quote(&format!("violated:{p}")),
-                    v.runs
+                    quote(&figure),
+                    runs
                 ));
             }
         }

@@ -254,3 +254,45 @@ fn a_duplicated_token_ring_run_ends_with_its_story() {
     let r = go(&c);
     assert!(r.messages.sent < 1_000, "{} messages", r.messages.sent);
 }
+
+/// A majority of the lock service's nodes crashed with no recovery planned: nothing can ever
+/// commit again, so the run says that no progress is possible (since the last of those
+/// crashes) instead of advising a longer run. With a recovery planned after the end, or a
+/// minority down, it claims nothing.
+#[test]
+fn a_majority_down_for_good_says_no_progress_is_possible_and_nothing_less_does() {
+    let base = || {
+        let mut c = cfg("lock-service", 3);
+        c.workload = Some(WorkloadKind::Saturated);
+        c.entries = 50;
+        c.duration = 2000 * MS;
+        c.crash = vec!["2@0".parse().unwrap(), "3@300ms".parse().unwrap()];
+        c
+    };
+    let r = go(&base());
+    assert_eq!(r.stopped, "duration");
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(status(&r, "no_starvation"), PropertyStatus::Undecided);
+    let why = r.no_progress.as_deref().expect("no progress is proven");
+    assert_eq!(
+        why,
+        "after 300.000 ms: 2 of 3 nodes crashed (ids 2, 3) with no recovery planned, and lock-service completes nothing without a majority (2) up"
+    );
+    let text = r.human(None);
+    assert!(text.contains(&format!("verdict    NO PROGRESS POSSIBLE {why}; ")), "{text}");
+    assert!(!text.contains("longer --duration"), "{text}");
+
+    let mut later = base();
+    later.recover = vec!["3@5s".parse().unwrap()];
+    let r = go(&later);
+    assert_eq!(status(&r, "no_starvation"), PropertyStatus::Undecided);
+    assert_eq!(r.no_progress, None, "a recovery is planned after the end");
+    assert!(r.human(None).contains("try a longer --duration"));
+
+    let mut minority = base();
+    minority.crash.pop();
+    minority.duration = 100 * MS;
+    let r = go(&minority);
+    assert!(!r.undecided.is_empty(), "cut off early");
+    assert_eq!(r.no_progress, None, "a majority is up");
+}

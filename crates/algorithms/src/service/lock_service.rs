@@ -34,8 +34,11 @@
 //! 4. **Commands go through the log.** A client's request (grant a lease, keep it alive,
 //!    acquire, release) is proposed as an entry; raft-rs forwards a follower's proposal to the
 //!    leader. A request whose entry was not seen applied after `retry` is proposed again with
-//!    the same request id (a proposal is dropped when leadership changes); the state machine
-//!    answers a repeated acquire as it answered the first.
+//!    the same request id (a proposal is dropped when leadership changes, and may be lost on
+//!    the way). Every proposal carries an idempotency key (the node's session for its
+//!    incarnation, and the request id): when the original and the retry both commit, the state
+//!    machine applies the first and answers the second as a duplicate, changing nothing, so
+//!    that a release retried after a waiting acquire cannot drop that acquire from the queue.
 //! 5. **Replicated time.** Only the leader measures time: every `clock_every` while leases exist
 //!    it proposes `Tick { elapsed }`, the local time since its previous Tick or since it became
 //!    leader. Lease deadlines are in this replicated time, so a lease's remaining time survives
@@ -76,7 +79,7 @@ use serde::{Deserialize, Serialize};
 
 use super::log::MemoryLog;
 use super::replica::{Host, Proposal, Replica, Settings, Submit, Unreachable, raft_id};
-use super::state::{Applied, DeadlockPolicy, LeaseId, Notice, Op, Reply, RequestId, StateMachine};
+use super::state::{Applied, DeadlockPolicy, LeaseId, Notice, Op, Refusal, Reply, RequestId, StateMachine};
 use crate::params::ParamError;
 use crate::{Algorithm, Family, Setup};
 
@@ -252,6 +255,9 @@ struct Client {
     wants: bool,
     /// The fencing token of the grant while in the critical section.
     holding: Option<u64>,
+    /// The highest fencing token this client entered with: a grant at or below it is one it
+    /// already used (a duplicate's first reply, a grant seen again in the state machine).
+    last_fencing: u64,
     /// Proposals not yet seen applied: request id → (proposal, local time first sent).
     outstanding: BTreeMap<RequestId, (Proposal, Time)>,
     next_request: RequestId,
@@ -352,6 +358,7 @@ impl Client {
             lease_until: 0,
             wants: false,
             holding: None,
+            last_fencing: 0,
             outstanding: BTreeMap::new(),
             next_request: 0,
             retrying: false,
@@ -365,19 +372,27 @@ impl Client {
     fn propose(&mut self, cx: &Context, op: Op, submit: &mut Submit) -> RequestId {
         let request = self.next_request;
         self.next_request += 1;
-        let p = Proposal { origin: self.me, incarnation: self.incarnation, request, op };
+        let p = Proposal::of_node(self.me, self.incarnation, request, op);
         submit.submit(&p);
         self.outstanding.insert(request, (p, cx.now));
         request
     }
 
-    /// This node's client learns what the applied entry did for it. An entry can be applied
-    /// twice when a retried proposal and its original both commit (rule 4); the client
-    /// answers a grant it no longer wants by releasing it, and an extra lease by revoking it.
+    /// This node's client learns what the applied entry did for it. When a retried proposal
+    /// and its original both commit (rule 4), the later is a duplicate the state machine did
+    /// not apply and is ignored here. A request too old for the state machine to tell
+    /// ([`Refusal::Forgotten`]) was not applied now: a wanted lease or lock is asked for again.
     fn react(&mut self, cx: &Context, p: &Proposal, applied: Applied, submit: &mut Submit) {
         if p.origin == self.me && p.incarnation == self.incarnation {
             let mine = self.outstanding.remove(&p.request);
-            match (&p.op, applied.reply) {
+            // A request of ours whose first application this node did not see (it came inside
+            // a snapshot) is answered by its retry, a duplicate carrying the first reply.
+            let reply = match applied.reply {
+                Reply::Duplicate { first } if mine.is_some() => *first,
+                reply => reply,
+            };
+            match (&p.op, reply) {
+                (_, Reply::Duplicate { .. }) => {}
                 (Op::Grant { .. }, Reply::Granted { lease, .. }) => {
                     if let (Some((_, sent)), None) = (&mine, self.lease) {
                         self.lease = Some(lease);
@@ -407,6 +422,17 @@ impl Client {
                         self.acquire(cx, submit);
                     }
                 }
+                (op, Reply::Refused { reason: Refusal::Forgotten }) if mine.is_some() => match op {
+                    Op::Grant { .. } if self.lease.is_none() && self.wants => self.take_lease(cx, submit),
+                    Op::Acquire { .. } if self.wants => self.acquire(cx, submit),
+                    Op::Release { .. } => {
+                        self.releasing = false;
+                        if self.wants {
+                            self.acquire(cx, submit);
+                        }
+                    }
+                    _ => {}
+                },
                 (Op::Grant { .. } | Op::Revoke { .. }, _) => {}
                 (op, Reply::NoSuchLease) if mine.is_some() && op_lease(op) == self.lease => {
                     self.lease_gone(cx, submit)
@@ -431,7 +457,7 @@ impl Client {
 
     /// The lock was granted to `lease` with `fencing`.
     fn granted(&mut self, cx: &Context, lease: LeaseId, fencing: u64, submit: &mut Submit) {
-        if Some(lease) != self.lease || self.holding == Some(fencing) {
+        if Some(lease) != self.lease || fencing <= self.last_fencing {
             return;
         }
         if cx.now >= self.lease_until {
@@ -443,7 +469,12 @@ impl Client {
         if self.wants && self.holding.is_none() && !self.releasing {
             self.wants = false;
             self.holding = Some(fencing);
+            self.last_fencing = fencing;
             self.events.push(Event::Entered { fencing });
+            // The grant answers every acquire still waiting for its reply (one whose reply
+            // came inside a snapshot): proposed again, it would be a duplicate that answers
+            // "queued" for a grant already used.
+            self.outstanding.retain(|_, (p, _)| !matches!(p.op, Op::Acquire { .. }));
         } else if !self.releasing {
             self.releasing = true;
             self.propose(cx, Op::Release { name: LOCK.into(), lease }, submit);
@@ -521,6 +552,16 @@ impl LockService {
         self.replica
             .drive(cx.random, &mut host)
             .expect("the simulator's log cannot fail, and its snapshots are the replicas' own");
+        // A grant applied inside a snapshot this node installed was never seen as a notice:
+        // the state machine says who holds the lock.
+        if let Some(lease) = self.client.lease
+            && self.client.wants
+            && self.client.holding.is_none()
+            && let Some((holder, fencing)) = self.replica.machine().holder(LOCK)
+            && holder == lease
+        {
+            self.client.granted(cx, lease, fencing, self.replica.queue());
+        }
         for e in self.client.events.drain(..) {
             out.emit(e);
         }
@@ -635,6 +676,9 @@ impl Algorithm for LockService {
     const FAMILY: Family = Family::Mutex;
     const SUMMARY: &'static str =
         "leases and named locks replicated by Raft (raft-rs): survives holder and leader failures";
+    /// Raft commits an entry only once a majority stored it, and elects a leader only with a
+    /// majority's votes.
+    const NEEDS_MAJORITY: bool = true;
 
     type Config = Config;
 

@@ -47,7 +47,7 @@ use raft::{RawNode, SnapshotStatus, StateRole};
 use ringleader_core::{NodeId, Time};
 use serde::{Deserialize, Serialize};
 
-use super::state::{Applied, DeadlockPolicy, Op, RequestId, StateMachine};
+use super::state::{Applied, DeadlockPolicy, IdempotencyKey, Op, RequestId, StateMachine};
 
 /// A replica's stable storage: raft-rs's [`raft::Storage`] plus the writes a replica makes.
 pub trait StableLog: raft::Storage {
@@ -94,6 +94,10 @@ pub struct Proposal {
     pub incarnation: u64,
     /// The proposer's request id (`u64::MAX` for the leader's clock ticks).
     pub request: RequestId,
+    /// The request's identity for deduplication: a proposal proposed again with the same key
+    /// is applied at most once ([`StateMachine::apply_once`]); `None` for the leader's clock
+    /// ticks, which are never proposed again.
+    pub key: Option<IdempotencyKey>,
     /// The command.
     pub op: Op,
 }
@@ -101,6 +105,14 @@ pub struct Proposal {
 impl Proposal {
     /// The request id of the leader's clock ticks, which nobody waits for.
     pub const CLOCK: RequestId = u64::MAX;
+
+    /// Request `request` of node `origin` in its `incarnation`-th life, made on behalf of
+    /// the clients it serves: deduplicated under the node's own session
+    /// ([`IdempotencyKey::node`]).
+    pub fn of_node(origin: NodeId, incarnation: u64, request: RequestId, op: Op) -> Proposal {
+        let key = Some(IdempotencyKey::node(origin, incarnation, request));
+        Proposal { origin, incarnation, request, key, op }
+    }
 
     /// The entry data of this proposal.
     pub fn encode(&self) -> Vec<u8> {
@@ -425,6 +437,7 @@ impl<L: StableLog> Replica<L> {
                     origin: self.id,
                     incarnation: self.incarnation,
                     request: Proposal::CLOCK,
+                    key: None,
                     op: Op::Tick { elapsed: now - from },
                 };
                 self.queued.submit(&p);
@@ -511,7 +524,7 @@ impl<L: StableLog> Replica<L> {
                     let Some(p) = Proposal::decode(&e.data) else { continue };
                     // An index at or below the last applied one (a snapshot already covered it)
                     // is refused by the state machine and changes nothing.
-                    let Ok(applied) = self.machine.apply(e.index, &p.op) else { continue };
+                    let Ok(applied) = self.machine.apply_once(e.index, p.key, &p.op) else { continue };
                     host.applied(e.index, &p, applied, &self.machine, &mut self.queued);
                 }
                 EntryType::EntryConfChange => {

@@ -64,6 +64,16 @@
 //! 8. Queries are pure reads.
 //! 9. The whole state serializes; a machine restored from its serialized form applies the rest
 //!    of the log exactly as the original does.
+//! 10. A command may carry an [`IdempotencyKey`] (a client session and a sequence number, Ongaro's
+//!    dissertation, §6.3): [`StateMachine::apply_once`] applies it at most once. A key seen
+//!    before is answered [`Reply::Duplicate`] with the first application's reply and changes
+//!    nothing; so a client (or a node on its behalf) may propose a request again whenever it
+//!    cannot tell whether it was applied. The table of answers is part of the state (so of
+//!    every snapshot) and bounded: the latest [`SESSION_REPLIES`] replies per session, the
+//!    [`SESSIONS`] most recently active sessions. A key older than the replies kept for its
+//!    session is refused ([`Refusal::Forgotten`]: applied or not, it is not applied now); a
+//!    session pushed out of the table forgets its keys, which is the one case where a retry
+//!    could apply twice (after more than [`SESSIONS`] other sessions were active since).
 //!
 //! ## Deadlocks
 //! A lease that waits on a name waits for that name's holder: the *wait-for graph* has an edge
@@ -119,6 +129,37 @@ use super::kv::{Event, KvError, KvStore, Revision, Txn, TxnResult};
 pub use super::kv::LeaseId;
 /// A client's request id, chosen by the proposing node; echoed in notices.
 pub type RequestId = u64;
+/// How many replies the state machine keeps per client session ([`IdempotencyKey`]): a retry
+/// of an older request is refused ([`Refusal::Forgotten`]).
+pub const SESSION_REPLIES: usize = 64;
+/// How many client sessions the state machine remembers; the least recently active one is
+/// forgotten first.
+pub const SESSIONS: usize = 1024;
+
+/// A request's identity for deduplication (rule 10): the client session that made it and its
+/// sequence number there. A session is any number its client chose, unique among the clients
+/// of one cluster: a random one for a client of the service's API; a node proposing for the
+/// clients it serves uses [`IdempotencyKey::node`]. Sequence numbers start anywhere and
+/// increase with each new request of the session; a retry carries the key of the request it
+/// repeats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct IdempotencyKey {
+    /// The client session.
+    pub client: u64,
+    /// The request's sequence number in the session.
+    pub seq: u64,
+}
+
+impl IdempotencyKey {
+    /// The key of request `request` that node `origin` proposes in its `incarnation`-th life:
+    /// session `2^63 + origin·2^32 + incarnation mod 2^32` (the top bit set, which a client's
+    /// random session has with probability one half, so a collision needs the same 63 bits).
+    pub fn node(origin: NodeId, incarnation: u64, request: RequestId) -> IdempotencyKey {
+        let client = (1 << 63) | (u64::from(origin) << 32) | (incarnation & 0xffff_ffff);
+        IdempotencyKey { client, seq: request }
+    }
+}
+
 /// A fencing token: the Raft index of the entry whose application granted a lock.
 pub type FencingToken = u64;
 
@@ -241,6 +282,12 @@ pub enum Refusal {
     /// A resign named an election the lease is not a candidate in.
     #[error("the lease is not a candidate in this election; only a candidate may resign")]
     NotCandidate,
+    /// A request whose [`IdempotencyKey`] is older than the replies kept for its session: it
+    /// may or may not have been applied before, and is not applied now.
+    #[error(
+        "the request is older than the replies kept for its client session; it may or may not have been applied, and was not applied again"
+    )]
+    Forgotten,
 }
 
 /// The direct answer to the proposer of an entry.
@@ -307,6 +354,22 @@ pub enum Reply {
         /// Why (etcd's message).
         error: KvError,
     },
+    /// The request's [`IdempotencyKey`] was applied before: nothing changed, and `first` is
+    /// what its first application answered.
+    Duplicate {
+        /// The reply of the first application.
+        first: Box<Reply>,
+    },
+}
+
+impl Reply {
+    /// The reply itself, or for a [`Reply::Duplicate`] the first application's reply.
+    pub fn original(self) -> Reply {
+        match self {
+            Reply::Duplicate { first } => *first,
+            other => other,
+        }
+    }
 }
 
 /// Why a lease lost a lock it held.
@@ -484,6 +547,57 @@ pub struct StateMachine {
     locks: BTreeMap<String, Lock>,
     elections: BTreeMap<String, Vec<Candidate>>,
     kv: KvStore,
+    sessions: Sessions,
+}
+
+/// The answers kept for deduplication (rule 10).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Sessions {
+    clients: BTreeMap<u64, Session>,
+    /// (index of the session's latest request, session), least recently active first.
+    by_use: BTreeSet<(u64, u64)>,
+}
+
+/// One client session's answers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct Session {
+    /// Sequence numbers below this one are forgotten.
+    floor: u64,
+    /// The replies to the latest requests, by sequence number.
+    replies: BTreeMap<u64, Reply>,
+    /// The index of the session's latest request.
+    last_used: u64,
+}
+
+impl Sessions {
+    /// What a request with `key` was answered before: `Some(Duplicate)` or `Some(Refused
+    /// Forgotten)` when it must not be applied, `None` when it is new.
+    fn seen(&self, key: IdempotencyKey) -> Option<Reply> {
+        let session = self.clients.get(&key.client)?;
+        if let Some(first) = session.replies.get(&key.seq) {
+            return Some(Reply::Duplicate { first: Box::new(first.clone()) });
+        }
+        (key.seq < session.floor).then_some(Reply::Refused { reason: Refusal::Forgotten })
+    }
+
+    /// Marks `key`'s session active at `index`, and records `reply` when it is the first answer to `key`.
+    fn record(&mut self, key: IdempotencyKey, index: u64, reply: Option<&Reply>) {
+        let session = self.clients.entry(key.client).or_default();
+        self.by_use.remove(&(session.last_used, key.client));
+        session.last_used = index;
+        self.by_use.insert((index, key.client));
+        if let Some(reply) = reply {
+            session.replies.insert(key.seq, reply.clone());
+            while session.replies.len() > SESSION_REPLIES {
+                let (oldest, _) = session.replies.pop_first().expect("more than one");
+                session.floor = session.floor.max(oldest + 1);
+            }
+        }
+        while self.clients.len() > SESSIONS {
+            let (_, client) = self.by_use.pop_first().expect("one per session");
+            self.clients.remove(&client);
+        }
+    }
 }
 
 impl Default for StateMachine {
@@ -506,6 +620,7 @@ impl StateMachine {
             locks: BTreeMap::new(),
             elections: BTreeMap::new(),
             kv: KvStore::default(),
+            sessions: Sessions::default(),
         }
     }
 
@@ -567,6 +682,28 @@ impl StateMachine {
             step.notices.push(Notice::KeyEvents { events: std::mem::take(&mut step.key_events) });
         }
         Ok(Applied { reply, notices: step.notices })
+    }
+
+    /// Applies the committed entry at Raft index `index` whose command `op` carries `key`
+    /// (rule 10): at most once per key. Without a key, [`StateMachine::apply`].
+    pub fn apply_once(
+        &mut self,
+        index: u64,
+        key: Option<IdempotencyKey>,
+        op: &Op,
+    ) -> Result<Applied, ApplyError> {
+        let Some(key) = key else { return self.apply(index, op) };
+        if index <= self.last_applied {
+            return Err(ApplyError::IndexNotAbove { index, last_applied: self.last_applied });
+        }
+        if let Some(reply) = self.sessions.seen(key) {
+            self.last_applied = index;
+            self.sessions.record(key, index, None);
+            return Ok(Applied { reply, notices: Vec::new() });
+        }
+        let applied = self.apply(index, op)?;
+        self.sessions.record(key, index, Some(&applied.reply));
+        Ok(applied)
     }
 
     // ----- queries -----
@@ -1951,6 +2088,94 @@ mod tests {
             }]
         );
         assert!(log.sm.kv().is_empty());
+    }
+
+    impl Log {
+        /// Applies `op` carrying `key` at the next index.
+        fn once(&mut self, key: IdempotencyKey, op: Op) -> Applied {
+            let index = self.next;
+            self.next += 1;
+            self.sm.apply_once(index, Some(key), &op).unwrap()
+        }
+    }
+
+    // Rule 10: a release proposed again after the holder released and acquired anew is a
+    // duplicate: it does not take the new grant away (without the key it does).
+    #[test]
+    fn rule_10_a_retried_request_is_applied_once_and_answered_as_the_first() {
+        for dedup in [true, false] {
+            let mut log = Log::new(0, DeadlockPolicy::Report);
+            let a = log.lease(100, 1);
+            let b = log.lease(100, 2);
+            let key = |seq| IdempotencyKey::node(1, 0, seq);
+            let acquire = |request| Op::Acquire { name: "x".into(), lease: a, request, wait: true };
+            let release = Op::Release { name: "x".into(), lease: a };
+            assert_eq!(log.once(key(1), acquire(1)).reply, Reply::Acquired { fencing: 3 });
+            assert_eq!(log.acquire("x", b, true).reply, Reply::Queued { position: 0 });
+            let first = log.once(key(2), release.clone()); // b is granted
+            assert_eq!(first.notices, vec![granted("x", b, 2, 1004, 5)]);
+            log.release("x", b);
+            assert_eq!(log.once(key(3), acquire(3)).reply, Reply::Acquired { fencing: 7 });
+            let before = log.sm.clone();
+            let again = if dedup { log.once(key(2), release.clone()) } else { log.apply(release.clone()) };
+            if dedup {
+                assert_eq!(again, quiet(Reply::Duplicate { first: Box::new(first.reply.clone()) }));
+                assert_eq!(again.reply.original(), Reply::Done);
+                assert_eq!(log.sm.holder("x"), Some((a, 7)));
+                assert_eq!(log.sm.last_applied(), 8);
+                log.sm.last_applied = before.last_applied;
+                log.sm.sessions = before.sessions.clone();
+                assert_eq!(log.sm, before, "a duplicate changes nothing but the index and its session's use");
+            } else {
+                assert_eq!(log.sm.holder("x"), None, "without a key the retry releases the new grant");
+            }
+        }
+    }
+
+    // Rule 10 and rule 9: the answers are part of the state, so a machine restored from a
+    // snapshot still recognises a retry.
+    #[test]
+    fn rule_10_a_restored_snapshot_still_recognises_a_retry() {
+        let mut log = Log::new(0, DeadlockPolicy::Report);
+        let key = IdempotencyKey { client: 42, seq: 7 };
+        let granted = log.once(key, Op::Grant { ttl: 10, origin: 1, request: 7 });
+        let mut restored: StateMachine =
+            postcard::from_bytes(&postcard::to_allocvec(&log.sm).unwrap()).unwrap();
+        let again = restored.apply_once(2, Some(key), &Op::Grant { ttl: 10, origin: 1, request: 7 }).unwrap();
+        assert_eq!(again.reply, Reply::Duplicate { first: Box::new(granted.reply) });
+        assert_eq!(restored.leases(), vec![1]);
+    }
+
+    // Rule 10's bounds: a session keeps its latest SESSION_REPLIES replies (an older key is
+    // refused, not applied), and the table its SESSIONS most recently active sessions (a
+    // forgotten session's key is applied again: the documented limit).
+    #[test]
+    fn rule_10_the_table_of_answers_is_bounded() {
+        let mut log = Log::new(0, DeadlockPolicy::Report);
+        let tick = Op::Tick { elapsed: 1 };
+        for seq in 0..=SESSION_REPLIES as u64 {
+            log.once(IdempotencyKey { client: 1, seq }, tick.clone());
+        }
+        assert_eq!(log.sm.sessions.clients[&1].replies.len(), SESSION_REPLIES);
+        let old = log.once(IdempotencyKey { client: 1, seq: 0 }, tick.clone());
+        assert_eq!(old, quiet(Reply::Refused { reason: Refusal::Forgotten }));
+        let kept = log.once(IdempotencyKey { client: 1, seq: 1 }, tick.clone());
+        assert_eq!(kept.reply, Reply::Duplicate { first: Box::new(Reply::Done) });
+        let now = log.sm.now();
+        for client in 2..=SESSIONS as u64 + 1 {
+            log.once(IdempotencyKey { client, seq: 0 }, tick.clone());
+        }
+        assert_eq!(log.sm.sessions.clients.len(), SESSIONS);
+        assert_eq!(log.sm.sessions.by_use.len(), SESSIONS);
+        assert!(!log.sm.sessions.clients.contains_key(&1), "the least recently active session goes first");
+        let before = log.sm.now();
+        log.once(IdempotencyKey { client: 1, seq: 1 }, tick.clone());
+        assert_eq!(log.sm.now(), before + 1, "a forgotten session's retry is applied again");
+        assert_eq!(before, now + SESSIONS as u64);
+        assert_eq!(
+            Refusal::Forgotten.to_string(),
+            "the request is older than the replies kept for its client session; it may or may not have been applied, and was not applied again"
+        );
     }
 
     #[test]
