@@ -1142,11 +1142,7 @@ fn after_changes(replica: &mut Replica<Log>, state: &mut LoopState) -> Result<()
 /// Steps a peer's message. A heartbeat whose commit index lies past this log's end proves the
 /// log lost entries it acknowledged (raft-rs would panic in `commit_to`): the node stops with
 /// [`ServeError::StaleLog`] rather than go on with a log that forgot its votes.
-fn on_peer(
-    replica: &mut Replica<Log>,
-    state: &LoopState,
-    input: Input<Msg, ()>,
-) -> Result<(), ServeError> {
+fn on_peer(replica: &mut Replica<Log>, state: &LoopState, input: Input<Msg, ()>) -> Result<(), ServeError> {
     if let Input::Message { env, .. } = input
         && let Some(m) = env.msg.decode()
     {
