@@ -65,15 +65,15 @@
 //! 9. The whole state serializes; a machine restored from its serialized form applies the rest
 //!    of the log exactly as the original does.
 //! 10. A command may carry an [`IdempotencyKey`] (a client session and a sequence number, Ongaro's
-//!    dissertation, §6.3): [`StateMachine::apply_once`] applies it at most once. A key seen
-//!    before is answered [`Reply::Duplicate`] with the first application's reply and changes
-//!    nothing; so a client (or a node on its behalf) may propose a request again whenever it
-//!    cannot tell whether it was applied. The table of answers is part of the state (so of
-//!    every snapshot) and bounded: the latest [`SESSION_REPLIES`] replies per session, the
-//!    [`SESSIONS`] most recently active sessions. A key older than the replies kept for its
-//!    session is refused ([`Refusal::Forgotten`]: applied or not, it is not applied now); a
-//!    session pushed out of the table forgets its keys, which is the one case where a retry
-//!    could apply twice (after more than [`SESSIONS`] other sessions were active since).
+//!     dissertation, §6.3): [`StateMachine::apply_once`] applies it at most once. A key seen
+//!     before is answered [`Reply::Duplicate`] with the first application's reply and changes
+//!     nothing; so a client (or a node on its behalf) may propose a request again whenever it
+//!     cannot tell whether it was applied. The table of answers is part of the state (so of
+//!     every snapshot) and bounded: the latest [`SESSION_REPLIES`] replies per session, the
+//!     [`SESSIONS`] most recently active sessions. A key older than the replies kept for its
+//!     session is refused ([`Refusal::Forgotten`]: applied or not, it is not applied now); a
+//!     session pushed out of the table forgets its keys, which is the one case where a retry
+//!     could apply twice (after more than [`SESSIONS`] other sessions were active since).
 //!
 //! ## Deadlocks
 //! A lease that waits on a name waits for that name's holder: the *wait-for graph* has an edge
