@@ -37,7 +37,7 @@ plan "saturated: loss and snapshots, with pauses, crashes and partitions" $satur
   --variant "--loss 0.03 --param snapshot_every=100" \
   --variant "--loss 0.02 --param snapshot_every=1000" \
   --variant "--loss 0.05 --param snapshot_every=10 --pause 2@200ms..700ms" \
-  --variant "--loss 0.03 --param snapshot_every=20 --pause 1@300ms..1500ms" \
+  --variant "--loss 0.03 --param snapshot_every=20 --pause 1@300ms..650ms" \
   --variant "--loss 0.02 --param snapshot_every=10 --crash 5@200ms --recover 5@1200ms" \
   --variant "--loss 0.04 --param snapshot_every=50 --crash 1@300ms --crash 2@600ms --recover 1@900ms --recover 2@1500ms" \
   --variant "--loss 0.03 --param snapshot_every=10 --partition 1,2|3,4,5@300ms..900ms" \
