@@ -1,10 +1,10 @@
 //! The bench's loop: the network, the faults and the clients, one action at a time.
 //!
-//! Everything the bench will do is an [`Action`] in one queue ordered by (time, sequence
+//! Everything the bench will do is an `Action` in one queue ordered by (time, sequence
 //! number): a delivery, a client operation, a node's timer, a fault. In lockstep the loop takes
 //! the first action, moves the virtual clock to its time, carries it out and — when it handed
 //! a node an input — waits until that node is done before it takes the next one (see
-//! [`Lab::settle`]). In real time the clock is the wall clock: the loop carries out every
+//! `Lab::settle`). In real time the clock is the wall clock: the loop carries out every
 //! action that is due and otherwise waits for the nodes' output until the next one is.
 //!
 //! What the nodes write is judged as it arrives: a message to another node is counted, traced
