@@ -52,8 +52,8 @@ mod session;
 pub mod sse;
 
 pub use client::{
-    Client, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, Leader, LeaseGrant, LeaseInfo, Member, Members,
-    Status,
+    Client, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, Leader, LeaseGrant,
+    LeaseInfo, Member, Members, Status,
 };
 pub use error::ClientError;
 pub use events::{LeaseEvent, LeaseEvents, LossReason, Observe};
