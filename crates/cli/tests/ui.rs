@@ -155,6 +155,8 @@ fn dragging_a_band_across_lifelines_adds_a_partition() {
         serde_json::json!(0)
     );
 
+    // The viewer opens at the run's end; the drag starts from its first rows.
+    page.eval(&format!("{frame}.ringleaderViewer.go(0)"));
     // Where a lifeline's row is in the playground's own coordinates: the frame's offset plus the
     // point inside the frame.
     let point = |col: u32, row: u32| -> (f64, f64) {

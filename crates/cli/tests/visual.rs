@@ -539,6 +539,8 @@ fn a_lost_message_is_crossed_where_it_was_lost() {
     );
     let page = Page::new();
     page.open(&file);
+    // The cursor at the last step: every cross is drawn (the page may open at the violation).
+    page.eval("window.ringleaderViewer.go(window.ringleaderViewer.rows - 1)");
     let crosses = page.eval(
         "Array.from(document.querySelectorAll('.msg-drop')).map(function (g) {
            var m = window.ringleaderViewer.message(+g.getAttribute('data-msg'));

@@ -257,7 +257,14 @@ async fn metrics(State(node): State<Arc<Node>>) -> Result<Response, ApiError> {
     let v = node.local(Box::new(|m: &StateMachine| json!(Holdings::of(m)))).await?;
     let holdings: Holdings = serde_json::from_value(v).unwrap_or_default();
     let status = node.status.lock().expect("status lock").clone();
-    let text = crate::metrics::exposition(&node.metrics, &status, holdings);
+    let position = crate::metrics::RaftPosition {
+        id: status.id,
+        term: status.term,
+        leader: status.leader,
+        commit: status.commit,
+        applied: status.applied,
+    };
+    let text = crate::metrics::exposition(&node.metrics, &position, holdings);
     let kind = "application/openmetrics-text; version=1.0.0; charset=utf-8";
     Ok(([(axum::http::header::CONTENT_TYPE, kind)], text).into_response())
 }

@@ -17,8 +17,6 @@ use raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
 use ringleader_algorithms::service::replica::StableLog;
 use ringleader_algorithms::service::state::StateMachine;
 
-use crate::server::Status;
-
 /// The counters and histograms a service node keeps (shared by its loop and its API).
 #[derive(Debug)]
 pub struct ServiceMetrics {
@@ -84,9 +82,25 @@ impl Holdings {
     }
 }
 
+/// Where a node stands in Raft, as its `/status` shows it: what the gauges of [`exposition`] read.
+/// (A type of its own, so that the server's loop and its metrics do not import each other.)
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RaftPosition {
+    /// The node's id.
+    pub id: u64,
+    /// The Raft term.
+    pub term: u64,
+    /// The leader the node knows, if any.
+    pub leader: Option<u64>,
+    /// The highest index known committed.
+    pub commit: u64,
+    /// The highest index applied.
+    pub applied: u64,
+}
+
 /// The OpenMetrics text of node `status.id`: its counters, histograms and gauges, every family
 /// prefixed `ringleader_service_` and labelled with the node's `id`.
-pub fn exposition(m: &ServiceMetrics, status: &Status, holdings: Holdings) -> String {
+pub fn exposition(m: &ServiceMetrics, status: &RaftPosition, holdings: Holdings) -> String {
     use prometheus_client::metrics::counter::ConstCounter;
     use prometheus_client::metrics::gauge::ConstGauge;
     use prometheus_client::registry::{Registry, Unit};
