@@ -603,7 +603,8 @@ fn next_incarnation(dir: &Path) -> Result<u64, ServeError> {
 /// configuration (the member list; node ids are Raft ids). A joining node starts with none:
 /// the snapshot it is sent brings it. The identity is written last, so a first start cut
 /// short leaves a pristine log, which the next start treats as no log.
-fn open_data_dir(cfg: &ServerConfig) -> Result<(DiskLog, Identity), ServeError> {
+/// Also whether the directory was new: its log was created by this start.
+fn open_data_dir(cfg: &ServerConfig) -> Result<(DiskLog, Identity, bool), ServeError> {
     let dir = &cfg.data_dir;
     let disk = |source| ServeError::Disk { dir: dir.clone(), source: Box::new(source) };
     let found = identity::read(dir)?;
@@ -643,7 +644,7 @@ fn open_data_dir(cfg: &ServerConfig) -> Result<(DiskLog, Identity), ServeError> 
     if !had_identity {
         identity::write(dir, &established.identity)?;
     }
-    Ok((log, established.identity))
+    Ok((log, established.identity, established.new))
 }
 
 /// Starts a node: opens (or creates) its log, binds its sockets, connects to its peers and
@@ -651,7 +652,7 @@ fn open_data_dir(cfg: &ServerConfig) -> Result<(DiskLog, Identity), ServeError> 
 /// [`crate::start`] to serve.
 pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListener), ServeError> {
     cfg.validate()?;
-    let (log, identity) = open_data_dir(&cfg)?;
+    let (log, identity, fresh) = open_data_dir(&cfg)?;
     let mut ids: Vec<u64> = cfg.members.iter().map(|m| m.0).collect();
     ids.sort_unstable();
     // The address table: the one written beside the log when there is one (it follows the
@@ -774,6 +775,8 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         shutdown: shutdown.clone(),
         change: None,
         removed: removed_at_start,
+        removal_pending: false,
+        fresh,
         compact: false,
         table_changed: false,
         metrics,
@@ -844,6 +847,16 @@ struct LoopState {
     change: Option<PendingChange>,
     /// This node applied its own removal.
     removed: bool,
+    /// This node applied an entry removing it, but has not yet applied everything it knows
+    /// committed: a later entry may add it back (a replaced member catching up from an older
+    /// snapshot replays its own removal before its re-addition), so it is `removed` only once
+    /// caught up with the removal still standing.
+    removal_pending: bool,
+    /// The log was created empty by this start (a new member): everything in it came from the
+    /// current leaders, so a heartbeat that counts more as replicated here can only be stale (a
+    /// message queued for this id's earlier incarnation, before it was removed and added back)
+    /// and is dropped, not taken as proof that the log lost entries.
+    fresh: bool,
     /// A node was added: compact the log (see the module documentation).
     compact: bool,
     /// `table` changed since it was last written.
@@ -997,6 +1010,9 @@ impl Host for ServerHost<'_> {
         let id = change.node_id;
         match change.get_change_type() {
             ConfChangeType::AddNode => {
+                if id == s.cfg.id {
+                    s.removal_pending = false;
+                }
                 let addr = String::from_utf8_lossy(&change.context).into_owned();
                 if !addr.is_empty() {
                     s.learn(id, addr);
@@ -1005,7 +1021,7 @@ impl Host for ServerHost<'_> {
             }
             ConfChangeType::RemoveNode => {
                 if id == s.cfg.id {
-                    s.removed = true;
+                    s.removal_pending = true;
                 } else {
                     s.forget(id);
                 }
@@ -1097,6 +1113,10 @@ async fn run_loop(
 /// after an addition, write the address table, answer the change, and stop if this node was
 /// removed.
 fn after_changes(replica: &mut Replica<Log>, state: &mut LoopState) -> Result<(), ServeError> {
+    if state.removal_pending && replica.applied() >= replica.commit() {
+        state.removal_pending = false;
+        state.removed = true;
+    }
     if std::mem::take(&mut state.compact) {
         // A failure here only means a new node may be sent the log rather than a snapshot
         // later; the node goes on.
@@ -1154,6 +1174,10 @@ fn on_peer(replica: &mut Replica<Log>, state: &LoopState, input: Input<Msg, ()>)
             && m.term >= replica.term()
             && m.commit > last_index
         {
+            if state.fresh {
+                // Stale (see `LoopState::fresh`); stepping it would make raft-rs panic.
+                return Ok(());
+            }
             return Err(ServeError::StaleLog {
                 id: state.cfg.id,
                 dir: state.cfg.data_dir.clone(),
