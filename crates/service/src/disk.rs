@@ -335,18 +335,17 @@ impl DiskLog {
                 .map_err(|e| DiskError::Unreadable { path: path.clone(), source: e.into() })?;
             // redb verifies checksums only when it recovers from an unclean shutdown; a page
             // damaged on a file closed cleanly would be read as it is. A full check at start
-            // (one pass over the file) refuses it; one redb had to roll back may lack
-            // acknowledged entries, and is refused too.
+            // (one pass over the file) refuses a file it cannot repair. A file it repaired was
+            // rolled back to its last complete commit: every commit is made durable (fsync)
+            // before the node acts on it, so what was rolled back was never acknowledged, and a
+            // log that lost acknowledged entries all the same is refused later (its commit
+            // index outside its entries, or a leader counting more entries as replicated here).
             match db.check_integrity() {
                 Ok(true) => {}
-                Ok(false) => {
-                    return Err(DiskError::Damaged {
-                        path: path.clone(),
-                        detail: "its checksums failed; redb rolled it back to an earlier commit, which may \
-                                 lack acknowledged entries"
-                            .into(),
-                    });
-                }
+                Ok(false) => eprintln!(
+                    "warning: {}: redb repaired the file (rolled back to its last complete commit)",
+                    path.display()
+                ),
                 Err(e) => return Err(DiskError::Unreadable { path: path.clone(), source: e.into() }),
             }
             load(db, path.clone())
