@@ -1,7 +1,7 @@
 #!/bin/sh
 # The lock service's seeded fault sweeps (docs/SERVICE.md), run with --expect-decided: any
 # violation or any property left undecided prints its repro line and makes the script exit
-# non-zero. The test suite runs short versions (crates/sim/tests/lock_service.rs).
+# non-zero. The test suite runs short versions (crates/sim/tests/it/lock_service.rs).
 #
 #   1. 10,000 runs of `--algo lock-service` on 5 nodes, Poisson workload, under four fault plans,
 #      2,500 seeds each (SEEDS);

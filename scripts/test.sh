@@ -2,7 +2,7 @@
 # The whole test suite: every crate's unit, property and integration tests.
 # This is the README's test command; .ci/run calls it after formatting and lint checks.
 #
-# One test drives a real browser (crates/cli/tests/explorer.rs: headless Chromium renders the
+# One test drives a real browser (crates/cli/tests/it/explorer.rs: headless Chromium renders the
 # model checker's explorer). On a machine without one, Debian's chromium is installed first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ if [ -z "${RINGLEADER_BROWSER:-}" ] && ! command -v chromium >/dev/null && ! com
 fi
 
 if ! command -v protoc >/dev/null && [ -z "${PROTOC:-}" ]; then
-  # The etcd-client crate (the client of crates/cli/tests/etcd_grpc.rs) runs protoc in its build.
+  # The etcd-client crate (the client of crates/cli/tests/it/etcd_grpc.rs) runs protoc in its build.
   echo "== installing protoc for the etcd-client test dependency (Debian package)"
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -25,8 +25,8 @@ if ! command -v protoc >/dev/null && [ -z "${PROTOC:-}" ]; then
 fi
 
 if ! command -v etcdctl >/dev/null; then
-  # crates/cli/tests/etcdctl.rs runs Debian's etcdctl (etcd v3.4) against the service.
-  echo "== installing etcdctl for crates/cli/tests/etcdctl.rs (Debian package etcd-client)"
+  # crates/cli/tests/it/etcdctl.rs runs Debian's etcdctl (etcd v3.4) against the service.
+  echo "== installing etcdctl for crates/cli/tests/it/etcdctl.rs (Debian package etcd-client)"
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq

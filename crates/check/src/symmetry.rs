@@ -13,7 +13,7 @@
 //! broke fencing). The positions' uids are `1..=n` in the model, so uid `u` renames to
 //! `map[u - 1] + 1`.
 //!
-//! Soundness rests on the declaration being true. `tests/search_orders.rs` checks it on every
+//! Soundness rests on the declaration being true. `tests/it/search_orders.rs` checks it on every
 //! reachable state of small systems: the steps of a renamed state are the renamed steps, each
 //! leads to the renamed successor, and the search with and without the reduction gives the same
 //! verdicts.

@@ -52,7 +52,7 @@
 //! Every process forwards a given initiation at most once, along each of its out-edges once:
 //! **an initiation sends at most e probes, e the number of WFG edges reachable from the
 //! initiator**. A cycle of length L whose last edge closes it costs exactly L probes for the
-//! detection made by the closer (measured in `crates/sim/tests/deadlock.rs` and
+//! detection made by the closer (measured in `crates/sim/tests/it/deadlock.rs` and
 //! `docs/DEADLOCK.md`); resolving it adds one ABORT when the detector is not the victim (and L
 //! CONFIRM with `confirm = true`).
 //!

@@ -57,7 +57,7 @@
 //! - best case, P_{N−1} detects: one ELECTION (to the dead N) and N − 2 COORDINATOR: N − 1;
 //! - worst case, P_1 detects: every process answers every lower ELECTION and starts its own
 //!   election once — ELECTION N(N−1)/2, ANSWER (N−1)(N−2)/2, COORDINATOR N − 2, in all N² − N − 1
-//!   (89 for N = 10). `crates/sim/tests/election_counts.rs` reproduces both exactly.
+//!   (89 for N = 10). `crates/sim/tests/it/election_counts.rs` reproduces both exactly.
 //!
 //! ## Assumptions
 //! A synchronous system: one-way delay at most Ttrans, processing at most Tprocess, reliable

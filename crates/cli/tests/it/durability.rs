@@ -11,10 +11,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-mod common;
-use common::{call, free_base, spawn, try_call, until};
+use crate::common::{call, free_base, spawn, try_call, until};
 
-/// This binary's lane of loopback ports ([`common::free_base`]).
+/// This module's lane of loopback ports ([`common::free_base`]).
 const LANE: u16 = 56;
 
 const LIMIT: Duration = Duration::from_secs(30);

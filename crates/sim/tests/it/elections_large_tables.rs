@@ -1,6 +1,6 @@
 //! The measured tables of `docs/ELECTIONS-LARGE.md`, printed as Markdown. Ignored by default
 //! (the 100,000-node rows take a while); regenerate with
-//! `cargo test -p ringleader-sim --test elections_large_tables -- --ignored --nocapture --test-threads 1`.
+//! `cargo test -p ringleader-sim --test it -- --ignored --nocapture --test-threads 1 elections_large_tables::`.
 
 use ringleader_algorithms::election::superpeer_geometric::{SuperPeerGeometric, distance};
 use ringleader_algorithms::election::yoyo::YoYo;

@@ -13,8 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-mod browser;
-use browser::Page;
+use crate::browser::Page;
 
 fn out_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ringleader-visual-{}-{test}", std::process::id()));
@@ -191,7 +190,7 @@ fn assert_pages_open(pages: &[(PathBuf, serde_json::Value)]) {
 /// saying how many records it left out. Too slow for the suite in a debug build; run it by name
 /// with a release build:
 /// `cargo build --release && RINGLEADER_BIN=target/release/ringleader cargo test --workspace
-/// --test visual -- --ignored the_largest_scenarios`.
+/// --test it -- --ignored visual::the_largest_scenarios`.
 #[test]
 #[ignore = "minutes of simulation and gigabytes of trace; run it by name"]
 fn the_largest_scenarios_open_without_a_console_error() {
@@ -305,7 +304,7 @@ fn a_large_run_draws_only_the_visible_part() {
 }
 
 /// The render-time measurement of docs/VISUAL.md (not a pass/fail timing: it prints):
-/// `cargo test -p ringleader --test visual -- --ignored --nocapture render_time`.
+/// `cargo test -p ringleader --test it -- --ignored --nocapture visual::render_time`.
 #[test]
 #[ignore = "a measurement; run it by name"]
 fn render_time_of_ten_thousand_events() {
@@ -391,7 +390,7 @@ fn a_clock_run_plots_its_skew_a_mutex_run_its_latencies_and_other_runs_no_plot()
 
 /// The plots in docs/CLOCKS.md and docs/MUTEX.md, cut from the pages of the runs their
 /// captions name. Run by name to refresh them:
-/// `cargo test --workspace --test visual -- --ignored plots_for_the_docs`.
+/// `cargo test -p ringleader --test it -- --ignored visual::plots_for_the_docs`.
 #[test]
 #[ignore = "writes docs/img; run it by name"]
 fn plots_for_the_docs() {
@@ -421,7 +420,7 @@ fn plots_for_the_docs() {
 /// Screenshots of one run per family for the README and docs/VISUAL.md: the default story of an
 /// algorithm of each family, its page at the first violation or at the last step. Run by name
 /// to refresh `docs/img/family-*.png`:
-/// `cargo test --workspace --test visual -- --ignored screenshots`.
+/// `cargo test -p ringleader --test it -- --ignored visual::screenshots`.
 #[test]
 #[ignore = "writes docs/img; run it by name"]
 fn screenshots_of_one_run_per_family() {

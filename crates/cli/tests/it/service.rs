@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-mod common;
-use common::{AGENT, call, free_base, spawn, try_call};
+use crate::common;
+use crate::common::{AGENT, call, free_base, spawn, try_call};
 
-/// This binary's lane of loopback ports ([`common::free_base`]).
+/// This module's lane of loopback ports ([`common::free_base`]).
 const LANE: u16 = 32;
 
 fn post(port: u16, path: &str, body: Value) -> (u16, Value) {

@@ -10,10 +10,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{free_base, spawn};
+use crate::common::{free_base, spawn};
 
-/// This binary's lane of loopback ports ([`common::free_base`]).
+/// This module's lane of loopback ports ([`common::free_base`]).
 const LANE: u16 = 0;
 
 /// Runs `cmd` to completion (started as [`spawn`] does).
@@ -384,7 +383,7 @@ fn phi_accrual_notices_a_killed_leader_over_tcp() {
 }
 
 /// The figures of docs/NET.md: time to a new leader after a kill, over 20 trials each.
-/// `cargo test -p ringleader --test net -- --ignored --nocapture failover_time_distribution`
+/// `cargo test -p ringleader --test it -- --ignored --nocapture net::failover_time_distribution`
 #[test]
 #[ignore = "a measurement (about a minute); run by hand, see docs/NET.md"]
 fn failover_time_distribution() {
@@ -1195,7 +1194,7 @@ fn majority_survives_a_hundred_restart_cycles_under_load() {
 /// participant (node 2; every grant changes the coordinator's fencing counter, so every grant
 /// waits for one durable write), with and without `--data-dir`. Prints p50 and p99 of the
 /// acquire latency. A measurement, not a check: run with
-/// `cargo test --workspace --test net -- --ignored --nocapture stable_storage_cost`.
+/// `cargo test -p ringleader --test it -- --ignored --nocapture net::stable_storage_cost`.
 #[test]
 #[ignore]
 fn stable_storage_cost() {

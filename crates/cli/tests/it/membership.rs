@@ -9,10 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-mod common;
-use common::{call, free_base, spawn, try_call, until};
+use crate::common::{call, free_base, spawn, try_call, until};
 
-/// This binary's lane of loopback ports ([`common::free_base`]).
+/// This module's lane of loopback ports ([`common::free_base`]).
 const LANE: u16 = 48;
 
 /// Nodes started one by one as `ringleader serve` processes.

@@ -11,10 +11,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
-mod common;
-use common::{FORK, free_base};
+use crate::common::{FORK, free_base};
 
-/// This binary's lane of loopback ports ([`common::free_base`]).
+/// This module's lane of loopback ports ([`common::free_base`]).
 const LANE: u16 = 40;
 
 /// The longest any one step may take.

@@ -1,8 +1,7 @@
 //! Depth-first search and symmetry reduction give the verdicts of the breadth-first search.
 
-mod common;
 
-use common::simulator_judges;
+use crate::common::simulator_judges;
 use ringleader_algorithms::mutex::suzuki_kasami::SuzukiKasami;
 use ringleader_check::{Bounds, NetworkKind, Options, Search, check, symmetry};
 use ringleader_judge::checkers::Property;

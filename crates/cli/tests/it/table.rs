@@ -240,7 +240,7 @@ fn docs_costs_md_holds_the_current_table() {
     assert!(
         doc[start..end] == table,
         "docs/COSTS.md does not hold the current `ringleader table --markdown` output; regenerate it with\n  \
-         RINGLEADER_REGENERATE_DOCS=1 cargo test -p ringleader --test table\nand commit the change"
+         RINGLEADER_REGENERATE_DOCS=1 cargo test -p ringleader --test it -- table::\nand commit the change"
     );
 }
 

@@ -11,8 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-mod browser;
-use browser::Page;
+use crate::browser::Page;
 use headless_chrome::protocol::cdp::Input;
 
 /// A playground server on a free port; killed when dropped.

@@ -3,7 +3,7 @@
 //! random latencies, both heavy workloads and the crash plans each algorithm claims to tolerate.
 //!
 //! The sweeps run 10,000 seeded runs per algorithm (small N, few entries); time them with
-//! `cargo test -p ringleader-sim --test mutex_ring_quorum_failover -- --nocapture`.
+//! `cargo test -p ringleader-sim --test it -- --nocapture mutex_ring_quorum_failover::`.
 
 use ringleader_sim::notation::Latency;
 use ringleader_sim::scenario::WorkloadKind;

@@ -9,7 +9,7 @@
 //!   every workload, and under `sequential` every entry costs exactly 2·d (d the tree distance
 //!   from the previous holder to the requester), hence at most 2·diameter — 2(N − 1) on a line.
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use rand::SeedableRng;
@@ -301,7 +301,7 @@ proptest! {
 }
 
 /// The table of `docs/ELECTIONS-LARGE.md` (random ids, seed 1, one initiator, constant 1 ms):
-/// `cargo test -p ringleader-sim --test graph_shapes -- --ignored --nocapture`.
+/// `cargo test -p ringleader-sim --test it -- --ignored --nocapture graph_shapes::`.
 #[test]
 #[ignore]
 fn table_yoyo_shapes() {

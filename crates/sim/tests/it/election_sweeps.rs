@@ -198,7 +198,7 @@ fn phi_accrual_detection_keeps_the_same_promises() {
 }
 
 /// The same promises on 7 to 16 processes (slower: about a minute in the debug profile).
-/// Run with `cargo test -p ringleader-sim --test election_sweeps -- --ignored --nocapture`.
+/// Run with `cargo test -p ringleader-sim --test it -- --ignored --nocapture election_sweeps::`.
 #[test]
 #[ignore]
 fn larger_rings_keep_their_promises() {

@@ -9,7 +9,7 @@
 //! A behaviour change is made in its own commit, which re-records the file:
 //!
 //! ```sh
-//! RINGLEADER_BLESS=1 cargo test --workspace --test golden
+//! RINGLEADER_BLESS=1 cargo test -p ringleader --test it -- golden::
 //! git diff crates/cli/tests/golden/outputs.tsv   # every changed line is an intended change
 //! ```
 

@@ -2,7 +2,7 @@
 //! exactly 2m, the announcement exactly 2m − n + 1, the YO-/-YO iterations stay within
 //! ⌈log2 n⌉ + 1 and the whole of YoYo proper within 2m + 2m(⌈log2 n⌉ + 1).
 
-mod common;
+use crate::common;
 
 use ringleader_algorithms::election::yoyo::YoYo;
 use ringleader_sim::scenario::{IdArrangement, Initiators};

@@ -1,6 +1,6 @@
 //! What the integration tests that start real `ringleader` processes on loopback share: port
 //! ranges that do not collide, spawning children without leaking probe sockets into them, and
-//! bounded polls. Each test binary includes this module (`mod common;`) and uses a part of it.
+//! bounded polls. Every test module of this binary uses a part of it.
 #![allow(dead_code)]
 
 use std::net::TcpListener;
@@ -26,7 +26,7 @@ pub fn spawn(cmd: &mut Command) -> Child {
 
 /// A base with `n + 1` free consecutive ports, below the ephemeral range (32768..) so that
 /// client sockets never take them. Ranges handed out in one process never overlap; `lane`
-/// (0..64, one per test binary) keeps binaries that run side by side apart.
+/// (0..64, one per test module) keeps the ranges of different modules apart as well.
 pub fn free_base(n: u16, lane: u16) -> u16 {
     let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
     static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);

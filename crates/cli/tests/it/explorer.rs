@@ -9,8 +9,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-mod common;
-use common::until;
+use crate::common::until;
 
 /// The explorer process; killed when the test ends, pass or fail.
 struct Explorer(Child);

@@ -7,10 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-mod common;
-use common::{free_base, spawn, until};
+use crate::common::{free_base, spawn, until};
 
-/// This binary's lane of loopback ports ([`common::free_base`]).
+/// This module's lane of loopback ports ([`common::free_base`]).
 const LANE: u16 = 48;
 
 fn bin() -> Command {

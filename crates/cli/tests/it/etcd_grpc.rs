@@ -15,10 +15,9 @@ use etcd_client::{
 };
 use tonic::Code;
 
-mod common;
-use common::{FORK, free_base};
+use crate::common::{FORK, free_base};
 
-/// This binary's lane of loopback ports ([`common::free_base`]).
+/// This module's lane of loopback ports ([`common::free_base`]).
 const LANE: u16 = 16;
 
 /// The longest any one call may take.
