@@ -1129,7 +1129,7 @@ mod tests {
         kv.txn(6, &Txn { success: vec![put_lease("e", "v", 7)], ..Default::default() }, &all_leases).unwrap();
         kv.drop_lease(7, 7);
         assert_eq!((kv.bytes(), kv.history_bytes()), recount(&kv), "after a lease ended");
-        assert_eq!(kv.bytes(), 2 + 2 * RECORD_OVERHEAD, "c and its value are all that live");
+        assert_eq!(kv.bytes(), 0, "every key was deleted or went with its lease");
         assert!(kv.history_len() <= 4, "trimmed");
         let json = serde_json::to_string(&kv).unwrap();
         assert!(!json.contains("bytes"), "the count is not serialized: {json}");
