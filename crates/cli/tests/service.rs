@@ -669,7 +669,10 @@ fn post_keyed(port: u16, path: &str, key: &str, body: Value) -> (u16, Value) {
     let url = format!("http://127.0.0.1:{port}{path}");
     let mut r = AGENT
         .with(|a| {
-            a.post(&url).header("content-type", "application/json").header("idempotency-key", key).send(body.to_string())
+            a.post(&url)
+                .header("content-type", "application/json")
+                .header("idempotency-key", key)
+                .send(body.to_string())
         })
         .expect("the node answers");
     let status = r.status().as_u16();
@@ -712,9 +715,14 @@ fn a_write_past_the_backend_quota_is_refused_507() {
     let s = Service::start_with(1, &["--quota-backend-bytes=2048"]);
     let lease = s.grant(1, 60_000);
     let big = "v".repeat(4096);
-    let (code, body) = post(s.port(1), "/v1/election/campaign", json!({ "election": "e", "lease": lease, "value": big }));
+    let (code, body) =
+        post(s.port(1), "/v1/election/campaign", json!({ "election": "e", "lease": lease, "value": big }));
     assert_eq!((code, body["reason"].as_str()), (507, Some("no_space")), "{body}");
     assert!(body["error"].as_str().unwrap().contains("backend quota of 2048 bytes"), "{body}");
-    let (code, body) = post(s.port(1), "/v1/election/campaign", json!({ "election": "e", "lease": lease, "value": "small" }));
+    let (code, body) = post(
+        s.port(1),
+        "/v1/election/campaign",
+        json!({ "election": "e", "lease": lease, "value": "small" }),
+    );
     assert_eq!(code, 200, "{body}");
 }

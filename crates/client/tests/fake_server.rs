@@ -201,7 +201,9 @@ fn a_guard_reports_its_lock_taken_from_its_live_lease() {
     let flag = Arc::clone(&taken);
     let mut inner = service(Arc::new(Mutex::new(Vec::new())));
     let (url, _rx) = serve(Box::new(move |s| match s.path.as_str() {
-        "/v1/lock/db" if *flag.lock().unwrap() => ok(r#"{"name": "db", "holder": {"lease": 99, "fencing": 50}}"#),
+        "/v1/lock/db" if *flag.lock().unwrap() => {
+            ok(r#"{"name": "db", "holder": {"lease": 99, "fencing": 50}}"#)
+        }
         "/v1/lock/db" => ok(r#"{"name": "db", "holder": {"lease": 17, "fencing": 42}}"#),
         _ => inner(s),
     }));
@@ -296,8 +298,13 @@ fn guards_release_and_sessions_revoke_when_dropped() {
         assert_eq!(leading.leader().value, "b");
     }
     drop(session);
-    let paths: Vec<String> =
-        log.lock().unwrap().iter().filter(|p| !p.ends_with("keepalive") && *p != "/v1/lock/db").cloned().collect();
+    let paths: Vec<String> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|p| !p.ends_with("keepalive") && *p != "/v1/lock/db")
+        .cloned()
+        .collect();
     assert_eq!(
         paths,
         [

@@ -839,7 +839,8 @@ async fn resign(
     let key = idempotency_key(&headers)?;
     let b = body(b)?;
     check_name("election", &b.election)?;
-    match node.propose_keyed(Op::Resign { election: b.election.clone(), lease: b.lease }, key).await?.1.reply {
+    match node.propose_keyed(Op::Resign { election: b.election.clone(), lease: b.lease }, key).await?.1.reply
+    {
         Reply::Done => Ok(Json(json!({ "election": b.election, "lease": b.lease }))),
         Reply::NoSuchLease => Err(ApiError::no_lease(b.lease)),
         Reply::Refused { reason } => Err(refused(reason)),

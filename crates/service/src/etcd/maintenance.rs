@@ -36,11 +36,8 @@ impl Maintenance for MaintenanceApi {
     async fn status(&self, _req: Request<StatusRequest>) -> Result<Response<StatusResponse>, Status> {
         let ctx = &self.0;
         let s = ctx.node.status.lock().map(|s| s.clone()).unwrap_or_default();
-        let errors = self
-            .alarms()
-            .iter()
-            .map(|a| format!("memberID:{} alarm:NOSPACE ", a.member_id))
-            .collect();
+        let errors =
+            self.alarms().iter().map(|a| format!("memberID:{} alarm:NOSPACE ", a.member_id)).collect();
         let size = i64::try_from(s.store_bytes).unwrap_or(i64::MAX);
         Ok(Response::new(StatusResponse {
             header: ctx.header(None),

@@ -96,7 +96,8 @@ pub fn too_large(node: &Node, size: usize) -> Result<(), Status> {
 /// etcd's answer to a write that would take the store past the backend quota
 /// (`--quota-backend-bytes`): `RESOURCE_EXHAUSTED`, and the `NOSPACE` alarm raised.
 pub fn check_space(node: &Node, adds: u64) -> Result<(), Status> {
-    node.check_space(adds).map_err(|_| Status::resource_exhausted("etcdserver: mvcc: database space exceeded"))
+    node.check_space(adds)
+        .map_err(|_| Status::resource_exhausted("etcdserver: mvcc: database space exceeded"))
 }
 
 /// How often a blocked request checks that its lease still exists (a revoked lease sends no
