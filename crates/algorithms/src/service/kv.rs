@@ -773,10 +773,7 @@ impl KvStore {
     /// `history_limit` events, and at most [`HISTORY_BYTES_LIMIT`] bytes unless only the newest
     /// revision is left.
     fn trim(&mut self) {
-        loop {
-            let (Some(&(oldest, _)), Some(&(newest, _))) = (self.history.front(), self.history.back()) else {
-                break;
-            };
+        while let (Some(&(oldest, _)), Some(&(newest, _))) = (self.history.front(), self.history.back()) {
             let too_many = self.history.len() > self.history_limit;
             let too_big = self.history_bytes > HISTORY_BYTES_LIMIT && oldest != newest;
             if !too_many && !too_big {
