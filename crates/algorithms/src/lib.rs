@@ -155,6 +155,19 @@ pub trait Algorithm: Process + serde::Serialize {
         Vec::new()
     }
 
+    /// For a token algorithm in which nothing regenerates a lost token: whether no node holds
+    /// the token, given every node's state, which nodes are crashed now (`crashed`) and which
+    /// of those have no recovery to come (`gone`). The simulator asks only when no message is
+    /// in flight, so a token held by no node is then lost for good, and a request still waiting
+    /// is never served: it says that no progress is possible rather than advise a longer run.
+    /// Default: false (no token, or one that is regenerated).
+    fn token_lost(_states: &[Self], _crashed: &[bool], _gone: &[bool]) -> bool
+    where
+        Self: Sized,
+    {
+        false
+    }
+
     /// The renamings of positions under which the algorithm behaves the same, and how to rename
     /// its state, messages and timers ([`symmetry`]); the model checker's `--symmetry` explores
     /// one state of each class. Default: none (most algorithms compare ids).

@@ -113,6 +113,17 @@ pub struct ServeArgs {
     /// A request not committed within this is answered 503 (try another node).
     #[arg(long, default_value = "5s", value_name = "TIME")]
     pub request_timeout: String,
+    /// The largest write the etcd API takes (a Put or a Txn as encoded), in bytes, 1024..=64Mi;
+    /// a larger one is refused "etcdserver: request is too large" (etcd's flag and default,
+    /// 1.5 MiB).
+    #[arg(long, default_value_t = ringleader_service::server::DEFAULT_MAX_REQUEST_BYTES, value_name = "BYTES")]
+    pub max_request_bytes: usize,
+    /// The backend quota, in bytes: a write that would take the key-value store past it is
+    /// refused (etcd API: RESOURCE_EXHAUSTED "etcdserver: mvcc: database space exceeded"; HTTP
+    /// API: 507 no_space) and raises the NOSPACE alarm; reads and deletes still work (etcd's
+    /// flag and default, 2 GiB).
+    #[arg(long, default_value_t = ringleader_service::server::DEFAULT_QUOTA_BACKEND_BYTES, value_name = "BYTES")]
+    pub quota_backend_bytes: u64,
     /// Seed of the election-timeout draws [default: from the OS].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -183,6 +194,8 @@ impl ServeArgs {
         cfg.retry = cfg.tick * (2 * self.election_ticks as u32);
         cfg.clock_every = cfg.tick * 2;
         cfg.seed = self.seed;
+        cfg.max_request_bytes = self.max_request_bytes;
+        cfg.quota_backend_bytes = self.quota_backend_bytes;
         cfg.join = self.join;
         cfg.bootstrap = self.bootstrap;
         cfg.cluster_id = self.cluster_id.clone();

@@ -1,7 +1,7 @@
 //! [`Client`]: endpoints, failover, and the requests that need no session.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -47,6 +47,10 @@ struct Inner {
     attempt_timeout: Duration,
     /// Sent as `Authorization: Bearer TOKEN` when set.
     token: Option<Token>,
+    /// This client's idempotency session (random, in `1..2^63`) and the sequence number of its
+    /// next request that carries a key (shared by every clone).
+    session: u64,
+    seq: Arc<AtomicU64>,
 }
 
 /// A bearer token, kept out of `Debug` output.
@@ -172,6 +176,10 @@ impl Client {
         if list.is_empty() {
             return Err(ClientError::BadEndpoint(String::new()));
         }
+        let mut b = [0u8; 8];
+        getrandom::fill(&mut b)
+            .map_err(|e| ClientError::Protocol(format!("no random idempotency session: {e}")))?;
+        let session = (u64::from_le_bytes(b) >> 1).max(1);
         Ok(Client {
             inner: Arc::new(Inner {
                 endpoints: list,
@@ -181,6 +189,8 @@ impl Client {
                 request_timeout: DEFAULT_REQUEST_TIMEOUT,
                 attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
                 token: None,
+                session,
+                seq: Arc::new(AtomicU64::new(1)),
             }),
         })
     }
@@ -232,6 +242,8 @@ impl Client {
             request_timeout: self.inner.request_timeout,
             attempt_timeout: self.inner.attempt_timeout,
             token: self.inner.token.clone(),
+            session: self.inner.session,
+            seq: Arc::clone(&self.inner.seq),
         };
         change(&mut inner);
         Client { inner: Arc::new(inner) }
@@ -270,9 +282,36 @@ impl Client {
     }
 
     /// Grants a lease of `ttl` (whole milliseconds, at least 1).
+    ///
+    /// The grant carries an idempotency key ([`Client::next_idempotency_key`]): when an
+    /// endpoint fails after the request may have reached it (a node that hangs, a connection
+    /// cut), the same grant is sent to the next endpoint with the same key, and the service
+    /// applies it at most once — a retry of a grant that was applied answers with the same
+    /// lease.
     pub fn grant(&self, ttl: Duration) -> Result<LeaseGrant, ClientError> {
         let ttl_ms = whole_ms(ttl).max(1);
-        self.post("/v1/lease/grant", json!({ "ttl_ms": ttl_ms }), Retry::IfUnsent)
+        let key = self.next_idempotency_key();
+        self.call_keyed("POST", "/v1/lease/grant", Some(json!({ "ttl_ms": ttl_ms })), Some(&key))
+    }
+
+    /// A new idempotency key of this client's session, as the `Idempotency-Key` header takes
+    /// it (`SESSION:SEQ`, docs/SERVICE-API.md): send it with a write and with every retry of that
+    /// write, so that the service applies the write at most once.
+    pub fn next_idempotency_key(&self) -> String {
+        format!("{}:{}", self.inner.session, self.inner.seq.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// A write sent with the idempotency key `key` (when given): retried on every endpoint,
+    /// even after a failure that may have happened after it was sent, under the client's
+    /// request timeout.
+    fn call_keyed<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        key: Option<&str>,
+    ) -> Result<T, ClientError> {
+        self.call_full(method, path, body, Some(self.inner.request_timeout), Retry::Always, key)
     }
 
     /// Keeps `lease` alive once (its time to live starts again).
@@ -364,6 +403,18 @@ impl Client {
         timeout: Option<Duration>,
         retry: Retry,
     ) -> Result<T, ClientError> {
+        self.call_full(method, path, body, timeout, retry, None)
+    }
+
+    fn call_full<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        timeout: Option<Duration>,
+        retry: Retry,
+        key: Option<&str>,
+    ) -> Result<T, ClientError> {
         let text = body.map(|b| b.to_string());
         // A request bounded by the client's own request timeout does not wait at the server: it
         // gets the attempt timeout at each endpoint. One that waits, or that must not be sent
@@ -377,13 +428,15 @@ impl Client {
             }
             let url = format!("{base}{path}");
             let result = match &text {
-                Some(t) => self
-                    .authorized(self.inner.agent.post(&url))
-                    .header("content-type", "application/json")
-                    .config()
-                    .timeout_global(timeout)
-                    .build()
-                    .send(t.as_bytes()),
+                Some(t) => {
+                    let mut r = self
+                        .authorized(self.inner.agent.post(&url))
+                        .header("content-type", "application/json");
+                    if let Some(k) = key {
+                        r = r.header("idempotency-key", k);
+                    }
+                    r.config().timeout_global(timeout).build().send(t.as_bytes())
+                }
                 None if method == "DELETE" => self
                     .authorized(self.inner.agent.delete(&url))
                     .config()

@@ -34,8 +34,10 @@
 //! cannot connect, or is answered 503 `unavailable`, goes to the next endpoint in turn, once
 //! round by default; the endpoint that answered is tried first next time. Requests that are
 //! safe to repeat (keep-alive, revoke, acquire and campaign by the same lease, release, resign)
-//! are sent again on the next endpoint after any transport failure; a grant only when it
-//! certainly did not reach a node. [`Session`], [`LockGuard`] and [`Leadership`]
+//! are sent again on the next endpoint after any transport failure, and so is a grant, which
+//! carries an idempotency key (`Idempotency-Key`, docs/SERVICE-API.md) so that the service
+//! applies it at most once. A [`LockGuard`] watches its lock and its session
+//! ([`LockGuard::wait_lost`]). [`Session`], [`LockGuard`] and [`Leadership`]
 //! (`session.rs`) hold a lease and what is held with it. [`ClientError`] (`error.rs`) maps the
 //! API's `reason` codes. `sse.rs` parses Server-Sent Events, `history.rs` records lock histories for the checker, and `events.rs` types the
 //! `observe` and `watch` streams.
@@ -57,4 +59,4 @@ pub use client::{
 };
 pub use error::ClientError;
 pub use events::{LeaseEvent, LeaseEvents, LossReason, Observe};
-pub use session::{Leadership, LockGuard, Session, SessionEnd};
+pub use session::{Leadership, LockGuard, LockLoss, Session, SessionEnd};

@@ -197,7 +197,7 @@ impl Session {
             body["timeout_ms"] = json!(whole_ms(t).max(1));
         }
         let a: Acquired = self.client.post_waiting("/v1/lock/acquire", body, timeout)?;
-        Ok(LockGuard { session: self, name: name.to_string(), fencing: a.fencing, held: true })
+        LockGuard::new(self, name, a.fencing)
     }
 
     /// Acquires lock `name` if it is free now: [`ClientError::Busy`] or
@@ -207,7 +207,7 @@ impl Session {
         self.check_alive()?;
         let body = json!({ "name": name, "lease": self.lease, "wait": false });
         let a: Acquired = self.client.post("/v1/lock/acquire", body, Retry::Always)?;
-        Ok(LockGuard { session: self, name: name.to_string(), fencing: a.fencing, held: true })
+        LockGuard::new(self, name, a.fencing)
     }
 
     /// Campaigns in `election` with `value`, waiting up to `timeout` (`None`: as long as the
@@ -305,21 +305,140 @@ struct Acquired {
     fencing: u64,
 }
 
+/// How a held lock was lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LockLoss {
+    /// The service says the lock is no longer held by this lease with this fencing token (it
+    /// was taken from the lease: wound-wait, an operator's release, a lease revoked).
+    Taken,
+    /// The session (the lease) ended.
+    Session(SessionEnd),
+}
+
+impl std::fmt::Display for LockLoss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockLoss::Taken => f.write_str("the service says the lock is held by another lease, or by none"),
+            LockLoss::Session(end) => write!(f, "the session ended: {end}"),
+        }
+    }
+}
+
+/// What the guard's watcher thread and the guard share.
+#[derive(Debug, Default)]
+struct WatchState {
+    /// Set by the guard to stop the watcher.
+    stop: bool,
+    /// Set once by the watcher.
+    lost: Option<LockLoss>,
+}
+
+#[derive(Debug, Default)]
+struct LockWatch {
+    state: Mutex<WatchState>,
+    changed: Condvar,
+}
+
+impl LockWatch {
+    fn lock(&self) -> MutexGuard<'_, WatchState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lose(&self, loss: LockLoss) {
+        let mut w = self.lock();
+        if w.lost.is_none() {
+            w.lost = Some(loss);
+        }
+        self.changed.notify_all();
+    }
+}
+
 /// A held lock; dropping it releases the lock (errors ignored; [`LockGuard::release`] shows
 /// them).
 ///
-/// Holding the guard does not mean holding the lock: the session may be lost. Check
-/// [`Session::is_alive`] before acting, and pass [`LockGuard::fencing`] to whatever the lock
-/// protects so that it can refuse an older holder.
+/// Holding the guard does not mean holding the lock: the session may be lost, or the lock
+/// taken from the lease. The guard watches both, as `ringleader lock` does: a thread asks the
+/// service every third of the lease's TTL whether the lease still holds the lock with this
+/// guard's fencing token, and wakes at once when the session ends. [`LockGuard::is_held`],
+/// [`LockGuard::lost`] and [`LockGuard::wait_lost`] report it. Check before acting, and pass
+/// [`LockGuard::fencing`] to whatever the lock protects so that it can refuse an older holder.
 #[derive(Debug)]
 pub struct LockGuard<'s> {
     session: &'s Session,
     name: String,
     fencing: u64,
     held: bool,
+    watch: Arc<LockWatch>,
+    watcher: Option<JoinHandle<()>>,
 }
 
-impl LockGuard<'_> {
+impl<'s> LockGuard<'s> {
+    fn new(session: &'s Session, name: &str, fencing: u64) -> Result<LockGuard<'s>, ClientError> {
+        let watch = Arc::new(LockWatch::default());
+        let mut guard = LockGuard {
+            session,
+            name: name.to_string(),
+            fencing,
+            held: true,
+            watch: Arc::clone(&watch),
+            watcher: None,
+        };
+        let every = (session.ttl / 3).max(Duration::from_millis(50));
+        let client = session.client.clone().with_request_timeout(every);
+        let (shared, lease, name) = (Arc::clone(&session.shared), session.lease, name.to_string());
+        guard.watcher = Some(
+            std::thread::Builder::new()
+                .name(format!("lock-{name}"))
+                .spawn(move || watch_lock(&client, &name, lease, fencing, every, &shared, &watch))
+                .map_err(|e| ClientError::Protocol(format!("cannot start the lock's watcher thread: {e}")))?,
+        );
+        Ok(guard)
+    }
+
+    /// Whether the lock is still held as far as the client knows: the session is alive and the
+    /// watcher has not seen the lock taken.
+    pub fn is_held(&self) -> bool {
+        self.lost().is_none()
+    }
+
+    /// How the lock was lost, if it was.
+    pub fn lost(&self) -> Option<LockLoss> {
+        let seen = self.watch.lock().lost.clone();
+        seen.or_else(|| self.session.ended().map(LockLoss::Session))
+    }
+
+    /// Waits up to `timeout` for the lock to be lost; returns how, or `None` if it is still
+    /// held.
+    pub fn wait_lost(&self, timeout: Duration) -> Option<LockLoss> {
+        let deadline = Instant::now() + timeout;
+        let mut w = self.watch.lock();
+        loop {
+            if let Some(loss) = &w.lost {
+                return Some(loss.clone());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                // Never the session's lock while holding the watch's (the watcher takes them in
+                // the other order).
+                drop(w);
+                return self.session.ended().map(LockLoss::Session);
+            }
+            // The watcher records the session's end too, as soon as it happens.
+            w = self.watch.changed.wait_timeout(w, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+
+    fn stop_watching(&mut self) {
+        self.watch.lock().stop = true;
+        // The watcher waits on the session's condition variable: take its lock once, so that
+        // the watcher is either before its check of `stop` or waiting, then wake it.
+        drop(self.session.shared.lock());
+        self.session.shared.changed.notify_all();
+        if let Some(w) = self.watcher.take() {
+            let _ = w.join();
+        }
+    }
+
     /// The fencing token: it strictly increases per lock name.
     pub fn fencing(&self) -> u64 {
         self.fencing
@@ -338,6 +457,7 @@ impl LockGuard<'_> {
     /// Releases the lock.
     pub fn release(mut self) -> Result<(), ClientError> {
         self.held = false;
+        self.stop_watching();
         self.send_release()
     }
 
@@ -372,8 +492,68 @@ impl LockGuard<'_> {
 
 impl Drop for LockGuard<'_> {
     fn drop(&mut self) {
+        self.stop_watching();
         if self.held {
             let _ = self.send_release();
+        }
+    }
+}
+
+/// The lock's watcher thread: every `every`, asks whether `lease` still holds `name` with
+/// `fencing`; records the loss (the lock taken, or the session's end, at once) and stops.
+fn watch_lock(
+    client: &Client,
+    name: &str,
+    lease: u64,
+    fencing: u64,
+    every: Duration,
+    session: &Shared,
+    watch: &LockWatch,
+) {
+    #[derive(Deserialize)]
+    struct Holder {
+        lease: u64,
+        fencing: u64,
+    }
+    #[derive(Deserialize)]
+    struct View {
+        holder: Option<Holder>,
+    }
+    loop {
+        let next = Instant::now() + every;
+        {
+            let mut s = session.lock();
+            loop {
+                if watch.lock().stop {
+                    return;
+                }
+                let now = Instant::now();
+                if let Some(end) = &s.end {
+                    if *end != SessionEnd::Closed {
+                        watch.lose(LockLoss::Session(end.clone()));
+                    }
+                    return;
+                }
+                if now >= s.valid_until {
+                    watch.lose(LockLoss::Session(SessionEnd::Untrusted));
+                    return;
+                }
+                if now >= next {
+                    break;
+                }
+                let wake = next.min(s.valid_until);
+                s = session.changed.wait_timeout(s, wake - now).unwrap_or_else(|p| p.into_inner()).0;
+            }
+        }
+        // A failed read says nothing about the lock: the session's trusted time covers it.
+        if let Ok(v) = client.get::<View>(&format!("/v1/lock/{name}")) {
+            match v.holder {
+                Some(h) if h.lease == lease && h.fencing == fencing => {}
+                _ => {
+                    watch.lose(LockLoss::Taken);
+                    return;
+                }
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ringleader_client::{Client, ClientError, Leader, Session, SessionEnd};
+use ringleader_client::{Client, ClientError, Leader, LockLoss, Session, SessionEnd};
 
 /// A request as the fake server saw it.
 #[derive(Clone, Debug)]
@@ -15,6 +15,8 @@ struct Seen {
     method: String,
     path: String,
     body: String,
+    /// The `Idempotency-Key` header, if sent.
+    key: Option<String>,
 }
 
 /// What the fake server does with a request.
@@ -62,6 +64,7 @@ fn answer(stream: TcpStream, handler: &mut Handler, tx: &Sender<Seen>) -> bool {
     let mut parts = first.split_whitespace();
     let (method, path) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
     let mut length = 0;
+    let mut key = None;
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -75,10 +78,15 @@ fn answer(stream: TcpStream, handler: &mut Handler, tx: &Sender<Seen>) -> bool {
         {
             length = v.trim().parse().unwrap();
         }
+        if let Some((k, v)) = line.split_once(':')
+            && k.eq_ignore_ascii_case("idempotency-key")
+        {
+            key = Some(v.trim().to_string());
+        }
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body).unwrap();
-    let seen = Seen { method, path, body: String::from_utf8(body).unwrap() };
+    let seen = Seen { method, path, body: String::from_utf8(body).unwrap(), key };
     let mut stream = stream;
     if seen.path == "/health" {
         // The client's probe before a request that waits or must not be sent twice: this
@@ -163,15 +171,66 @@ fn errors_come_back_typed() {
     assert_eq!(client.leader("e"), Err(ClientError::LockDelay { until: 77 }));
 }
 
+/// A grant whose outcome is unknown (the node took it and the connection broke) is sent to the
+/// next endpoint with the same idempotency key, which the service applies at most once; the
+/// next grant gets a new key of the same session.
 #[test]
-fn a_grant_cut_off_after_sending_is_not_sent_again() {
+fn a_grant_cut_off_after_sending_is_sent_again_with_the_same_idempotency_key() {
     let (first, first_rx) = serve(Box::new(|_| Reply::Hang));
     let (second, second_rx) = serve(Box::new(|_| ok(r#"{"lease": 1, "ttl_ms": 1000}"#)));
     let client = Client::new([first, second]).unwrap();
-    let e = client.grant(Duration::from_secs(1)).unwrap_err();
-    assert!(matches!(&e, ClientError::Protocol(m) if m.contains("may or may not")), "{e}");
-    next(&first_rx);
-    assert!(second_rx.try_recv().is_err());
+    assert_eq!(client.grant(Duration::from_secs(1)).unwrap().lease, 1);
+    let (sent, again) = (next(&first_rx), next(&second_rx));
+    assert_eq!(again.path, "/v1/lease/grant");
+    let key = sent.key.expect("a grant carries an Idempotency-Key");
+    assert_eq!(again.key.as_deref(), Some(key.as_str()), "the retry repeats the key");
+    let (session, seq) = key.split_once(':').expect("SESSION:SEQ");
+    let (session, seq): (u64, u64) = (session.parse().unwrap(), seq.parse().unwrap());
+    assert!((1..1 << 63).contains(&session), "{key}");
+    client.grant(Duration::from_secs(1)).unwrap();
+    assert_eq!(next(&second_rx).key, Some(format!("{session}:{}", seq + 1)), "a new request, a new key");
+    client.keep_alive(1).unwrap();
+    assert_eq!(next(&second_rx).key, None, "a keep-alive needs none");
+}
+
+/// The guard watches its lock: when the service says another lease holds it, the guard reports
+/// the lock taken although the session lives on.
+#[test]
+fn a_guard_reports_its_lock_taken_from_its_live_lease() {
+    let taken = Arc::new(Mutex::new(false));
+    let flag = Arc::clone(&taken);
+    let mut inner = service(Arc::new(Mutex::new(Vec::new())));
+    let (url, _rx) = serve(Box::new(move |s| match s.path.as_str() {
+        "/v1/lock/db" if *flag.lock().unwrap() => {
+            ok(r#"{"name": "db", "holder": {"lease": 99, "fencing": 50}}"#)
+        }
+        "/v1/lock/db" => ok(r#"{"name": "db", "holder": {"lease": 17, "fencing": 42}}"#),
+        _ => inner(s),
+    }));
+    let client = Client::new([url]).unwrap();
+    let session = Session::new(&client, Duration::from_millis(300)).unwrap();
+    let guard = session.lock("db", None).unwrap();
+    assert!(guard.is_held());
+    *taken.lock().unwrap() = true;
+    assert_eq!(guard.wait_lost(Duration::from_secs(10)), Some(LockLoss::Taken));
+    assert!(!guard.is_held());
+    assert!(session.is_alive(), "the lease lives on");
+}
+
+/// The guard reports the end of its session as the loss of its lock, as soon as it happens.
+#[test]
+fn a_guard_reports_its_session_lost() {
+    let (url, _rx) = serve(Box::new(|s| match s.path.as_str() {
+        "/v1/lease/grant" => ok(r#"{"lease": 3, "ttl_ms": 300}"#),
+        "/v1/lease/keepalive" => err(404, "no_such_lease"),
+        "/v1/lock/acquire" => ok(r#"{"name": "db", "lease": 3, "fencing": 8}"#),
+        "/v1/lock/db" => ok(r#"{"name": "db", "holder": {"lease": 3, "fencing": 8}}"#),
+        _ => ok(r#"{"lease": 3}"#),
+    }));
+    let client = Client::new([url]).unwrap();
+    let session = Session::new(&client, Duration::from_millis(300)).unwrap();
+    let guard = session.lock("db", None).unwrap();
+    assert_eq!(guard.wait_lost(Duration::from_secs(10)), Some(LockLoss::Session(SessionEnd::Expired)));
 }
 
 #[test]
@@ -239,8 +298,13 @@ fn guards_release_and_sessions_revoke_when_dropped() {
         assert_eq!(leading.leader().value, "b");
     }
     drop(session);
-    let paths: Vec<String> =
-        log.lock().unwrap().iter().filter(|p| !p.ends_with("keepalive")).cloned().collect();
+    let paths: Vec<String> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|p| !p.ends_with("keepalive") && *p != "/v1/lock/db")
+        .cloned()
+        .collect();
     assert_eq!(
         paths,
         [

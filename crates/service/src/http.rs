@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use futures_util::Stream;
 use ringleader_algorithms::service::state::{
-    Candidate, LeaseId, LossReason, Notice, Op, Refusal, Reply, StateMachine,
+    Candidate, IdempotencyKey, LeaseId, LossReason, Notice, Op, Refusal, Reply, StateMachine,
 };
 use ringleader_core::Time;
 use ringleader_core::time::MILLISECOND;
@@ -85,6 +85,58 @@ impl From<Unavailable> for ApiError {
         let reason = if matches!(e, Unavailable::Removed(_)) { "removed" } else { "unavailable" };
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, reason, e.to_string())
     }
+}
+
+impl From<crate::server::NoSpace> for ApiError {
+    fn from(e: crate::server::NoSpace) -> ApiError {
+        ApiError::new(StatusCode::INSUFFICIENT_STORAGE, "no_space", e.to_string())
+    }
+}
+
+/// The header that carries a client's idempotency key (docs/SERVICE-API.md).
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// The client's idempotency key, from the `Idempotency-Key: SESSION:SEQ` header (decimal;
+/// SESSION in `1..2^63`, chosen at random by the client; SEQ increasing with each new request
+/// of the session, repeated by a retry): a write retried with the same key is applied at most
+/// once, and the retry is answered as the first application was.
+fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
+    let Some(v) = headers.get(IDEMPOTENCY_KEY) else { return Ok(None) };
+    let bad = || {
+        ApiError::bad(format!(
+            "Idempotency-Key {v:?}: expected SESSION:SEQ, two decimal numbers, SESSION in 1..{} (a random \
+             number per client), SEQ increasing with each new request",
+            1u64 << 63
+        ))
+    };
+    let text = v.to_str().map_err(|_| bad())?;
+    let (session, seq) = text.trim().split_once(':').ok_or_else(bad)?;
+    let client: u64 = session.parse().map_err(|_| bad())?;
+    let seq: u64 = seq.parse().map_err(|_| bad())?;
+    // Sessions with the top bit set are the nodes' own (IdempotencyKey::node).
+    if client == 0 || client >= 1 << 63 {
+        return Err(bad());
+    }
+    Ok(Some(IdempotencyKey { client, seq }))
+}
+
+/// Refuses an `Idempotency-Key` on a request that waits (an acquire, a campaign): those are
+/// retried safely without one, since a lease that already holds the lock or stands in the
+/// election is answered as before.
+fn no_idempotency_key(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    if headers.contains_key(IDEMPOTENCY_KEY) {
+        return Err(ApiError::bad(
+            "Idempotency-Key is taken by lease grant, keepalive, revoke, lock release, proclaim and resign; an \
+             acquire or a campaign needs none (retried by the same lease, it is answered as before)",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a write that would take the store past the backend quota: 507 `no_space` (a lease
+/// grant, a lock or a candidacy counts as a put of its name and value, as in etcd).
+fn check_space(node: &Node, name: &str, value: &str) -> Result<(), ApiError> {
+    Ok(node.check_space(ringleader_algorithms::service::kv::put_growth(name.len() + 17, value.len()))?)
 }
 
 impl From<ChangeRefused> for ApiError {
@@ -367,11 +419,18 @@ struct LeaseBody {
     lease: LeaseId,
 }
 
-async fn lease_grant(State(node): State<Arc<Node>>, b: Result<Json<GrantBody>, JsonRejection>) -> Answer {
+async fn lease_grant(
+    State(node): State<Arc<Node>>,
+    headers: axum::http::HeaderMap,
+    b: Result<Json<GrantBody>, JsonRejection>,
+) -> Answer {
+    let key = idempotency_key(&headers)?;
     let b = body(b)?;
     let ttl = check_ms("ttl_ms", b.ttl_ms, MIN_TTL_MS)?;
+    check_space(&node, "", "")?;
     let origin = node.me;
-    let applied = node.propose(Op::Grant { ttl: ttl.as_nanos() as Time, origin, request: 0 }).await?;
+    let (_, applied) =
+        node.propose_keyed(Op::Grant { ttl: ttl.as_nanos() as Time, origin, request: 0 }, key).await?;
     match applied.reply {
         Reply::Granted { lease, ttl } => Ok(Json(json!({ "lease": lease, "ttl_ms": ms(ttl) }))),
         Reply::Refused { reason } => Err(refused(reason)),
@@ -379,18 +438,28 @@ async fn lease_grant(State(node): State<Arc<Node>>, b: Result<Json<GrantBody>, J
     }
 }
 
-async fn lease_keepalive(State(node): State<Arc<Node>>, b: Result<Json<LeaseBody>, JsonRejection>) -> Answer {
+async fn lease_keepalive(
+    State(node): State<Arc<Node>>,
+    headers: axum::http::HeaderMap,
+    b: Result<Json<LeaseBody>, JsonRejection>,
+) -> Answer {
+    let key = idempotency_key(&headers)?;
     let lease = body(b)?.lease;
-    match node.propose(Op::KeepAlive { lease }).await?.reply {
+    match node.propose_keyed(Op::KeepAlive { lease }, key).await?.1.reply {
         Reply::KeptAlive { ttl_left } => Ok(Json(json!({ "lease": lease, "ttl_ms": ms(ttl_left) }))),
         Reply::NoSuchLease => Err(ApiError::no_lease(lease)),
         other => Err(unexpected(&other)),
     }
 }
 
-async fn lease_revoke(State(node): State<Arc<Node>>, b: Result<Json<LeaseBody>, JsonRejection>) -> Answer {
+async fn lease_revoke(
+    State(node): State<Arc<Node>>,
+    headers: axum::http::HeaderMap,
+    b: Result<Json<LeaseBody>, JsonRejection>,
+) -> Answer {
+    let key = idempotency_key(&headers)?;
     let lease = body(b)?.lease;
-    match node.propose(Op::Revoke { lease }).await?.reply {
+    match node.propose_keyed(Op::Revoke { lease }, key).await?.1.reply {
         Reply::Done => Ok(Json(json!({ "lease": lease }))),
         Reply::NoSuchLease => Err(ApiError::no_lease(lease)),
         other => Err(unexpected(&other)),
@@ -490,11 +559,17 @@ fn deadline_of(timeout_ms: Option<u64>) -> Result<Option<tokio::time::Instant>, 
     timeout_ms.map(|t| check_ms("timeout_ms", t, 0).map(|d| tokio::time::Instant::now() + d)).transpose()
 }
 
-async fn lock_acquire(State(node): State<Arc<Node>>, b: Result<Json<AcquireBody>, JsonRejection>) -> Answer {
+async fn lock_acquire(
+    State(node): State<Arc<Node>>,
+    headers: axum::http::HeaderMap,
+    b: Result<Json<AcquireBody>, JsonRejection>,
+) -> Answer {
+    no_idempotency_key(&headers)?;
     let b = body(b)?;
     check_name("name", &b.name)?;
     let deadline = deadline_of(b.timeout_ms)?;
     let (name, lease, wait) = (b.name, b.lease, b.wait.unwrap_or(true));
+    check_space(&node, &name, "")?;
     // Subscribed before proposing, so that the grant's notice cannot be missed; notices of
     // entries up to the acquire's own answered earlier requests (see `etcd::lock`).
     let mut rx = node.notices.subscribe();
@@ -592,10 +667,15 @@ async fn deliver_grant(node: &Node, name: String, lease: LeaseId, fencing: u64) 
     Ok(Json(json!({ "name": name, "lease": lease, "fencing": fencing })))
 }
 
-async fn lock_release(State(node): State<Arc<Node>>, b: Result<Json<ReleaseBody>, JsonRejection>) -> Answer {
+async fn lock_release(
+    State(node): State<Arc<Node>>,
+    headers: axum::http::HeaderMap,
+    b: Result<Json<ReleaseBody>, JsonRejection>,
+) -> Answer {
+    let key = idempotency_key(&headers)?;
     let b = body(b)?;
     check_name("name", &b.name)?;
-    match node.propose(Op::Release { name: b.name.clone(), lease: b.lease }).await?.reply {
+    match node.propose_keyed(Op::Release { name: b.name.clone(), lease: b.lease }, key).await?.1.reply {
         Reply::Done => Ok(Json(json!({ "name": b.name, "lease": b.lease }))),
         Reply::NoSuchLease => Err(ApiError::no_lease(b.lease)),
         Reply::Refused { reason } => Err(refused(reason)),
@@ -655,12 +735,18 @@ async fn leader_of(node: &Node, election: &str) -> Result<Option<Candidate>, Api
     Ok(serde_json::from_value(v).unwrap_or(None))
 }
 
-async fn campaign(State(node): State<Arc<Node>>, b: Result<Json<CampaignBody>, JsonRejection>) -> Answer {
+async fn campaign(
+    State(node): State<Arc<Node>>,
+    headers: axum::http::HeaderMap,
+    b: Result<Json<CampaignBody>, JsonRejection>,
+) -> Answer {
+    no_idempotency_key(&headers)?;
     let b = body(b)?;
     check_name("election", &b.election)?;
     check_value(&b.value)?;
     let deadline = deadline_of(b.timeout_ms)?;
     let (election, lease) = (b.election, b.lease);
+    check_space(&node, &election, &b.value)?;
     let elected = |c: &Candidate| Json(json!({ "election": election, "leader": candidate(c) }));
     let mut rx = node.notices.subscribe();
     let op = Op::Campaign { election: election.clone(), lease, value: b.value, request: 0 };
@@ -722,12 +808,18 @@ async fn campaign(State(node): State<Arc<Node>>, b: Result<Json<CampaignBody>, J
     }
 }
 
-async fn proclaim(State(node): State<Arc<Node>>, b: Result<Json<ProclaimBody>, JsonRejection>) -> Answer {
+async fn proclaim(
+    State(node): State<Arc<Node>>,
+    headers: axum::http::HeaderMap,
+    b: Result<Json<ProclaimBody>, JsonRejection>,
+) -> Answer {
+    let key = idempotency_key(&headers)?;
     let b = body(b)?;
     check_name("election", &b.election)?;
     check_value(&b.value)?;
+    check_space(&node, &b.election, &b.value)?;
     let op = Op::Proclaim { election: b.election.clone(), lease: b.lease, value: b.value };
-    match node.propose(op).await?.reply {
+    match node.propose_keyed(op, key).await?.1.reply {
         Reply::Done => Ok(Json(json!({ "election": b.election, "lease": b.lease }))),
         Reply::NotLeader => Err(ApiError::conflict(
             "not_leader",
@@ -739,10 +831,16 @@ async fn proclaim(State(node): State<Arc<Node>>, b: Result<Json<ProclaimBody>, J
     }
 }
 
-async fn resign(State(node): State<Arc<Node>>, b: Result<Json<ResignBody>, JsonRejection>) -> Answer {
+async fn resign(
+    State(node): State<Arc<Node>>,
+    headers: axum::http::HeaderMap,
+    b: Result<Json<ResignBody>, JsonRejection>,
+) -> Answer {
+    let key = idempotency_key(&headers)?;
     let b = body(b)?;
     check_name("election", &b.election)?;
-    match node.propose(Op::Resign { election: b.election.clone(), lease: b.lease }).await?.reply {
+    match node.propose_keyed(Op::Resign { election: b.election.clone(), lease: b.lease }, key).await?.1.reply
+    {
         Reply::Done => Ok(Json(json!({ "election": b.election, "lease": b.lease }))),
         Reply::NoSuchLease => Err(ApiError::no_lease(b.lease)),
         Reply::Refused { reason } => Err(refused(reason)),

@@ -46,7 +46,9 @@ use ringleader_algorithms::service::lock_service::Msg;
 use ringleader_algorithms::service::replica::{
     Host, Proposal, Replica, ReplicaError, Settings, Submit, Unreachable, add_voter, remove_voter,
 };
-use ringleader_algorithms::service::state::{Applied, DeadlockPolicy, Notice, Op, RequestId, StateMachine};
+use ringleader_algorithms::service::state::{
+    Applied, DeadlockPolicy, IdempotencyKey, Notice, Op, RequestId, StateMachine,
+};
 use ringleader_core::{NodeId, Time};
 use ringleader_net::auth::Secret;
 use ringleader_net::metrics::Counters;
@@ -178,7 +180,19 @@ pub struct ServerConfig {
     pub api_limits: ringleader_net::api::ConnectionLimits,
     /// Serve the API beyond the loopback without a token.
     pub insecure_api: bool,
+    /// The largest write request the etcd API takes, in bytes (etcd's `--max-request-bytes`).
+    pub max_request_bytes: usize,
+    /// The backend quota, in bytes (etcd's `--quota-backend-bytes`): a write that would take
+    /// the key-value store's size ([`ringleader_algorithms::service::kv::KvStore::bytes`])
+    /// past it is refused and raises the `NOSPACE` alarm.
+    pub quota_backend_bytes: u64,
 }
+
+/// etcd's default `--max-request-bytes`: 1.5 MiB.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1536 * 1024;
+
+/// etcd's default `--quota-backend-bytes`: 2 GiB.
+pub const DEFAULT_QUOTA_BACKEND_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 
 impl ServerConfig {
     /// A configuration with the defaults for everything but identity, membership and places.
@@ -212,12 +226,23 @@ impl ServerConfig {
             api_token: None,
             api_limits: ringleader_net::api::ConnectionLimits::default(),
             insecure_api: false,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            quota_backend_bytes: DEFAULT_QUOTA_BACKEND_BYTES,
         }
     }
 
     /// Checks the configuration; the error says what is wrong and what is allowed.
     pub fn validate(&self) -> Result<(), ServeError> {
         let bad = |what: String| Err(ServeError::Config(what));
+        if self.max_request_bytes < 1024 || self.max_request_bytes > 64 * 1024 * 1024 {
+            return bad(format!(
+                "--max-request-bytes {}: give 1024..=67108864 (1 KiB to 64 MiB)",
+                self.max_request_bytes
+            ));
+        }
+        if self.quota_backend_bytes == 0 {
+            return bad("--quota-backend-bytes 0: give a positive number of bytes".into());
+        }
         let mut ids: Vec<u64> = self.members.iter().map(|m| m.0).collect();
         ids.sort_unstable();
         if ids.first() == Some(&0) {
@@ -424,6 +449,9 @@ pub enum Command {
     Propose {
         /// The operation.
         op: Op,
+        /// The client's idempotency key, if it gave one (else the node's own key is used): a
+        /// request retried with the same key is applied at most once.
+        key: Option<IdempotencyKey>,
         /// Where the result goes.
         reply: oneshot::Sender<Result<(u64, Applied), Unavailable>>,
     },
@@ -479,6 +507,9 @@ pub struct Status {
     pub members: Vec<u64>,
     /// True once this node applied its own removal: it serves nothing any more.
     pub removed: bool,
+    /// The key-value store's size as the backend quota counts it
+    /// ([`ringleader_algorithms::service::kv::KvStore::bytes`]).
+    pub store_bytes: u64,
 }
 
 /// An applied entry's notice, with the entry's index.
@@ -508,6 +539,28 @@ pub struct Node {
     pub max_streams: usize,
     /// Event streams open now.
     pub streams: Arc<std::sync::atomic::AtomicUsize>,
+    /// The largest write request the etcd API takes, in bytes.
+    pub max_request_bytes: usize,
+    /// The backend quota, in bytes ([`ServerConfig::quota_backend_bytes`]).
+    pub quota_backend_bytes: u64,
+    /// The `NOSPACE` alarm: raised when this node refused a write for want of space, listed by
+    /// the etcd API's `Maintenance.Alarm` until it is disarmed there.
+    pub nospace: std::sync::atomic::AtomicBool,
+}
+
+/// A write refused because it would take the store past the backend quota.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the store holds {used} bytes and this write adds up to {adds}, past the backend quota of {quota} bytes; \
+     delete keys (or raise --quota-backend-bytes on every node) and retry"
+)]
+pub struct NoSpace {
+    /// The store's size now.
+    pub used: u64,
+    /// What the write may add.
+    pub adds: u64,
+    /// The quota.
+    pub quota: u64,
 }
 
 impl Node {
@@ -520,8 +573,19 @@ impl Node {
     /// then waits for a notice takes only notices of later entries as answers (an earlier
     /// notice about the same lease and name answered an earlier request).
     pub async fn propose_at(&self, op: Op) -> Result<(u64, Applied), Unavailable> {
+        self.propose_keyed(op, None).await
+    }
+
+    /// Proposes `op` under the client's idempotency key `key` (`None`: the node's own): if a
+    /// request with the same key was applied before, nothing changes and the answer is the
+    /// first application's reply. Answers as [`Node::propose_at`].
+    pub async fn propose_keyed(
+        &self,
+        op: Op,
+        key: Option<IdempotencyKey>,
+    ) -> Result<(u64, Applied), Unavailable> {
         let (reply, rx) = oneshot::channel();
-        self.commands.send(Command::Propose { op, reply }).await.map_err(|_| Unavailable::Stopping)?;
+        self.commands.send(Command::Propose { op, key, reply }).await.map_err(|_| Unavailable::Stopping)?;
         rx.await.map_err(|_| Unavailable::Stopping)?
     }
 
@@ -547,6 +611,19 @@ impl Node {
             .await
             .map_err(|_| Unavailable::Stopping)?;
         rx.await.map_err(|_| Unavailable::Stopping)?
+    }
+
+    /// Whether a write that adds up to `adds` bytes to the store fits under the backend quota,
+    /// on this node's applied state as of the loop's last turn. A refusal raises the `NOSPACE`
+    /// alarm. Writes in flight are not counted: the store may pass the quota by what they add
+    /// (as etcd's may).
+    pub fn check_space(&self, adds: u64) -> Result<(), NoSpace> {
+        let used = self.status.lock().map(|s| s.store_bytes).unwrap_or(0);
+        if used.saturating_add(adds) > self.quota_backend_bytes {
+            self.nospace.store(true, std::sync::atomic::Ordering::Relaxed);
+            return Err(NoSpace { used, adds, quota: self.quota_backend_bytes });
+        }
+        Ok(())
     }
 
     /// A read of this node's applied state.
@@ -750,6 +827,9 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         metrics: metrics.clone(),
         max_streams: (cfg.api_limits.max_connections / 2).max(1),
         streams: Default::default(),
+        max_request_bytes: cfg.max_request_bytes,
+        quota_backend_bytes: cfg.quota_backend_bytes,
+        nospace: Default::default(),
     });
     let seed = cfg.seed.unwrap_or_else(|| {
         let mut b = [0u8; 8];
@@ -1248,11 +1328,14 @@ fn on_command(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Command) {
             replica.change_membership(cc);
             state.change = Some(PendingChange { change, reply, first_sent: now, applied: false });
         }
-        Command::Propose { op, reply } => {
+        Command::Propose { op, key, reply } => {
             Counters::bump(&state.metrics.proposals);
             let request = state.next_request;
             state.next_request += 1;
-            let proposal = Proposal::of_node(replica.id(), replica.incarnation(), request, op);
+            let mut proposal = Proposal::of_node(replica.id(), replica.incarnation(), request, op);
+            if key.is_some() {
+                proposal.key = key;
+            }
             replica.submit(&proposal);
             state
                 .pending
@@ -1338,6 +1421,7 @@ fn publish_status(replica: &Replica<Log>, state: &LoopState) {
     s.commit = replica.commit();
     s.members = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
     s.removed = state.removed;
+    s.store_bytes = replica.machine().kv().bytes();
     if state.removed {
         // raft-rs leaves a removed leader in its role; it leads nothing any more.
         s.role = "removed";

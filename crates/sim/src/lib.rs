@@ -221,11 +221,46 @@ fn operation_unit(
 
 /// Why no progress is possible any more at the end of a run cut off at `--duration`, when the
 /// run proves it: the algorithm needs a majority of its nodes up, and more than half of them
-/// are crashed with no recovery planned after the end. (A paused node counts as up: it
-/// resumes; a partition heals or is not reasoned about.) `None` when nothing is proven.
+/// are crashed with no recovery planned after the end (a paused node counts as up: it
+/// resumes; a partition heals or is not reasoned about); or the algorithm's token is lost for
+/// good ([`token_lost`]). `None` when nothing is proven.
 fn no_progress<A: Algorithm>(sim: &Simulation<A>) -> Option<String> {
+    if sim.stopped() != Stop::Duration {
+        return None;
+    }
+    majority_down(sim).or_else(|| token_lost(sim))
+}
+
+/// Whether position `node` is crashed now with no recovery planned after now.
+fn gone_for_good<A: Algorithm>(sim: &Simulation<A>, node: usize) -> bool {
+    let uid = sim.uids()[node];
+    sim.status()[node] == NodeStatus::Crashed
+        && !sim.cfg.recover.iter().any(|r| r.uid == uid && r.time > sim.now())
+}
+
+/// The token is lost for good: no message is in flight (so none carries it), no node holds
+/// it, and the algorithm never regenerates it ([`Algorithm::token_lost`]).
+fn token_lost<A: Algorithm>(sim: &Simulation<A>) -> Option<String> {
+    if sim.in_flight() != 0 {
+        return None;
+    }
+    let n = sim.uids().len();
+    let crashed: Vec<bool> = sim.status().iter().map(|s| *s == NodeStatus::Crashed).collect();
+    let gone: Vec<bool> = (0..n).map(|i| gone_for_good(sim, i)).collect();
+    if !A::token_lost(sim.states(), &crashed, &gone) {
+        return None;
+    }
+    Some(format!(
+        "at {:.3} ms: the token is held by no node and carried by no message in flight, and {} never regenerates it",
+        sim.now() as f64 / 1e6,
+        sim.cfg.algorithm
+    ))
+}
+
+/// More than half of the nodes are crashed for good and the algorithm needs a majority up.
+fn majority_down<A: Algorithm>(sim: &Simulation<A>) -> Option<String> {
     let cfg = &sim.cfg;
-    if !sim.info.needs_majority || sim.stopped() != Stop::Duration {
+    if !sim.info.needs_majority {
         return None;
     }
     let now = sim.now();

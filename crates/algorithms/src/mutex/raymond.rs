@@ -208,6 +208,13 @@ impl Process for Raymond {
 
 impl Algorithm for Raymond {
     const NAME: &'static str = "raymond";
+
+    /// Nothing regenerates the token; it is at the process whose HOLDER is itself, which keeps
+    /// it through a crash and a recovery (a crashed one with no recovery to come has it no
+    /// more).
+    fn token_lost(states: &[Self], _crashed: &[bool], gone: &[bool]) -> bool {
+        states.iter().zip(gone).all(|(s, &gone)| gone || s.holder != s.me)
+    }
     const FAMILY: Family = Family::Mutex;
     const SUMMARY: &'static str =
         "token on a static spanning tree; HOLDER points to it, REQUESTs climb, PRIVILEGE descends; O(log N)";

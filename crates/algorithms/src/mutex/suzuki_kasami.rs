@@ -211,6 +211,12 @@ impl Process for SuzukiKasami {
 
 impl Algorithm for SuzukiKasami {
     const NAME: &'static str = "suzuki-kasami";
+
+    /// Nothing regenerates the token; a crashed holder loses it (a recovered process no longer
+    /// has it), so only an up process can hold it.
+    fn token_lost(states: &[Self], crashed: &[bool], _gone: &[bool]) -> bool {
+        states.iter().zip(crashed).all(|(s, &down)| down || s.token.is_none())
+    }
     const FAMILY: Family = Family::Mutex;
     const SUMMARY: &'static str =
         "broadcast REQUEST(j, sn); the token carries LN and a queue; N messages per entry, 0 to re-enter";

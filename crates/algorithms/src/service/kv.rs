@@ -59,6 +59,27 @@ pub const DEFAULT_HISTORY_LIMIT: usize = 10_000;
 /// The most requests a transaction may hold in each branch (etcd's default `--max-txn-ops`).
 pub const MAX_TXN_OPS: usize = 128;
 
+/// What one stored record (a live key or a record inside a history event) counts in
+/// [`KvStore::bytes`] and [`KvStore::history_bytes`] beyond its key and value: its revisions,
+/// version and lease, and the maps' own bookkeeping, roughly.
+pub const RECORD_OVERHEAD: u64 = 64;
+
+/// The most the history keeps, in bytes of records ([`KvStore::history_bytes`]), besides
+/// its limit in events: the oldest revisions go first, and the newest revision always stays.
+/// A replicated constant (every replica trims alike), so that the history's memory stays
+/// bounded whatever the values' sizes.
+pub const HISTORY_BYTES_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// What `kv` counts in [`KvStore::bytes`].
+fn record_bytes(kv: &KeyValue) -> u64 {
+    (kv.key.len() + kv.value.len()) as u64 + RECORD_OVERHEAD
+}
+
+/// What an event counts in [`KvStore::bytes`]: its record and its previous record.
+fn event_bytes(e: &Event) -> u64 {
+    record_bytes(&e.kv) + e.prev_kv.as_ref().map_or(0, record_bytes)
+}
+
 /// One live key and its bookkeeping (etcd's `mvccpb.KeyValue`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct KeyValue {
@@ -275,6 +296,31 @@ pub struct Txn {
     pub failure: Vec<RequestOp>,
 }
 
+/// What a put of a key of `key` bytes and a value of `value` bytes adds to [`KvStore::bytes`]
+/// at most: its live record. (The backend quota also counts a lease grant, a lock or a
+/// candidacy as a put of its name and value, as etcd, which stores them as keys, does.)
+pub fn put_growth(key: usize, value: usize) -> u64 {
+    (key + value) as u64 + RECORD_OVERHEAD
+}
+
+impl Txn {
+    /// How much a transaction may add to [`KvStore::bytes`] at most, counting what it writes
+    /// (its puts, [`put_growth`]; a put over an existing key frees the old record, and a value
+    /// kept with `ignore_value` is not counted). Reads and deletes add nothing. The larger
+    /// branch counts.
+    pub fn growth(&self) -> u64 {
+        let branch = |ops: &[RequestOp]| -> u64 {
+            ops.iter()
+                .map(|op| match op {
+                    RequestOp::Put(p) => put_growth(p.key.len(), p.value.len()),
+                    _ => 0,
+                })
+                .sum()
+        };
+        branch(&self.success).max(branch(&self.failure))
+    }
+}
+
 /// The outcome of a transaction.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TxnResult {
@@ -318,12 +364,46 @@ pub enum KvError {
 
 /// The key-value store: live keys, which keys each lease holds, and the event history.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "KvStoreData")]
 pub struct KvStore {
     keys: BTreeMap<Vec<u8>, KeyValue>,
     by_lease: BTreeMap<LeaseId, BTreeSet<Vec<u8>>>,
     history: VecDeque<(Revision, Event)>,
     history_limit: usize,
     first_kept: Revision,
+    /// [`KvStore::bytes`], kept up to date by every change; not serialized (recounted when a
+    /// store is read back).
+    #[serde(skip_serializing)]
+    bytes: u64,
+    /// [`KvStore::history_bytes`], likewise.
+    #[serde(skip_serializing)]
+    history_bytes: u64,
+}
+
+/// A [`KvStore`] as serialized: everything but its byte count, which is recounted.
+#[derive(Deserialize)]
+struct KvStoreData {
+    keys: BTreeMap<Vec<u8>, KeyValue>,
+    by_lease: BTreeMap<LeaseId, BTreeSet<Vec<u8>>>,
+    history: VecDeque<(Revision, Event)>,
+    history_limit: usize,
+    first_kept: Revision,
+}
+
+impl From<KvStoreData> for KvStore {
+    fn from(d: KvStoreData) -> KvStore {
+        let bytes = d.keys.values().map(record_bytes).sum::<u64>();
+        let history_bytes = d.history.iter().map(|(_, e)| event_bytes(e)).sum::<u64>();
+        KvStore {
+            keys: d.keys,
+            by_lease: d.by_lease,
+            history: d.history,
+            history_limit: d.history_limit,
+            first_kept: d.first_kept,
+            bytes,
+            history_bytes,
+        }
+    }
 }
 
 impl Default for KvStore {
@@ -373,7 +453,23 @@ impl KvStore {
             history: VecDeque::new(),
             history_limit: history_limit.max(1),
             first_kept: 1,
+            bytes: 0,
+            history_bytes: 0,
         }
+    }
+
+    /// The store's size as the backend quota counts it (etcd's database size in use): the
+    /// keys and values of the live records, plus [`RECORD_OVERHEAD`] per record. A delete
+    /// makes room at once. (The history is bounded apart: [`KvStore::history_bytes`].)
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// What the history's records take, counted as [`KvStore::bytes`] counts them (an event
+    /// counts its record and its previous record); at most [`HISTORY_BYTES_LIMIT`] unless its
+    /// newest revision alone is larger.
+    pub fn history_bytes(&self) -> u64 {
+        self.history_bytes
     }
 
     /// The lowest revision reads and watches may start from (etcd's compact revision).
@@ -632,12 +728,15 @@ impl KvStore {
         if lease != 0 {
             self.by_lease.entry(lease).or_default().insert(p.key.clone());
         }
+        self.bytes += record_bytes(&kv);
+        self.bytes -= prev.as_ref().map_or(0, record_bytes);
         self.keys.insert(p.key.clone(), kv.clone());
         (prev.clone(), Event { kind: EventKind::Put, kv, prev_kv: prev })
     }
 
     fn delete(&mut self, revision: Revision, key: &[u8]) -> Event {
         let prev = self.keys.remove(key);
+        self.bytes -= prev.as_ref().map_or(0, record_bytes);
         if let Some(l) = prev.as_ref().map(|kv| kv.lease).filter(|l| *l != 0) {
             self.detach(l, key);
         }
@@ -666,15 +765,24 @@ impl KvStore {
     }
 
     fn record(&mut self, revision: Revision, e: &Event) {
+        self.history_bytes += event_bytes(e);
         self.history.push_back((revision, e.clone()));
     }
 
-    /// Drops the oldest revisions, whole, until the history is within its limit.
+    /// Drops the oldest revisions, whole, until the history is within its limits: at most
+    /// `history_limit` events, and at most [`HISTORY_BYTES_LIMIT`] bytes unless only the newest
+    /// revision is left.
     fn trim(&mut self) {
-        while self.history.len() > self.history_limit {
-            let Some(&(oldest, _)) = self.history.front() else { break };
+        while let (Some(&(oldest, _)), Some(&(newest, _))) = (self.history.front(), self.history.back()) {
+            let too_many = self.history.len() > self.history_limit;
+            let too_big = self.history_bytes > HISTORY_BYTES_LIMIT && oldest != newest;
+            if !too_many && !too_big {
+                break;
+            }
             while self.history.front().is_some_and(|(r, _)| *r == oldest) {
-                self.history.pop_front();
+                if let Some((_, e)) = self.history.pop_front() {
+                    self.history_bytes -= event_bytes(&e);
+                }
             }
             self.first_kept = oldest + 1;
         }
@@ -986,5 +1094,63 @@ mod tests {
         };
         assert_eq!(kv.txn(1, &txn, &all_leases).unwrap_err(), KvError::TooManyOps);
         assert!(kv.is_empty());
+    }
+
+    /// The byte count follows every change (puts, overwrites, deletes, lease ends, history
+    /// trimming), equals a recount, and is recounted when a store is read back.
+    #[test]
+    fn the_byte_count_follows_every_change_and_survives_serialization() {
+        let recount = |kv: &KvStore| {
+            (
+                kv.keys.values().map(record_bytes).sum::<u64>(),
+                kv.history.iter().map(|(_, e)| event_bytes(e)).sum::<u64>(),
+            )
+        };
+        let mut kv = KvStore::new(4);
+        assert_eq!(kv.bytes(), 0);
+        let one = Txn { success: vec![put("a", "12345")], ..Default::default() };
+        assert_eq!(one.growth(), 6 + RECORD_OVERHEAD);
+        kv.txn(1, &one, &all_leases).unwrap();
+        assert_eq!(kv.bytes(), one.growth(), "a new key: its live record");
+        assert_eq!(kv.history_bytes(), one.growth(), "and its event");
+        let steps: Vec<Txn> = vec![
+            Txn { success: vec![put("a", "1234567890")], ..Default::default() },
+            Txn { success: vec![put_lease("b", "x", 9), put("c", "yy")], ..Default::default() },
+            Txn { success: vec![del("a", "")], ..Default::default() },
+            Txn { success: vec![del("b", "d")], ..Default::default() },
+        ];
+        for (i, t) in steps.iter().enumerate() {
+            kv.txn(i as u64 + 2, t, &all_leases).unwrap();
+            assert_eq!((kv.bytes(), kv.history_bytes()), recount(&kv), "after step {i}");
+        }
+        kv.txn(6, &Txn { success: vec![put_lease("e", "v", 7)], ..Default::default() }, &all_leases).unwrap();
+        kv.drop_lease(7, 7);
+        assert_eq!((kv.bytes(), kv.history_bytes()), recount(&kv), "after a lease ended");
+        assert_eq!(kv.bytes(), 0, "every key was deleted or went with its lease");
+        assert!(kv.history_len() <= 4, "trimmed");
+        let json = serde_json::to_string(&kv).unwrap();
+        assert!(!json.contains("bytes"), "the count is not serialized: {json}");
+        let back: KvStore = serde_json::from_str(&json).unwrap();
+        assert_eq!((back.bytes(), back.history_bytes()), (kv.bytes(), kv.history_bytes()));
+        assert_eq!(back, kv);
+    }
+
+    /// The history keeps at most HISTORY_BYTES_LIMIT bytes, oldest revisions first, and always
+    /// its newest revision.
+    #[test]
+    fn the_history_is_bounded_in_bytes_and_keeps_its_newest_revision() {
+        let mut kv = KvStore::default();
+        let big = "x".repeat((HISTORY_BYTES_LIMIT / 3) as usize);
+        for r in 1..=4 {
+            write(&mut kv, r, vec![put(&format!("k{r}"), &big)]);
+            assert!(kv.history_bytes() <= HISTORY_BYTES_LIMIT, "revision {r}: {}", kv.history_bytes());
+        }
+        assert_eq!(kv.first_kept(), 3, "revisions 1-2 went; 3-4 (2/3 of the limit and a bit) stay");
+        // Revision 5 alone is over the limit: everything older goes, it stays.
+        write(&mut kv, 5, vec![del("k1", ""), del("k2", ""), del("k3", ""), del("k4", "")]);
+        assert!(kv.history_bytes() > HISTORY_BYTES_LIMIT);
+        assert_eq!((kv.history_len(), kv.first_kept()), (4, 5), "only the newest revision is left");
+        assert!(kv.is_empty());
+        assert_eq!(kv.bytes(), 0);
     }
 }

@@ -45,6 +45,11 @@ struct Cluster {
 impl Cluster {
     /// Three nodes with the gRPC API, once every node names the same Raft leader.
     async fn start() -> Cluster {
+        Cluster::start_with(&[]).await
+    }
+
+    /// As [`Cluster::start`], with `serve_args` passed to every `ringleader serve`.
+    async fn start_with(serve_args: &[&str]) -> Cluster {
         let n = 3u16;
         let (api, peer, grpc) = (free_base(n, LANE), free_base(n, LANE), free_base(n, LANE));
         let dir = std::env::temp_dir().join(format!("ringleader-etcd-{}-{grpc}", std::process::id()));
@@ -58,6 +63,7 @@ impl Cluster {
             .arg(dir.join("data"))
             .arg("--secret-file")
             .arg(dir.join("cluster.secret"))
+            .args(serve_args.iter().map(|a| format!("--serve-arg={a}")))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         let child = {
@@ -718,4 +724,52 @@ async fn with_an_api_token_every_call_needs_root_authenticated_with_it() {
         );
     }
     within("revoke", root.lease_revoke(lease)).await.unwrap();
+}
+
+/// etcd's request limit and backend quota (`--max-request-bytes`, `--quota-backend-bytes`): a
+/// put over the limit is refused as too large; puts that would take the store past the quota
+/// are refused RESOURCE_EXHAUSTED "database space exceeded" and raise NOSPACE, which
+/// Maintenance.Alarm lists and Status reports; the store's size stays under the quota; reads
+/// and deletes still work, a delete makes room, and a disarmed alarm is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_past_the_quota_are_refused_with_nospace_and_reads_and_deletes_still_work() {
+    use etcd_client::{AlarmAction, AlarmOptions, AlarmType};
+    const QUOTA: i64 = 256 * 1024;
+    let c = Cluster::start_with(&["--quota-backend-bytes=262144", "--max-request-bytes=65536"]).await;
+    let mut one = c.client(1).await;
+
+    let e = status(within("put", one.put("big", vec![7u8; 70 * 1024], None)).await.unwrap_err());
+    assert_eq!((e.code(), e.message()), (Code::InvalidArgument, "etcdserver: request is too large"));
+
+    let value = vec![1u8; 30 * 1024];
+    let mut stored = 0;
+    let refusal = loop {
+        assert!(stored < 20, "20 puts of 30 KiB fit under a quota of 256 KiB");
+        match within("put", one.put(format!("k{stored}"), value.clone(), None)).await {
+            Ok(_) => stored += 1,
+            Err(e) => break status(e),
+        }
+    };
+    assert_eq!(refusal.code(), Code::ResourceExhausted, "{refusal:?}");
+    assert_eq!(refusal.message(), "etcdserver: mvcc: database space exceeded");
+    assert_eq!(stored, 8, "8 puts of 30 KiB (and 66 bytes of key and overhead) fit under 256 KiB");
+
+    let s = within("status", one.status()).await.unwrap();
+    assert!(s.db_size() > 0 && s.db_size() <= QUOTA, "db size {} within the quota", s.db_size());
+    assert!(s.errors().iter().any(|e| e.contains("NOSPACE")), "{:?}", s.errors());
+    let alarms = within("alarm list", one.alarm(AlarmAction::Get, AlarmType::None, None)).await.unwrap();
+    let listed: Vec<(u64, AlarmType)> = alarms.alarms().iter().map(|a| (a.member_id(), a.alarm())).collect();
+    assert_eq!(listed, [(1, AlarmType::Nospace)]);
+
+    let got = within("get", one.get("k0", None)).await.unwrap();
+    assert_eq!(got.kvs()[0].value(), &value[..], "reads still work");
+    let deleted = within("delete", one.delete("k0", None)).await.unwrap();
+    assert_eq!(deleted.deleted(), 1, "deletes still work");
+    within("put", one.put("k0", value.clone(), None)).await.expect("a delete made room for one more");
+
+    let mut opts = AlarmOptions::new();
+    opts.with_member(1);
+    within("disarm", one.alarm(AlarmAction::Deactivate, AlarmType::Nospace, Some(opts))).await.unwrap();
+    let alarms = within("alarm list", one.alarm(AlarmAction::Get, AlarmType::None, None)).await.unwrap();
+    assert!(alarms.alarms().is_empty(), "disarmed, yet {} alarms listed", alarms.alarms().len());
 }

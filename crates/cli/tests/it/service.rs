@@ -27,6 +27,11 @@ struct Service {
 
 impl Service {
     fn start(n: u16) -> Service {
+        Service::start_with(n, &[])
+    }
+
+    /// As [`Service::start`], with `serve_args` passed to every `ringleader serve`.
+    fn start_with(n: u16, serve_args: &[&str]) -> Service {
         let api = free_base(n, LANE);
         let peer = free_base(n, LANE);
         let dir = std::env::temp_dir().join(format!("ringleader-service-{}-{api}", std::process::id()));
@@ -38,6 +43,7 @@ impl Service {
             .arg(dir.join("data"))
             .arg("--secret-file")
             .arg(dir.join("cluster.secret"))
+            .args(serve_args.iter().map(|a| format!("--serve-arg={a}")))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         std::fs::create_dir_all(&dir).unwrap();
@@ -656,4 +662,67 @@ fn the_api_asks_for_its_bearer_token_and_a_loopback_host() {
     let err = String::from_utf8_lossy(&open.stderr);
     assert!(err.contains("needs a bearer token") && err.trim().lines().count() == 1, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A POST with an `Idempotency-Key` header.
+fn post_keyed(port: u16, path: &str, key: &str, body: Value) -> (u16, Value) {
+    let url = format!("http://127.0.0.1:{port}{path}");
+    let mut r = AGENT
+        .with(|a| {
+            a.post(&url)
+                .header("content-type", "application/json")
+                .header("idempotency-key", key)
+                .send(body.to_string())
+        })
+        .expect("the node answers");
+    let status = r.status().as_u16();
+    (status, serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap_or(Value::Null))
+}
+
+/// A grant retried with its idempotency key, on another node, is applied once: the retry is
+/// answered with the first grant's lease, and only one lease exists; a new key grants anew. A
+/// malformed key, a node's own session, and a key on an acquire are refused 400.
+#[test]
+fn a_grant_retried_with_its_idempotency_key_on_another_node_is_applied_once() {
+    let s = Service::start(3);
+    // Read on node 3, which answers last and so has applied every grant.
+    let leases = || sample(&metrics(s.port(3)), "ringleader_service_leases{id=\"3\"}");
+    let before = leases();
+    let grant = json!({ "ttl_ms": 60_000 });
+    let (code, first) = post_keyed(s.port(1), "/v1/lease/grant", "4242:7", grant.clone());
+    assert_eq!(code, 200, "{first}");
+    let (code, again) = post_keyed(s.port(2), "/v1/lease/grant", "4242:7", grant.clone());
+    assert_eq!(code, 200, "{again}");
+    assert_eq!(again["lease"], first["lease"], "the retry answers the first grant");
+    let (code, other) = post_keyed(s.port(3), "/v1/lease/grant", "4242:8", grant.clone());
+    assert_eq!(code, 200, "{other}");
+    assert_ne!(other["lease"], first["lease"], "a new key is a new request");
+    assert_eq!(leases(), before + 2.0, "two grants applied, not three");
+
+    for bad in ["4242", "x:1", "0:1", "9223372036854775808:1"] {
+        let (code, body) = post_keyed(s.port(1), "/v1/lease/grant", bad, grant.clone());
+        assert_eq!((code, body["reason"].as_str()), (400, Some("bad_request")), "{bad}: {body}");
+    }
+    let acquire = json!({ "name": "k", "lease": first["lease"], "wait": false });
+    let (code, body) = post_keyed(s.port(1), "/v1/lock/acquire", "4242:9", acquire);
+    assert_eq!((code, body["reason"].as_str()), (400, Some("bad_request")), "{body}");
+}
+
+/// A write whose name and value alone pass the backend quota is refused 507 `no_space`; a
+/// smaller one is served.
+#[test]
+fn a_write_past_the_backend_quota_is_refused_507() {
+    let s = Service::start_with(1, &["--quota-backend-bytes=2048"]);
+    let lease = s.grant(1, 60_000);
+    let big = "v".repeat(4096);
+    let (code, body) =
+        post(s.port(1), "/v1/election/campaign", json!({ "election": "e", "lease": lease, "value": big }));
+    assert_eq!((code, body["reason"].as_str()), (507, Some("no_space")), "{body}");
+    assert!(body["error"].as_str().unwrap().contains("backend quota of 2048 bytes"), "{body}");
+    let (code, body) = post(
+        s.port(1),
+        "/v1/election/campaign",
+        json!({ "election": "e", "lease": lease, "value": "small" }),
+    );
+    assert_eq!(code, 200, "{body}");
 }

@@ -86,6 +86,10 @@ impl Election for ElectionApi {
         let value = value_of(req.value)?;
         let ctx = &self.0;
         let node = &ctx.node;
+        super::check_space(
+            node,
+            ringleader_algorithms::service::kv::put_growth(election.len() + 17, value.len()),
+        )?;
         let elected = |c: &Candidate| {
             let leader = Some(leader_key(&election, c));
             async move { Response::new(CampaignResponse { header: ctx.applied_header().await, leader }) }
@@ -141,6 +145,10 @@ impl Election for ElectionApi {
         let (election, lease) = candidate_of(req.leader)?;
         let value = value_of(req.value)?;
         let ctx = &self.0;
+        super::check_space(
+            &ctx.node,
+            ringleader_algorithms::service::kv::put_growth(election.len() + 17, value.len()),
+        )?;
         match ctx.node.propose(Op::Proclaim { election, lease, value }).await.map_err(unavailable)?.reply {
             Reply::Done => Ok(Response::new(ProclaimResponse { header: ctx.applied_header().await })),
             Reply::NotLeader => Err(Status::failed_precondition("election: not leader")),

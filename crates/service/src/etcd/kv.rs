@@ -233,10 +233,11 @@ impl Kv for KvApi {
 
     async fn put(&self, req: Request<PutRequest>) -> Result<Response<PutResponse>, Status> {
         let req = req.into_inner();
-        super::too_large(prost::Message::encoded_len(&req))?;
+        super::too_large(&self.0.node, prost::Message::encoded_len(&req))?;
         let put = put_req(req)?;
-        let (revision, mut result) =
-            self.propose(Txn { success: vec![RequestOp::Put(put)], ..Txn::default() }).await?;
+        let txn = Txn { success: vec![RequestOp::Put(put)], ..Txn::default() };
+        super::check_space(&self.0.node, txn.growth())?;
+        let (revision, mut result) = self.propose(txn).await?;
         let prev_kv = match result.responses.pop() {
             Some(ResponseOp::Put { prev_kv }) => prev_kv.map(kv_pb),
             _ => None,
@@ -264,8 +265,11 @@ impl Kv for KvApi {
 
     async fn txn(&self, req: Request<TxnRequest>) -> Result<Response<TxnResponse>, Status> {
         let req = req.into_inner();
-        super::too_large(prost::Message::encoded_len(&req))?;
+        super::too_large(&self.0.node, prost::Message::encoded_len(&req))?;
         let txn = txn_of(req)?;
+        if txn.growth() > 0 {
+            super::check_space(&self.0.node, txn.growth())?;
+        }
         let (revision, result) = self.propose(txn).await?;
         Ok(Response::new(TxnResponse {
             header: self.0.header(Some(revision)),

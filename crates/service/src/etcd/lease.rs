@@ -6,6 +6,7 @@
 use std::pin::Pin;
 
 use futures_util::Stream;
+use ringleader_algorithms::service::kv::put_growth;
 use ringleader_algorithms::service::state::{Op, Reply, StateMachine};
 use ringleader_core::Time;
 use serde_json::{Value, json};
@@ -57,6 +58,7 @@ impl Lease for LeaseApi {
             )));
         }
         let ctx = &self.0;
+        super::check_space(&ctx.node, put_growth(0, 0))?;
         let op = Op::Grant { ttl: req.ttl as Time * SECOND, origin: ctx.node.me, request: 0 };
         match ctx.node.propose(op).await.map_err(unavailable)?.reply {
             Reply::Granted { lease, ttl } => Ok(Response::new(LeaseGrantResponse {

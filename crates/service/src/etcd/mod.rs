@@ -8,7 +8,8 @@
 //! - [`lock`]: `v3lockpb.Lock` — Lock, Unlock.
 //! - [`election`]: `v3electionpb.Election` — Campaign, Proclaim, Leader, Observe (stream),
 //!   Resign.
-//! - [`maintenance`]: `etcdserverpb.Maintenance` — Status.
+//! - [`maintenance`]: `etcdserverpb.Maintenance` — Status, Alarm (the `NOSPACE` alarm of the
+//!   backend quota).
 //! - [`cluster`]: `etcdserverpb.Cluster` — MemberList.
 //! - [`kv`]: `etcdserverpb.KV` — Range, Put, DeleteRange, Txn.
 //! - [`watch`]: `etcdserverpb.Watch` — Watch (a bidirectional stream).
@@ -74,21 +75,29 @@ use pb::etcdserverpb::ResponseHeader;
 /// ringleader's.
 pub const VERSION: &str = "3.5.0+ringleader";
 
-/// The largest write request (a Put or a Txn, as encoded), in bytes: etcd's default
-/// `--max-request-bytes`, 1.5 MiB. A larger one is refused as etcd refuses it, so that one
-/// entry cannot take a node's memory (every entry lives in the log and the history).
-pub const MAX_REQUEST_BYTES: usize = 1536 * 1024;
+/// The largest write request (a Put or a Txn, as encoded), in bytes, by default: etcd's
+/// default `--max-request-bytes`, 1.5 MiB (`ringleader serve --max-request-bytes` sets it). A
+/// larger one is refused as etcd refuses it, so that one entry cannot take a node's memory
+/// (every entry lives in the log and the history).
+pub const MAX_REQUEST_BYTES: usize = crate::server::DEFAULT_MAX_REQUEST_BYTES;
 
-/// What gRPC itself accepts beyond [`MAX_REQUEST_BYTES`] (etcd's `grpcOverheadBytes`): a message
+/// What gRPC itself accepts beyond the request limit (etcd's `grpcOverheadBytes`): a message
 /// over the sum is refused before it is decoded.
 const GRPC_OVERHEAD_BYTES: usize = 512 * 1024;
 
-/// etcd's answer to a write over [`MAX_REQUEST_BYTES`].
-pub fn too_large(size: usize) -> Result<(), Status> {
-    if size > MAX_REQUEST_BYTES {
+/// etcd's answer to a write over the node's request limit (`--max-request-bytes`).
+pub fn too_large(node: &Node, size: usize) -> Result<(), Status> {
+    if size > node.max_request_bytes {
         return Err(Status::invalid_argument("etcdserver: request is too large"));
     }
     Ok(())
+}
+
+/// etcd's answer to a write that would take the store past the backend quota
+/// (`--quota-backend-bytes`): `RESOURCE_EXHAUSTED`, and the `NOSPACE` alarm raised.
+pub fn check_space(node: &Node, adds: u64) -> Result<(), Status> {
+    node.check_space(adds)
+        .map_err(|_| Status::resource_exhausted("etcdserver: mvcc: database space exceeded"))
 }
 
 /// How often a blocked request checks that its lease still exists (a revoked lease sends no
@@ -96,7 +105,7 @@ pub fn too_large(size: usize) -> Result<(), Status> {
 const LEASE_CHECK: Duration = Duration::from_millis(500);
 
 /// The gRPC methods served; any other path is answered `UNIMPLEMENTED` with its name.
-pub const SERVED: [&str; 20] = [
+pub const SERVED: [&str; 21] = [
     "/etcdserverpb.Lease/LeaseGrant",
     "/etcdserverpb.Lease/LeaseRevoke",
     "/etcdserverpb.Lease/LeaseKeepAlive",
@@ -110,6 +119,7 @@ pub const SERVED: [&str; 20] = [
     "/v3electionpb.Election/Observe",
     "/v3electionpb.Election/Resign",
     "/etcdserverpb.Maintenance/Status",
+    "/etcdserverpb.Maintenance/Alarm",
     "/etcdserverpb.Cluster/MemberList",
     "/etcdserverpb.KV/Range",
     "/etcdserverpb.KV/Put",
@@ -290,7 +300,7 @@ fn unimplemented(path: &str) -> axum::response::Response {
     let method = path.trim_start_matches('/');
     let status = Status::unimplemented(format!(
         "ringleader does not serve {method}: its etcd API has KV (without Compact), Watch, leases, locks, \
-         elections, Maintenance.Status and Cluster.MemberList (see docs/ETCD.md)"
+         elections, Maintenance.Status and .Alarm and Cluster.MemberList (see docs/ETCD.md)"
     ));
     let (parts, ()) = status.into_http::<()>().into_parts();
     axum::response::Response::from_parts(parts, axum::body::Body::empty())
@@ -313,7 +323,7 @@ pub fn router(ctx: Ctx, api_token: Option<ringleader_net::api::ApiToken>) -> axu
         MaintenanceServer::with_interceptor(maintenance::MaintenanceApi(ctx.clone()), check.clone());
     let kv = tonic::service::interceptor::InterceptedService::new(
         pb::etcdserverpb::kv_server::KvServer::new(kv::KvApi(ctx.clone()))
-            .max_decoding_message_size(MAX_REQUEST_BYTES + GRPC_OVERHEAD_BYTES),
+            .max_decoding_message_size(ctx.node.max_request_bytes + GRPC_OVERHEAD_BYTES),
         check.clone(),
     );
     let watch = pb::etcdserverpb::watch_server::WatchServer::with_interceptor(

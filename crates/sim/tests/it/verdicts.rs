@@ -296,3 +296,41 @@ fn a_majority_down_for_good_says_no_progress_is_possible_and_nothing_less_does()
     assert!(!r.undecided.is_empty(), "cut off early");
     assert_eq!(r.no_progress, None, "a majority is up");
 }
+
+/// Suzuki-Kasami's token dies with its crashed holder (a recovered process no longer has it),
+/// and nothing regenerates it: with the holder crashed and its recovery planned after the end,
+/// the run is cut off, but no message is in flight and no node holds the token, so it says that
+/// no progress is possible. Raymond's recovered holder keeps its token: the same plan proves
+/// nothing there, and the run advises a longer one.
+#[test]
+fn a_lost_token_with_no_regeneration_says_no_progress_is_possible_and_a_kept_one_does_not() {
+    let plan = |algo: &str| {
+        let mut c = cfg(algo, 3);
+        c.workload = Some(WorkloadKind::Saturated);
+        c.entries = 20;
+        c.duration = 2000 * MS;
+        c.crash = vec!["1@0".parse().unwrap()];
+        c.recover = vec!["1@5s".parse().unwrap()];
+        c
+    };
+    let r = go(&plan("suzuki-kasami"));
+    assert_eq!(r.stopped, "duration");
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(status(&r, "no_starvation"), PropertyStatus::Undecided);
+    let why = r.no_progress.as_deref().expect("the lost token is proven");
+    assert_eq!(
+        why,
+        "at 2000.000 ms: the token is held by no node and carried by no message in flight, and suzuki-kasami never regenerates it"
+    );
+    let text = r.human(None);
+    assert!(text.contains(&format!("verdict    NO PROGRESS POSSIBLE {why}; ")), "{text}");
+    assert!(!text.contains("longer --duration"), "{text}");
+
+    let r = go(&plan("raymond"));
+    assert_eq!(status(&r, "no_starvation"), PropertyStatus::Undecided);
+    assert_eq!(r.no_progress, None, "the crashed holder keeps the token through its recovery");
+    assert!(r.human(None).contains("try a longer --duration"));
+
+    let r = go(&plan("token-ring"));
+    assert_eq!(r.no_progress, None, "the token ring regenerates its token");
+}
