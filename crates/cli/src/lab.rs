@@ -202,7 +202,10 @@ fn new(a: NewArgs) -> Outcome {
     for f in files {
         println!("  {}", f.display());
     }
-    println!("next: cd {} && cargo test (the rule test fails until you write it), then cargo run -- sim", dir.display());
+    println!(
+        "next: cd {} && cargo test (the rule test fails until you write it), then cargo run -- sim",
+        dir.display()
+    );
     Ok(ExitStatus::violation_unless(true))
 }
 

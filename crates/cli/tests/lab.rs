@@ -181,7 +181,9 @@ fn grade_takes_a_teachers_scenario_files() {
     let card: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let runs = card["runs"].as_array().unwrap();
     let report_only = &runs[runs.len() - 2];
-    assert!(report_only["scenario"].as_str().unwrap().starts_with("file: Chandy-Misra-Haas without recovery"));
+    assert!(
+        report_only["scenario"].as_str().unwrap().starts_with("file: Chandy-Misra-Haas without recovery")
+    );
     let repro = report_only["repro"].as_str().unwrap();
     for flag in ["--nodes 8", "--latency uniform:500us..2ms", "--entries 5", "--cycles 0.4", "--holders 2"] {
         assert!(repro.contains(flag), "{flag} in {repro}");
@@ -224,11 +226,15 @@ fn grade_takes_a_teachers_scenario_files() {
 fn lab_new_writes_a_crate_on_the_process_contract() {
     let dir = scratch("lab-new-files");
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
-    let o = ringleader(&["lab", "new", "my-ra", "--family", "mutex", "--dir", dir.as_path().to_str().unwrap()]);
+    let o =
+        ringleader(&["lab", "new", "my-ra", "--family", "mutex", "--dir", dir.as_path().to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let krate = dir.as_path().join("my-ra");
     let manifest = std::fs::read_to_string(krate.join("Cargo.toml")).unwrap();
-    assert!(manifest.contains(&format!("ringleader-lab = {{ path = \"{}/crates/lab\" }}", root.display())), "{manifest}");
+    assert!(
+        manifest.contains(&format!("ringleader-lab = {{ path = \"{}/crates/lab\" }}", root.display())),
+        "{manifest}"
+    );
     assert!(manifest.contains("[workspace]"), "a crate of its own");
     let lib = std::fs::read_to_string(krate.join("src/lib.rs")).unwrap();
     for needle in [
@@ -256,9 +262,14 @@ fn lab_new_writes_a_crate_on_the_process_contract() {
         "--ringleader-path",
         dir.as_path().to_str().unwrap(),
     ]);
-    assert!(String::from_utf8_lossy(&other.stderr).contains("not a ringleader workspace"), "{}", text(&other));
+    assert!(
+        String::from_utf8_lossy(&other.stderr).contains("not a ringleader workspace"),
+        "{}",
+        text(&other)
+    );
     for (name, needle) in [("My RA", "crate name"), ("my-ra", "is not empty")] {
-        let o = ringleader(&["lab", "new", name, "--family", "mutex", "--dir", dir.as_path().to_str().unwrap()]);
+        let o =
+            ringleader(&["lab", "new", name, "--family", "mutex", "--dir", dir.as_path().to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
         assert!(String::from_utf8_lossy(&o.stderr).contains(needle), "{}", text(&o));
     }
@@ -273,13 +284,19 @@ fn lab_new_writes_a_crate_on_the_process_contract() {
 #[ignore]
 fn lab_new_crate_builds_and_runs_offline() {
     let dir = scratch("lab-new-build");
-    let o = ringleader(&["lab", "new", "my-ra", "--family", "mutex", "--dir", dir.as_path().to_str().unwrap()]);
+    let o =
+        ringleader(&["lab", "new", "my-ra", "--family", "mutex", "--dir", dir.as_path().to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let krate = dir.as_path().join("my-ra");
     // The generated crate's own target directory, inside this workspace's (not shared with it).
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lab-new-target");
     let cargo = |args: &[&str]| {
-        Command::new(env!("CARGO")).current_dir(&krate).env("CARGO_TARGET_DIR", &target).args(args).output().unwrap()
+        Command::new(env!("CARGO"))
+            .current_dir(&krate)
+            .env("CARGO_TARGET_DIR", &target)
+            .args(args)
+            .output()
+            .unwrap()
     };
     let t = cargo(&["test", "--offline"]);
     assert!(!t.status.success(), "the rule test fails until it is written: {}", text(&t));

@@ -178,9 +178,10 @@ pub fn from_scenario(g: &GradeConfig, path: &std::path::Path, s: &Scenario) -> R
     c.quiet = g.quiet;
     c.keep_records = true;
     c.seed = s.seed.unwrap_or(1);
-    c.algo_like = g.algo_like.clone().or_else(|| {
-        s.algorithm.clone().filter(|a| crate::textbook::names(g.family).contains(&a.as_str()))
-    });
+    c.algo_like = g
+        .algo_like
+        .clone()
+        .or_else(|| s.algorithm.clone().filter(|a| crate::textbook::names(g.family).contains(&a.as_str())));
     if let Some(l) = &s.network.latency {
         c.latency = l.clone();
     }
@@ -258,9 +259,10 @@ pub fn from_scenario(g: &GradeConfig, path: &std::path::Path, s: &Scenario) -> R
         notes.push(format!("param {k}: your node has its own settings; not passed on"));
     }
     c.validate().map_err(|e| LabError::Config(format!("scenario {file}: {e}")))?;
-    let name = s.name.clone().unwrap_or_else(|| {
-        path.file_stem().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
-    });
+    let name = s
+        .name
+        .clone()
+        .unwrap_or_else(|| path.file_stem().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default());
     Ok(Planned { scenario: format!("file: {name}"), config: c, expected: s.expect.violations.clone(), notes })
 }
 

@@ -96,13 +96,22 @@ fn sim<A: PlainAlgorithm>(args: &[String]) -> Result<(String, bool), String> {
     s.algorithm = Some(stand_in(A::FAMILY).to_string());
     s.nodes = nodes.or(s.nodes).or(Some(3));
     s.seed = seed.or(s.seed);
+    let scenario_path = file.clone();
     let cfg = s.resolve(file).map_err(|e| e.to_string())?;
     let opts = ringleader_sim::RunOptions {
         keep_trace: html.is_some(),
         keep_at_most: Some(ringleader_viz::html::MAX_RECORDS),
         ..Default::default()
     };
-    let result = ringleader_sim::run_algorithm::<A>(&cfg, opts).map_err(|e| e.to_string())?;
+    let mut result = ringleader_sim::run_algorithm::<A>(&cfg, opts).map_err(|e| e.to_string())?;
+    // The run is the learner's algorithm's, and it repeats with this crate's command line.
+    result.report.algorithm = A::NAME.to_string();
+    result.report.repro = format!(
+        "cargo run -- sim --nodes {} --seed {}{}",
+        result.report.nodes,
+        result.report.seed,
+        scenario_path.map(|p| format!(" --scenario {}", p.display())).unwrap_or_default()
+    );
     let report = &result.report;
     let mut text = report.human(cfg.description.as_deref());
     if let Some(path) = html {

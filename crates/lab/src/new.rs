@@ -89,6 +89,8 @@ const LIB: &str = r#"//! # {{NAME}}: your {{WHAT}} algorithm
 //! TODO: what the network must do (reliable? FIFO?), crashes, and what breaks otherwise.
 
 use ringleader_algorithms::{Algorithm, Family, ParamError, Setup};
+// `Event`: what your rules report (out.emit(Event::…)).
+#[allow(unused_imports)]
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request};
 use serde::{Deserialize, Serialize};
 
@@ -218,7 +220,12 @@ Your {{WHAT}} algorithm on ringleader's `Process` contract (written by `ringlead
 
 /// Writes the crate `name` for `family` into `dir` (which must not exist or be empty),
 /// depending on the ringleader workspace at `ringleader`. Returns the files written.
-pub fn new_crate(dir: &Path, name: &str, family: LabFamily, ringleader: &Path) -> Result<Vec<PathBuf>, LabError> {
+pub fn new_crate(
+    dir: &Path,
+    name: &str,
+    family: LabFamily,
+    ringleader: &Path,
+) -> Result<Vec<PathBuf>, LabError> {
     let bad = |m: String| Err(LabError::Config(m));
     let valid = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
@@ -227,7 +234,9 @@ pub fn new_crate(dir: &Path, name: &str, family: LabFamily, ringleader: &Path) -
             "crate name {name:?}: lowercase letters, digits, - and _, starting with a letter"
         ));
     }
-    if !ringleader.join("crates/core/Cargo.toml").is_file() || !ringleader.join("crates/lab/Cargo.toml").is_file() {
+    if !ringleader.join("crates/core/Cargo.toml").is_file()
+        || !ringleader.join("crates/lab/Cargo.toml").is_file()
+    {
         return bad(format!(
             "--ringleader-path {}: not a ringleader workspace (no crates/core and crates/lab there)",
             ringleader.display()

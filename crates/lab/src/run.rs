@@ -996,7 +996,8 @@ impl<'a> Lab<'a> {
                 {
                     return Ok(());
                 }
-                let holders = self.table.choose_holders(node, &mut self.rng, self.cfg.cycles, self.cfg.holders);
+                let holders =
+                    self.table.choose_holders(node, &mut self.rng, self.cfg.cycles, self.cfg.holders);
                 if holders.is_empty() {
                     self.table.phase[node] = Phase::Running;
                     self.at(self.now + self.cfg.hold, Action::Commit { node, epoch });
@@ -1005,7 +1006,10 @@ impl<'a> Lab<'a> {
                 self.table.requests += 1;
                 self.table.phase[node] = Phase::Blocked;
                 self.table.waits[node] = holders.clone();
-                self.request(node, Request::WaitFor { holders: holders.iter().map(|&h| h as NodeId).collect() });
+                self.request(
+                    node,
+                    Request::WaitFor { holders: holders.iter().map(|&h| h as NodeId).collect() },
+                );
                 let id = self.msg_id();
                 let names: Vec<String> = holders.iter().map(|&h| self.name(h)).collect();
                 let c = client_name(self.uids[node]);
