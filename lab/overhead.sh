@@ -17,7 +17,7 @@ BIN=${RINGLEADER:-target/debug/ringleader}
 run() {
   "$BIN" lab run --family mutex --bin 'python3 lab/examples/mutex_ra.py' --nodes 5 \
     --entries "$ENTRIES" --json "$@" |
-    python3 -c 'import json,sys; r=json.load(sys.stdin); m=r["messages"]; w=r["wall_ms"]/1e3; print(f"  {m} messages, {r[\"steps\"]} steps, {w:.3f} s wall: {m/w:,.0f} messages/s, {1e6*w/r[\"steps\"]:.0f} us per step")'
+    python3 -c 'import json,sys; r=json.load(sys.stdin); m=r["messages"]; s=r["steps"]; w=r["wall_ms"]/1e3; print("  %d messages, %d steps, %.3f s wall: %.0f messages/s, %.0f us per step" % (m, s, w, m/w, 1e6*w/s))'
 }
 echo "lockstep (one input at a time, waits for lab_done):"
 run --lockstep
