@@ -1,5 +1,6 @@
 //! `ringleader lab`: the arguments of [`ringleader_lab`], which runs a learner's node program
-//! over Maelstrom's protocol and judges it (`run`), or grades it on a battery (`grade`).
+//! over Maelstrom's protocol and judges it (`run`), or grades it on a battery (`grade`), and
+//! writes a Rust crate on ringleader's `Process` contract (`new`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -22,6 +23,8 @@ use crate::{ExitStatus, Outcome};
 ///   ringleader lab run --family mutex --bin 'python3 lab/examples/mutex_ra.py' --nodes 5 --algo-like ricart-agrawala
 ///   ringleader lab run --family election --bin 'python3 lab/examples/election_cr.py' --nodes 5 --initiators 1,2,3,4,5 --lockstep
 ///   ringleader lab grade --family mutex --bin 'python3 lab/examples/mutex_ra.py' --algo-like ricart-agrawala --html card.html
+///   ringleader lab grade --family deadlock --bin 'python3 lab/examples/deadlock_cmh.py' --scenario scenarios/cmh-report-only.toml
+///   ringleader lab new my-ra --family mutex
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct LabArgs {
@@ -35,12 +38,30 @@ enum LabCommand {
     Run(Box<RunArgs>),
     /// Run a battery (textbook scenarios, a seeded sweep) and print a report card.
     Grade(GradeArgs),
+    /// Write a Rust crate for your own algorithm on ringleader's Process contract.
+    New(NewArgs),
+}
+
+#[derive(Args, Debug)]
+struct NewArgs {
+    /// The crate's name (and directory, under --dir).
+    name: String,
+    /// The family: mutex, election, clock or deadlock.
+    #[arg(long)]
+    family: LabFamily,
+    /// Where the crate's directory goes.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    dir: PathBuf,
+    /// The ringleader workspace to depend on by path [default: the one this binary was built
+    /// from].
+    #[arg(long, value_name = "DIR")]
+    ringleader_path: Option<PathBuf>,
 }
 
 /// What every lab command takes.
 #[derive(Args, Debug)]
 struct Common {
-    /// The family: mutex, election or clock.
+    /// The family: mutex, election, clock or deadlock.
     #[arg(long)]
     family: LabFamily,
     /// Your node program's command line (run by sh in the node's own directory; relative paths
@@ -87,21 +108,32 @@ struct RunArgs {
     /// A recovery, ID@TIME (started again in the same directory); repeatable.
     #[arg(long, value_name = "ID@TIME")]
     recover: Vec<At>,
-    /// Mutex: entries per requester.
+    /// Mutex: entries per requester; deadlock: transactions per node.
     #[arg(long, value_name = "E", default_value_t = 2)]
     entries: u32,
     /// Mutex: the requesters, comma-separated ids [default: all].
     #[arg(long, value_name = "IDS", value_delimiter = ',')]
     requesters: Vec<Uid>,
-    /// Mutex: how long a client holds the section.
+    /// Mutex: how long a client holds the section; deadlock: how long a transaction holds
+    /// before it asks, and runs before it commits.
     #[arg(long, value_name = "TIME", default_value = "1ms")]
     hold: TimeSpan,
-    /// Mutex: a client's wait between a release and its next acquire.
+    /// Mutex: a client's wait between a release and its next acquire; deadlock: between
+    /// transactions (after twice the latency bound).
     #[arg(long, value_name = "TIME", default_value = "2ms")]
     think: TimeSpan,
     /// Clock: operations per node (local or send_to, drawn with the seed), think apart.
     #[arg(long, value_name = "K", default_value_t = 6)]
     events: u32,
+    /// Deadlock: probability that a request closes a wait-for cycle.
+    #[arg(long, value_name = "P", default_value_t = 0.5)]
+    cycles: f64,
+    /// Deadlock: the most holders one request waits for.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    holders: u32,
+    /// Deadlock: a client that has waited this long gives up (abort) [default: never].
+    #[arg(long, value_name = "TIME")]
+    give_up: Option<TimeSpan>,
     /// Election: the nodes told to start_election, comma-separated ids.
     #[arg(long, value_name = "IDS", value_delimiter = ',', default_value = "1")]
     initiators: Vec<Uid>,
@@ -138,6 +170,10 @@ struct GradeArgs {
     /// Seeds in the sweep.
     #[arg(long, default_value_t = 8)]
     seeds: u64,
+    /// A teacher's scenario file (the simulator's TOML format: nodes, seed, network, faults,
+    /// workload, initiators, [expect]), run after the battery; repeatable.
+    #[arg(long, value_name = "FILE")]
+    scenario: Vec<PathBuf>,
     /// Write the space-time page of the first failing run.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
@@ -154,7 +190,23 @@ pub fn lab(args: LabArgs) -> Outcome {
     match args.command {
         LabCommand::Run(a) => run(*a),
         LabCommand::Grade(a) => grade(a),
+        LabCommand::New(a) => new(a),
     }
+}
+
+fn new(a: NewArgs) -> Outcome {
+    let root = a.ringleader_path.unwrap_or_else(ringleader_lab::new::workspace_root);
+    let dir = a.dir.join(&a.name);
+    let files = ringleader_lab::new::new_crate(&dir, &a.name, a.family, &root)?;
+    println!("wrote {} ({} family, ringleader at {}):", dir.display(), a.family.name(), root.display());
+    for f in files {
+        println!("  {}", f.display());
+    }
+    println!(
+        "next: cd {} && cargo test (the rule test fails until you write it), then cargo run -- sim",
+        dir.display()
+    );
+    Ok(ExitStatus::violation_unless(true))
 }
 
 fn run(a: RunArgs) -> Outcome {
@@ -172,6 +224,9 @@ fn run(a: RunArgs) -> Outcome {
     c.hold = a.hold.0;
     c.think = a.think.0;
     c.events = a.events;
+    c.cycles = a.cycles;
+    c.holders = a.holders;
+    c.give_up = a.give_up.map(|t| t.0);
     c.initiators = a.initiators;
     c.start = a.start.0;
     c.algo_like = a.common.algo_like.clone();
@@ -202,6 +257,7 @@ fn grade(a: GradeArgs) -> Outcome {
         algo_like: a.common.algo_like.clone(),
         seeds: a.seeds,
         quiet: quiet(&a.common),
+        scenarios: a.scenario,
     };
     LabConfig { algo_like: g.algo_like.clone(), ..LabConfig::new(g.family, &g.command, g.nodes) }
         .validate()?;

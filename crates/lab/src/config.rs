@@ -47,6 +47,12 @@ pub struct LabConfig {
     pub think: Time,
     /// Clock: client operations (`local` or `send_to`, drawn with the seed) per node.
     pub events: u32,
+    /// Deadlock: probability that a request closes a wait-for cycle.
+    pub cycles: f64,
+    /// Deadlock: the most holders one request waits for.
+    pub holders: u32,
+    /// Deadlock: a client that has waited this long gives up (`abort`); never when `None`.
+    pub give_up: Option<Time>,
     /// Election: the nodes sent `start_election` (uids).
     pub initiators: Vec<Uid>,
     /// Election: when the initiators are told to start.
@@ -72,8 +78,9 @@ pub struct LabConfig {
 
 impl LabConfig {
     /// A run of `command` for `family` on `nodes` processes with every other setting at its
-    /// default: seed 1, constant 1 ms latency, no faults, 2 entries per requester held 1 ms
-    /// with 2 ms between, node 1 the only initiator, real time, 10 s.
+    /// default: seed 1, constant 1 ms latency, no faults, 2 entries (mutex) or transactions
+    /// (deadlock) per node held 1 ms with 2 ms between, deadlock requests closing a cycle with
+    /// probability 0.5 and naming one holder, node 1 the only initiator, real time, 10 s.
     pub fn new(family: LabFamily, command: &str, nodes: u32) -> LabConfig {
         LabConfig {
             family,
@@ -92,6 +99,9 @@ impl LabConfig {
             hold: 1_000_000,
             think: 2_000_000,
             events: 6,
+            cycles: 0.5,
+            holders: 1,
+            give_up: None,
             initiators: vec![1],
             start: 0,
             algo_like: None,
@@ -142,6 +152,12 @@ impl LabConfig {
         }
         for &u in &self.initiators {
             check("--initiators", u)?;
+        }
+        if !(0.0..=1.0).contains(&self.cycles) {
+            return bad(format!("--cycles {}: a probability is between 0 and 1", self.cycles));
+        }
+        if self.holders == 0 {
+            return bad("--holders 0: a request waits for at least one holder".into());
         }
         if self.family == LabFamily::Clock && !self.lockstep {
             return bad("--family clock needs --lockstep: each receive is read (read → value) before anything else happens".into());
@@ -221,6 +237,26 @@ impl LabConfig {
                 }
                 if self.think != default.think {
                     let _ = write!(s, " --think {}", format_duration(self.think));
+                }
+            }
+            LabFamily::Deadlock => {
+                if self.entries != default.entries {
+                    let _ = write!(s, " --entries {}", self.entries);
+                }
+                if self.hold != default.hold {
+                    let _ = write!(s, " --hold {}", format_duration(self.hold));
+                }
+                if self.think != default.think {
+                    let _ = write!(s, " --think {}", format_duration(self.think));
+                }
+                if self.cycles != default.cycles {
+                    let _ = write!(s, " --cycles {}", self.cycles);
+                }
+                if self.holders != default.holders {
+                    let _ = write!(s, " --holders {}", self.holders);
+                }
+                if let Some(t) = self.give_up {
+                    let _ = write!(s, " --give-up {}", format_duration(t));
                 }
             }
             LabFamily::Election => {

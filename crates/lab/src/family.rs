@@ -11,11 +11,16 @@ pub enum LabFamily {
     /// Logical clocks: `local` → `local_ok`, `send_to` → `send_to_ok`, `read` → `value`, each
     /// answer carrying the node's clock `value` (a number, or a list for a vector clock).
     Clock,
+    /// Deadlock detection: `want` (the node's transaction now waits for the named holders),
+    /// `grant` (one holder granted), `abort` (the client gave up waiting); the node reports a
+    /// detected cycle with `deadlock` and, as a victim, `aborted` (both to `lab`).
+    Deadlock,
 }
 
 impl LabFamily {
     /// Every family, in help order.
-    pub const ALL: [LabFamily; 3] = [LabFamily::Mutex, LabFamily::Election, LabFamily::Clock];
+    pub const ALL: [LabFamily; 4] =
+        [LabFamily::Mutex, LabFamily::Election, LabFamily::Clock, LabFamily::Deadlock];
 
     /// The `--family` name.
     pub fn name(self) -> &'static str {
@@ -23,6 +28,7 @@ impl LabFamily {
             LabFamily::Mutex => "mutex",
             LabFamily::Election => "election",
             LabFamily::Clock => "clock",
+            LabFamily::Deadlock => "deadlock",
         }
     }
 
@@ -32,6 +38,7 @@ impl LabFamily {
             LabFamily::Mutex => ringleader_algorithms::Family::Mutex,
             LabFamily::Election => ringleader_algorithms::Family::Election,
             LabFamily::Clock => ringleader_algorithms::Family::Clock,
+            LabFamily::Deadlock => ringleader_algorithms::Family::Deadlock,
         }
     }
 }
@@ -40,7 +47,7 @@ impl std::str::FromStr for LabFamily {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         LabFamily::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
-            format!("family {s:?}: the lab has client operations for mutex, election and clock (deadlock is not there yet)")
+            format!("family {s:?}: the lab has client operations for mutex, election, clock and deadlock")
         })
     }
 }

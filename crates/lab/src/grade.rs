@@ -6,10 +6,12 @@
 //! node that writes the end-of-step marker).
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use ringleader_core::Uid;
 use ringleader_sim::notation::{At, Latency};
+use ringleader_sim::scenario::{Initiators, Scenario};
 use serde::Serialize;
 
 use crate::config::{LabConfig, LabFamily};
@@ -31,6 +33,8 @@ pub struct GradeConfig {
     pub seeds: u64,
     /// Lockstep quiet period for nodes without the end-of-step marker.
     pub quiet: Duration,
+    /// Teacher's scenario files (the simulator's TOML format), run after the battery.
+    pub scenarios: Vec<PathBuf>,
 }
 
 /// One run of the battery.
@@ -48,6 +52,26 @@ pub struct GradedRun {
     pub cost: Option<String>,
     /// The repro line.
     pub repro: String,
+    /// Properties the scenario file expects violated (`[expect]`): their violations do not
+    /// fail the run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub expected: Vec<String>,
+    /// What of the scenario file the lab could not reproduce.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// One run of the battery, before it runs.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The run.
+    pub config: LabConfig,
+    /// Properties expected violated (from a scenario file's `[expect]`).
+    pub expected: Vec<String>,
+    /// What of the scenario file the lab could not reproduce.
+    pub notes: Vec<String>,
 }
 
 /// A property across the battery.
@@ -63,6 +87,8 @@ pub struct PropertyCard {
     pub undecided: usize,
     /// Runs in which it was violated.
     pub violated: usize,
+    /// Runs in which it was violated as the scenario file expects (not failures).
+    pub expected: usize,
     /// The first violation: scenario, seed, what, repro.
     pub first_failure: Option<Failure>,
 }
@@ -102,8 +128,146 @@ pub struct Card {
     pub first_failure: Option<LabReport>,
 }
 
-/// The battery for `g`: (scenario name, configuration) in order.
-pub fn battery(g: &GradeConfig) -> Vec<(String, LabConfig)> {
+/// The battery for `g`: the family's built-in runs, then the teacher's scenario files.
+pub fn battery(g: &GradeConfig) -> Result<Vec<Planned>, LabError> {
+    let mut planned: Vec<Planned> = builtin(g)
+        .into_iter()
+        .map(|(scenario, config)| Planned { scenario, config, expected: Vec::new(), notes: Vec::new() })
+        .collect();
+    for path in &g.scenarios {
+        let s = Scenario::load(path).map_err(|e| LabError::Config(e.to_string()))?;
+        planned.push(from_scenario(g, path, &s)?);
+    }
+    Ok(planned)
+}
+
+/// A lab run from a scenario file of the simulator's format: its nodes, seed, network, faults,
+/// workload, initiators and duration, with the lab's client for the family. A field the lab
+/// cannot honour is refused when it would change what is judged (a graph, an id layout),
+/// and noted otherwise (a mutex workload kind: the lab's clients ask as `lab run` does).
+pub fn from_scenario(g: &GradeConfig, path: &std::path::Path, s: &Scenario) -> Result<Planned, LabError> {
+    let file = path.display();
+    let bad = |m: String| Err(LabError::Config(format!("scenario {file}: {m}")));
+    if let Some(a) = &s.algorithm {
+        let Some(info) = ringleader_algorithms::find(a) else {
+            return bad(format!("unknown algorithm {a:?}"));
+        };
+        if info.family != g.family.family() {
+            return bad(format!(
+                "algorithm {a} is of family {:?}; this grade is for --family {}",
+                info.family,
+                g.family.name()
+            ));
+        }
+    }
+    for (field, set) in [
+        ("graph", s.graph.is_some()),
+        ("edges", s.edges.is_some()),
+        ("ids", s.ids.is_some_and(|i| i.name() != "ascending")),
+        ("clocks", s.clocks != Default::default()),
+        ("network.fifo", s.network.fifo == Some(true)),
+    ] {
+        if set {
+            return bad(format!(
+                "field `{field}` has no meaning in the lab (complete network of n1..nN, ids ascending, no physical clocks, links not FIFO)"
+            ));
+        }
+    }
+    let mut c = LabConfig::new(g.family, &g.command, s.nodes.unwrap_or(g.nodes));
+    c.lockstep = true;
+    c.quiet = g.quiet;
+    c.keep_records = true;
+    c.seed = s.seed.unwrap_or(1);
+    c.algo_like = g
+        .algo_like
+        .clone()
+        .or_else(|| s.algorithm.clone().filter(|a| crate::textbook::names(g.family).contains(&a.as_str())));
+    if let Some(l) = &s.network.latency {
+        c.latency = l.clone();
+    }
+    c.loss = s.network.loss.unwrap_or(0.0);
+    c.dup = s.network.dup.unwrap_or(0.0);
+    c.crashes = s.faults.crash.clone();
+    c.recoveries = s.faults.recover.clone();
+    c.pauses = s.faults.pause.clone();
+    c.partitions = s.faults.partition.clone();
+    if let Some(d) = s.duration {
+        c.duration = d.0;
+    }
+    let n = Uid::from(c.nodes);
+    let pick = |i: &Initiators| -> Vec<Uid> {
+        match i {
+            Initiators::All => (1..=n).collect(),
+            Initiators::Lowest => vec![1],
+            Initiators::Highest => vec![n],
+            Initiators::None => Vec::new(),
+            Initiators::Ids(v) => v.clone(),
+        }
+    };
+    let mut notes = Vec::new();
+    let w = &s.workload;
+    if let Some(h) = w.hold {
+        c.hold = h.0;
+    }
+    match g.family {
+        LabFamily::Mutex => {
+            if let Some(r) = &w.requesters {
+                c.requesters = pick(r);
+            }
+            if let Some(e) = w.entries {
+                // The simulator counts entries in all; the lab's clients each ask `entries` times.
+                let k = c.requester_uids().len().max(1) as u64;
+                c.entries = e.div_ceil(k).max(1) as u32;
+            }
+            if let Some(kind) = w.kind {
+                notes.push(format!(
+                    "workload kind {}: the lab's clients ask as in `lab run` (each requester, think apart)",
+                    kind.name()
+                ));
+            }
+        }
+        LabFamily::Election => {
+            if let Some(i) = &s.initiators {
+                c.initiators = pick(i);
+            }
+        }
+        LabFamily::Clock => {
+            if let Some(e) = w.entries {
+                c.events = (e / u64::from(c.nodes).max(1)).max(1) as u32;
+            }
+        }
+        LabFamily::Deadlock => {
+            if let Some(e) = w.entries {
+                c.entries = (e / u64::from(c.nodes).max(1)).max(1) as u32;
+            }
+            if let Some(p) = w.cycles {
+                c.cycles = p;
+            }
+            if let Some(h) = w.holders {
+                c.holders = h;
+            }
+            if let Some(v) = s.params.get("give_up") {
+                let t = v.as_str().and_then(|t| t.parse::<ringleader_sim::scenario::TimeSpan>().ok());
+                let Some(t) = t else {
+                    return bad(format!("params.give_up = {v}: a duration such as \"5ms\""));
+                };
+                c.give_up = Some(t.0);
+            }
+        }
+    }
+    for k in s.params.keys().filter(|k| k.as_str() != "give_up") {
+        notes.push(format!("param {k}: your node has its own settings; not passed on"));
+    }
+    c.validate().map_err(|e| LabError::Config(format!("scenario {file}: {e}")))?;
+    let name = s
+        .name
+        .clone()
+        .unwrap_or_else(|| path.file_stem().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default());
+    Ok(Planned { scenario: format!("file: {name}"), config: c, expected: s.expect.violations.clone(), notes })
+}
+
+/// The family's built-in runs: (scenario name, configuration) in order.
+fn builtin(g: &GradeConfig) -> Vec<(String, LabConfig)> {
     let base = |seed: u64| {
         let mut c = LabConfig::new(g.family, &g.command, g.nodes);
         c.seed = seed;
@@ -151,6 +315,25 @@ pub fn battery(g: &GradeConfig) -> Vec<(String, LabConfig)> {
                 b.push(("sweep: 1..10 ms links, 20 operations per node".to_string(), c));
             }
         }
+        LabFamily::Deadlock => {
+            let mut c = base(1);
+            c.cycles = 1.0;
+            b.push(("every request closes a cycle when it can".to_string(), c));
+            let mut c = base(1);
+            c.cycles = 0.0;
+            c.entries = 3;
+            b.push(("cycles only where every other node waits (cycles 0)".to_string(), c));
+            let mut c = base(1);
+            c.holders = 2;
+            b.push(("up to two holders per request (AND model)".to_string(), c));
+            for seed in 1..=g.seeds {
+                let mut c = base(seed);
+                c.latency = jitter.clone();
+                c.entries = 3;
+                c.holders = 2;
+                b.push(("sweep: 1..10 ms links, up to two holders".to_string(), c));
+            }
+        }
         LabFamily::Election => {
             let bully = g.algo_like.as_deref() == Some("bully");
             if bully {
@@ -192,7 +375,7 @@ pub fn battery(g: &GradeConfig) -> Vec<(String, LabConfig)> {
 
 /// Runs the battery and fills the card.
 pub fn grade(g: &GradeConfig) -> Result<Card, LabError> {
-    let battery = battery(g);
+    let battery = battery(g)?;
     let mut card = Card {
         family: g.family.name().to_string(),
         nodes: g.nodes,
@@ -203,9 +386,10 @@ pub fn grade(g: &GradeConfig) -> Result<Card, LabError> {
         ok: true,
         first_failure: None,
     };
-    for (scenario, cfg) in battery {
+    for Planned { scenario, config: cfg, expected, notes } in battery {
         let report = run(&cfg)?;
         let seed = cfg.seed;
+        let mut unexpected = false;
         let mut tally = |name: &str, verdict: &Verdict| {
             let i = match card.properties.iter().position(|p| p.name == name) {
                 Some(i) => i,
@@ -216,6 +400,7 @@ pub fn grade(g: &GradeConfig) -> Result<Card, LabError> {
                         not_judged: 0,
                         undecided: 0,
                         violated: 0,
+                        expected: 0,
                         first_failure: None,
                     });
                     card.properties.len() - 1
@@ -226,7 +411,9 @@ pub fn grade(g: &GradeConfig) -> Result<Card, LabError> {
                 Verdict::Holds => p.held += 1,
                 Verdict::NotJudged { .. } => p.not_judged += 1,
                 Verdict::Undecided { .. } => p.undecided += 1,
+                Verdict::Violated { .. } if expected.iter().any(|e| e == name) => p.expected += 1,
                 Verdict::Violated { detail, .. } => {
+                    unexpected = true;
                     p.violated += 1;
                     p.first_failure.get_or_insert_with(|| Failure {
                         scenario: scenario.clone(),
@@ -270,7 +457,7 @@ pub fn grade(g: &GradeConfig) -> Result<Card, LabError> {
         };
         tally("process", &process);
         card.textbook = card.textbook.take().or_else(|| report.cost.as_ref().map(|c| c.textbook.value()));
-        let ok = report.ok();
+        let ok = !unexpected;
         card.runs.push(GradedRun {
             scenario,
             seed,
@@ -278,6 +465,8 @@ pub fn grade(g: &GradeConfig) -> Result<Card, LabError> {
             per_operation: report.per_operation,
             cost: report.cost.as_ref().map(|c| c.verdict.clone()),
             repro: report.repro.clone(),
+            expected,
+            notes,
         });
         if !ok {
             card.ok = false;
@@ -306,7 +495,13 @@ impl Card {
             let _ = writeln!(
                 s,
                 "  {:<4} {:<45} seed {:<3} {}{}",
-                if r.ok { "ok" } else { "FAIL" },
+                if !r.ok {
+                    "FAIL"
+                } else if r.expected.is_empty() {
+                    "ok"
+                } else {
+                    "ok*"
+                },
                 r.scenario,
                 r.seed,
                 r.per_operation
@@ -314,16 +509,32 @@ impl Card {
                     .unwrap_or_else(|| "no operation".into()),
                 r.cost.as_ref().map(|c| format!(" ({c})")).unwrap_or_default()
             );
+            if !r.expected.is_empty() {
+                let _ = writeln!(s, "       * the scenario expects {} violated", r.expected.join(", "));
+            }
+            for n in &r.notes {
+                let _ = writeln!(s, "       note: {n}");
+            }
         }
         if let Some(t) = &self.textbook {
             let _ = writeln!(s, "textbook: {t} per {unit}");
         }
-        let _ = writeln!(s, "property          held  not judged  undecided  violated");
+        let expected = self.properties.iter().any(|p| p.expected > 0);
+        let _ = writeln!(
+            s,
+            "property          held  not judged  undecided  violated{}",
+            if expected { "  expected" } else { "" }
+        );
         for p in &self.properties {
             let _ = writeln!(
                 s,
-                "  {:<15} {:>4}  {:>10}  {:>9}  {:>8}",
-                p.name, p.held, p.not_judged, p.undecided, p.violated
+                "  {:<15} {:>4}  {:>10}  {:>9}  {:>8}{}",
+                p.name,
+                p.held,
+                p.not_judged,
+                p.undecided,
+                p.violated,
+                if expected { format!("  {:>8}", p.expected) } else { String::new() }
             );
             if let Some(f) = &p.first_failure {
                 let _ = writeln!(s, "    first failure: {} (seed {}): {}", f.scenario, f.seed, f.detail);

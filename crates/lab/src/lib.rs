@@ -26,8 +26,11 @@
 //! and prints a report card: each property with its first failing seed and repro line.
 
 pub mod config;
+mod deadlock;
 pub mod family;
 pub mod grade;
+pub mod learner;
+pub mod new;
 pub mod nodes;
 pub mod protocol;
 pub mod report;

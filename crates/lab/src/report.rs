@@ -206,6 +206,7 @@ pub fn unit(family: &str) -> &'static str {
     match family {
         "mutex" => "entry",
         "election" => "election",
+        "deadlock" => "detection",
         _ => "event",
     }
 }

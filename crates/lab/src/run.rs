@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 
 use crate::LabError;
 use crate::config::{LabConfig, LabFamily};
+use crate::deadlock::{LockTable, Phase};
 use crate::nodes::{Nodes, Output};
 use crate::protocol::{self, LAB, Message, client_name, node_name};
 use crate::report::{Cost, LabReport, PropertyVerdict, Verdict};
@@ -69,6 +70,16 @@ enum Action {
     Resume(usize),
     /// Partition `index` starts (true) or heals (false).
     Cut(usize, bool),
+    /// Deadlock: `node` begins a transaction (if its epoch is still `epoch`).
+    Begin { node: usize, epoch: u64 },
+    /// Deadlock: `node`'s transaction asks for what others hold (`want`).
+    Ask { node: usize, epoch: u64 },
+    /// Deadlock: `node`'s running transaction commits and grants its waiters.
+    Commit { node: usize, epoch: u64 },
+    /// Deadlock: `node`'s client gives up waiting (`abort`).
+    GiveUp { node: usize, epoch: u64 },
+    /// Deadlock: `node` is told that `holder` granted what it waited for (`grant`).
+    Grant { node: usize, holder: usize },
 }
 
 /// What the client of a mutex node is doing.
@@ -140,6 +151,11 @@ struct Lab<'a> {
     notes: Vec<String>,
     process_died: bool,
     asked_at_end: bool,
+    /// Deadlock: the application's lock table.
+    table: LockTable,
+    /// Deadlock: how long a node that released stays out of transactions, at least (more than
+    /// twice the latency bound).
+    gap: Time,
 }
 
 impl<'a> Lab<'a> {
@@ -210,6 +226,8 @@ impl<'a> Lab<'a> {
             notes: Vec::new(),
             process_died: false,
             asked_at_end: false,
+            table: LockTable::new(n, cfg.entries),
+            gap: 2 * cfg.latency.bound() + 1,
         })
     }
 
@@ -366,6 +384,12 @@ impl<'a> Lab<'a> {
             LabFamily::Election => {
                 for &u in &cfg.initiators {
                     self.at(cfg.start, Action::StartElection(pos(u)));
+                }
+            }
+            LabFamily::Deadlock => {
+                let n = self.n as Time;
+                for node in 0..self.n {
+                    self.at(node as Time * cfg.think / n, Action::Begin { node, epoch: 0 });
                 }
             }
         }
@@ -551,10 +575,39 @@ impl<'a> Lab<'a> {
                 self.at(at, Action::Timer { node, tag });
             }
             "leader" => self.on_leader(node, &msg.body, line)?,
+            "deadlock" if self.cfg.family == LabFamily::Deadlock => {
+                let cycle = match msg.body.get("cycle") {
+                    Some(Value::Array(items)) if !items.is_empty() => items
+                        .iter()
+                        .map(|v| protocol::uid_of(v, self.cfg.nodes).map(|u| (u - 1) as NodeId))
+                        .collect::<Option<Vec<NodeId>>>(),
+                    _ => None,
+                };
+                let Some(cycle) = cycle else {
+                    return Err(self.protocol_error(
+                        node,
+                        format!(
+                            "deadlock needs \"cycle\", a non-empty list of node ids 1..{n} or names n1..n{n}, in wait-for order",
+                            n = self.cfg.nodes
+                        ),
+                        line,
+                    ));
+                };
+                self.emit(node, Event::DeadlockDetected { cycle });
+            }
+            "aborted" if self.cfg.family == LabFamily::Deadlock => {
+                self.emit(node, Event::Aborted);
+                if self.table.busy(node) {
+                    self.table.waits[node].clear();
+                    self.end_transaction(node);
+                }
+            }
             other => {
+                let deadlock =
+                    if self.cfg.family == LabFamily::Deadlock { ", deadlock, aborted" } else { "" };
                 return Err(self.protocol_error(
                     node,
-                    format!("lab takes lab_done, lab_timer and leader, not {other:?}"),
+                    format!("lab takes lab_done, lab_timer, leader{deadlock}, not {other:?}"),
                     line,
                 ));
             }
@@ -627,7 +680,7 @@ impl<'a> Lab<'a> {
             "release_ok" if self.client[node] == Client::Releasing(reply_to.unwrap_or(0)) => {
                 self.finish_entry(node);
             }
-            "start_election_ok" => {}
+            "start_election_ok" | "want_ok" | "grant_ok" | "abort_ok" => {}
             "local_ok" | "send_to_ok" | "value" if reply_to.is_some() && reply_to == self.clock_op[node] => {
                 self.clock_op[node] = None;
                 let (lamport, vector) = self.clock_value(node, &msg.body, line)?;
@@ -743,6 +796,35 @@ impl<'a> Lab<'a> {
         let why = why.to_string();
         self.trace(RecordKind::Crash, Some(node), |r| r.detail = Some(why));
         self.judge(|c, w, at, v| c.on_crash(w, node as NodeId, at, v));
+        if self.cfg.family == LabFamily::Deadlock && self.table.phase[node] != Phase::Done {
+            // A crashed node's transaction is gone: what it held is free, and it begins no other.
+            self.table.waits[node].clear();
+            self.grant_waiters(node);
+            self.table.phase[node] = Phase::Done;
+        }
+    }
+
+    /// Deadlock: `node` stops holding its resource: every node that waited for it is granted
+    /// (a `grant` queued now), and runs once it has everything.
+    fn grant_waiters(&mut self, node: usize) {
+        for (x, unblocked) in self.table.release(node) {
+            self.request(x, Request::StopWaiting { holder: node as NodeId });
+            self.at(self.now, Action::Grant { node: x, holder: node });
+            if unblocked {
+                let epoch = self.table.epoch[x];
+                self.at(self.now + self.cfg.hold, Action::Commit { node: x, epoch });
+            }
+        }
+    }
+
+    /// Deadlock: `node`'s transaction ends (committed, aborted or given up): its waiters are
+    /// granted and it begins its next one after the gap and the think time.
+    fn end_transaction(&mut self, node: usize) {
+        self.grant_waiters(node);
+        self.table.phase[node] = Phase::Thinking;
+        self.table.epoch[node] += 1;
+        let epoch = self.table.epoch[node];
+        self.at(self.now + self.gap + self.cfg.think, Action::Begin { node, epoch });
     }
 
     /// True when an input for `node` must wait: it is paused (the action is queued again for
@@ -894,6 +976,78 @@ impl<'a> Lab<'a> {
                     self.status[node] = NodeStatus::Up;
                     self.trace(RecordKind::Resume, Some(node), |_| {});
                 }
+            }
+            Action::Begin { node, epoch } => {
+                if epoch != self.table.epoch[node] || self.table.phase[node] != Phase::Thinking {
+                    return Ok(());
+                }
+                if self.table.remaining[node] == 0 {
+                    self.table.phase[node] = Phase::Done;
+                    return Ok(());
+                }
+                self.table.remaining[node] -= 1;
+                self.table.phase[node] = Phase::Holding;
+                self.at(self.now + self.cfg.hold, Action::Ask { node, epoch });
+            }
+            Action::Ask { node, epoch } => {
+                if epoch != self.table.epoch[node]
+                    || self.table.phase[node] != Phase::Holding
+                    || self.held(node, &action)
+                {
+                    return Ok(());
+                }
+                let holders =
+                    self.table.choose_holders(node, &mut self.rng, self.cfg.cycles, self.cfg.holders);
+                if holders.is_empty() {
+                    self.table.phase[node] = Phase::Running;
+                    self.at(self.now + self.cfg.hold, Action::Commit { node, epoch });
+                    return Ok(());
+                }
+                self.table.requests += 1;
+                self.table.phase[node] = Phase::Blocked;
+                self.table.waits[node] = holders.clone();
+                self.request(
+                    node,
+                    Request::WaitFor { holders: holders.iter().map(|&h| h as NodeId).collect() },
+                );
+                let id = self.msg_id();
+                let names: Vec<String> = holders.iter().map(|&h| self.name(h)).collect();
+                let c = client_name(self.uids[node]);
+                self.write(node, &c, json!({"type": "want", "msg_id": id, "holders": names}));
+                if let Some(after) = self.cfg.give_up {
+                    self.at(self.now + after, Action::GiveUp { node, epoch });
+                }
+                self.settle(node)?;
+            }
+            Action::Commit { node, epoch } => {
+                if epoch == self.table.epoch[node] && self.table.phase[node] == Phase::Running {
+                    self.end_transaction(node);
+                }
+            }
+            Action::GiveUp { node, epoch } => {
+                if epoch != self.table.epoch[node]
+                    || self.table.phase[node] != Phase::Blocked
+                    || self.held(node, &action)
+                {
+                    return Ok(());
+                }
+                for holder in std::mem::take(&mut self.table.waits[node]) {
+                    self.request(node, Request::StopWaiting { holder: holder as NodeId });
+                }
+                let id = self.msg_id();
+                let c = client_name(self.uids[node]);
+                self.write(node, &c, json!({"type": "abort", "msg_id": id}));
+                self.end_transaction(node);
+                self.settle(node)?;
+            }
+            Action::Grant { node, holder } => {
+                if self.held(node, &action) {
+                    return Ok(());
+                }
+                let id = self.msg_id();
+                let (c, h) = (client_name(self.uids[node]), self.name(holder));
+                self.write(node, &c, json!({"type": "grant", "msg_id": id, "holder": h}));
+                self.settle(node)?;
             }
             Action::Cut(i, active) => {
                 self.network.cuts[i].active = active;

@@ -13,7 +13,7 @@ pub fn names(family: LabFamily) -> Vec<&'static str> {
     match family {
         LabFamily::Mutex => vec!["ricart-agrawala", "lamport", "central"],
         LabFamily::Election => vec!["chang-roberts", "ring", "bully"],
-        LabFamily::Clock => vec![],
+        LabFamily::Clock | LabFamily::Deadlock => vec![],
     }
 }
 

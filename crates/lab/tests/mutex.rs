@@ -162,6 +162,7 @@ fn the_tutorials_ricart_agrawala_written_from_docs_lab_passes_grade_with_2_n_min
         algo_like: Some("ricart-agrawala".into()),
         seeds: 3,
         quiet: std::time::Duration::from_millis(20),
+        scenarios: Vec::new(),
     };
     let card = ringleader_lab::grade::grade(&g).unwrap();
     assert!(card.ok, "{}", card.render());

@@ -121,7 +121,7 @@ fn grade_json_is_for_graders() {
 #[test]
 fn bad_input_gets_one_line() {
     for (args, needle) in [
-        (vec!["lab", "run", "--family", "deadlock", "--bin", "x"], "deadlock is not there yet"),
+        (vec!["lab", "run", "--family", "raft", "--bin", "x"], "mutex, election, clock and deadlock"),
         (
             vec![
                 "lab",
@@ -156,6 +156,168 @@ fn bad_input_gets_one_line() {
         assert!(err.contains(needle), "{err}");
     }
     assert!(Path::new(env!("CARGO_BIN_EXE_ringleader")).exists());
+}
+
+#[test]
+fn grade_takes_a_teachers_scenario_files() {
+    // A scenario file of the simulator's format joins the battery: its network, workload and
+    // seed, judged by the same checkers; a violation its [expect] names does not fail the grade.
+    let o = ringleader(&[
+        "lab",
+        "grade",
+        "--family",
+        "deadlock",
+        "--bin",
+        "python3 lab/examples/deadlock_cmh.py",
+        "--seeds",
+        "1",
+        "--scenario",
+        "scenarios/cmh-report-only.toml",
+        "--scenario",
+        "scenarios/cmh-phantom-deadlock.toml",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let card: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = card["runs"].as_array().unwrap();
+    let report_only = &runs[runs.len() - 2];
+    assert!(
+        report_only["scenario"].as_str().unwrap().starts_with("file: Chandy-Misra-Haas without recovery")
+    );
+    let repro = report_only["repro"].as_str().unwrap();
+    for flag in ["--nodes 8", "--latency uniform:500us..2ms", "--entries 5", "--cycles 0.4", "--holders 2"] {
+        assert!(repro.contains(flag), "{flag} in {repro}");
+    }
+    assert_eq!(runs[runs.len() - 1]["expected"], serde_json::json!(["soundness"]));
+    assert!(repro.contains("--lockstep"));
+
+    // The buggy node fails the teacher's scenario too, with its repro line.
+    let o = ringleader(&[
+        "lab",
+        "grade",
+        "--family",
+        "deadlock",
+        "--bin",
+        "python3 crates/lab/tests/nodes/deadlock_cmh_no_forward.py",
+        "--seeds",
+        "1",
+        "--scenario",
+        "scenarios/cmh-report-only.toml",
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("completeness") && t.contains("first failure:"), "{t}");
+    assert!(t.lines().any(|l| l.contains("FAIL") && l.contains("file: Chandy-Misra-Haas")), "{t}");
+
+    // A scenario of another family, or one the lab cannot honour, is one line.
+    for (file, needle) in [
+        ("scenarios/cmh-report-only.toml", "this grade is for --family mutex"),
+        ("scenarios/yoyo-grid.toml", "scenario scenarios/yoyo-grid.toml"),
+    ] {
+        let o = ringleader(&["lab", "grade", "--family", "mutex", "--bin", "true", "--scenario", file]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{err}");
+    }
+}
+
+#[test]
+fn lab_new_writes_a_crate_on_the_process_contract() {
+    let dir = scratch("lab-new-files");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let o =
+        ringleader(&["lab", "new", "my-ra", "--family", "mutex", "--dir", dir.as_path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let krate = dir.as_path().join("my-ra");
+    let manifest = std::fs::read_to_string(krate.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(&format!("ringleader-lab = {{ path = \"{}/crates/lab\" }}", root.display())),
+        "{manifest}"
+    );
+    assert!(manifest.contains("[workspace]"), "a crate of its own");
+    let lib = std::fs::read_to_string(krate.join("src/lib.rs")).unwrap();
+    for needle in [
+        "//! ## The rules",
+        "impl Process for Node",
+        "const FAMILY: Family = Family::Mutex;",
+        "fn a_lone_node_enters_at_once()",
+        "Request::Acquire =>",
+    ] {
+        assert!(lib.contains(needle), "{needle}:\n{lib}");
+    }
+    let main = std::fs::read_to_string(krate.join("src/main.rs")).unwrap();
+    assert!(main.contains("ringleader_lab::learner::main::<my_ra::Node>()"), "{main}");
+    assert!(krate.join("Cargo.lock").is_file(), "ringleader's lock file, for offline builds");
+
+    // Another ringleader, a name that is not a crate's, a directory in use: one line each.
+    let other = ringleader(&[
+        "lab",
+        "new",
+        "x",
+        "--family",
+        "clock",
+        "--dir",
+        dir.as_path().to_str().unwrap(),
+        "--ringleader-path",
+        dir.as_path().to_str().unwrap(),
+    ]);
+    assert!(
+        String::from_utf8_lossy(&other.stderr).contains("not a ringleader workspace"),
+        "{}",
+        text(&other)
+    );
+    for (name, needle) in [("My RA", "crate name"), ("my-ra", "is not empty")] {
+        let o =
+            ringleader(&["lab", "new", name, "--family", "mutex", "--dir", dir.as_path().to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(needle), "{}", text(&o));
+    }
+}
+
+/// `lab new`, then the crate is built offline (path dependencies on this workspace and the
+/// versions of its lock file), its rule test fails as it should until the learner writes the
+/// rule, and `cargo run -- sim`, `-- sim --html` and `-- check` run the skeleton under the
+/// simulator's checkers and the model checker. Slow (a fresh build of the simulator and the
+/// model checker): `cargo test -p ringleader --test lab -- --ignored lab_new_crate_builds`.
+#[test]
+#[ignore]
+fn lab_new_crate_builds_and_runs_offline() {
+    let dir = scratch("lab-new-build");
+    let o =
+        ringleader(&["lab", "new", "my-ra", "--family", "mutex", "--dir", dir.as_path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let krate = dir.as_path().join("my-ra");
+    // The generated crate's own target directory, inside this workspace's (not shared with it).
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lab-new-target");
+    let cargo = |args: &[&str]| {
+        Command::new(env!("CARGO"))
+            .current_dir(&krate)
+            .env("CARGO_TARGET_DIR", &target)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let t = cargo(&["test", "--offline"]);
+    assert!(!t.status.success(), "the rule test fails until it is written: {}", text(&t));
+    assert!(text(&t).contains("a_lone_node_enters_at_once") && text(&t).contains("FAILED"), "{}", text(&t));
+    let page = dir.as_path().join("run.html");
+    let s = cargo(&["run", "--offline", "-q", "--", "sim", "--nodes", "3", "--html", page.to_str().unwrap()]);
+    // The empty skeleton never enters: the simulator's mutex checker says so.
+    assert_eq!(s.status.code(), Some(2), "{}", text(&s));
+    assert!(text(&s).contains("liveness"), "{}", text(&s));
+    assert!(std::fs::read_to_string(&page).unwrap().contains("<html"), "a page");
+    let c = cargo(&["run", "--offline", "-q", "--", "check", "--nodes", "2"]);
+    assert!(text(&c).contains("check my-ra: 2 nodes"), "{}", text(&c));
+    assert!(text(&c).contains("safety"), "{}", text(&c));
+}
+
+/// A fresh, empty directory under the test target's scratch space.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// Splits a repro line: words, and single-quoted words.
