@@ -33,4 +33,14 @@ if ! command -v etcdctl >/dev/null; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-client >/dev/null
 fi
 
+if ! command -v go >/dev/null; then
+  # crates/lab/tests/go.rs builds a lab node written in Go (standard library only) to prove the
+  # lab's protocol is language-neutral.
+  echo "== installing Go for crates/lab/tests/go.rs (Debian package golang-go)"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null
+fi
+
 cargo test --workspace --locked

@@ -279,7 +279,7 @@ fn lab_new_writes_a_crate_on_the_process_contract() {
 /// versions of its lock file), its rule test fails as it should until the learner writes the
 /// rule, and `cargo run -- sim`, `-- sim --html` and `-- check` run the skeleton under the
 /// simulator's checkers and the model checker. Slow (a fresh build of the simulator and the
-/// model checker): `cargo test -p ringleader --test lab -- --ignored lab_new_crate_builds`.
+/// model checker): `cargo test -p ringleader --test it -- --ignored lab::lab_new_crate_builds`.
 #[test]
 #[ignore]
 fn lab_new_crate_builds_and_runs_offline() {
