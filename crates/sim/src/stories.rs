@@ -146,7 +146,7 @@ pub fn apply(user: Scenario) -> Result<Scenario, ConfigError> {
             "The default story of {algorithm} expects {} to be violated; {} {} the story's flaw, so no violation is declared expected.",
             b.expect.violations.join(", "),
             dropped_by.join(" and "),
-            if dropped_by.len() == 1 { "changes" } else { "change" },
+            if dropped_by.len() == 1 && dropped_by[0] != "the fault flags" { "changes" } else { "change" },
         );
         if let Some(d) = &user.description {
             why = format!("{d} {why}");
