@@ -311,6 +311,14 @@ pub fn resolve_config(args: &SimArgs, extra: Scenario) -> anyhow::Result<ringlea
 pub fn run(command: SimCommand) -> crate::Outcome {
     let SimCommand { args, threads } = command;
     let cfg = resolve_config(&args, Scenario::default())?;
+    if let Some(most) = ringleader_sim::input::interactive_nodes(&cfg.algorithm)
+        && cfg.nodes > most
+    {
+        eprintln!(
+            "warning: --nodes {}: {}'s start-up grows as N³ (about 12 s at 400 nodes, docs/PERFORMANCE.md); above {most} nodes expect a long wait before the first event",
+            cfg.nodes, cfg.algorithm
+        );
+    }
     let show_progress = !args.json && std::io::stderr().is_terminal();
     let bar = show_progress.then(|| {
         let b = indicatif::ProgressBar::new(cfg.duration.max(1));

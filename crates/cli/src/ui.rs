@@ -135,6 +135,15 @@ fn execute(req: RunRequest) -> Result<RunResponse, String> {
                 cfg.nodes
             );
         }
+        if let Some(most) = ringleader_sim::input::interactive_nodes(&cfg.algorithm)
+            && cfg.nodes > most
+        {
+            anyhow::bail!(
+                "--nodes {}: {}'s start-up grows as N³, and the playground runs it on up to {most} nodes; run bigger ones with `ringleader sim`",
+                cfg.nodes,
+                cfg.algorithm
+            );
+        }
         let opts = ringleader_sim::RunOptions { keep_trace: true, ..Default::default() };
         let result = ringleader_sim::run(&cfg, opts)?;
         let report = serde_json::to_value(&result.report)?;
@@ -284,6 +293,12 @@ mod tests {
         })
         .unwrap_err();
         assert!(big.contains("up to 2000 nodes"), "{big}");
+        let slow = execute(RunRequest {
+            args: vec!["--algo".into(), "lock-service".into(), "--nodes".into(), "1000".into()],
+            scenario: None,
+        })
+        .unwrap_err();
+        assert!(slow.contains("start-up grows as N³") && slow.contains("up to 200 nodes"), "{slow}");
         let file = execute(RunRequest {
             args: vec![],
             scenario: Some("algorithm = \"central\"\nnodes = 3\n[network]\nloss = 1.5\n".into()),

@@ -112,10 +112,12 @@ pub fn properties_of(info: &Info) -> &'static [&'static str] {
 ///
 /// Most algorithms keep O(1) or O(degree) state per node. These keep O(N) state per node, or
 /// put O(N²) messages in flight at once, so the whole run needs O(N²) bytes (coefficients
-/// measured with `/usr/bin/time -f %M` at N = 500, 1000 and 2000):
-/// - bully: an election from the lowest id makes every higher id start its own (N²/2 ELECTION
-///   and ANSWER messages in flight), ≈ 100 bytes per pair of nodes;
-/// - lamport (last timestamp seen from every peer), ≈ 32;
+/// measured as peak RSS with `/usr/bin/time -f %M` on the default run at N = 1000, 2000 and
+/// 3000, rounded up; docs/PERFORMANCE.md has the figures):
+/// - bully: every process that notices the crash starts an election, and each election from
+///   below makes every higher id start its own (N²/2 ELECTION and ANSWER messages in flight),
+///   ≈ 240 bytes per pair of nodes (measured 222–235);
+/// - lamport (last timestamp seen from every peer), ≈ 40 (measured 35–43);
 /// - suzuki-kasami (RN per node), vector-clock (a vector per node and per message),
 ///   chandy-misra-haas (probe numbers per initiator), ≈ 16;
 /// - heartbeat (last heartbeat and suspicion per peer, N² heartbeats per period), ≈ 250;
@@ -125,14 +127,28 @@ pub fn properties_of(info: &Info) -> &'static [&'static str] {
 pub fn memory_estimate(algorithm: &str, n: u32) -> u64 {
     let n = n as u64;
     let per_pair: u64 = match algorithm {
-        "bully" => 100,
-        "lamport" => 32,
+        "bully" => 240,
+        "lamport" => 40,
         "suzuki-kasami" | "vector-clock" | "chandy-misra-haas" => 16,
         "heartbeat" => 250,
         "phi-accrual" => 900,
         _ => 0,
     };
     per_pair.saturating_mul(n).saturating_mul(n).saturating_add(2048 * n)
+}
+
+/// The most nodes worth starting interactively (the playground refuses more; `sim` warns).
+///
+/// `lock-service` builds a Raft replica per node, and raft-rs builds each replica's
+/// configuration from its voters one voter at a time, checking the whole configuration after
+/// each (`confchange::restore`): O(N²) per replica, O(N³) for the run before its first event.
+/// Measured on a loaded 2-core machine: 0.6 s at 100 nodes, 2.2 s at 200, 11.8 s at 400
+/// (docs/PERFORMANCE.md). The cost is in the dependency, so it is bounded here.
+pub fn interactive_nodes(algorithm: &str) -> Option<u32> {
+    match algorithm {
+        "lock-service" => Some(200),
+        _ => None,
+    }
 }
 
 fn bytes(b: u64) -> String {

@@ -99,7 +99,7 @@ impl Scenario {
         if !(0.0..=1.0).contains(&cycles) {
             return bad(format!("--cycles {cycles}: a probability must be between 0 and 1"));
         }
-        let holders = self.workload.holders.unwrap_or(2);
+        let holders = self.workload.holders.unwrap_or(default_holders(&algorithm));
         if holders == 0 {
             return bad("--holders 0: a request waits for at least one holder".into());
         }
@@ -261,10 +261,11 @@ impl RunConfig {
         if self.cycles != 0.3 {
             s += &format!(" --cycles {}", self.cycles);
         }
-        // The deadlock workload's holders per request (default 2); no other run reads them.
+        // The deadlock workload's holders per request (default 2, 1 for chandy-misra-haas); no
+        // other run reads them.
         let deadlock = ringleader_algorithms::find(&self.algorithm)
             .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock);
-        if deadlock && self.holders != 2 {
+        if deadlock && self.holders != default_holders(&self.algorithm) {
             s += &format!(" --holders {}", self.holders);
         }
         if self.clock_offset > 0 {
@@ -301,4 +302,13 @@ fn shell_word(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
+}
+
+/// The deadlock workload's default holders per request: 2, and 1 for Chandy-Misra-Haas. With
+/// two holders cycles overlap, and resolving one cycle's victim can break another whose victim
+/// is already told to abort: a phantom report (docs/DEADLOCK.md), on 11 of 400 seeds at 6 nodes.
+/// With one holder no two cycles share a process, and 1,600 seeded runs (3, 4, 6 and 8 nodes)
+/// report no phantom; the phantom is the default story's, declared.
+fn default_holders(algorithm: &str) -> u32 {
+    if algorithm == "chandy-misra-haas" { 1 } else { 2 }
 }

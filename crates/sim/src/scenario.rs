@@ -223,7 +223,8 @@ pub struct WorkloadSection {
     pub cycles: Option<f64>,
     /// Destinations of each send event (`messages` workload of clock runs) [default 1].
     pub fanout: Option<u32>,
-    /// Deadlock workload: the most holders one request waits for [default 2].
+    /// Deadlock workload: the most holders one request waits for [default 2; 1 for
+    /// chandy-misra-haas].
     pub holders: Option<u32>,
 }
 

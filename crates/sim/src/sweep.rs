@@ -12,7 +12,10 @@
 //! [`merge`] unions shards into the output a single machine would have produced (the records
 //! are the evidence; the summary is a pure function of them).
 //!
-//! Per-run figures kept: messages sent (all kinds, detection included), events, every latency
+//! Per-run figures kept: messages sent (all kinds, detection included; when some are failure
+//! detection, `messages_detection` and `messages_algorithm` apart), the messages per operation
+//! (`messages_per_election`, `messages_per_entry` …: the run's `per_operation`, as `ringleader
+//! table` counts it), events, every latency
 //! the family's checker measures (time to leader, entry latency, detection time …) as the run's
 //! mean in ms, and every numeric field of the outcome (clock skew before and after, entries,
 //! aborts …). Distributions report min, p50, p99 (nearest rank) and max, plus the mean.
@@ -289,6 +292,19 @@ fn record(config: usize, report: &crate::Report) -> RunRecord {
     }
     for (name, x) in report.outcome.numbers() {
         metrics.entry(name).or_insert(x);
+    }
+    // The algorithm's own messages apart from failure detection (a story's heartbeats), and
+    // their cost per operation in the unit of the textbook formula (`ringleader table`).
+    if report.messages.detection > 0 {
+        metrics.insert("messages_detection".into(), report.messages.detection as f64);
+        metrics.insert(
+            "messages_algorithm".into(),
+            report.messages.sent.saturating_sub(report.messages.detection) as f64,
+        );
+    }
+    if report.per_operation.operations > 0 {
+        let unit = report.per_operation.unit.replace(' ', "_");
+        metrics.insert(format!("messages_per_{unit}"), report.per_operation.messages_mean);
     }
     let mut violated: Vec<String> = report.violations.iter().map(|v| v.property.to_string()).collect();
     violated.sort();

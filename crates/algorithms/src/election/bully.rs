@@ -213,12 +213,16 @@ impl Bully {
         self.watch.lead(out);
     }
 
-    /// Rule 6: coordinator := j.
+    /// Rule 6: coordinator := j. An election of this process ends here too: the `Leader` event
+    /// is emitted whenever the coordinator changes *or* this process was electing, so that an
+    /// observer that saw `ElectionStarted` sees the election end even when the COORDINATOR names
+    /// the coordinator it already followed (a lower process's election re-ran it).
     fn adopt(&mut self, cx: &Context, j: Uid, out: &mut Out) {
+        let was_electing = self.phase != Phase::Idle;
         self.phase = Phase::Idle;
         out.cancel_timer(Timer::Answer);
         out.cancel_timer(Timer::Coordinator);
-        if self.leader != Some(j) {
+        if self.leader != Some(j) || was_electing {
             self.leader = Some(j);
             out.emit(Event::Leader { leader: j, term: 0 });
         }
@@ -441,6 +445,24 @@ mod tests {
         assert_eq!(step.cancelled(), vec![Timer::Answer, Timer::Coordinator]);
         assert_eq!(p.process.leader(), Some(3));
         assert!(p.armed().is_empty());
+    }
+
+    /// Rule 6, when the coordinator does not change: a process that already follows 3 and was
+    /// drawn into an election by a lower id's ELECTION ends that election on COORDINATOR(3) —
+    /// it emits `Leader` again, so an observer of its `ElectionStarted` (a real node's role) does
+    /// not keep it a candidate.
+    #[test]
+    fn rule_6_coordinator_ends_an_election_even_for_the_same_coordinator() {
+        let mut p = node(1);
+        p.deliver(2, Msg::Coordinator(3));
+        let step = p.deliver(0, Msg::Election(1));
+        assert_eq!(step.emitted(), vec![Event::ElectionStarted]);
+        p.deliver(2, Msg::Answer(3));
+        assert_eq!(p.process.phase(), Phase::Awaiting);
+        let step = p.deliver(2, Msg::Coordinator(3));
+        assert_eq!(step.emitted(), vec![Event::Leader { leader: 3, term: 0 }]);
+        assert_eq!(p.process.phase(), Phase::Idle);
+        assert!(p.deliver(2, Msg::Coordinator(3)).emitted().is_empty(), "idle: nothing new to say");
     }
 
     /// Rule 7: a recovered process starts an election at once, and a COORDINATOR from a lower

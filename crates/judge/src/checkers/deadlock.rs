@@ -16,7 +16,15 @@
 //! Prevention (wait-die, wound-wait; recognised by the `Queued` / `Restarted` events they emit):
 //! an edge only counts once the holder lets the requester wait (`Queued{node}`, emitted by the
 //! holder):
-//! - **no_deadlock**: the graph of such waits never has a cycle;
+//! - **no_deadlock**: the graph of such waits has no cycle that is permanent. A holder judges a
+//!   REQUEST against its own state when the REQUEST arrives, which can be stale (a paused holder
+//!   reads its inbox late; a restarted transaction's old REQUEST arrives after its new one), so
+//!   an allowed wait can close a cycle for a moment — and the scheme's next REQUEST along that
+//!   cycle aborts one of its transactions (wait-die kills the younger requester, wound-wait
+//!   wounds the younger holder) when it is judged, which breaks it. Such a *transient* cycle is no deadlock. A
+//!   cycle is judged a deadlock when it is still closed when the run ends with nothing left to
+//!   happen (no message in flight, no timer: nobody can be aborted any more); when the run is
+//!   cut off with a cycle closed, `no_deadlock` is undecided;
 //! - **no_starvation**: at the end of the run no live process is still waiting (every
 //!   transaction, however often restarted, committed).
 //!
@@ -48,8 +56,8 @@ struct Deadlock {
 pub struct DeadlockChecker {
     /// Requested edges: node → holders it waits for.
     waits: Vec<BTreeSet<NodeId>>,
-    /// Edges (requester, holder) the holder let wait (prevention).
-    queued: BTreeSet<(NodeId, NodeId)>,
+    /// Edges (requester, holder) the holder let wait (prevention), with when it let it wait.
+    queued: BTreeMap<(NodeId, NodeId), Moment>,
     /// Prevention: the transaction (start timestamp) each process waits with, from its
     /// `Requested{ts}`; a `Queued` naming another transaction is a stale REQUEST.
     transaction: Vec<Option<Time>>,
@@ -67,7 +75,7 @@ pub struct DeadlockChecker {
     requests: u64,
     restarts: u64,
     detection: Latencies,
-    /// Prevention: allowed waits that closed a cycle.
+    /// Prevention: cycles of allowed waits still closed at the end of the run (deadlocks).
     prevented_failures: u64,
     bound: Time,
     /// The first needless abort, judged at the end (prevention schemes abort by design, and
@@ -80,7 +88,7 @@ impl DeadlockChecker {
     pub fn new(n: usize) -> Self {
         DeadlockChecker {
             waits: vec![BTreeSet::new(); n],
-            queued: BTreeSet::new(),
+            queued: BTreeMap::new(),
             transaction: vec![None; n],
             prevention: false,
             deadlocks: Vec::new(),
@@ -167,7 +175,7 @@ impl DeadlockChecker {
 
     fn withdraw(&mut self, node: NodeId) {
         self.waits[node as usize].clear();
-        self.queued.retain(|&(i, _)| i != node);
+        self.queued.retain(|&(i, _), _| i != node);
     }
 }
 
@@ -272,17 +280,9 @@ impl Checker for DeadlockChecker {
                 if transaction.is_some_and(|t| self.transaction[i as usize] != Some(t)) {
                     return; // a stale request of an earlier transaction that waited here too
                 }
-                self.queued.insert((i, j));
-                let queued = &self.queued;
-                if self.reachable(j, |a, b| queued.contains(&(a, b)))[i as usize] {
-                    self.prevented_failures += 1;
-                    v.record(Property::NoDeadlock, at, || {
-                        format!(
-                            "id {} waits for id {}, which already waits for it through the wait-for graph",
-                            w.uids[i as usize], w.uids[j as usize]
-                        )
-                    });
-                }
+                self.queued.insert((i, j), at);
+                // A cycle this wait closes is judged at the end of the run: the scheme's next
+                // request along it breaks it, unless nothing is left to happen.
             }
             _ => {}
         }
@@ -296,6 +296,25 @@ impl Checker for DeadlockChecker {
 
     fn finish(&mut self, w: &World, at: Moment, v: &mut Violations) {
         if self.prevention {
+            // A cycle of allowed waits still closed now: its latest edge closed it.
+            let queued = &self.queued;
+            let closer = queued
+                .iter()
+                .filter(|&(&(i, j), _)| self.reachable(j, |a, b| queued.contains_key(&(a, b)))[i as usize])
+                .max_by_key(|&(_, m)| (m.time, m.step))
+                .map(|(&edge, &m)| (edge, m));
+            if let Some(((i, j), formed)) = closer {
+                self.prevented_failures += 1;
+                let detail = move || {
+                    format!(
+                        "id {} waits for id {}, which waits for it through the wait-for graph: the cycle closed at {:.3} ms is still closed at the end",
+                        w.uids[i as usize],
+                        w.uids[j as usize],
+                        formed.time as f64 / 1e6
+                    )
+                };
+                v.pending(Property::NoDeadlock, at, formed.time, detail);
+            }
             if let Some(n) =
                 (0..self.waits.len()).find(|&n| w.alive(n as NodeId) && !self.waits[n].is_empty())
             {
@@ -383,6 +402,42 @@ mod tests {
         v.set_cut_off(cut_off);
         c.finish(&w, Moment { time: end, step: 2 }, &mut v);
         v
+    }
+
+    /// Two prevention transactions let each other wait (a stale judgement), then `clear` says
+    /// whether one of them aborts before the end; judged at `end`, cut off or not.
+    fn prevention(clear: bool, cut_off: bool) -> Violations {
+        let uids = [1, 2];
+        let status = [NodeStatus::Up; 2];
+        let w = World { uids: &uids, status: &status, rule: LeaderRule::Any };
+        let mut c = DeadlockChecker::for_prevention(2);
+        let mut v = Violations::default();
+        let at = |ms: Time| Moment { time: ms * MILLISECOND, step: ms };
+        for (i, j, ts) in [(0, 1, 10), (1, 0, 20)] {
+            c.on_request(&w, i, &Request::WaitFor { holders: vec![j] }, at(1), &mut v);
+            c.on_event(&w, i, &Event::Requested { ts }, at(1), &mut v);
+        }
+        c.on_event(&w, 1, &Event::Queued { node: 0, transaction: Some(10) }, at(2), &mut v);
+        c.on_event(&w, 0, &Event::Queued { node: 1, transaction: Some(20) }, at(3), &mut v);
+        assert!(v.is_empty(), "a cycle is not judged when it closes");
+        if clear {
+            c.on_event(&w, 1, &Event::Aborted, at(4), &mut v);
+        }
+        v.set_cut_off(cut_off);
+        c.finish(&w, at(9), &mut v);
+        v
+    }
+
+    #[test]
+    fn a_prevention_cycle_is_a_deadlock_only_if_it_outlives_the_run() {
+        let v = prevention(true, false);
+        assert!(!v.has(Property::NoDeadlock), "a transient cycle, broken by an abort");
+        let v = prevention(false, false);
+        assert!(v.has(Property::NoDeadlock), "still closed when nothing is left to happen");
+        assert!(v.list()[0].detail.contains("closed at 3.000 ms"), "{:?}", v.list());
+        let v = prevention(false, true);
+        assert!(!v.has(Property::NoDeadlock));
+        assert_eq!(v.undecided()[0].property, Property::NoDeadlock, "cut off: it might still clear");
     }
 
     #[test]

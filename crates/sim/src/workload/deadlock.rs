@@ -31,6 +31,9 @@
 //! nobody busy to wait for asks a free process, which grants at once. The run begins no new
 //! transaction after `entries` in total (restarts do not count), so runs end.
 //!
+//! A paused process's application is paused with it: its timers (begin, ask, commit) wait for
+//! it to resume, so the lock table never runs transactions in its name that it has not seen.
+//!
 //! Timing guarantee the detection algorithms rely on: a process that commits (or aborts) stays
 //! thinking for at least 2·max_delay + 1 ns before it can block again, so a message sent along an
 //! edge before it was granted reaches a process that is not blocked (Chandy-Misra-Haas' "P_k
@@ -40,6 +43,7 @@ use rand::RngExt;
 use rand_distr::{Distribution, Exp};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::{Event, NodeId, Request, Time};
+use ringleader_judge::checkers::NodeStatus;
 
 use super::{Cx, Tick, Workload};
 
@@ -192,6 +196,14 @@ impl DeadlockWorkload {
             return;
         }
         let Some(kind) = TickKind::of(tick) else { return };
+        if cx.status[jj] == NodeStatus::Paused {
+            // A paused process's application is paused with it: it begins, asks and commits
+            // nothing until it resumes. (Were the lock table to go on without it, requests made
+            // in its name would reach it after it resumed, behind an abort of the transaction
+            // it had when it paused, and that abort would withdraw the wrong transaction's waits.)
+            self.tick(now + self.gap, j, kind, cx);
+            return;
+        }
         match (kind, self.phase[jj]) {
             (TickKind::Begin, Phase::Thinking) => {
                 if self.restart[jj].is_none() {
