@@ -12,6 +12,7 @@ mod check;
 mod cli;
 mod defaults;
 mod detector_curve;
+mod docs_generated;
 mod durability;
 mod etcd_grpc;
 mod etcdctl;

@@ -9,7 +9,7 @@
 //! When the binary's output changes on purpose, regenerate them and read the diff:
 //!
 //! ```sh
-//! RINGLEADER_BLESS_DOCS=1 cargo test -p ringleader --test docs_generated
+//! RINGLEADER_BLESS_DOCS=1 cargo test -p ringleader --test it -- docs_generated::
 //! git diff docs/
 //! ```
 
