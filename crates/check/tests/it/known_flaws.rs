@@ -6,7 +6,6 @@
 //! proof asserts that every property holds over the *whole* reachable state space, that the
 //! interesting states are reached (a leader, an entry), and the exact state count.
 
-
 use crate::common::simulator_judges;
 use ringleader_check::{Bounds, NetworkKind, Options, Outcome, check};
 use ringleader_core::trace::RecordKind;

@@ -1,6 +1,5 @@
 //! Depth-first search and symmetry reduction give the verdicts of the breadth-first search.
 
-
 use crate::common::simulator_judges;
 use ringleader_algorithms::mutex::suzuki_kasami::SuzukiKasami;
 use ringleader_check::{Bounds, NetworkKind, Options, Search, check, symmetry};
