@@ -101,12 +101,11 @@ fn cli_md_json_example_is_what_sim_json_prints() {
 fn service_md_comparison_table_is_what_the_runs_print() {
     let path = root().join("docs/SERVICE.md");
     let doc = std::fs::read_to_string(&path).expect("docs/SERVICE.md");
-    let span = block(&doc, "### The same fault plan on four ways to keep a lock", "|---|", |l| !l.starts_with('|'));
+    let span =
+        block(&doc, "### The same fault plan on four ways to keep a lock", "|---|", |l| !l.starts_with('|'));
     // The algorithms, in the table's order, from the table itself.
-    let algorithms: Vec<String> = doc[span.0..span.1]
-        .lines()
-        .filter_map(|l| l.split('`').nth(1).map(str::to_string))
-        .collect();
+    let algorithms: Vec<String> =
+        doc[span.0..span.1].lines().filter_map(|l| l.split('`').nth(1).map(str::to_string)).collect();
     assert!(algorithms.len() >= 4, "the table lists the algorithms it compares");
     let mut rows = String::new();
     for algo in &algorithms {

@@ -283,7 +283,10 @@ mod tests {
         let mut user = flags("chandy-misra-haas");
         user.workload.holders = Some(2);
         assert!(apply(user).unwrap().expect.violations.is_empty());
-        assert_eq!(apply(flags("chandy-misra-haas")).unwrap().expect.violations, vec!["soundness".to_string()]);
+        assert_eq!(
+            apply(flags("chandy-misra-haas")).unwrap().expect.violations,
+            vec!["soundness".to_string()]
+        );
     }
 
     #[test]
