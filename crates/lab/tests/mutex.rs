@@ -143,7 +143,7 @@ fn bad_settings_are_refused_with_what_is_allowed() {
     c.crashes = vec!["7@1ms".parse().unwrap()];
     let e = run(&c).unwrap_err().to_string();
     assert!(e.contains("no node 7"), "{e}");
-    assert!("deadlock".parse::<LabFamily>().unwrap_err().contains("mutex, election and clock"));
+    assert!("paxos".parse::<LabFamily>().unwrap_err().contains("mutex, election, clock and deadlock"));
 }
 
 #[test]

@@ -56,8 +56,10 @@ fn a_cut_off_mutex_run_leaves_liveness_undecided() {
 #[test]
 fn a_cycle_cut_off_before_its_bound_is_undecided() {
     // `sim --algo chandy-misra-haas --entries 100 --duration 10ms`: a cycle closes at 9.567 ms,
-    // 0.4 ms before the cut-off; the bound is 5 × 50 ms.
+    // 0.4 ms before the cut-off; the bound is 5 × 50 ms. Two holders per request (`--holders
+    // 2`; one is the default since one holder closes no overlapping cycles).
     let mut c = cfg("chandy-misra-haas", 5);
+    c.holders = 2;
     c.entries = 100;
     c.duration = 10 * MS;
     let r = go(&c);
