@@ -171,7 +171,7 @@ struct GradeArgs {
     #[arg(long, default_value_t = 8)]
     seeds: u64,
     /// A teacher's scenario file (the simulator's TOML format: nodes, seed, network, faults,
-    /// workload, initiators, [expect]), run after the battery; repeatable.
+    /// workload, initiators, `[expect]`), run after the battery; repeatable.
     #[arg(long, value_name = "FILE")]
     scenario: Vec<PathBuf>,
     /// Write the space-time page of the first failing run.

@@ -1,5 +1,5 @@
 //! The command line of a learner's Rust crate (`ringleader lab new`): the learner's
-//! [`Algorithm`] under ringleader's own simulator, checkers, model checker and viewer.
+//! [`Algorithm`](ringleader_algorithms::Algorithm) under ringleader's own simulator, checkers, model checker and viewer.
 //!
 //! A crate written by `lab new` has a `main` of one line, `ringleader_lab::learner::main::<Node>()`,
 //! which gives the learner's algorithm these commands:
@@ -12,7 +12,7 @@
 //!   of a small system, each property with its verdict and the shortest counterexample's steps.
 //!
 //! A scenario names no algorithm of ringleader's: the run uses the learner's, with the
-//! workload and checkers of its family ([`Algorithm::FAMILY`]).
+//! workload and checkers of its family ([`Algorithm::FAMILY`](ringleader_algorithms::Algorithm::FAMILY)).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
