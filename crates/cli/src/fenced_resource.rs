@@ -7,8 +7,10 @@
 //! API: `POST /write` with `{"lock": "orders", "token": 42, "client": "client-3"}` answers 200
 //! `{"accepted": true, "highest": 42}`, or 409 `{"accepted": false, "highest": 57}` for a stale
 //! token; `GET /stats` answers `{"accepted": A, "rejected": R}`. Every decision is appended to
-//! the log (JSON lines: `at_ns`, `lock`, `token`, `client`, `accepted`) in the order it was
-//! taken.
+//! the log (JSON lines: `at_ns`, `lock`, `token`, `client`, `accepted`, and `stale` when the
+//! writer declared a write past its lease on purpose) in the order it was taken. `--check`
+//! judges a log with [`ringleader_judge::fenced_resource`], against the clients' history when
+//! given one.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -22,18 +24,26 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use clap::Args;
+use ringleader_judge::fenced_resource::{LogLine, check_log};
+use ringleader_judge::linearizability::lock::parse_history;
 use serde::{Deserialize, Serialize};
 
 /// A resource that rejects writes with stale fencing tokens (test tooling)
 ///
 /// Serves POST /write {"lock", "token", "client"}: accepted (200) when the token is at least
 /// the highest accepted for that lock, else rejected (409); GET /stats counts both. Every
-/// decision is logged to --log. With --check LOG: reads such a log, prints the counts, and
-/// exits 2 if an accepted write ever carried a token below an earlier accepted one.
+/// decision is logged to --log.
+///
+/// With --check LOG: judges such a log and exits 2 on any anomaly: an accepted token below an
+/// earlier accepted one, or two clients accepted with one token. With --history H as well (the
+/// clients' lock history, as `ringleader verify --history` reads it): every accepted write must
+/// carry a token the history granted to its writer for that lock, and must not be accepted
+/// after the writer's own release or lease end returned, nor after another holder was granted a
+/// higher token (unless the write declared itself stale: a deliberate test of the fence).
 ///
 /// Examples:
 ///   ringleader fenced-resource --listen 127.0.0.1:4300 --log writes.jsonl
-///   ringleader fenced-resource --check writes.jsonl
+///   ringleader fenced-resource --check writes.jsonl --history history.jsonl
 #[derive(Args, Debug, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct FencedResourceArgs {
@@ -46,6 +56,13 @@ pub struct FencedResourceArgs {
     /// Check a log written by this resource instead of serving.
     #[arg(long, value_name = "LOG")]
     pub check: Option<PathBuf>,
+    /// With --check: judge the log against this client lock history (JSON lines).
+    #[arg(long, value_name = "FILE", requires = "check")]
+    pub history: Option<PathBuf>,
+    /// With --check --history: how much later than a return a write must be accepted to count
+    /// as after it (the resource and the clients read different processes' clocks).
+    #[arg(long, value_name = "DURATION", default_value = "10ms", value_parser = crate::service_client::parse_wait, requires = "history")]
+    pub clock_slack: std::time::Duration,
     /// Allow a non-loopback --listen address (the resource has no authentication).
     #[arg(long)]
     pub insecure: bool,
@@ -102,61 +119,6 @@ impl Fence {
     }
 }
 
-/// One line of the resource's log.
-#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct LogLine {
-    /// When the decision was taken (nanoseconds since the Unix epoch).
-    pub at_ns: u64,
-    /// The lock name.
-    pub lock: String,
-    /// The fencing token the write carried.
-    pub token: u64,
-    /// Who wrote.
-    pub client: String,
-    /// Whether it was accepted.
-    pub accepted: bool,
-}
-
-/// What `--check` found in a log.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct LogCheck {
-    /// Accepted writes.
-    pub accepted: u64,
-    /// Rejected writes.
-    pub rejected: u64,
-    /// Lock names written.
-    pub locks: usize,
-    /// The first accepted write whose token is below an earlier accepted one for its lock:
-    /// (line, lock, token, the earlier highest).
-    pub backwards: Option<(usize, String, u64, u64)>,
-}
-
-/// Checks a log: accepted tokens never go backwards per lock, in log order.
-pub fn check_log(text: &str) -> anyhow::Result<LogCheck> {
-    let mut highest: HashMap<String, u64> = HashMap::new();
-    let mut c = LogCheck::default();
-    for (i, raw) in text.lines().enumerate() {
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let l: LogLine = serde_json::from_str(raw)
-            .with_context(|| format!("line {}: not a fenced-resource log line", i + 1))?;
-        if !l.accepted {
-            c.rejected += 1;
-            continue;
-        }
-        c.accepted += 1;
-        let h = highest.entry(l.lock.clone()).or_insert(l.token);
-        if l.token < *h && c.backwards.is_none() {
-            c.backwards = Some((i + 1, l.lock.clone(), l.token, *h));
-        }
-        *h = (*h).max(l.token);
-    }
-    c.locks = highest.len();
-    Ok(c)
-}
-
 struct Shared {
     fence: Fence,
     log: std::io::BufWriter<std::fs::File>,
@@ -171,6 +133,9 @@ struct Write {
     token: u64,
     #[serde(default)]
     client: String,
+    /// The writer writes after its lease ran out on purpose (a test of the fence).
+    #[serde(default)]
+    stale: bool,
 }
 
 #[derive(Serialize)]
@@ -183,7 +148,9 @@ async fn write(State(state): State<AppState>, body: axum::body::Bytes) -> axum::
     let w: Write = match serde_json::from_slice(&body) {
         Ok(w) => w,
         Err(e) => {
-            let error = format!("body: {e}; expected {{\"lock\": NAME, \"token\": N, \"client\": WHO}}");
+            let error = format!(
+                "body: {e}; expected {{\"lock\": NAME, \"token\": N, \"client\": WHO, \"stale\": BOOL}}"
+            );
             return (StatusCode::BAD_REQUEST, Json(serde_json::json!({ "error": error }))).into_response();
         }
     };
@@ -195,6 +162,7 @@ async fn write(State(state): State<AppState>, body: axum::body::Bytes) -> axum::
         token: w.token,
         client: w.client,
         accepted: decision == Decision::Accepted,
+        stale: w.stale,
     };
     let logged = serde_json::to_string(&line)
         .map_err(std::io::Error::other)
@@ -218,9 +186,18 @@ async fn stats(State(state): State<AppState>) -> Json<serde_json::Value> {
     Json(serde_json::json!({ "accepted": s.fence.accepted, "rejected": s.fence.rejected }))
 }
 
-fn check(path: &Path) -> crate::Outcome {
+fn check(path: &Path, history: Option<&Path>, slack: std::time::Duration) -> crate::Outcome {
     let text = std::fs::read_to_string(path).with_context(|| format!("--check {}", path.display()))?;
-    let c = check_log(&text).with_context(|| format!("--check {}", path.display()))?;
+    let history = match history {
+        Some(h) => {
+            let text = std::fs::read_to_string(h).with_context(|| format!("--history {}", h.display()))?;
+            Some(parse_history(&text).with_context(|| format!("--history {}", h.display()))?)
+        }
+        None => None,
+    };
+    let slack_ns = u64::try_from(slack.as_nanos()).unwrap_or(u64::MAX);
+    let c = check_log(&text, history.as_deref(), slack_ns)
+        .with_context(|| format!("--check {}", path.display()))?;
     println!(
         "fenced resource: {} writes accepted, {} rejected as stale, on {} lock{}",
         c.accepted,
@@ -228,24 +205,34 @@ fn check(path: &Path) -> crate::Outcome {
         c.locks,
         if c.locks == 1 { "" } else { "s" }
     );
-    match c.backwards {
-        None => {
-            println!("fenced resource: accepted tokens never went backwards");
-            Ok(crate::ExitStatus::Ok)
-        }
-        Some((line, lock, token, highest)) => {
-            println!(
-                "fenced resource: VIOLATED: line {line}: lock {lock} accepted token {token} after {highest}"
-            );
-            Ok(crate::ExitStatus::Violation)
-        }
+    if c.stale_accepted > 0 {
+        println!(
+            "fenced resource: {} declared stale writes accepted before the newer holder wrote (fencing cannot refuse those)",
+            c.stale_accepted
+        );
     }
+    let judged = if c.against_history {
+        "accepted tokens never went backwards, one writer per token, every accepted write made while its writer held the lock by the history"
+    } else {
+        "accepted tokens never went backwards, one writer per token"
+    };
+    if c.anomalies.is_empty() {
+        println!("fenced resource: {judged}");
+        return Ok(crate::ExitStatus::Ok);
+    }
+    for a in c.anomalies.iter().take(10) {
+        println!("fenced resource: VIOLATED: {a}");
+    }
+    if c.anomalies.len() > 10 {
+        println!("fenced resource: … and {} more anomalies", c.anomalies.len() - 10);
+    }
+    Ok(crate::ExitStatus::Violation)
 }
 
 /// Runs `ringleader fenced-resource`.
 pub fn run(args: FencedResourceArgs) -> crate::Outcome {
     if let Some(path) = &args.check {
-        return check(path);
+        return check(path, args.history.as_deref(), args.clock_slack);
     }
     let Some(log_path) = &args.log else { bail!("--log FILE: where to log the writes") };
     let addr: SocketAddr = crate::node::resolve(&args.listen, "--listen")?;
@@ -296,31 +283,19 @@ mod tests {
         assert_eq!((f.highest("a"), f.highest("b"), f.highest("c")), (Some(10), Some(1), None));
     }
 
-    fn line(lock: &str, token: u64, accepted: bool) -> String {
-        serde_json::to_string(&LogLine { at_ns: 1, lock: lock.into(), token, client: "c".into(), accepted })
-            .unwrap()
-    }
-
-    #[test]
-    fn the_log_check_finds_an_accepted_write_that_went_backwards() {
-        let good =
-            [line("a", 3, true), line("a", 2, false), line("b", 1, true), line("a", 4, true)].join("\n");
-        let c = check_log(&good).unwrap();
-        assert_eq!((c.accepted, c.rejected, c.locks, c.backwards), (3, 1, 2, None));
-        let bad = [line("a", 3, true), line("b", 9, true), line("a", 2, true)].join("\n");
-        assert_eq!(check_log(&bad).unwrap().backwards, Some((3, "a".into(), 2, 3)));
-        let err = check_log("{\"lock\": 1}").unwrap_err();
-        assert!(format!("{err:#}").contains("line 1"), "{err:#}");
-    }
-
+    /// The log the server writes is the log the judge reads; whatever the fence decides, the
+    /// judge finds no anomaly in it (its checks are in `ringleader_judge::fenced_resource`).
     #[test]
     fn what_the_fence_decides_the_log_check_agrees_with() {
         let mut f = Fence::default();
         let mut log = Vec::new();
         for (lock, token) in [("a", 1), ("a", 4), ("a", 2), ("b", 7), ("a", 4), ("b", 6), ("a", 5)] {
-            log.push(line(lock, token, f.offer(lock, token) == Decision::Accepted));
+            let accepted = f.offer(lock, token) == Decision::Accepted;
+            let line =
+                LogLine { at_ns: 1, lock: lock.into(), token, client: "c".into(), accepted, stale: false };
+            log.push(serde_json::to_string(&line).unwrap());
         }
-        let c = check_log(&log.join("\n")).unwrap();
-        assert_eq!((c.accepted, c.rejected, c.backwards), (f.accepted, f.rejected, None));
+        let c = check_log(&log.join("\n"), None, 0).unwrap();
+        assert_eq!((c.accepted, c.rejected, c.anomalies.len()), (f.accepted, f.rejected, 0));
     }
 }

@@ -174,8 +174,10 @@ enum Wrote {
     Failed,
 }
 
-fn write_through(agent: &ureq::Agent, url: &str, client: &str, lock: &str, token: u64) -> Wrote {
-    let body = json!({ "lock": lock, "token": token, "client": client }).to_string();
+/// Writes through `token`; `stale` declares a write past the lease on purpose (the resource logs
+/// it, and its judge does not count such a write accepted before the newer holder wrote).
+fn write_through(agent: &ureq::Agent, url: &str, client: &str, lock: &str, token: u64, stale: bool) -> Wrote {
+    let body = json!({ "lock": lock, "token": token, "client": client, "stale": stale }).to_string();
     match agent.post(&format!("{url}/write")).header("content-type", "application/json").send(body) {
         Ok(r) if r.status().as_u16() == 200 => Wrote::Accepted,
         Ok(r) if r.status().as_u16() == 409 => Wrote::Rejected,
@@ -246,7 +248,7 @@ fn client_run<W: Write>(
                     alive_ns = alive_ns.max(invoked);
                     if let Some((agent, url)) = &plan.resource {
                         if session.is_alive() {
-                            match write_through(agent, url, name, lock, token) {
+                            match write_through(agent, url, name, lock, token, false) {
                                 Wrote::Accepted => t.writes_accepted += 1,
                                 Wrote::Rejected => t.writes_rejected += 1,
                                 Wrote::Failed => t.writes_failed += 1,
@@ -351,7 +353,7 @@ fn stale_writer_run<W: Write>(
             t.granted += 1;
             // The pause: the lease runs out, a waiter is granted the lock and writes.
             std::thread::sleep(plan.ttl * 3 / 2);
-            match write_through(agent, url, name, lock, token) {
+            match write_through(agent, url, name, lock, token, true) {
                 Wrote::Rejected => t.stale_rejected += 1,
                 Wrote::Accepted => t.stale_accepted += 1,
                 Wrote::Failed => t.writes_failed += 1,

@@ -18,9 +18,9 @@ use ringleader_core::Uid;
 /// lock, lease, invoke_ns, return_ns, result; docs/VERIFICATION.md) for linearizability
 /// against a lock under leases with fencing tokens.
 ///
-/// Exit status: 0 when every property holds (for --history: linearizable, or undecided when
-/// the search ran out of --budget without finding a violation, as a cut-off simulation is), 2
-/// on a violation, 1 on unreadable input.
+/// Exit status: 0 when every property holds (for --history: linearizable), 2 on a violation,
+/// and for --history also when undecided (the search ran out of --budget without finding a
+/// violation: raise --budget, or give --allow-undecided to exit 0), 1 on unreadable input.
 ///
 /// Examples:
 ///   ringleader verify traces/node-*.jsonl
@@ -39,6 +39,10 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "STEPS", default_value_t = ringleader_judge::linearizability::DEFAULT_BUDGET,
           value_parser = clap::value_parser!(u64).range(1..), requires = "history")]
     pub budget: u64,
+    /// With --history: exit 0 when the search runs out of its budget undecided (by default an
+    /// undecided history exits 2: nothing was proved).
+    #[arg(long, requires = "history")]
+    pub allow_undecided: bool,
     /// A node id killed for good that no launcher recorded (repeatable): it counts as crashed
     /// after its last record.
     #[arg(long, value_name = "ID")]
@@ -57,7 +61,7 @@ pub struct VerifyArgs {
 /// Runs `ringleader verify`.
 pub fn run(args: VerifyArgs) -> crate::Outcome {
     if let Some(path) = &args.history {
-        return history(path, args.budget, args.json);
+        return history(path, args.budget, args.json, args.allow_undecided);
     }
     let report = ringleader_net::verify::verify_files(&args.traces, &args.down)?;
     if args.html.is_some() || args.shiviz.is_some() {
@@ -130,7 +134,7 @@ fn write_pictures(args: &VerifyArgs, report: &ringleader_net::verify::VerifyRepo
 }
 
 /// `--history`: a client history checked for linearizability.
-fn history(path: &std::path::Path, budget: u64, json: bool) -> crate::Outcome {
+fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: bool) -> crate::Outcome {
     use ringleader_judge::linearizability::{Verdict, lock};
     let checked = lock::check_history_file(path, budget)?;
     let (word, detail) = match &checked.verdict {
@@ -161,11 +165,17 @@ fn history(path: &std::path::Path, budget: u64, json: bool) -> crate::Outcome {
         let verdict = match &checked.verdict {
             Verdict::Linearizable => "OK: linearizable".to_string(),
             Verdict::Violated(w) => format!("VIOLATED: not linearizable: {w}"),
-            Verdict::Undecided { .. } => {
-                format!("UNDECIDED: {}", checked.verdict.to_string().replacen("undecided: ", "", 1))
-            }
+            Verdict::Undecided { .. } => format!(
+                "UNDECIDED: {}{}",
+                checked.verdict.to_string().replacen("undecided: ", "", 1),
+                if allow_undecided { "" } else { " (exit 2: raise --budget, or --allow-undecided)" }
+            ),
         };
         println!("verdict    {verdict}");
     }
-    Ok(crate::ExitStatus::violation_unless(!matches!(checked.verdict, Verdict::Violated(_))))
+    Ok(crate::ExitStatus::violation_unless(match checked.verdict {
+        Verdict::Linearizable => true,
+        Verdict::Violated(_) => false,
+        Verdict::Undecided { .. } => allow_undecided,
+    }))
 }

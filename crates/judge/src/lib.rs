@@ -11,13 +11,16 @@
 //! - [`outcome`]: what a run ended with, typed per family (the checkers build it);
 //! - [`mermaid`]: the Mermaid sequence diagram of a trace;
 //! - [`linearizability`]: a linearizability checker over client histories (Wing & Gong's search
-//!   with Lowe's memo) and the model of the lock service's locks.
+//!   with Lowe's memo) and the model of the lock service's locks;
+//! - [`fenced_resource`]: a fenced resource's log of accepted and refused writes, judged on its
+//!   own and against the clients' lock history.
 //!
 //! It depends on `ringleader-core` and `ringleader-algorithms` only: no event queue, no network
 //! model, no scenario parser.
 
 #![warn(missing_docs)]
 pub mod checkers;
+pub mod fenced_resource;
 pub mod linearizability;
 pub mod mermaid;
 pub mod outcome;

@@ -17,6 +17,7 @@ mod durability;
 mod etcd_grpc;
 mod etcdctl;
 mod explorer;
+mod fenced_resource;
 mod golden;
 mod graph;
 mod lab;

@@ -59,11 +59,28 @@ fn two_holders_at_once_are_a_violation_with_a_witness() {
 }
 
 #[test]
-fn over_budget_the_verdict_is_undecided() {
+fn over_budget_the_verdict_is_undecided_and_fails_unless_allowed() {
     let p = history("budget", &[A1, A1_REL]);
     let (out, text) = verify(&p, &["--budget", "1"]);
+    assert_eq!(out.status.code(), Some(2), "nothing was proved: {text}");
+    assert!(text.contains("UNDECIDED") && text.contains("--allow-undecided"), "{text}");
+    let p = history("budget-allowed", &[A1, A1_REL]);
+    let (out, text) = verify(&p, &["--budget", "1", "--allow-undecided"]);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("UNDECIDED"), "{text}");
+}
+
+/// A history in which two holders overlap is violated under any budget large enough to decide,
+/// and undecided (exit 2, never 0) under a budget too small: a too-small budget cannot hide it.
+#[test]
+fn a_violating_history_under_a_tiny_budget_does_not_pass() {
+    let lines = [
+        A1,
+        r#"{"client":"b","op":"acquire","lock":"orders","lease":2,"invoke_ns":150,"return_ns":200,"result":{"token":9}}"#,
+        A1_REL,
+    ];
+    let (out, text) = verify(&history("tiny", &lines), &["--budget", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{text}");
 }
 
 #[test]
