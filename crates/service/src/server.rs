@@ -301,6 +301,8 @@ impl ServerConfig {
             snapshot_every: self.snapshot_every,
             lock_delay: self.lock_delay.as_nanos() as Time,
             policy: self.policy,
+            // The real server plants nothing (the planted bugs are proved in the simulator).
+            planted: None,
         }
     }
 }

@@ -78,6 +78,7 @@ use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request,
 use serde::{Deserialize, Serialize};
 
 use super::log::MemoryLog;
+use super::planted::Planted;
 use super::replica::{Host, Proposal, Replica, Settings, Submit, Unreachable, raft_id};
 use super::state::{Applied, DeadlockPolicy, LeaseId, Notice, Op, Refusal, Reply, RequestId, StateMachine};
 use crate::params::ParamError;
@@ -226,6 +227,9 @@ pub struct Config {
     /// What a wait that would close a cycle of the wait-for graph does (`deadlock`:
     /// `report`, `wait-die` or `wound-wait`; default `report`).
     pub policy: DeadlockPolicy,
+    /// A bug planted in the state machine (`planted`, a test build only; see
+    /// [`super::planted`]).
+    pub planted: Option<Planted>,
 }
 
 impl Config {
@@ -237,6 +241,7 @@ impl Config {
             snapshot_every: self.snapshot_every,
             lock_delay: self.lock_delay,
             policy: self.policy,
+            planted: self.planted,
         }
     }
 }
@@ -741,7 +746,16 @@ impl Algorithm for LockService {
                 });
             }
         };
+        // Read only when given, so that the parameter lists of user builds never name it.
+        let planted = match p.values().contains_key("planted") {
+            false => None,
+            true => Some(
+                Planted::parse(&p.get::<String>("planted", String::new())?)
+                    .map_err(|reason| ParamError::OutOfRange { key: "planted".into(), reason })?,
+            ),
+        };
         Ok(Config {
+            planted,
             tick,
             election_ticks,
             heartbeat_ticks,

@@ -47,6 +47,7 @@ use raft::{RawNode, SnapshotStatus, StateRole};
 use ringleader_core::{NodeId, Time};
 use serde::{Deserialize, Serialize};
 
+use super::planted::Planted;
 use super::state::{Applied, DeadlockPolicy, IdempotencyKey, Op, RequestId, StateMachine};
 
 /// A replica's stable storage: raft-rs's [`raft::Storage`] plus the writes a replica makes.
@@ -140,6 +141,9 @@ pub struct Settings {
     pub lock_delay: Time,
     /// What a wait that would close a cycle of the wait-for graph does.
     pub policy: DeadlockPolicy,
+    /// A bug planted in the state machine by a test build ([`Planted`]); `None` always in a
+    /// build without the `planted` feature.
+    pub planted: Option<Planted>,
 }
 
 /// What the replica's host does with what the replica produces. Every method but
@@ -611,7 +615,8 @@ fn machine_from<E: std::error::Error>(
     data: &[u8],
 ) -> Result<StateMachine, ReplicaError<E>> {
     if data.is_empty() {
-        return Ok(StateMachine::new(settings.lock_delay, settings.policy));
+        return Ok(StateMachine::new(settings.lock_delay, settings.policy).with_planted(settings.planted));
     }
-    postcard::from_bytes(data).map_err(ReplicaError::Snapshot)
+    let machine: StateMachine = postcard::from_bytes(data).map_err(ReplicaError::Snapshot)?;
+    Ok(machine.with_planted(settings.planted))
 }

@@ -125,6 +125,7 @@ use ringleader_core::{NodeId, Time};
 use serde::{Deserialize, Serialize};
 
 use super::kv::{Event, KvError, KvStore, Revision, Txn, TxnResult};
+use super::planted::Planted;
 
 pub use super::kv::LeaseId;
 /// A client's request id, chosen by the proposing node; echoed in notices.
@@ -524,6 +525,10 @@ struct Lock {
     holder: Option<Holder>,
     waiters: VecDeque<Waiter>,
     delay_until: Time,
+    /// The token a released holder had, kept only for the planted bug
+    /// [`Planted::FencingReused`]; not part of the replicated state.
+    #[serde(skip)]
+    released_token: Option<FencingToken>,
 }
 
 /// The bookkeeping of one entry's application: its index, the notices so far, the locks whose
@@ -548,6 +553,9 @@ pub struct StateMachine {
     elections: BTreeMap<String, Vec<Candidate>>,
     kv: KvStore,
     sessions: Sessions,
+    /// A bug planted by a test build ([`Planted`]); not part of the replicated state.
+    #[serde(skip)]
+    planted: Option<Planted>,
 }
 
 /// The answers kept for deduplication (rule 10).
@@ -621,7 +629,14 @@ impl StateMachine {
             elections: BTreeMap::new(),
             kv: KvStore::default(),
             sessions: Sessions::default(),
+            planted: None,
         }
+    }
+
+    /// This machine with `planted` planted (see [`Planted`]; nothing outside a test build).
+    pub fn with_planted(mut self, planted: Option<Planted>) -> Self {
+        self.planted = planted;
+        self
     }
 
     /// This machine with a key-value store whose event history keeps at most `history_limit`
@@ -793,6 +808,7 @@ impl StateMachine {
     // ----- leases -----
 
     fn tick(&mut self, elapsed: Time, step: &mut Step) -> Reply {
+        let elapsed = if Planted::active(self.planted, Planted::FastClock) { elapsed * 4 } else { elapsed };
         self.now = self.now.saturating_add(elapsed);
         let expired: Vec<LeaseId> =
             self.leases.iter().filter(|(_, l)| l.deadline <= self.now).map(|(id, _)| *id).collect();
@@ -987,8 +1003,11 @@ impl StateMachine {
         let Some(lock) = self.locks.get_mut(name) else {
             return not_holder;
         };
-        if lock.holder.is_some_and(|h| h.lease == lease) {
+        if let Some(h) = lock.holder.filter(|h| h.lease == lease) {
             lock.holder = None;
+            if Planted::active(self.planted, Planted::FencingReused) {
+                lock.released_token = Some(h.fencing);
+            }
         } else if let Some(at) = lock.waiters.iter().position(|w| w.lease == lease) {
             lock.waiters.remove(at);
         } else {
@@ -1056,21 +1075,25 @@ impl StateMachine {
         let Some(lock) = self.locks.get(name) else {
             return;
         };
-        if lock.holder.is_none()
+        if (lock.holder.is_none() || Planted::active(self.planted, Planted::GrantWhileHeld))
             && now >= lock.delay_until
             && let Some(&next) = self.service_order(lock).first()
             && let Some(lock) = self.locks.get_mut(name)
             && let Some(at) = lock.waiters.iter().position(|w| w.lease == next)
             && let Some(w) = lock.waiters.remove(at)
         {
-            lock.holder = Some(Holder { lease: w.lease, fencing: step.index });
+            let fencing = match lock.released_token.take() {
+                Some(token) if Planted::active(self.planted, Planted::FencingReused) => token,
+                _ => step.index,
+            };
+            lock.holder = Some(Holder { lease: w.lease, fencing });
             let origin = self.leases.get(&w.lease).map_or(0, |l| l.origin);
             step.notices.push(Notice::Granted {
                 name: name.to_string(),
                 lease: w.lease,
                 origin,
                 request: w.request,
-                fencing: step.index,
+                fencing,
             });
             self.after_hand_over(name, w.lease, policy, step);
         }

@@ -22,6 +22,7 @@ mod graph_shapes;
 mod hirschberg_sinclair;
 mod lock_service;
 mod mutex_ring_quorum_failover;
+mod planted;
 mod prevention;
 mod superpeer;
 mod token_copies;
