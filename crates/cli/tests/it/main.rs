@@ -20,6 +20,7 @@ mod explorer;
 mod golden;
 mod graph;
 mod lab;
+mod leader_hint;
 mod membership;
 mod net;
 mod quorum_risk;
