@@ -169,9 +169,7 @@ async fn load(args: &Args) -> anyhow::Result<String> {
                     return anyhow::Ok(());
                 }
                 let puts = (b * LOAD_BATCH..keys.min((b + 1) * LOAD_BATCH))
-                    .map(|k| {
-                        etcd_client::TxnOp::put(format!("key-{k:08}"), format!("value-{k:010}"), None)
-                    })
+                    .map(|k| etcd_client::TxnOp::put(format!("key-{k:08}"), format!("value-{k:010}"), None))
                     .collect::<Vec<_>>();
                 bounded("txn", c.txn(etcd_client::Txn::new().and_then(puts))).await?;
             }

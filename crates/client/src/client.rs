@@ -517,7 +517,8 @@ impl Client {
                     return Ok(answer);
                 }
                 Attempt::Unavailable(Some(url)) => {
-                    let leader = normalize(&url).ok().and_then(|u| self.inner.endpoints.iter().position(|e| *e == u));
+                    let leader =
+                        normalize(&url).ok().and_then(|u| self.inner.endpoints.iter().position(|e| *e == u));
                     i = match leader {
                         Some(j) if j != i && !hinted.contains(&j) => {
                             hinted.push(j);

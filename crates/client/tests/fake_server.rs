@@ -185,7 +185,8 @@ fn a_503_naming_the_leader_sends_the_next_attempt_to_it_out_of_turn() {
 
 #[test]
 fn a_leader_hint_naming_an_endpoint_the_client_was_not_given_is_not_followed() {
-    let (stranger, stranger_rx) = serve(Box::new(|_| ok(r#"{"lease": 5, "ttl_ms": 100, "remaining_ms": 60}"#)));
+    let (stranger, stranger_rx) =
+        serve(Box::new(|_| ok(r#"{"lease": 5, "ttl_ms": 100, "remaining_ms": 60}"#)));
     let hint = stranger.clone();
     let (follower, _follower_rx) = serve(Box::new(move |_| unavailable_hinting(&hint)));
     let (busy, busy_rx) = serve(Box::new(|_| err(503, "unavailable")));

@@ -303,7 +303,18 @@ fn a_replaced_member_catches_up_from_a_snapshot_larger_than_eight_mib() {
     let mut n = Nodes { api, peer, dir, running: Vec::new() };
     for id in 1..=3 {
         let grpc_addr = format!("127.0.0.1:{}", grpc + id);
-        n.start(id, &["--bootstrap", "--cluster-id", "durability-test", "--snapshot-every", "50", "--grpc", &grpc_addr]);
+        n.start(
+            id,
+            &[
+                "--bootstrap",
+                "--cluster-id",
+                "durability-test",
+                "--snapshot-every",
+                "50",
+                "--grpc",
+                &grpc_addr,
+            ],
+        );
     }
     leader(&[api + 1, api + 2, api + 3]);
     // Seven values of 1.4 MB: the store and its history make a snapshot of about 20 MB.

@@ -6,8 +6,8 @@
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -138,7 +138,8 @@ fn a_follower_cut_from_the_leader_names_it_and_the_client_goes_there_next() {
         nodes.children.push(spawn(&mut cmd));
     }
     let leader = until(Duration::from_secs(30), "nodes 1-3 agree on a leader", || {
-        let ls: Vec<Option<u64>> = (1..=3).map(|i| status(api + i).and_then(|s| s["leader"].as_u64())).collect();
+        let ls: Vec<Option<u64>> =
+            (1..=3).map(|i| status(api + i).and_then(|s| s["leader"].as_u64())).collect();
         let l = ls[0]?;
         ls.iter().all(|x| *x == Some(l)).then_some(l as u16)
     });
@@ -168,5 +169,9 @@ fn a_follower_cut_from_the_leader_names_it_and_the_client_goes_there_next() {
     .wait_with_output()
     .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(hung_count.load(Ordering::SeqCst), 0, "the client tried the hung endpoint before the hinted leader");
+    assert_eq!(
+        hung_count.load(Ordering::SeqCst),
+        0,
+        "the client tried the hung endpoint before the hinted leader"
+    );
 }
