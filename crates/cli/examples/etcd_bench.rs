@@ -30,6 +30,10 @@ use hdrhistogram::Histogram;
 ///
 /// --measure leader: print the endpoint of the node every endpoint names leader.
 ///
+/// --measure load: write --keys keys (`key-00000000` = `value-0000000000`, …) in transactions
+/// of 128 puts (etcd's --max-txn-ops), --clients of them at once (each its own connection, to
+/// endpoint i mod their number), and print how long it took: a fast way to fill a store.
+///
 /// Examples:
 ///   etcd_bench --endpoints http://127.0.0.1:2379 --clients 8 --names 1
 ///   etcd_bench --endpoints http://127.0.0.1:2379,http://127.0.0.1:2380 --measure handover --ttl 2
@@ -66,6 +70,9 @@ struct Args {
     /// Shell command that starts the killed node again (failover); {leader} as in --kill.
     #[arg(long, value_name = "CMD")]
     restart: Option<String>,
+    /// Keys to write (load), 1..=100000000.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    keys: u64,
     /// Printed at the start of the result line.
     #[arg(long, default_value = "", value_name = "TEXT")]
     label: String,
@@ -82,6 +89,8 @@ enum Measure {
     Handover,
     /// Print the endpoint of the node every endpoint names leader (for scripts).
     Leader,
+    /// Write --keys keys in transactions of 128 puts, --clients at once.
+    Load,
 }
 
 /// The longest any single call may take before the measurement gives up.
@@ -109,6 +118,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Measure::Throughput => throughput(&args).await?,
         Measure::Failover => failover(&args).await?,
         Measure::Handover => handover(&args).await?,
+        Measure::Load => load(&args).await?,
         Measure::Leader => {
             let leader = wait_agreed(&args.endpoints).await?;
             println!("{}", args.endpoints[leader - 1]);
@@ -132,6 +142,49 @@ async fn bounded<T>(
         Ok(r) => r.with_context(|| what.to_string()),
         Err(_) => bail!("{what}: no answer within {BOUND:?}"),
     }
+}
+
+/// Puts per transaction in [`load`] (etcd's default `--max-txn-ops`).
+const LOAD_BATCH: u64 = 128;
+
+/// Writes `args.keys` keys in transactions of [`LOAD_BATCH`] puts, `args.clients` at once.
+async fn load(args: &Args) -> anyhow::Result<String> {
+    if !(1..=100_000_000).contains(&args.keys) {
+        bail!("--keys {}: give 1..=100000000", args.keys);
+    }
+    if !(1..=256).contains(&args.clients) {
+        bail!("--clients {}: give 1..=256", args.clients);
+    }
+    let batches = args.keys.div_ceil(LOAD_BATCH);
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let t0 = Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..args.clients {
+        let mut c = connect(&args.endpoints[i % args.endpoints.len()]).await?;
+        let (next, keys) = (next.clone(), args.keys);
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let b = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if b >= batches {
+                    return anyhow::Ok(());
+                }
+                let puts = (b * LOAD_BATCH..keys.min((b + 1) * LOAD_BATCH))
+                    .map(|k| etcd_client::TxnOp::put(format!("key-{k:08}"), format!("value-{k:010}"), None))
+                    .collect::<Vec<_>>();
+                bounded("txn", c.txn(etcd_client::Txn::new().and_then(puts))).await?;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    Ok(format!(
+        "wrote {} keys in {batches} transactions of up to {LOAD_BATCH} puts, {} clients, in {secs:.1} s ({:.0} keys/s)",
+        args.keys,
+        args.clients,
+        args.keys as f64 / secs
+    ))
 }
 
 async fn connect(endpoint: &str) -> anyhow::Result<Client> {

@@ -249,6 +249,7 @@ impl Launcher {
         }
         for j in (1..=a.nodes).filter(|&j| j != id) {
             cmd.args(["--peer", &format!("{j}={}:{}", a.host, port(a.peer_base_port, j))]);
+            cmd.args(["--peer-api", &format!("{j}={}:{}", a.host, port(a.api_base_port, j))]);
         }
         match &self.secret {
             Some((path, _)) => cmd.arg("--secret-file").arg(path),

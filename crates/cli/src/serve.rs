@@ -55,6 +55,11 @@ pub struct ServeArgs {
     /// Another member as ID=HOST:PORT (repeatable). None: a one-node service.
     #[arg(long, value_name = "ID=HOST:PORT")]
     pub peer: Vec<String>,
+    /// Another member's HTTP API as ID=HOST:PORT (repeatable): a request this node cannot
+    /// get committed is refused 503 naming the leader's API (`leader_url`), and clients that
+    /// have that endpoint try it next. Without it the refusal names the leader's id only.
+    #[arg(long, value_name = "ID=HOST:PORT")]
+    pub peer_api: Vec<String>,
     /// Join a running cluster whose current members are the --peer flags: start with no
     /// configuration, never campaign, and wait to be added (`ringleader member add`); the
     /// leader then sends a snapshot. Needs --cluster-id. Harmless on restarts (ignored once
@@ -163,6 +168,13 @@ impl ServeArgs {
             members.push(crate::node::parse_peer(p)?);
         }
         let mut cfg = ServerConfig::new(self.id, members, listen, api, self.data_dir.clone());
+        for p in &self.peer_api {
+            let (id, addr) = crate::node::parse_peer(p).map_err(|e| anyhow::anyhow!("--peer-api: {e}"))?;
+            if id == self.id {
+                bail!("--peer-api {p:?}: that is this node (its API is --api); give the other members'");
+            }
+            cfg.client_urls.insert(id, format!("http://{addr}"));
+        }
         cfg.insecure_api = self.insecure;
         if let Some(path) = &self.api_token_file {
             cfg.api_token = Some(ringleader_net::api::ApiToken::read_file(path)?);

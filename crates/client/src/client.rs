@@ -151,8 +151,9 @@ pub(crate) enum Retry {
 enum Attempt<T> {
     /// The node answered (anything but 503).
     Done(T),
-    /// The node answered 503 `unavailable`: it could not commit the request.
-    Unavailable,
+    /// The node answered 503 `unavailable`: it could not commit the request. It may name the
+    /// leader's endpoint (`leader_url`), tried next when it is one of the client's endpoints.
+    Unavailable(Option<String>),
     /// The request certainly did not reach the node.
     Unsent,
     /// It may have reached the node.
@@ -470,7 +471,7 @@ impl Client {
                 Ok(r) if r.status().is_success() => Attempt::Done(Ok(r.into_body())),
                 Ok(r) => match read_answer(r) {
                     Attempt::Done(a) => Attempt::Done(Err(a)),
-                    Attempt::Unavailable => Attempt::Unavailable,
+                    Attempt::Unavailable(hint) => Attempt::Unavailable(hint),
                     Attempt::Unsent => Attempt::Unsent,
                     Attempt::Failed(why) => Attempt::Failed(why),
                 },
@@ -486,6 +487,11 @@ impl Client {
     /// Runs `attempt` on the endpoints in turn, starting with the current one, until one answers
     /// with something other than 503 (or, under [`Retry::IfUnsent`], until one fails after the
     /// request may have reached it).
+    ///
+    /// A 503 that names the leader's endpoint (the leader hint) sends the next attempt there,
+    /// out of turn, when that endpoint is one of this client's and is not the one that answered:
+    /// a client never goes to a host it was not given. Each endpoint is jumped to at most once
+    /// per request, so hints cannot make it loop; the turns then go on after the hinted one.
     fn failover<T>(
         &self,
         retry: Retry,
@@ -494,27 +500,45 @@ impl Client {
         let n = self.inner.endpoints.len();
         let start = self.inner.current.load(Ordering::Relaxed);
         let mut tried: Vec<String> = Vec::new();
-        for k in 0..n * self.inner.rounds {
-            let i = (start + k) % n;
+        let mut hinted: Vec<usize> = Vec::new();
+        let mut i = start % n;
+        let mut attempts = 0;
+        // Every endpoint `rounds` times, plus one attempt per hint followed.
+        while attempts < n * self.inner.rounds + hinted.len() {
+            attempts += 1;
             let base = &self.inner.endpoints[i];
             if !tried.contains(base) {
                 tried.push(base.clone());
             }
+            let next = (i + 1) % n;
             match attempt(base) {
                 Attempt::Done(answer) => {
                     self.inner.current.store(i, Ordering::Relaxed);
                     return Ok(answer);
                 }
-                Attempt::Unavailable | Attempt::Unsent => {}
+                Attempt::Unavailable(Some(url)) => {
+                    let leader =
+                        normalize(&url).ok().and_then(|u| self.inner.endpoints.iter().position(|e| *e == u));
+                    i = match leader {
+                        Some(j) if j != i && !hinted.contains(&j) => {
+                            hinted.push(j);
+                            j
+                        }
+                        _ => next,
+                    };
+                    continue;
+                }
+                Attempt::Unavailable(None) | Attempt::Unsent => {}
                 Attempt::Failed(_) if retry == Retry::Always => {}
                 Attempt::Failed(why) => {
                     // The next request starts with another node.
-                    self.inner.current.store((i + 1) % n, Ordering::Relaxed);
+                    self.inner.current.store(next, Ordering::Relaxed);
                     return Err(ClientError::Protocol(format!(
                         "{base} failed after the request was sent ({why}); it may or may not have been applied"
                     )));
                 }
             }
+            i = next;
         }
         // The next request starts with the endpoint after the first one tried.
         self.inner.current.store((start + 1) % n, Ordering::Relaxed);
@@ -522,14 +546,20 @@ impl Client {
     }
 }
 
-/// Reads a whole answer.
+/// Reads a whole answer; a 503's `leader_url`, when it has one, is kept as the leader hint.
 fn read_answer(mut r: ureq::http::Response<ureq::Body>) -> Attempt<Answer> {
     let status = r.status().as_u16();
     match r.body_mut().read_to_string() {
-        Ok(_) if status == 503 => Attempt::Unavailable,
+        Ok(body) if status == 503 => Attempt::Unavailable(leader_hint(&body)),
         Ok(s) => Attempt::Done((status, s)),
         Err(e) => Attempt::Failed(e.to_string()),
     }
+}
+
+/// The `leader_url` of a 503's JSON body, if it names one.
+fn leader_hint(body: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    v.get("leader_url")?.as_str().map(str::to_string)
 }
 
 /// The answer's body as `T`, or the error a non-2xx status stands for.

@@ -160,6 +160,65 @@ fn when_no_endpoint_answers_every_one_is_named() {
     }
 }
 
+/// A 503 naming the leader's endpoint, as a node that could not get a request committed answers.
+fn unavailable_hinting(leader: &str) -> Reply {
+    Reply::With(
+        503,
+        format!(r#"{{"error": "canned", "reason": "unavailable", "leader": 3, "leader_url": "{leader}/"}}"#),
+    )
+}
+
+#[test]
+fn a_503_naming_the_leader_sends_the_next_attempt_to_it_out_of_turn() {
+    let (leader, leader_rx) = serve(Box::new(|_| ok(r#"{"lease": 5, "ttl_ms": 100, "remaining_ms": 60}"#)));
+    let (other, other_rx) = serve(Box::new(|_| err(503, "unavailable")));
+    let hint = leader.clone();
+    let (follower, follower_rx) = serve(Box::new(move |_| unavailable_hinting(&hint)));
+    let client = Client::new([follower.as_str(), other.as_str(), leader.as_str()]).unwrap();
+    assert_eq!(client.time_to_live(5).unwrap().remaining_ms, 60);
+    next(&follower_rx);
+    next(&leader_rx);
+    // The endpoint between them in the list was skipped.
+    assert!(other_rx.try_recv().is_err());
+    assert_eq!(client.current_endpoint(), leader);
+}
+
+#[test]
+fn a_leader_hint_naming_an_endpoint_the_client_was_not_given_is_not_followed() {
+    let (stranger, stranger_rx) =
+        serve(Box::new(|_| ok(r#"{"lease": 5, "ttl_ms": 100, "remaining_ms": 60}"#)));
+    let hint = stranger.clone();
+    let (follower, _follower_rx) = serve(Box::new(move |_| unavailable_hinting(&hint)));
+    let (busy, busy_rx) = serve(Box::new(|_| err(503, "unavailable")));
+    let client = Client::new([follower.as_str(), busy.as_str()]).unwrap();
+    match client.time_to_live(5) {
+        Err(ClientError::Unavailable { tried }) => assert_eq!(tried, vec![follower, busy]),
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    next(&busy_rx);
+    assert!(stranger_rx.try_recv().is_err(), "the client went to a host it was not given");
+}
+
+#[test]
+fn nodes_hinting_at_each_other_cannot_make_the_client_loop() {
+    // a names b, b names a: each endpoint is jumped to at most once per request.
+    let a_cell = Arc::new(Mutex::new(String::new()));
+    let cell = a_cell.clone();
+    let (b, b_rx) = serve(Box::new(move |_| unavailable_hinting(&cell.lock().unwrap())));
+    let hint_b = b.clone();
+    let (a, a_rx) = serve(Box::new(move |_| unavailable_hinting(&hint_b)));
+    *a_cell.lock().unwrap() = a.clone();
+    let (c, c_rx) = serve(Box::new(|_| err(503, "unavailable")));
+    let client = Client::new([a.as_str(), b.as_str(), c.as_str()]).unwrap();
+    match client.time_to_live(5) {
+        Err(ClientError::Unavailable { tried }) => assert_eq!(tried, vec![a, b, c]),
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    // One round of three, plus one attempt for each of the two hints followed.
+    let count = |rx: &Receiver<Seen>| rx.try_iter().count();
+    assert_eq!((count(&a_rx), count(&b_rx), count(&c_rx)), (2, 2, 1));
+}
+
 #[test]
 fn errors_come_back_typed() {
     let (url, _rx) = serve(Box::new(|s| match s.path.as_str() {

@@ -36,6 +36,11 @@ use crate::wire::{self, Challenge, Envelope, FrameError, Hello, Proof};
 /// How long an inbound connection may take to send its hello.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The largest frame read before a connection's handshake is done (hello, challenge, proof are
+/// small): only a peer that proved itself may send frames up to [`NodeConfig::max_frame`],
+/// whose buffer the codec reserves from the frame's length prefix alone.
+pub const HANDSHAKE_MAX_FRAME: usize = 64 * 1024;
+
 /// How long one dial may take (an unreachable host would otherwise hold it for minutes).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -199,10 +204,11 @@ async fn prove(
     peer: u64,
     cfg: &NodeConfig,
 ) -> Result<tokio::net::tcp::OwnedReadHalf, FrameError> {
-    let mut frames = FramedRead::new(read_half, wire::codec(cfg.max_frame));
+    let small = cfg.max_frame.min(HANDSHAKE_MAX_FRAME);
+    let mut frames = FramedRead::new(read_half, wire::codec(small));
     let frame = match frames.next().await {
         None => return Err(FrameError::Truncated),
-        Some(Err(e)) => return Err(wire::codec_error(&e, cfg.max_frame)),
+        Some(Err(e)) => return Err(wire::codec_error(&e, small)),
         Some(Ok(f)) => f,
     };
     let challenge: Challenge = wire::decode(&frame)?;
@@ -319,12 +325,13 @@ async fn read_connection<M: Message, T>(
 ) -> Result<(), FrameError> {
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
-    let mut frames = FramedRead::new(read_half, wire::codec(cfg.max_frame));
+    let small = cfg.max_frame.min(HANDSHAKE_MAX_FRAME);
+    let mut frames = FramedRead::new(read_half, wire::codec(small));
     let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
     let first = match tokio::time::timeout_at(deadline, frames.next()).await {
         Err(_) => return Err(FrameError::Decode("no hello within the handshake timeout".into())),
         Ok(None) => return Err(FrameError::Truncated),
-        Ok(Some(Err(e))) => return Err(wire::codec_error(&e, cfg.max_frame)),
+        Ok(Some(Err(e))) => return Err(wire::codec_error(&e, small)),
         Ok(Some(Ok(f))) => f,
     };
     let hello = wire::check_hello_with(&first, &cfg.algorithm, |u| u != shared.id && admit(u).is_some())?;
@@ -342,7 +349,7 @@ async fn read_connection<M: Message, T>(
         write_half.write_all(&framed).await.map_err(|e| FrameError::Decode(e.to_string()))?;
         let proof = match tokio::time::timeout_at(deadline, frames.next()).await {
             Err(_) | Ok(None) => return Err(FrameError::Unauthenticated(hello.sender)),
-            Ok(Some(Err(e))) => return Err(wire::codec_error(&e, cfg.max_frame)),
+            Ok(Some(Err(e))) => return Err(wire::codec_error(&e, small)),
             Ok(Some(Ok(f))) => f,
         };
         let proof: Proof = wire::decode(&proof).map_err(|_| FrameError::Unauthenticated(hello.sender))?;
@@ -352,6 +359,8 @@ async fn read_connection<M: Message, T>(
     }
     let from = admit(hello.sender).ok_or(FrameError::UnknownSender(hello.sender))?;
     Counters::bump(&shared.counters.connections_accepted);
+    // Admitted (and, with a secret, proven): its frames may be as large as the node takes.
+    frames.decoder_mut().set_max_frame_length(cfg.max_frame);
     loop {
         let frame = match tokio::time::timeout(cfg.peer_idle_timeout, frames.next()).await {
             Err(_) => {

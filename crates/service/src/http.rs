@@ -55,12 +55,12 @@ pub struct ApiError {
     status: StatusCode,
     reason: &'static str,
     message: String,
-    extra: Option<(&'static str, Value)>,
+    extra: Vec<(&'static str, Value)>,
 }
 
 impl ApiError {
     fn new(status: StatusCode, reason: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, reason, message: message.into(), extra: None }
+        ApiError { status, reason, message: message.into(), extra: Vec::new() }
     }
 
     fn bad(message: impl Into<String>) -> ApiError {
@@ -81,9 +81,19 @@ impl ApiError {
 }
 
 impl From<Unavailable> for ApiError {
+    /// 503; a request not committed in time also says which leader the node knows (`leader`,
+    /// `null` when none) and, when the node was told it, the leader's API URL (`leader_url`):
+    /// a client tries that endpoint next.
     fn from(e: Unavailable) -> ApiError {
         let reason = if matches!(e, Unavailable::Removed(_)) { "removed" } else { "unavailable" };
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, reason, e.to_string())
+        let mut a = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, reason, e.to_string());
+        if let Unavailable::Timeout { leader, .. } = e {
+            a.extra.push(("leader", json!(leader.as_ref().map(|h| h.id))));
+            if let Some(url) = leader.and_then(|h| h.url) {
+                a.extra.push(("leader_url", json!(url)));
+            }
+        }
+        a
     }
 }
 
@@ -156,7 +166,7 @@ impl From<ChangeRefused> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut body = json!({ "error": self.message, "reason": self.reason });
-        if let Some((k, v)) = self.extra {
+        for (k, v) in self.extra {
             body[k] = v;
         }
         let mut response = (self.status, Json(body)).into_response();
@@ -297,7 +307,7 @@ async fn ready(State(node): State<Arc<Node>>) -> Response {
         Ok(why) => Json(json!({ "id": s.id, "ready": true, "why": why })).into_response(),
         Err(why) => {
             let mut e = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_ready", why);
-            e.extra = Some(("ready", json!(false)));
+            e.extra.push(("ready", json!(false)));
             e.into_response()
         }
     }
@@ -586,7 +596,7 @@ async fn lock_acquire(
                 "lock_delay",
                 format!("lock {name:?} is in its lock-delay after an involuntary loss; try again later"),
             );
-            e.extra = Some(("until_ms", json!(ms(until))));
+            e.extra.push(("until_ms", json!(ms(until))));
             return Err(e);
         }
         Reply::Aborted => {

@@ -186,6 +186,28 @@ pub struct ServerConfig {
     /// the key-value store's size ([`ringleader_algorithms::service::kv::KvStore::bytes`])
     /// past it is refused and raises the `NOSPACE` alarm.
     pub quota_backend_bytes: u64,
+    /// Other members' HTTP API base URLs (`http://HOST:PORT`), by id: a request refused for want
+    /// of a leader names the leader's URL from here ([`LeaderHint`]). This node's own is added
+    /// at start.
+    pub client_urls: BTreeMap<u64, String>,
+}
+
+/// The largest peer message a node sends and takes. A snapshot travels as one message, and it
+/// holds the whole state machine: the key-value store (at most the backend quota, which counts
+/// more per record than the snapshot's encoding takes), its history (at most
+/// [`HISTORY_BYTES_LIMIT`](ringleader_algorithms::service::kv::HISTORY_BYTES_LIMIT)), leases,
+/// locks and the idempotency answers (the slack). A bound below that would leave a new or lagging
+/// member waiting for ever for a snapshot that can never be written (its frame refused, the
+/// connection reset, the snapshot sent again). At least 8 MiB; at most 4 GiB − 1, the frame
+/// format's limit. Only a peer that proved itself may send frames this large
+/// (`ringleader_net::transport::HANDSHAKE_MAX_FRAME` before).
+pub fn max_frame(quota_backend_bytes: u64) -> usize {
+    const SLACK: u64 = 64 * 1024 * 1024;
+    let bound = quota_backend_bytes
+        .saturating_add(ringleader_algorithms::service::kv::HISTORY_BYTES_LIMIT)
+        .saturating_add(SLACK)
+        .clamp(8 * 1024 * 1024, u32::MAX as u64);
+    bound as usize
 }
 
 /// etcd's default `--max-request-bytes`: 1.5 MiB.
@@ -228,6 +250,7 @@ impl ServerConfig {
             insecure_api: false,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             quota_backend_bytes: DEFAULT_QUOTA_BACKEND_BYTES,
+            client_urls: BTreeMap::new(),
         }
     }
 
@@ -365,12 +388,48 @@ impl From<ReplicaError<DiskError>> for ServeError {
     }
 }
 
+/// The leader a refusing node knows of, for the client to try next: its id, and its HTTP API's
+/// base URL when this node was told it ([`ServerConfig::client_urls`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LeaderHint {
+    /// The leader's node id.
+    pub id: u64,
+    /// Its HTTP API's base URL (`http://HOST:PORT`), if known.
+    pub url: Option<String>,
+}
+
+impl std::fmt::Display for LeaderHint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.url {
+            Some(url) => write!(f, "the leader is node {} at {url}", self.id),
+            None => write!(f, "the leader is node {}", self.id),
+        }
+    }
+}
+
+/// The leader hint, or "no leader known", for [`Unavailable::Timeout`]'s message.
+fn hint_text(leader: &Option<LeaderHint>) -> String {
+    match leader {
+        Some(h) => format!("{h}"),
+        None => "no leader known".into(),
+    }
+}
+
 /// Why a request could not be served.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Unavailable {
-    /// Not committed within the request timeout (no leader, no majority).
-    #[error("not committed within {0:?}: no leader or no majority reachable; try another node")]
-    Timeout(Duration),
+    /// Not committed within the request timeout (no leader, no majority, the leader out of
+    /// reach): `leader` is the leader this node knew when it gave up.
+    #[error(
+        "not committed within {after:?}: no leader or no majority reachable ({}); try another node",
+        hint_text(leader)
+    )]
+    Timeout {
+        /// The request timeout.
+        after: Duration,
+        /// The leader this node knows, if any.
+        leader: Option<LeaderHint>,
+    },
     /// The node is stopping.
     #[error("the node is stopping")]
     Stopping,
@@ -762,6 +821,8 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         .map_err(|source| ServeError::Io { what: format!("HTTP API on {}", cfg.api), source })?;
     let api =
         api_listener.local_addr().map_err(|source| ServeError::Io { what: "API address".into(), source })?;
+    let mut cfg = cfg;
+    cfg.client_urls.insert(cfg.id, format!("http://{api}"));
 
     // The transport of real nodes, reused: uids are the node ids. The peer links are the
     // loop's own (they change with the members), not the fixed table of `Shared`.
@@ -774,7 +835,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         &format!("{PROTOCOL}/{}", identity.cluster),
     );
     net.secret = cfg.secret.clone();
-    net.max_frame = 8 * 1024 * 1024;
+    net.max_frame = max_frame(cfg.quota_backend_bytes);
     let (input_tx, input_rx) = mpsc::channel::<Input<Msg, ()>>(4096);
     let (api_tx, _api_rx) = mpsc::channel(1);
     let (events, _) = broadcast::channel(16);
@@ -1362,15 +1423,20 @@ fn on_tick(replica: &mut Replica<Log>, state: &mut LoopState) {
     replica.tick(state.started.elapsed().as_nanos() as Time);
     let now = Instant::now();
     let (retry, timeout) = (state.cfg.retry, state.cfg.request_timeout);
+    let leader = replica.leader().map(|p| p as u64 + 1);
+    let gave_up = || Unavailable::Timeout {
+        after: timeout,
+        leader: leader.map(|id| LeaderHint { id, url: state.cfg.client_urls.get(&id).cloned() }),
+    };
     if state.change.as_ref().is_some_and(|c| !c.applied && now.duration_since(c.first_sent) >= timeout)
         && let Some(c) = state.change.take()
     {
-        let _ = c.reply.send(Err(Unavailable::Timeout(timeout).into()));
+        let _ = c.reply.send(Err(gave_up().into()));
     }
     state.pending.retain(|_, p| {
         if now.duration_since(p.first_sent) >= timeout {
             if let Some(reply) = p.reply.take() {
-                let _ = reply.send(Err(Unavailable::Timeout(timeout)));
+                let _ = reply.send(Err(gave_up()));
             }
             // Kept without a waiter while it may still commit, so that a late duplicate grant
             // is still recognised; forgotten after twice the timeout.
@@ -1387,7 +1453,7 @@ fn on_tick(replica: &mut Replica<Log>, state: &mut LoopState) {
         let r = state.reads.get_mut(&ctx).expect("listed");
         if now.duration_since(r.first_sent) >= timeout {
             let r = state.reads.remove(&ctx).expect("listed");
-            let _ = r.reply.send(Err(Unavailable::Timeout(timeout)));
+            let _ = r.reply.send(Err(gave_up()));
         } else if r.index.is_none() && now.duration_since(r.last_sent) >= retry {
             r.last_sent = now;
             replica.read_index(ctx.to_le_bytes().to_vec());

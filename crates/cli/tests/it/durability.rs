@@ -292,6 +292,60 @@ fn a_lost_disk_is_replaced_by_removing_the_member_and_adding_it_back_empty() {
     still_held(api + 3, "precious", &holder);
 }
 
+/// A snapshot travels as one peer message: one larger than the transport's frame limit (8 MiB
+/// until the limit followed the backend quota) was refused by the writer, the connection reset,
+/// the snapshot sent again, and the new member never caught up.
+#[test]
+fn a_replaced_member_catches_up_from_a_snapshot_larger_than_eight_mib() {
+    let (api, peer, grpc) = (free_base(3, LANE), free_base(3, LANE), free_base(3, LANE));
+    let dir = scratch("big-snapshot");
+    write_secret(&dir.join("cluster.secret"));
+    let mut n = Nodes { api, peer, dir, running: Vec::new() };
+    for id in 1..=3 {
+        let grpc_addr = format!("127.0.0.1:{}", grpc + id);
+        n.start(
+            id,
+            &[
+                "--bootstrap",
+                "--cluster-id",
+                "durability-test",
+                "--snapshot-every",
+                "50",
+                "--grpc",
+                &grpc_addr,
+            ],
+        );
+    }
+    leader(&[api + 1, api + 2, api + 3]);
+    // Seven values of 1.4 MB: the store and its history make a snapshot of about 20 MB.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let endpoint = format!("http://127.0.0.1:{}", grpc + 1);
+        let mut c = etcd_client::Client::connect([endpoint], None).await.expect("etcd-client connects");
+        for i in 0..7 {
+            c.put(format!("big-{i}"), vec![b'x'; 1_400_000], None).await.expect("a 1.4 MB put");
+        }
+    });
+
+    n.kill(3);
+    std::fs::remove_dir_all(n.dir.join("node-3")).unwrap();
+    leader(&[api + 1, api + 2]);
+    until(LIMIT, "member 3 removed", || {
+        (call(api + 1, "DELETE", "/v1/members/3", None).0 == 200).then_some(())
+    });
+    n.start(3, &["--join", "--cluster-id", "durability-test"]);
+    let (code, body) =
+        post(api + 1, "/v1/members", json!({ "id": 3, "peer": format!("127.0.0.1:{}", n.peer + 3) }));
+    assert_eq!(code, 200, "{body}");
+    let target = status(api + 1).unwrap()["applied"].as_u64().unwrap();
+    let three = until(LIMIT, "node 3 catches up from the large snapshot", || {
+        let three = status(api + 3)?;
+        (three["members"] == json!([1, 2, 3]) && three["applied"].as_u64()? >= target).then_some(three)
+    });
+    // It holds the values (the store's size as the quota counts it).
+    assert!(three["store_bytes"].as_u64().unwrap() >= 7 * 1_400_000, "{three}");
+}
+
 #[test]
 fn a_restored_old_copy_is_refused_once_the_leader_proves_it_is_behind() {
     let mut n = three_nodes("restored");

@@ -21,6 +21,7 @@ mod fenced_resource;
 mod golden;
 mod graph;
 mod lab;
+mod leader_hint;
 mod membership;
 mod net;
 mod quorum_risk;

@@ -188,9 +188,27 @@ pub fn lease_not_found() -> Status {
     Status::not_found("etcdserver: requested lease not found")
 }
 
-/// A service that cannot be reached in time answers UNAVAILABLE (clients retry elsewhere).
+/// The metadata key of the leader's node id on an UNAVAILABLE status (see [`unavailable`]).
+pub const LEADER_METADATA: &str = "ringleader-leader";
+/// The metadata key of the leader's HTTP API URL on an UNAVAILABLE status.
+pub const LEADER_URL_METADATA: &str = "ringleader-leader-url";
+
+/// A service that cannot be reached in time answers UNAVAILABLE (clients retry elsewhere); a
+/// request not committed in time names the leader the node knows in the message and in the
+/// metadata [`LEADER_METADATA`] (its id) and [`LEADER_URL_METADATA`] (its HTTP API URL, when
+/// known).
 pub fn unavailable(e: Unavailable) -> Status {
-    Status::unavailable(e.to_string())
+    let mut status = Status::unavailable(e.to_string());
+    if let Unavailable::Timeout { leader: Some(h), .. } = &e {
+        let md = status.metadata_mut();
+        if let Ok(v) = h.id.to_string().parse() {
+            md.insert(LEADER_METADATA, v);
+        }
+        if let Some(Ok(v)) = h.url.as_ref().map(|u| u.parse()) {
+            md.insert(LEADER_URL_METADATA, v);
+        }
+    }
+    status
 }
 
 /// A lease id from the wire: etcd's are `int64`, ringleader's are positive.
