@@ -1398,12 +1398,24 @@ fn a_member_that_is_not_the_coordinator_cannot_grant() {
 /// so no fencing token is issued twice; `--wipe-data` names what it deletes.
 #[test]
 fn a_relaunched_central_cluster_never_repeats_a_fencing_token() {
+    relaunch_never_repeats_a_fencing_token("central");
+}
+
+/// The same for the `majority` election: each node's term and vote are on stable storage, so
+/// the leader elected after a relaunch has a term above the one elected before the `kill -9`.
+#[test]
+fn a_relaunched_majority_cluster_elects_in_a_later_term() {
+    relaunch_never_repeats_a_fencing_token("majority");
+}
+
+fn relaunch_never_repeats_a_fencing_token(algo: &str) {
     let (api, peer) = (free_base(3, LANE), free_base(3, LANE));
-    let dir = std::env::temp_dir().join(format!("ringleader-net-relaunch-{}-{api}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("ringleader-net-relaunch-{algo}-{}-{api}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let launch = |extra: &[&str], stdout: Stdio| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
-        cmd.args(["cluster", "--nodes", "3", "--algo", "central", "--insecure"])
+        cmd.args(["cluster", "--nodes", "3", "--algo", algo, "--insecure"])
             .args(["--api-base-port", &api.to_string(), "--peer-base-port", &peer.to_string()])
             .arg("--data-dir")
             .arg(dir.join("data"))
@@ -1436,17 +1448,42 @@ fn a_relaunched_central_cluster_never_repeats_a_fencing_token() {
         assert_eq!(unlock(api + id, &body).0, 200);
         body["fencing"].as_u64().unwrap()
     };
+    // An election's term: what `majority` keeps on stable storage beside its vote.
+    let elect = |id: u16| {
+        let (code, body) = http(api + id, "POST", "/election");
+        assert_eq!(code, 202, "{body}");
+        let t0 = Instant::now();
+        loop {
+            let seen: Vec<(Option<u64>, Option<u64>)> = (1..=3)
+                .filter_map(|i| try_http(api + i, "GET", "/status"))
+                .map(|(_, s)| (s["leader"].as_u64(), s["term"].as_u64()))
+                .collect();
+            if seen.len() == 3 && seen.iter().all(|x| x.0.is_some() && *x == seen[0]) {
+                return seen[0].1.expect("a term");
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "no agreed leader: {seen:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
     let mut tokens = Vec::new();
     for round in 0..2 {
         let mut launcher = launch(&[], Stdio::null());
         up();
-        tokens.extend((0..3).map(|_| take(2 + round)));
+        if algo == "central" {
+            tokens.extend((0..3).map(|_| take(2 + round)));
+        } else {
+            tokens.push(elect(2 + round));
+        }
         let _ = launcher.kill();
         let _ = launcher.wait();
         down();
     }
-    println!("central: tokens {tokens:?} across a kill -9 and a relaunch");
-    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens strictly increase: {tokens:?}");
+    println!("{algo}: tokens or terms {tokens:?} across a kill -9 and a relaunch");
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens or terms strictly increase: {tokens:?}");
+    if algo != "central" {
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
 
     // --wipe-data: each node's directory is deleted, and said so; the counter starts again.
     let mut launcher = launch(&["--wipe-data"], Stdio::piped());
