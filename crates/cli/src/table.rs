@@ -23,7 +23,8 @@ Columns:
              the coordinator, token holder or tree root)
   N          number of processes
   per        what the cost is per: election, entry (critical-section entry), sync,
-             round, poll, detection, period, normal node
+             round, poll, detection, period, normal node, gossip period (each node's
+             own gossip rounds, `period` apart)
   measured   messages the formula counts, per operation: sends over the network (a
              send to a crashed process counts; a message to oneself does not);
              `(gossip)` or `(probe)` when the formula counts one kind only
@@ -32,6 +33,11 @@ Columns:
   value      the formula's value for this N (and this run's operations), per operation
   verdict    exact: measured = formula; within: measured < bound; off: a bug (a count,
              a kind's count or a checked property disagrees), exit status 2
+  sim per op what `ringleader sim` prints as `per op` for the same runs: every
+             message but detection traffic over the operations the runs report, in
+             their unit when it is not `per`'s; it differs from `measured` where the
+             formula counts one kind, or (chandy-misra-haas) only the probes of the
+             initiation that found the cycle, not those of waits that found none
 
 Counts exclude detection traffic, which runs report apart: heartbeats, the ring
 election's and the token ring's ACKs, the central coordinator's PROBE/ALIVE. The

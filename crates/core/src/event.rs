@@ -103,6 +103,9 @@ pub enum Event {
     },
     /// This node aborted (a deadlock victim, or a transaction that died or was wounded).
     Aborted,
+    /// This node gave up its wait after a timeout (a transaction abandoning its wait, not a
+    /// victim chosen by a detector): it withdraws its waits as an abort does.
+    GaveUp,
     /// A transaction restarted, keeping its original timestamp.
     Restarted,
     /// This node's clock was corrected by `delta` nanoseconds (applied by slewing).
@@ -191,6 +194,7 @@ impl Event {
             Event::Trust { .. } => "trust",
             Event::DeadlockDetected { .. } => "deadlock_detected",
             Event::Aborted => "aborted",
+            Event::GaveUp => "gave_up",
             Event::Restarted => "restarted",
             Event::ClockAdjusted { .. } => "clock_adjusted",
             Event::Stamped { .. } => "stamped",

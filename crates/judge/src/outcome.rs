@@ -153,6 +153,8 @@ pub struct DetectionOutcome {
     pub deadlocks_real: u64,
     /// Deadlocks reported (phantoms included).
     pub deadlocks_reported: u64,
+    /// Waits given up after a timeout (`give_up`): withdrawn, not victims of a detection.
+    pub gave_up: u64,
     /// Victims aborted although their cycle was already gone.
     pub needless_aborts: u64,
     /// Reports of a cycle that was not there.

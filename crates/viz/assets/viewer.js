@@ -111,7 +111,7 @@
         else if (name === "deadlock_detected") { text = "deadlock " + JSON.stringify(e.cycle); cls = "label-suspect"; }
         else if (name === "token_regenerated") { text = "regenerates token"; }
         else if (name === "clock_adjusted") { text = "clock " + (e.delta >= 0 ? "+" : "") + (e.delta / 1e6).toFixed(3) + " ms"; }
-        else if (name === "aborted" || name === "restarted" || name === "granted" || name === "queued") {
+        else if (name === "aborted" || name === "gave_up" || name === "restarted" || name === "granted" || name === "queued") {
           text = name + (e.node != null ? " P" + e.node : "");
         }
         if (text) labels.push({ node: r.node, row: row, text: text, cls: cls, k: k });

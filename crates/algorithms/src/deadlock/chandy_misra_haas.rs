@@ -167,13 +167,14 @@ impl ChandyMisraHaas {
         !self.waiting.is_empty()
     }
 
-    /// Withdraws the current wait: the process aborts (as a victim, or giving up).
-    fn abort(&mut self, out: &mut Out) {
+    /// Withdraws the current wait: the process aborts as a victim (`Aborted`) or gives up
+    /// after `give_up` (`GaveUp`: a timeout, not a detector's choice).
+    fn abort(&mut self, out: &mut Out, event: Event) {
         if self.give_up > 0 {
             out.cancel_timer(Timer::GiveUp { wait: self.wait });
         }
         self.waiting.clear();
-        out.emit(Event::Aborted);
+        out.emit(event);
     }
 
     fn send_probes(&self, initiator: NodeId, path: &[(NodeId, u64)], out: &mut Out) {
@@ -223,7 +224,7 @@ impl ChandyMisraHaas {
     /// This process is the victim of the cycle `path`: report it and abort.
     fn victim(&mut self, path: Vec<(NodeId, u64)>, out: &mut Out) {
         out.emit(Event::DeadlockDetected { cycle: path.iter().map(|&(n, _)| n).collect() });
-        self.abort(out);
+        self.abort(out, Event::Aborted);
     }
 }
 
@@ -271,7 +272,7 @@ impl Process for ChandyMisraHaas {
     fn on_timer(&mut self, _cx: &Context, timer: Timer, out: &mut Out) {
         let Timer::GiveUp { wait } = timer;
         if self.blocked() && wait == self.wait {
-            self.abort(out);
+            self.abort(out, Event::GaveUp);
         }
     }
 

@@ -342,7 +342,7 @@ pub fn cases() -> Vec<Case> {
         Case {
             algorithm: "superpeer-geometric",
             workload: "unit torus, fraction 0.02, gossip to f = 2 neighbours",
-            per: "round",
+            per: "gossip period",
             formula: "f·N + PULL (pushes, PULL answers)",
             bound: true,
             sizes: &[64, 128, 256],

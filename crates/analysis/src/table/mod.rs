@@ -119,6 +119,13 @@ pub struct Row {
     pub measured: f64,
     /// Measured messages over all operations.
     pub measured_total: u64,
+    /// What `ringleader sim` prints as `per op` for the same runs: every message but
+    /// detection traffic, over the operations the runs report, in the runs' own unit
+    /// ([`Row::sim_per`]). It differs from `measured` where the formula counts one kind, or only
+    /// the probes of the initiation that found the cycle, or its own operations.
+    pub sim_per_operation: f64,
+    /// The unit of `sim_per_operation` (the run's `per_operation.unit`).
+    pub sim_per: String,
     /// Messages by kind, per operation.
     pub by_kind: BTreeMap<String, f64>,
     /// Detection sends of the runs (heartbeats, ACKs …): never counted, except that the

@@ -15,8 +15,8 @@ pub fn num(x: f64) -> String {
 }
 
 /// The columns of the text and Markdown tables.
-pub const HEADER: [&str; 9] =
-    ["algorithm", "workload", "N", "per", "measured", "by kind", "formula", "value", "verdict"];
+pub const HEADER: [&str; 10] =
+    ["algorithm", "workload", "N", "per", "measured", "by kind", "formula", "value", "verdict", "sim per op"];
 
 /// A row as the text and Markdown tables show it, one string per column of [`HEADER`].
 fn cells(r: &Row) -> Vec<String> {
@@ -33,6 +33,11 @@ fn cells(r: &Row) -> Vec<String> {
         format!("{} {}", r.relation, r.formula),
         num(r.formula_value),
         r.verdict.name().to_string(),
+        if r.sim_per == r.per {
+            num(r.sim_per_operation)
+        } else {
+            format!("{} per {}", num(r.sim_per_operation), r.sim_per)
+        },
     ]
 }
 
@@ -42,7 +47,7 @@ pub fn markdown(rows: &[Row]) -> String {
     let _ = writeln!(s, "| {} |", HEADER.join(" | "));
     let align: Vec<&str> = HEADER
         .iter()
-        .map(|h| if matches!(*h, "N" | "measured" | "value") { "---:" } else { "---" })
+        .map(|h| if matches!(*h, "N" | "measured" | "value" | "sim per op") { "---:" } else { "---" })
         .collect();
     let _ = writeln!(s, "|{}|", align.join("|"));
     for r in rows {
@@ -67,7 +72,7 @@ pub fn text(rows: &[Row]) -> String {
             .enumerate()
             .map(|(i, v)| {
                 let pad = widths[i] - v.chars().count();
-                if matches!(i, 2 | 4 | 7) {
+                if matches!(i, 2 | 4 | 7 | 9) {
                     format!("{}{v}", " ".repeat(pad))
                 } else {
                     format!("{v}{}", " ".repeat(pad))

@@ -1,7 +1,8 @@
 //! Deadlock properties, judged on the global wait-for graph (WFG) the simulator sees.
 //!
 //! The checker keeps the WFG from the workload's requests: an edge P_i → P_j from
-//! `WaitFor{holders}` (for each holder j) until `StopWaiting{j}` or P_i's `Aborted`. Every
+//! `WaitFor{holders}` (for each holder j) until `StopWaiting{j}`, P_i's `Aborted` or its
+//! `GaveUp`. Every
 //! request that closes a cycle through the requester is one **real deadlock**.
 //!
 //! Detection (Chandy-Misra-Haas):
@@ -11,7 +12,9 @@
 //!   formation, and none is left unreported at the end of the run (a run cut off before an
 //!   unreported cycle's bound leaves it *undecided*);
 //! - **single_victim**: every `Aborted` comes from a process that is on a cycle at that moment
-//!   (a second victim of an already broken cycle, or a process giving up, is a needless abort).
+//!   (a second victim of an already broken cycle is a needless abort). A process that gives up
+//!   its wait after a timeout emits `GaveUp` instead: it withdraws its waits, but no detector
+//!   chose it, so it is no victim and is not judged (`gave_up` counts them).
 //!
 //! Prevention (wait-die, wound-wait; recognised by the `Queued` / `Restarted` events they emit):
 //! an edge only counts once the holder lets the requester wait (`Queued{node}`, emitted by the
@@ -29,7 +32,8 @@
 //!   transaction, however often restarted, committed).
 //!
 //! Outcome, detection: `deadlocks_real`, `deadlocks_reported` (distinct deadlocks reported,
-//! phantoms included), `reports`, `phantom_reports`, `victims`, `needless_aborts`, `requests`;
+//! phantoms included), `reports`, `phantom_reports`, `victims` (detector aborts only),
+//! `needless_aborts`, `gave_up`, `requests`;
 //! latency `detection` (formation → first report). Prevention: `requests`, `aborts`,
 //! `restarts`, `deadlocks_real` (cycles of allowed waits: 0 unless `no_deadlock` fails) and
 //! `deadlocks_reported` (0: nothing detects).
@@ -71,6 +75,8 @@ pub struct DeadlockChecker {
     reports: u64,
     phantoms: u64,
     aborts: u64,
+    /// Waits given up after a timeout (`GaveUp`): withdrawn, not victims.
+    gave_up: u64,
     needless: u64,
     requests: u64,
     restarts: u64,
@@ -97,6 +103,7 @@ impl DeadlockChecker {
             reports: 0,
             phantoms: 0,
             aborts: 0,
+            gave_up: 0,
             needless: 0,
             requests: 0,
             restarts: 0,
@@ -266,6 +273,12 @@ impl Checker for DeadlockChecker {
                 self.withdraw(node);
                 self.close_resolved();
             }
+            Event::GaveUp => {
+                // A timeout, not a detector's choice: the waits go, nobody is judged a victim.
+                self.gave_up += 1;
+                self.withdraw(node);
+                self.close_resolved();
+            }
             Event::Restarted => {
                 self.prevention = true;
                 self.restarts += 1;
@@ -365,6 +378,7 @@ impl Checker for DeadlockChecker {
             let o = DetectionOutcome {
                 deadlocks_real: self.real,
                 deadlocks_reported: self.detected + self.phantoms,
+                gave_up: self.gave_up,
                 needless_aborts: self.needless,
                 phantom_reports: self.phantoms,
                 reports: self.reports,
@@ -426,6 +440,36 @@ mod tests {
         v.set_cut_off(cut_off);
         c.finish(&w, at(9), &mut v);
         v
+    }
+
+    /// A two-process cycle (1 ms), its victim id 2 (2 ms), then `second` emitted by id 1 off
+    /// the broken cycle (3 ms); judged at the end of a finished run.
+    fn after_one_victim(second: Event) -> (Violations, DetectionOutcome) {
+        let uids = [1, 2];
+        let status = [NodeStatus::Up; 2];
+        let w = World { uids: &uids, status: &status, rule: LeaderRule::Any };
+        let mut c = DeadlockChecker::new(2);
+        let mut v = Violations::default();
+        let at = |ms: Time| Moment { time: ms * MILLISECOND, step: ms };
+        c.on_request(&w, 0, &Request::WaitFor { holders: vec![1] }, at(1), &mut v);
+        c.on_request(&w, 1, &Request::WaitFor { holders: vec![0] }, at(1), &mut v);
+        c.on_event(&w, 1, &Event::DeadlockDetected { cycle: vec![1, 0] }, at(2), &mut v);
+        c.on_event(&w, 1, &Event::Aborted, at(2), &mut v);
+        c.on_event(&w, 0, &second, at(3), &mut v);
+        c.finish(&w, at(9), &mut v);
+        let Outcome::DeadlockDetection(o) = c.report(&w).outcome else { panic!("detection") };
+        (v, o)
+    }
+
+    #[test]
+    fn a_second_victim_of_a_broken_cycle_violates_single_victim_but_giving_up_does_not() {
+        let (v, o) = after_one_victim(Event::Aborted);
+        assert!(v.has(Property::SingleVictim), "a detector's second victim is needless");
+        assert!(v.list()[0].detail.contains("id 1 aborted but is on no cycle"), "{:?}", v.list());
+        assert_eq!((o.victims, o.needless_aborts, o.gave_up), (2, 1, 0));
+        let (v, o) = after_one_victim(Event::GaveUp);
+        assert!(v.is_empty(), "a timeout is no detector's victim: {:?}", v.list());
+        assert_eq!((o.victims, o.needless_aborts, o.gave_up), (1, 0, 1));
     }
 
     #[test]

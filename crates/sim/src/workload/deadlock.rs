@@ -10,7 +10,7 @@
 //!   holding ──(after a hold time) WaitFor{holders}──▶ blocked
 //!   blocked ──each holder commits: StopWaiting{holder}──▶ … ──last one──▶ running
 //!   running ──(after a hold time) commit: grants every waiter (StopWaiting to each)──▶ thinking
-//!   in a transaction ──emits Aborted (victim, died, wounded, gave up)──▶ thinking: grants every
+//!   in a transaction ──emits Aborted (victim, died, wounded) or GaveUp──▶ thinking: grants every
 //!            waiter, withdraws its waits, and later restarts: WaitFor{[]} then the same request
 //! ```
 //!
@@ -286,7 +286,7 @@ impl Workload for DeadlockWorkload {
     }
 
     fn on_event(&mut self, node: NodeId, event: &Event, cx: &mut Cx) {
-        if *event == Event::Aborted {
+        if matches!(event, Event::Aborted | Event::GaveUp) {
             self.on_aborted(node, cx);
         }
     }

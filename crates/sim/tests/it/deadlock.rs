@@ -84,7 +84,7 @@ fn audit(cfg: &RunConfig) -> ProbeAudit {
                 _ => {}
             },
             RecordKind::Emit => match r.event.as_ref().unwrap() {
-                Event::Aborted => waits[node as usize].clear(),
+                Event::Aborted | Event::GaveUp => waits[node as usize].clear(),
                 Event::DeadlockDetected { cycle } => {
                     a.reported.insert((node, current_wait[node as usize]), cycle.len());
                 }
@@ -213,4 +213,38 @@ fn the_checker_catches_a_deadlock_that_prevention_would_have_stopped() {
     cfg.params.insert("resolve".into(), "false".into());
     let r = run(&cfg, RunOptions::default()).unwrap().report;
     assert!(detection(&r).deadlocks_real > 0);
+}
+
+/// A process that gives up its wait after `give_up` (a timeout) emits `GaveUp`, not
+/// `Aborted`: it is no victim of the detector, so `single_victim` does not judge it, even when
+/// it waits for a crashed holder and so is on no cycle. Without resolution nothing is ever a
+/// victim and the property always holds; with it, a needless victim still needs a phantom
+/// report (the cycle a give-up broke).
+#[test]
+fn a_wait_given_up_after_a_timeout_is_no_victim() {
+    use ringleader_sim::notation::At;
+    let ms = 1_000_000;
+    let (mut gave_up, mut runs) = (0, 0);
+    for (crash, resolve) in
+        [(None, "false"), (Some((1, 5)), "false"), (Some((3, 2)), "false"), (Some((2, 7)), "true")]
+    {
+        for seed in 2..42 {
+            let mut cfg = config("chandy-misra-haas", 5, seed, 12, 1, 0.8);
+            cfg.params.insert("give_up".into(), "5ms".into());
+            cfg.params.insert("resolve".into(), resolve.into());
+            cfg.crash = crash.map(|(uid, t)| At { uid, time: t * ms }).into_iter().collect();
+            let r = run(&cfg, RunOptions::default()).unwrap().report;
+            let d = detection(&r);
+            gave_up += d.gave_up;
+            runs += 1;
+            let single = r.properties.iter().find(|p| p.name == "single_victim").unwrap();
+            if resolve == "false" {
+                assert_eq!(d.victims, 0, "{}", r.repro);
+                assert!(single.holds, "{}: {:?}", r.repro, r.violations);
+            } else if !single.holds {
+                assert!(d.phantom_reports > 0, "a needless victim without a phantom: {}", r.repro);
+            }
+        }
+    }
+    assert!(gave_up >= runs, "only {gave_up} waits given up in {runs} runs");
 }
