@@ -269,17 +269,7 @@ fn a_lost_disk_is_replaced_by_removing_the_member_and_adding_it_back_empty() {
     // be reported to raft-rs (`report_snapshot`), or the member waits for it forever.
     // (Node 3 may have been the leader: the others elect one first, and a removal asked
     // during that election is asked again, as an operator would.)
-    leader(&[api + 1, api + 2]);
-    until(LIMIT, "member 3 removed", || {
-        (call(api + 1, "DELETE", "/v1/members/3", None).0 == 200).then_some(())
-    });
-    n.start(3, &["--join", "--cluster-id", "durability-test"]);
-    let (code, body) =
-        post(api + 1, "/v1/members", json!({ "id": 3, "peer": format!("127.0.0.1:{}", n.peer + 3) }));
-    assert_eq!(code, 200, "{body}");
-    // Caught up: it applied, from the snapshot it was sent, at least what node 1 had applied
-    // once the addition was done (the replicated clock keeps adding entries).
-    let target = status(api + 1).unwrap()["applied"].as_u64().unwrap();
+    let target = replace_member_3(&mut n, api);
     assert!(target > 120, "{target}");
     until(LIMIT, "node 3 catches up", || {
         let three = status(api + 3)?;
@@ -290,6 +280,22 @@ fn a_lost_disk_is_replaced_by_removing_the_member_and_adding_it_back_empty() {
     n.kill(2);
     leader(&[api + 1, api + 3]);
     still_held(api + 3, "precious", &holder);
+}
+
+/// The operator's procedure for node 3's lost disk, once nodes 1 and 2 are up: wait for their
+/// leader, remove member 3 (again if asked during an election), start node 3 empty with
+/// `--join`, add it back. Returns what node 1 had applied once the addition was done: caught
+/// up means applied at least that (the replicated clock keeps adding entries).
+fn replace_member_3(n: &mut Nodes, api: u16) -> u64 {
+    leader(&[api + 1, api + 2]);
+    until(LIMIT, "member 3 removed", || {
+        (call(api + 1, "DELETE", "/v1/members/3", None).0 == 200).then_some(())
+    });
+    n.start(3, &["--join", "--cluster-id", "durability-test"]);
+    let (code, body) =
+        post(api + 1, "/v1/members", json!({ "id": 3, "peer": format!("127.0.0.1:{}", n.peer + 3) }));
+    assert_eq!(code, 200, "{body}");
+    status(api + 1).unwrap()["applied"].as_u64().unwrap()
 }
 
 /// A snapshot travels as one peer message: one larger than the transport's frame limit (8 MiB
@@ -329,15 +335,7 @@ fn a_replaced_member_catches_up_from_a_snapshot_larger_than_eight_mib() {
 
     n.kill(3);
     std::fs::remove_dir_all(n.dir.join("node-3")).unwrap();
-    leader(&[api + 1, api + 2]);
-    until(LIMIT, "member 3 removed", || {
-        (call(api + 1, "DELETE", "/v1/members/3", None).0 == 200).then_some(())
-    });
-    n.start(3, &["--join", "--cluster-id", "durability-test"]);
-    let (code, body) =
-        post(api + 1, "/v1/members", json!({ "id": 3, "peer": format!("127.0.0.1:{}", n.peer + 3) }));
-    assert_eq!(code, 200, "{body}");
-    let target = status(api + 1).unwrap()["applied"].as_u64().unwrap();
+    let target = replace_member_3(&mut n, api);
     let three = until(LIMIT, "node 3 catches up from the large snapshot", || {
         let three = status(api + 3)?;
         (three["members"] == json!([1, 2, 3]) && three["applied"].as_u64()? >= target).then_some(three)
