@@ -148,6 +148,8 @@ struct Lab<'a> {
     next_trace_id: u64,
     marker: Vec<bool>,
     done: Vec<bool>,
+    /// Lines written to each node's current process that it has not marked with `lab_done` yet.
+    unmarked: Vec<u64>,
     notes: Vec<String>,
     process_died: bool,
     asked_at_end: bool,
@@ -223,6 +225,7 @@ impl<'a> Lab<'a> {
             next_trace_id: 0,
             marker: vec![false; n],
             done: vec![false; n],
+            unmarked: vec![0; n],
             notes: Vec::new(),
             process_died: false,
             asked_at_end: false,
@@ -294,6 +297,7 @@ impl<'a> Lab<'a> {
     fn write(&mut self, node: usize, src: &str, body: Value) {
         let line = json!({"src": src, "dest": self.name(node), "body": body}).to_string();
         self.done[node] = false;
+        self.unmarked[node] += 1;
         self.nodes.send(node, &line);
     }
 
@@ -431,7 +435,11 @@ impl<'a> Lab<'a> {
                 match self.rx.recv_timeout(wait) {
                     Ok(out) => self.pump(out)?,
                     Err(RecvTimeoutError::Timeout) => {
-                        if next.is_none() && !self.ask_at_end() {
+                        // Silence is not the end while a node that marks its steps has not
+                        // marked the last line it was given: it is still working (or was
+                        // descheduled), and ending now would judge a run that is not over. It
+                        // ends when it marks the line, or the run reaches --duration (cut off).
+                        if next.is_none() && !self.still_working() && !self.ask_at_end() {
                             return Ok(false);
                         }
                     }
@@ -439,6 +447,13 @@ impl<'a> Lab<'a> {
                 }
             }
         }
+    }
+
+    /// Whether a live node that writes `lab_done` has lines it has not marked yet (one mark per
+    /// line, as the protocol asks; a node that never writes one is judged by silence alone).
+    fn still_working(&self) -> bool {
+        (0..self.status.len())
+            .any(|i| self.status[i] != NodeStatus::Crashed && self.marker[i] && self.unmarked[i] > 0)
     }
 
     /// Elections: once everything is quiet, every live node is asked `leader?` (once).
@@ -559,6 +574,7 @@ impl<'a> Lab<'a> {
             protocol::DONE => {
                 self.marker[node] = true;
                 self.done[node] = true;
+                self.unmarked[node] = self.unmarked[node].saturating_sub(1);
             }
             "lab_timer" => {
                 let Some(ms) =
@@ -857,6 +873,7 @@ impl<'a> Lab<'a> {
                     r.msg_kind = Some(msg.kind().to_string());
                 });
                 self.done[to] = false;
+                self.unmarked[to] += 1;
                 self.nodes.send(to, &msg.line());
                 self.settle(to)?;
                 if self.cfg.family == LabFamily::Clock && self.status[to] == NodeStatus::Up {
@@ -958,6 +975,7 @@ impl<'a> Lab<'a> {
                     self.trace(RecordKind::Recover, Some(node), |_| {});
                     self.judge(|c, w, at, v| c.on_recover(w, node as NodeId, at, v));
                     self.nodes.start(node)?;
+                    self.unmarked[node] = 0;
                     self.init(node)?;
                     if self.cfg.family == LabFamily::Mutex && self.remaining[node] > 0 {
                         self.at(self.now + self.cfg.think, Action::Acquire(node));

@@ -59,6 +59,22 @@ fn the_example_ricart_agrawala_passes_with_2_n_minus_1_messages_per_entry() {
     assert_eq!(r.messages, 80);
 }
 
+/// In real time, a node silent for longer than the quiet period is not taken for finished while
+/// it has not marked its last line with `lab_done`: a node that works 60 ms on every line (a
+/// descheduled one, on a busy machine) is waited for, and judged on the whole run. (Ending at
+/// the first 20 ms of silence judged `no_starvation` on a run that was not over.)
+#[test]
+fn a_slow_node_in_real_time_is_waited_for_not_taken_for_finished() {
+    let slow = format!("python3 {}", path("tests/nodes/mutex_ra_slow.py"));
+    let mut c = LabConfig::new(LabFamily::Mutex, &slow, 3);
+    c.entries = 3;
+    assert!(!c.lockstep && c.quiet < std::time::Duration::from_millis(60));
+    let r = run(&c).unwrap();
+    assert!(r.ok(), "{}", r.render());
+    assert_eq!(r.operations, 9, "three entries for each of the three nodes: {}", r.render());
+    assert_eq!(*verdict(&r, "liveness"), Verdict::Holds);
+}
+
 #[test]
 fn the_example_keeps_safety_under_contention_on_every_seed() {
     for seed in 1..=4 {
