@@ -40,22 +40,43 @@ struct State {
     end: Option<SessionEnd>,
 }
 
-struct Shared {
-    state: Mutex<State>,
+/// A state shared with a background thread, and a condition variable notified when it changes
+/// (a session and its keep-alive thread; a lock guard and its watcher).
+#[derive(Debug, Default)]
+struct Watched<S> {
+    state: Mutex<S>,
     changed: Condvar,
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl<S> Watched<S> {
+    fn new(state: S) -> Self {
+        Watched { state: Mutex::new(state), changed: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, S> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn end(&self, end: SessionEnd) {
+    /// Waits on `guard` until notified or `timeout` passes.
+    fn wait_timeout<'a>(&self, guard: MutexGuard<'a, S>, timeout: Duration) -> MutexGuard<'a, S> {
+        self.changed.wait_timeout(guard, timeout).unwrap_or_else(|p| p.into_inner()).0
+    }
+
+    /// Sets the slot `field` picks to `value` unless it is set already (the first cause wins),
+    /// and wakes every waiter.
+    fn set_once<T>(&self, field: impl FnOnce(&mut S) -> &mut Option<T>, value: T) {
         let mut s = self.lock();
-        if s.end.is_none() {
-            s.end = Some(end);
-        }
+        field(&mut s).get_or_insert(value);
         self.changed.notify_all();
+    }
+}
+
+/// A session and its keep-alive thread.
+type Shared = Watched<State>;
+
+impl Shared {
+    fn end(&self, end: SessionEnd) {
+        self.set_once(|s| &mut s.end, end);
     }
 }
 
@@ -98,10 +119,7 @@ impl Session {
             )));
         }
         let ttl = Duration::from_millis(grant.ttl_ms);
-        let shared = Arc::new(Shared {
-            state: Mutex::new(State { valid_until: sent + ttl - margin(ttl), end: None }),
-            changed: Condvar::new(),
-        });
+        let shared = Arc::new(Shared::new(State { valid_until: sent + ttl - margin(ttl), end: None }));
         let keeper = {
             let (client, shared, lease) = (client.clone(), Arc::clone(&shared), grant.lease);
             // The keep-alive's own bound: an answer later than a third of the TTL is no use.
@@ -168,7 +186,7 @@ impl Session {
                 return None;
             }
             let wake = deadline.min(s.valid_until);
-            s = self.shared.changed.wait_timeout(s, wake - now).unwrap_or_else(|p| p.into_inner()).0;
+            s = self.shared.wait_timeout(s, wake - now);
         }
     }
 
@@ -279,7 +297,7 @@ fn keep_alive(client: &Client, lease: u64, ttl: Duration, shared: &Shared) {
                     break;
                 }
                 let wake = next.min(s.valid_until);
-                s = shared.changed.wait_timeout(s, wake - now).unwrap_or_else(|p| p.into_inner()).0;
+                s = shared.wait_timeout(s, wake - now);
             }
         }
         let sent = Instant::now();
@@ -333,23 +351,12 @@ struct WatchState {
     lost: Option<LockLoss>,
 }
 
-#[derive(Debug, Default)]
-struct LockWatch {
-    state: Mutex<WatchState>,
-    changed: Condvar,
-}
+/// A lock guard and its watcher thread.
+type LockWatch = Watched<WatchState>;
 
 impl LockWatch {
-    fn lock(&self) -> MutexGuard<'_, WatchState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     fn lose(&self, loss: LockLoss) {
-        let mut w = self.lock();
-        if w.lost.is_none() {
-            w.lost = Some(loss);
-        }
-        self.changed.notify_all();
+        self.set_once(|w| &mut w.lost, loss);
     }
 }
 
@@ -424,7 +431,7 @@ impl<'s> LockGuard<'s> {
                 return self.session.ended().map(LockLoss::Session);
             }
             // The watcher records the session's end too, as soon as it happens.
-            w = self.watch.changed.wait_timeout(w, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+            w = self.watch.wait_timeout(w, deadline - now);
         }
     }
 
@@ -542,7 +549,7 @@ fn watch_lock(
                     break;
                 }
                 let wake = next.min(s.valid_until);
-                s = session.changed.wait_timeout(s, wake - now).unwrap_or_else(|p| p.into_inner()).0;
+                s = session.wait_timeout(s, wake - now);
             }
         }
         // A failed read says nothing about the lock: the session's trusted time covers it.
