@@ -10,10 +10,11 @@
 //!   Berkeley, NTP), and the textbook's `make` story.
 //! - [`deadlock`]: deadlock detection (Chandy-Misra-Haas) and prevention (wait-die, wound-wait);
 //! - [`detectors`]: failure detectors (heartbeat timeout, φ-accrual);
-//! - [`service`]: the lock service's replicated state machine (leases, named locks, elections).
 //!
-//! Each algorithm implements [`Algorithm`] on top of the [`ringleader_core::Process`] contract,
-//! and [`registry`] lists them all by the name `--algo` takes.
+//! Each algorithm implements [`Algorithm`] on top of the [`ringleader_core::Process`] contract.
+//! The crate `ringleader-registry` lists them all by the name `--algo` takes, beside the lock
+//! service (`ringleader-lock-service`), which is not here so that no textbook algorithm links
+//! raft-rs or protobuf.
 
 #![warn(missing_docs)]
 pub mod clocks;
@@ -25,8 +26,6 @@ pub mod mutex;
 
 pub use ringleader_core::Message;
 pub mod params;
-pub mod registry;
-pub mod service;
 pub mod symmetry;
 #[cfg(test)]
 mod testing;
@@ -34,7 +33,6 @@ pub mod topology;
 
 pub use configure::{ConfigError, configure};
 pub use params::{ParamError, Params};
-pub use registry::{Info, PlainVisitor, Visitor, all, dispatch, dispatch_plain, find, is_plain};
 pub use topology::TopologyKind;
 
 use ringleader_core::{NodeId, Process, Time, Topology, Uid};
@@ -186,3 +184,54 @@ pub trait Algorithm: Process + serde::Serialize {
 pub trait PlainAlgorithm: Algorithm + ringleader_core::PlainState + serde::de::DeserializeOwned {}
 
 impl<A: Algorithm + ringleader_core::PlainState + serde::de::DeserializeOwned> PlainAlgorithm for A {}
+
+/// What `ringleader list` shows about an algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Info {
+    /// The `--algo` name.
+    pub name: &'static str,
+    /// The family.
+    pub family: Family,
+    /// One-line summary.
+    pub summary: &'static str,
+    /// The topology it is written for.
+    pub topology: TopologyKind,
+    /// Which uid a correct election elects.
+    pub leader_rule: LeaderRule,
+    /// A deadlock-prevention scheme (rather than a detector).
+    pub prevention: bool,
+    /// Completes nothing without a majority of its nodes up ([`Algorithm::NEEDS_MAJORITY`]).
+    pub needs_majority: bool,
+}
+
+impl Info {
+    /// The description of algorithm `A`.
+    pub fn of<A: Algorithm>() -> Info {
+        Info {
+            name: A::NAME,
+            family: A::FAMILY,
+            summary: A::SUMMARY,
+            topology: A::TOPOLOGY,
+            leader_rule: A::LEADER_RULE,
+            prevention: A::PREVENTION,
+            needs_majority: A::NEEDS_MAJORITY,
+        }
+    }
+}
+
+/// Generic code to run on one concrete algorithm type.
+pub trait Visitor {
+    /// What the visit returns.
+    type Output;
+    /// Runs with `A` as the algorithm.
+    fn visit<A: Algorithm>(self) -> Self::Output;
+}
+
+/// Generic code to run on one concrete algorithm whose state is plain data (the model checker,
+/// a real node's whole-state file).
+pub trait PlainVisitor {
+    /// What the visit returns.
+    type Output;
+    /// Runs with `A` as the algorithm.
+    fn visit<A: PlainAlgorithm>(self) -> Self::Output;
+}

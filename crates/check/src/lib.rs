@@ -346,7 +346,7 @@ pub fn check_with_progress(
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Outcome, String> {
-    ringleader_algorithms::dispatch_plain(algorithm, CheckVisitor { bounds, opts, progress })
+    ringleader_registry::dispatch_plain(algorithm, CheckVisitor { bounds, opts, progress })
         .unwrap_or_else(|| Err(not_checkable(algorithm)))
 }
 
@@ -598,7 +598,7 @@ impl PlainVisitor for ExploreVisitor<'_> {
 
 /// Opens stateright's web explorer on the model of `algorithm` at `address` (blocks).
 pub fn explore(algorithm: &str, bounds: Bounds, address: &str, threads: usize) -> Result<(), String> {
-    ringleader_algorithms::dispatch_plain(algorithm, ExploreVisitor { bounds, address, threads })
+    ringleader_registry::dispatch_plain(algorithm, ExploreVisitor { bounds, address, threads })
         .unwrap_or_else(|| Err(not_checkable(algorithm)))
 }
 
@@ -611,10 +611,10 @@ fn no_symmetry(algorithm: &str) -> String {
             A::symmetry().is_some()
         }
     }
-    let symmetric: Vec<&str> = ringleader_algorithms::all()
+    let symmetric: Vec<&str> = ringleader_registry::all()
         .iter()
         .map(|i| i.name)
-        .filter(|n| ringleader_algorithms::dispatch_plain(n, Declares).unwrap_or(false))
+        .filter(|n| ringleader_registry::dispatch_plain(n, Declares).unwrap_or(false))
         .collect();
     format!(
         "--symmetry: {algorithm} declares no symmetry (its rules tell nodes apart, e.g. by comparing ids, so \
@@ -625,16 +625,16 @@ fn no_symmetry(algorithm: &str) -> String {
 
 /// Why `algorithm` cannot be model-checked: unknown, or its state is not plain data.
 fn not_checkable(algorithm: &str) -> String {
-    if ringleader_algorithms::find(algorithm).is_some() {
+    if ringleader_registry::find(algorithm).is_some() {
         format!(
             "{algorithm:?} cannot be model-checked: its state holds a library engine, not plain data \
              the checker can store and compare; judge it in the simulator (`sim`, `sweep`)"
         )
     } else {
-        let names: Vec<&str> = ringleader_algorithms::all()
+        let names: Vec<&str> = ringleader_registry::all()
             .iter()
             .map(|i| i.name)
-            .filter(|n| ringleader_algorithms::is_plain(n))
+            .filter(|n| ringleader_registry::is_plain(n))
             .collect();
         format!("unknown algorithm {algorithm:?}; known: {}", names.join(", "))
     }

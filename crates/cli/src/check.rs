@@ -275,11 +275,11 @@ fn human(out: &Outcome, chosen: Option<&PropertyOutcome>, args: &CheckArgs) -> S
 
 /// Runs `ringleader check`; returns the exit status.
 pub fn run(args: CheckArgs) -> crate::Outcome {
-    if ringleader_algorithms::find(&args.algo).is_none() {
-        let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
+    if ringleader_registry::find(&args.algo).is_none() {
+        let names: Vec<&str> = ringleader_registry::all().iter().map(|i| i.name).collect();
         bail!("unknown algorithm {:?}; known: {}", args.algo, names.join(", "));
     }
-    if !ringleader_algorithms::is_plain(&args.algo) {
+    if !ringleader_registry::is_plain(&args.algo) {
         bail!(
             "{:?} cannot be model-checked: its state holds a library engine, not plain data the checker can store and compare; judge it in the simulator (`sim`, `sweep`)",
             args.algo

@@ -541,11 +541,11 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
         let Some(algo) = args.algo.clone() else {
             bail!("missing --algo NAME (see `ringleader list`), or --service for the coordination service")
         };
-        let Some(info) = ringleader_algorithms::find(&algo) else {
-            let names: Vec<&str> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
+        let Some(info) = ringleader_registry::find(&algo) else {
+            let names: Vec<&str> = ringleader_registry::all().iter().map(|i| i.name).collect();
             bail!("unknown algorithm {algo:?}; known: {}", names.join(", "));
         };
-        if !ringleader_algorithms::is_plain(info.name) {
+        if !ringleader_registry::is_plain(info.name) {
             bail!(
                 "{algo:?} does not run as `ringleader node`s: its state holds a library engine; judge it in the \
                  simulator (`sim`, `sweep`), or start the coordination service with `cluster --service`"

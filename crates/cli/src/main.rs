@@ -170,7 +170,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Subcommand::List => {
-            for info in ringleader_algorithms::all() {
+            for info in ringleader_registry::all() {
                 println!("{:<22} {:<9} {}", info.name, info.family.name(), info.summary);
             }
             Ok(ExitStatus::Ok)

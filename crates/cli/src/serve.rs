@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use ringleader_algorithms::service::state::DeadlockPolicy;
+use ringleader_lock_service::state::DeadlockPolicy;
 use ringleader_service::server::ServerConfig;
 
 /// Run one node of the coordination service: leases, named locks and elections on Raft

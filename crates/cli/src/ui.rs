@@ -214,7 +214,7 @@ struct AlgorithmEntry {
 
 async fn algorithms() -> Json<Vec<AlgorithmEntry>> {
     Json(
-        ringleader_algorithms::all()
+        ringleader_registry::all()
             .into_iter()
             .map(|i| AlgorithmEntry { name: i.name, family: i.family.name(), summary: i.summary })
             .collect(),

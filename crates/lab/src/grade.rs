@@ -149,7 +149,7 @@ pub fn from_scenario(g: &GradeConfig, path: &std::path::Path, s: &Scenario) -> R
     let file = path.display();
     let bad = |m: String| Err(LabError::Config(format!("scenario {file}: {m}")));
     if let Some(a) = &s.algorithm {
-        let Some(info) = ringleader_algorithms::find(a) else {
+        let Some(info) = ringleader_registry::find(a) else {
             return bad(format!("unknown algorithm {a:?}"));
         };
         if info.family != g.family.family() {

@@ -280,17 +280,16 @@ pub struct NodeHandle {
 pub async fn start(cfg: NodeConfig) -> Result<NodeHandle, NetError> {
     cfg.validate()?;
     let name = cfg.algorithm.clone();
-    let fut =
-        ringleader_algorithms::dispatch_plain(&name, driver::StartVisitor { cfg }).ok_or_else(|| {
-            if ringleader_algorithms::find(&name).is_some() {
-                return NetError::NotOnNodes { name: name.clone() };
-            }
-            let names: Vec<&str> = ringleader_algorithms::all()
-                .iter()
-                .map(|i| i.name)
-                .filter(|n| ringleader_algorithms::is_plain(n))
-                .collect();
-            NetError::UnknownAlgorithm { name: name.clone(), known: names.join(", ") }
-        })?;
+    let fut = ringleader_registry::dispatch_plain(&name, driver::StartVisitor { cfg }).ok_or_else(|| {
+        if ringleader_registry::find(&name).is_some() {
+            return NetError::NotOnNodes { name: name.clone() };
+        }
+        let names: Vec<&str> = ringleader_registry::all()
+            .iter()
+            .map(|i| i.name)
+            .filter(|n| ringleader_registry::is_plain(n))
+            .collect();
+        NetError::UnknownAlgorithm { name: name.clone(), known: names.join(", ") }
+    })?;
     fut.await
 }

@@ -228,7 +228,7 @@ pub fn verify(mut records: Vec<TraceRecord>, down: &[Uid]) -> Result<VerifyRepor
             members = m.split(',').filter_map(|x| x.parse().ok()).collect();
         }
     }
-    let info = ringleader_algorithms::find(&algorithm)
+    let info = ringleader_registry::find(&algorithm)
         .ok_or_else(|| VerifyError::UnknownAlgorithm(algorithm.clone()))?;
     if members.is_empty() {
         return Err(VerifyError::NoMembers);

@@ -36,7 +36,7 @@ use protobuf::Message;
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, Storage, StorageError};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableError};
-use ringleader_algorithms::service::replica::StableLog;
+use ringleader_lock_service::replica::StableLog;
 
 /// The name of the log's file inside the directory given to [`DiskLog::open`].
 pub const FILE_NAME: &str = "raft.redb";

@@ -19,11 +19,11 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use futures_util::Stream;
-use ringleader_algorithms::service::state::{
-    Candidate, IdempotencyKey, LeaseId, LossReason, Notice, Op, Refusal, Reply, StateMachine,
-};
 use ringleader_core::Time;
 use ringleader_core::time::MILLISECOND;
+use ringleader_lock_service::state::{
+    Candidate, IdempotencyKey, LeaseId, LossReason, Notice, Op, Refusal, Reply, StateMachine,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
@@ -146,7 +146,7 @@ fn no_idempotency_key(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
 /// Refuses a write that would take the store past the backend quota: 507 `no_space` (a lease
 /// grant, a lock or a candidacy counts as a put of its name and value, as in etcd).
 fn check_space(node: &Node, name: &str, value: &str) -> Result<(), ApiError> {
-    Ok(node.check_space(ringleader_algorithms::service::kv::put_growth(name.len() + 17, value.len()))?)
+    Ok(node.check_space(ringleader_lock_service::kv::put_growth(name.len() + 17, value.len()))?)
 }
 
 impl From<ChangeRefused> for ApiError {

@@ -2,7 +2,7 @@
 //!
 //! The coordination service (leases, named locks with fencing tokens, elections, deadlock
 //! detection across locks) runs on a Raft replica
-//! ([`ringleader_algorithms::service::replica`]): the very code the simulator judges, raft-rs
+//! ([`ringleader_lock_service::replica`]): the very code the simulator judges, raft-rs
 //! included. This crate puts it on real nodes.
 //!
 //! ## Layout

@@ -14,8 +14,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
-use ringleader_algorithms::service::replica::StableLog;
-use ringleader_algorithms::service::state::StateMachine;
+use ringleader_lock_service::replica::StableLog;
+use ringleader_lock_service::state::StateMachine;
 
 /// The counters and histograms a service node keeps (shared by its loop and its API).
 #[derive(Debug)]

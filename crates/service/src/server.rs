@@ -42,14 +42,14 @@ use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Message as RaftMessag
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::Family;
-use ringleader_algorithms::service::lock_service::Msg;
-use ringleader_algorithms::service::replica::{
+use ringleader_core::{NodeId, Time};
+use ringleader_lock_service::process::Msg;
+use ringleader_lock_service::replica::{
     Host, Proposal, Replica, ReplicaError, Settings, Submit, Unreachable, add_voter, remove_voter,
 };
-use ringleader_algorithms::service::state::{
+use ringleader_lock_service::state::{
     Applied, DeadlockPolicy, IdempotencyKey, Notice, Op, RequestId, StateMachine,
 };
-use ringleader_core::{NodeId, Time};
 use ringleader_net::auth::Secret;
 use ringleader_net::metrics::Counters;
 use ringleader_net::shared::{EventLog, Input, PeerLink, Shared, View};
@@ -183,7 +183,7 @@ pub struct ServerConfig {
     /// The largest write request the etcd API takes, in bytes (etcd's `--max-request-bytes`).
     pub max_request_bytes: usize,
     /// The backend quota, in bytes (etcd's `--quota-backend-bytes`): a write that would take
-    /// the key-value store's size ([`ringleader_algorithms::service::kv::KvStore::bytes`])
+    /// the key-value store's size ([`ringleader_lock_service::kv::KvStore::bytes`])
     /// past it is refused and raises the `NOSPACE` alarm.
     pub quota_backend_bytes: u64,
     /// Other members' HTTP API base URLs (`http://HOST:PORT`), by id: a request refused for want
@@ -195,7 +195,7 @@ pub struct ServerConfig {
 /// The largest peer message a node sends and takes. A snapshot travels as one message, and it
 /// holds the whole state machine: the key-value store (at most the backend quota, which counts
 /// more per record than the snapshot's encoding takes), its history (at most
-/// [`HISTORY_BYTES_LIMIT`](ringleader_algorithms::service::kv::HISTORY_BYTES_LIMIT)), leases,
+/// [`HISTORY_BYTES_LIMIT`](ringleader_lock_service::kv::HISTORY_BYTES_LIMIT)), leases,
 /// locks and the idempotency answers (the slack). A bound below that would leave a new or lagging
 /// member waiting for ever for a snapshot that can never be written (its frame refused, the
 /// connection reset, the snapshot sent again). At least 8 MiB; at most 4 GiB − 1, the frame
@@ -204,7 +204,7 @@ pub struct ServerConfig {
 pub fn max_frame(quota_backend_bytes: u64) -> usize {
     const SLACK: u64 = 64 * 1024 * 1024;
     let bound = quota_backend_bytes
-        .saturating_add(ringleader_algorithms::service::kv::HISTORY_BYTES_LIMIT)
+        .saturating_add(ringleader_lock_service::kv::HISTORY_BYTES_LIMIT)
         .saturating_add(SLACK)
         .clamp(8 * 1024 * 1024, u32::MAX as u64);
     bound as usize
@@ -569,7 +569,7 @@ pub struct Status {
     /// True once this node applied its own removal: it serves nothing any more.
     pub removed: bool,
     /// The key-value store's size as the backend quota counts it
-    /// ([`ringleader_algorithms::service::kv::KvStore::bytes`]).
+    /// ([`ringleader_lock_service::kv::KvStore::bytes`]).
     pub store_bytes: u64,
 }
 
@@ -1119,7 +1119,7 @@ impl Host for ServerHost<'_> {
                 // token is this entry's index: the first grant had been released meanwhile) is
                 // released. The other duplicates are harmless: the state machine answers them as
                 // it answered the first.
-                use ringleader_algorithms::service::state::Reply;
+                use ringleader_lock_service::state::Reply;
                 let undo = match (&p.op, &applied.reply) {
                     (Op::Grant { .. }, Reply::Granted { lease, .. }) => Some(Op::Revoke { lease: *lease }),
                     (Op::Acquire { name, lease, .. }, Reply::Acquired { fencing }) if *fencing == index => {

@@ -133,7 +133,7 @@ impl Visitor for RunVisitor<'_, '_> {
 
 /// Runs the configured algorithm.
 pub fn run(cfg: &RunConfig, opts: RunOptions) -> Result<RunResult, SimError> {
-    ringleader_algorithms::dispatch(&cfg.algorithm, RunVisitor { cfg, opts })
+    ringleader_registry::dispatch(&cfg.algorithm, RunVisitor { cfg, opts })
         .unwrap_or_else(|| Err(SimError::UnknownAlgorithm(cfg.algorithm.clone())))
 }
 

@@ -20,8 +20,8 @@ impl Scenario {
         let Some(algorithm) = self.algorithm.clone() else {
             return bad("no algorithm: give --algo NAME or `algorithm = \"NAME\"` in the scenario (see `ringleader list`)".into());
         };
-        let Some(info) = ringleader_algorithms::find(&algorithm) else {
-            let names: Vec<_> = ringleader_algorithms::all().iter().map(|i| i.name).collect();
+        let Some(info) = ringleader_registry::find(&algorithm) else {
+            let names: Vec<_> = ringleader_registry::all().iter().map(|i| i.name).collect();
             return bad(format!("unknown algorithm {algorithm:?}; known: {}", names.join(", ")));
         };
         let nodes = self.nodes.unwrap_or(5);
@@ -193,7 +193,7 @@ impl RunConfig {
             self.seed,
             self.ids.name()
         );
-        let family = ringleader_algorithms::find(&self.algorithm).map(|i| i.family);
+        let family = ringleader_registry::find(&self.algorithm).map(|i| i.family);
         // Every choice that differs from the default is written, `--initiators none` included.
         if let Some(f) = family
             && self.initiators != default_initiators(f)
@@ -253,7 +253,7 @@ impl RunConfig {
             }
         }
         if self.workload.is_none()
-            && ringleader_algorithms::find(&self.algorithm)
+            && ringleader_registry::find(&self.algorithm)
                 .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock)
         {
             s += &format!(" --entries {} --hold {}", self.entries, format_duration(self.hold));
@@ -263,7 +263,7 @@ impl RunConfig {
         }
         // The deadlock workload's holders per request (default 2, 1 for chandy-misra-haas); no
         // other run reads them.
-        let deadlock = ringleader_algorithms::find(&self.algorithm)
+        let deadlock = ringleader_registry::find(&self.algorithm)
             .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock);
         if deadlock && self.holders != default_holders(&self.algorithm) {
             s += &format!(" --holders {}", self.holders);

@@ -193,7 +193,7 @@ mod tests {
 
     #[test]
     fn every_story_parses_and_uses_only_settings_the_repro_check_knows() {
-        for info in ringleader_algorithms::all() {
+        for info in ringleader_registry::all() {
             for n in [1, 2, 5, 9] {
                 let Some(s) = story(info.name, Some(n)).unwrap() else { continue };
                 let cleared = Scenario {

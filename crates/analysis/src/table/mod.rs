@@ -182,7 +182,7 @@ impl Table {
 
 /// The cases `selection` asks for.
 pub fn select(all: &[Case], selection: &Selection) -> Result<Vec<usize>, TableError> {
-    let family_of = |name: &str| ringleader_algorithms::find(name).map(|i| i.family);
+    let family_of = |name: &str| ringleader_registry::find(name).map(|i| i.family);
     if let Some(name) = &selection.algorithm {
         if let Some((_, why)) = LEFT_OUT.iter().find(|(n, _)| n == name) {
             return Err(TableError::LeftOut { algorithm: name.clone(), reason: why });

@@ -23,7 +23,7 @@ pub fn algorithm_messages(report: &ringleader_sim::Report) -> u64 {
 
 /// Runs one case on `n` nodes.
 pub fn run_case(case: &Case, n: u32) -> Result<Row, TableError> {
-    let family = ringleader_algorithms::find(case.algorithm).map(|i| i.family.name()).unwrap_or("?");
+    let family = ringleader_registry::find(case.algorithm).map(|i| i.family.name()).unwrap_or("?");
     let mut total: Option<Judged> = None;
     let mut repro = String::new();
     let mut problems = Vec::new();

@@ -1,7 +1,7 @@
 //! `linearizable`: the lock service's client history, checked for linearizability.
 //!
 //! The lock service's nodes each run a client of the one lock the workload uses
-//! (crates/algorithms/src/service/lock_service.rs). This checker wraps the mutual-exclusion
+//! (crates/lock-service/src/process.rs). This checker wraps the mutual-exclusion
 //! checker (which judges `safety`, `fencing` and the rest) and records, from what the trace
 //! already has, one operation per client observation:
 //!

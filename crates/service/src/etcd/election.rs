@@ -9,7 +9,7 @@
 use std::pin::Pin;
 
 use futures_util::Stream;
-use ringleader_algorithms::service::state::{Candidate, Notice, Op, Reply, StateMachine};
+use ringleader_lock_service::state::{Candidate, Notice, Op, Reply, StateMachine};
 use tokio::sync::broadcast::error::RecvError;
 use tonic::{Request, Response, Status};
 
@@ -86,10 +86,7 @@ impl Election for ElectionApi {
         let value = value_of(req.value)?;
         let ctx = &self.0;
         let node = &ctx.node;
-        super::check_space(
-            node,
-            ringleader_algorithms::service::kv::put_growth(election.len() + 17, value.len()),
-        )?;
+        super::check_space(node, ringleader_lock_service::kv::put_growth(election.len() + 17, value.len()))?;
         let elected = |c: &Candidate| {
             let leader = Some(leader_key(&election, c));
             async move { Response::new(CampaignResponse { header: ctx.applied_header().await, leader }) }
@@ -147,7 +144,7 @@ impl Election for ElectionApi {
         let ctx = &self.0;
         super::check_space(
             &ctx.node,
-            ringleader_algorithms::service::kv::put_growth(election.len() + 17, value.len()),
+            ringleader_lock_service::kv::put_growth(election.len() + 17, value.len()),
         )?;
         match ctx.node.propose(Op::Proclaim { election, lease, value }).await.map_err(unavailable)?.reply {
             Reply::Done => Ok(Response::new(ProclaimResponse { header: ctx.applied_header().await })),

@@ -1,5 +1,5 @@
 //! `etcdserverpb.KV`: Range, Put, DeleteRange, Txn on the replicated key-value store
-//! ([`ringleader_algorithms::service::kv`]).
+//! ([`ringleader_lock_service::kv`]).
 //!
 //! Writes (Put, DeleteRange, Txn) are proposed through Raft as one [`Op::Txn`] each; the
 //! header's `revision` of their answer is the revision they wrote at: the Raft index of their
@@ -9,11 +9,11 @@
 //! applied index the read saw. `Compact` is not served (the history is bounded instead, see
 //! docs/ETCD.md), nor are nested transactions.
 
-use ringleader_algorithms::service::kv::{
+use ringleader_lock_service::kv::{
     self as store, Compare, CompareResult, CompareTarget, KvError, RangeResult, RequestOp, ResponseOp,
     SortOrder, SortTarget, Txn, TxnResult,
 };
-use ringleader_algorithms::service::state::{Op, Reply, StateMachine};
+use ringleader_lock_service::state::{Op, Reply, StateMachine};
 use serde_json::json;
 use tonic::{Request, Response, Status};
 

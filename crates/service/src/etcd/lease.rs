@@ -6,9 +6,9 @@
 use std::pin::Pin;
 
 use futures_util::Stream;
-use ringleader_algorithms::service::kv::put_growth;
-use ringleader_algorithms::service::state::{Op, Reply, StateMachine};
 use ringleader_core::Time;
+use ringleader_lock_service::kv::put_growth;
+use ringleader_lock_service::state::{Op, Reply, StateMachine};
 use serde_json::{Value, json};
 use tonic::{Request, Response, Status, Streaming};
 

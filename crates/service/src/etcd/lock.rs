@@ -7,7 +7,7 @@
 //! takes the key back, releases, and — as etcd's Unlock, a delete — succeeds when the lease no
 //! longer holds the lock.
 
-use ringleader_algorithms::service::state::{LeaseId, Notice, Op, Reply, StateMachine};
+use ringleader_lock_service::state::{LeaseId, Notice, Op, Reply, StateMachine};
 use serde_json::{Value, json};
 use tonic::{Request, Response, Status};
 
@@ -56,7 +56,7 @@ impl Lock for LockApi {
         // an earlier grant and release of the same lease and name (a client's previous Lock
         // and Unlock, answered by another node) publishes them after the Acquire is proposed,
         // and they answered that earlier Lock, not this one.
-        super::check_space(node, ringleader_algorithms::service::kv::put_growth(name.len() + 17, 0))?;
+        super::check_space(node, ringleader_lock_service::kv::put_growth(name.len() + 17, 0))?;
         let mut rx = node.notices.subscribe();
         let op = Op::Acquire { name: name.clone(), lease, request: 0, wait: true };
         let (queued_at, applied) = node.propose_at(op).await.map_err(unavailable)?;

@@ -33,7 +33,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ringleader_algorithms::service::state::{LeaseId, Op, StateMachine};
+use ringleader_lock_service::state::{LeaseId, Op, StateMachine};
 use tokio::sync::broadcast::error::RecvError;
 use tonic::Status;
 

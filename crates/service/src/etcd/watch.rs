@@ -17,8 +17,8 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use futures_util::Stream;
-use ringleader_algorithms::service::kv::{Event, EventKind, KvError, in_range};
-use ringleader_algorithms::service::state::{Notice, StateMachine};
+use ringleader_lock_service::kv::{Event, EventKind, KvError, in_range};
+use ringleader_lock_service::state::{Notice, StateMachine};
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;

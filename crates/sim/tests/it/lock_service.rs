@@ -1,5 +1,5 @@
 //! The lock service (`--algo lock-service`, leases and locks on raft-rs) judged by the simulator:
-//! the rules of its essay (crates/algorithms/src/service/lock_service.rs), one test each where a
+//! the rules of its essay (crates/lock-service/src/process.rs), one test each where a
 //! run can show them, and a seeded fault sweep. The long sweep is a documented command
 //! (docs/SERVICE.md); this one is its short version.
 

@@ -1,8 +1,8 @@
-//! Planted bugs prove the checkers (crates/algorithms/src/service/planted.rs): each bug planted
+//! Planted bugs prove the checkers (crates/lock-service/src/planted.rs): each bug planted
 //! in the lock service's state machine is caught by the simulator's checkers on at least 4 of 5
 //! seeds, naming the property it breaks, while the same runs without it pass.
 
-use ringleader_algorithms::service::planted::Planted;
+use ringleader_lock_service::planted::Planted;
 use ringleader_sim::scenario::{RunConfig, WorkloadKind};
 use ringleader_sim::{RunOptions, run};
 

@@ -232,7 +232,7 @@ fn latency_summaries_are_exact_at_the_ends() {
 /// became a token of its own and their number grew with every lap: 7,879 events by 200 ms.)
 #[test]
 fn duplication_and_loss_never_make_a_run_run_away() {
-    for info in ringleader_algorithms::all() {
+    for info in ringleader_registry::all() {
         let mut c = cfg(info.name, 5);
         c.dup = 0.1;
         c.loss = 0.05;

@@ -17,7 +17,7 @@ pub fn simulator_judges(out: &Outcome, property: &str) -> Violations {
     let mut checker = checkers::for_family(family, n);
     let mut status = vec![NodeStatus::Up; n];
     let mut v = Violations::default();
-    let rule = ringleader_algorithms::find(&out.algorithm).unwrap().leader_rule;
+    let rule = ringleader_registry::find(&out.algorithm).unwrap().leader_rule;
     for r in &p.trace {
         let at = Moment { time: r.time_ns, step: r.step };
         let Some(node) = r.node else { continue };

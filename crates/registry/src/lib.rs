@@ -1,64 +1,21 @@
+//! # ringleader-registry
+//!
 //! Every algorithm by the name `--algo` takes, and a way to run generic code on one of them.
 //!
 //! Drivers are generic over [`Algorithm`]; the command line knows only a name. [`dispatch`]
 //! bridges the two: it calls [`Visitor::visit`] with the concrete type. Adding an algorithm
 //! means adding one line to the `registry!` list below.
+//!
+//! The registry sits above the textbook algorithms (`ringleader-algorithms`) and the lock
+//! service's replicated core (`ringleader-lock-service`), so that the first links no Raft
+//! library: only the drivers that run the lock service by name depend on both, through here.
 
-use crate::{
-    Algorithm, Family, LeaderRule, PlainAlgorithm, TopologyKind, clocks, deadlock, detectors, election,
-    mutex, service,
+#![warn(missing_docs)]
+
+use ringleader_algorithms::{
+    Algorithm, Info, PlainVisitor, Visitor, clocks, deadlock, detectors, election, mutex,
 };
-
-/// What `ringleader list` shows about an algorithm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Info {
-    /// The `--algo` name.
-    pub name: &'static str,
-    /// The family.
-    pub family: Family,
-    /// One-line summary.
-    pub summary: &'static str,
-    /// The topology it is written for.
-    pub topology: TopologyKind,
-    /// Which uid a correct election elects.
-    pub leader_rule: LeaderRule,
-    /// A deadlock-prevention scheme (rather than a detector).
-    pub prevention: bool,
-    /// Completes nothing without a majority of its nodes up ([`crate::Algorithm::NEEDS_MAJORITY`]).
-    pub needs_majority: bool,
-}
-
-impl Info {
-    /// The description of algorithm `A`.
-    pub fn of<A: Algorithm>() -> Info {
-        Info {
-            name: A::NAME,
-            family: A::FAMILY,
-            summary: A::SUMMARY,
-            topology: A::TOPOLOGY,
-            leader_rule: A::LEADER_RULE,
-            prevention: A::PREVENTION,
-            needs_majority: A::NEEDS_MAJORITY,
-        }
-    }
-}
-
-/// Generic code to run on one concrete algorithm type.
-pub trait Visitor {
-    /// What the visit returns.
-    type Output;
-    /// Runs with `A` as the algorithm.
-    fn visit<A: Algorithm>(self) -> Self::Output;
-}
-
-/// Generic code to run on one concrete algorithm whose state is plain data (the model checker,
-/// a real node's whole-state file).
-pub trait PlainVisitor {
-    /// What the visit returns.
-    type Output;
-    /// Runs with `A` as the algorithm.
-    fn visit<A: PlainAlgorithm>(self) -> Self::Output;
-}
+use ringleader_lock_service::process::LockService;
 
 macro_rules! registry {
     (plain: [$($plain:ty),* $(,)?], engine: [$($engine:ty),* $(,)?] $(,)?) => {
@@ -135,7 +92,7 @@ registry! {
     detectors::phi_accrual::PhiAccrual,
     ],
     engine: [
-    service::lock_service::LockService,
+    LockService,
     ],
 }
 

@@ -77,12 +77,12 @@ use ringleader_core::time::MILLISECOND;
 use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time, Uid};
 use serde::{Deserialize, Serialize};
 
-use super::log::MemoryLog;
-use super::planted::Planted;
-use super::replica::{Host, Proposal, Replica, Settings, Submit, Unreachable, raft_id};
-use super::state::{Applied, DeadlockPolicy, LeaseId, Notice, Op, Refusal, Reply, RequestId, StateMachine};
-use crate::params::ParamError;
-use crate::{Algorithm, Family, Setup};
+use crate::log::MemoryLog;
+use crate::planted::Planted;
+use crate::replica::{Host, Proposal, Replica, Settings, Submit, Unreachable, raft_id};
+use crate::state::{Applied, DeadlockPolicy, LeaseId, Notice, Op, Refusal, Reply, RequestId, StateMachine};
+use ringleader_algorithms::params::ParamError;
+use ringleader_algorithms::{Algorithm, Family, Setup};
 
 /// The one lock name the mutual-exclusion workload uses.
 pub const LOCK: &str = "lock";

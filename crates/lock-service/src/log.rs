@@ -5,7 +5,7 @@
 //! held in the process's own state, with the same meaning as a disk: the replica writes a
 //! [`Ready`](raft::Ready)'s entries and hard state here *before* it sends the messages that
 //! depend on them, and a crash keeps exactly what is here (the simulator keeps the crashed
-//! state aside; [`LockService`](super::lock_service::LockService)'s `on_recover` rebuilds its
+//! state aside; [`LockService`](crate::process::LockService)'s `on_recover` rebuilds its
 //! Raft node and state machine from this log and forgets everything else).
 //!
 //! Unlike raft-rs's own `MemStorage` (shared behind `Arc<RwLock>`), this is a plain value, and

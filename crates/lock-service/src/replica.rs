@@ -1,6 +1,6 @@
 //! # A replica: one Raft node over stable storage, applying to the state machine
 //!
-//! The simulator's [`LockService`](super::lock_service::LockService) and the real server
+//! The simulator's [`LockService`](crate::process::LockService) and the real server
 //! (`ringleader-service`) run the same replica: a raft-rs `RawNode` over a [`StableLog`] — the
 //! simulator's [`MemoryLog`](super::log::MemoryLog), or the server's redb file — whose committed
 //! entries are [`Proposal`]s applied, in log order, to the [`StateMachine`]. What differs
@@ -47,8 +47,8 @@ use raft::{RawNode, SnapshotStatus, StateRole};
 use ringleader_core::{NodeId, Time};
 use serde::{Deserialize, Serialize};
 
-use super::planted::Planted;
-use super::state::{Applied, DeadlockPolicy, IdempotencyKey, Op, RequestId, StateMachine};
+use crate::planted::Planted;
+use crate::state::{Applied, DeadlockPolicy, IdempotencyKey, Op, RequestId, StateMachine};
 
 /// A replica's stable storage: raft-rs's [`raft::Storage`] plus the writes a replica makes.
 pub trait StableLog: raft::Storage {

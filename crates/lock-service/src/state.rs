@@ -124,10 +124,10 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use ringleader_core::{NodeId, Time};
 use serde::{Deserialize, Serialize};
 
-use super::kv::{Event, KvError, KvStore, Revision, Txn, TxnResult};
-use super::planted::Planted;
+use crate::kv::{Event, KvError, KvStore, Revision, Txn, TxnResult};
+use crate::planted::Planted;
 
-pub use super::kv::LeaseId;
+pub use crate::kv::LeaseId;
 /// A client's request id, chosen by the proposing node; echoed in notices.
 pub type RequestId = u64;
 /// How many replies the state machine keeps per client session ([`IdempotencyKey`]): a retry
@@ -1970,7 +1970,7 @@ mod tests {
 
     /// A random operation of the random runs, a third of them transactions on a few keys.
     fn random_kv_op(g: &mut Gen, sm: &StateMachine) -> Op {
-        use crate::service::kv::{
+        use crate::kv::{
             Compare, CompareResult, CompareTarget, DeleteRangeRequest, PutRequest, RangeRequest, RequestOp,
         };
         if g.below(3) != 0 {
@@ -2033,11 +2033,7 @@ mod tests {
             for key in sm
                 .kv()
                 .range(
-                    &crate::service::kv::RangeRequest {
-                        key: vec![0],
-                        range_end: vec![0],
-                        ..Default::default()
-                    },
+                    &crate::kv::RangeRequest { key: vec![0], range_end: vec![0], ..Default::default() },
                     index,
                 )
                 .unwrap()
@@ -2067,7 +2063,7 @@ mod tests {
 
     #[test]
     fn a_revoked_or_expired_lease_deletes_its_keys_at_that_entry() {
-        use crate::service::kv::{EventKind, PutRequest, RequestOp};
+        use crate::kv::{EventKind, PutRequest, RequestOp};
         let mut log = Log::new(0, DeadlockPolicy::Report);
         let a = log.lease(10, 1);
         let b = log.lease(3, 1);
@@ -2092,14 +2088,10 @@ mod tests {
         assert_eq!(
             revoke.notices,
             vec![Notice::KeyEvents {
-                events: vec![crate::service::kv::Event {
+                events: vec![crate::kv::Event {
                     kind: EventKind::Delete,
-                    kv: crate::service::kv::KeyValue {
-                        key: b"x".to_vec(),
-                        mod_revision: 7,
-                        ..Default::default()
-                    },
-                    prev_kv: Some(crate::service::kv::KeyValue {
+                    kv: crate::kv::KeyValue { key: b"x".to_vec(), mod_revision: 7, ..Default::default() },
+                    prev_kv: Some(crate::kv::KeyValue {
                         key: b"x".to_vec(),
                         create_revision: 3,
                         mod_revision: 3,
