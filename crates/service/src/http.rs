@@ -26,9 +26,9 @@ use ringleader_lock_service::state::{
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::broadcast::error::RecvError;
 
-use crate::server::{ChangeRefused, MAX_ID, MemberChange, Members, Node, Published, Unavailable};
+use crate::ops::{self, Grant, OpError, Until};
+use crate::server::{ChangeRefused, MAX_ID, MemberChange, Members, Node, Unavailable};
 
 /// The longest name of a lock or an election, in bytes.
 pub const MAX_NAME: usize = 256;
@@ -38,9 +38,6 @@ pub const MAX_VALUE: usize = 4096;
 pub const MIN_TTL_MS: u64 = 100;
 /// The longest lease TTL and the longest wait.
 pub const MAX_MS: u64 = 86_400_000;
-/// How often a blocked request checks that its lease still exists (a revoked lease sends no
-/// notice to its waiters).
-const LEASE_CHECK: Duration = Duration::from_millis(500);
 /// The largest request body, in bytes; a larger one is answered 413. The API's bodies are
 /// small: a name of at most [`MAX_NAME`] bytes and a value of at most [`MAX_VALUE`].
 pub const MAX_BODY: usize = 64 * 1024;
@@ -146,7 +143,29 @@ fn no_idempotency_key(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
 /// Refuses a write that would take the store past the backend quota: 507 `no_space` (a lease
 /// grant, a lock or a candidacy counts as a put of its name and value, as in etcd).
 fn check_space(node: &Node, name: &str, value: &str) -> Result<(), ApiError> {
-    Ok(node.check_space(ringleader_lock_service::kv::put_growth(name.len() + 17, value.len()))?)
+    Ok(ops::check_space(node, name, value)?)
+}
+
+impl From<OpError> for ApiError {
+    fn from(e: OpError) -> ApiError {
+        let message = e.to_string();
+        match e {
+            OpError::Unavailable(e) => e.into(),
+            OpError::NoSpace(e) => e.into(),
+            OpError::NoSuchLease(lease) => ApiError::no_lease(lease),
+            OpError::Busy { .. } => ApiError::conflict("busy", message),
+            OpError::LockDelay { until, .. } => {
+                let mut e = ApiError::conflict("lock_delay", message);
+                e.extra.push(("until_ms", json!(ms(until))));
+                e
+            }
+            OpError::WaitRefused | OpError::WaitDropped => ApiError::conflict("aborted", message),
+            OpError::Refused(reason) => refused(reason),
+            OpError::TimedOut(_) => ApiError::new(StatusCode::REQUEST_TIMEOUT, "timeout", message),
+            OpError::LostLock { .. } | OpError::LostElection => ApiError::conflict("lost", message),
+            OpError::Unexpected(reply) => unexpected(&reply),
+        }
+    }
 }
 
 impl From<ChangeRefused> for ApiError {
@@ -316,8 +335,7 @@ async fn ready(State(node): State<Arc<Node>>) -> Response {
 /// `/metrics`: the OpenMetrics page ([`crate::metrics::exposition`]).
 async fn metrics(State(node): State<Arc<Node>>) -> Result<Response, ApiError> {
     use crate::metrics::Holdings;
-    let v = node.local(Box::new(|m: &StateMachine| json!(Holdings::of(m)))).await?;
-    let holdings: Holdings = serde_json::from_value(v).unwrap_or_default();
+    let holdings = node.local(Holdings::of).await?;
     let status = node.status.lock().expect("status lock").clone();
     let position = crate::metrics::RaftPosition {
         id: status.id,
@@ -482,13 +500,11 @@ fn parse_id(text: &str) -> Result<LeaseId, ApiError> {
 
 async fn lease_get(State(node): State<Arc<Node>>, Path(id): Path<String>) -> Answer {
     let lease = parse_id(&id)?;
-    let (_, v) = node
-        .read(Box::new(move |m: &StateMachine| match m.lease(lease) {
-            Some(l) => json!({ "lease": lease, "ttl_ms": ms(l.ttl), "remaining_ms": ms(l.deadline.saturating_sub(m.now())) }),
-            None => Value::Null,
-        }))
+    let (_, found) = node
+        .read(move |m: &StateMachine| m.lease(lease).map(|l| (l.ttl, l.deadline.saturating_sub(m.now()))))
         .await?;
-    if v.is_null() { Err(ApiError::no_lease(lease)) } else { Ok(Json(v)) }
+    let (ttl, remaining) = found.ok_or_else(|| ApiError::no_lease(lease))?;
+    Ok(Json(json!({ "lease": lease, "ttl_ms": ms(ttl), "remaining_ms": ms(remaining) })))
 }
 
 #[derive(Deserialize)]
@@ -509,64 +525,11 @@ struct ReleaseBody {
     lease: LeaseId,
 }
 
-/// Proposes `op` if dropped while armed: a blocked request that ends without its grant (its
-/// client went away) withdraws its wait.
-struct Withdraw {
-    node: Arc<Node>,
-    op: Option<Op>,
-}
-
-impl Withdraw {
-    fn disarm(&mut self) {
-        self.op = None;
-    }
-
-    /// Withdraws now and waits for it to be applied.
-    async fn now(&mut self) {
-        if let Some(op) = self.op.take() {
-            let _ = self.node.propose(op).await;
-        }
-    }
-}
-
-impl Drop for Withdraw {
-    fn drop(&mut self) {
-        if let Some(op) = self.op.take() {
-            let node = self.node.clone();
-            tokio::spawn(async move {
-                let _ = node.propose(op).await;
-            });
-        }
-    }
-}
-
-/// What a blocked request heard.
-enum Heard {
-    Notice(Published),
-    /// Notices were missed (the receiver lagged) or it is time to check the lease.
-    Check,
-    TimedOut,
-}
-
-async fn next_notice(
-    rx: &mut tokio::sync::broadcast::Receiver<Published>,
-    deadline: Option<tokio::time::Instant>,
-) -> Result<Heard, ApiError> {
-    let recv = async {
-        match tokio::time::timeout(LEASE_CHECK, rx.recv()).await {
-            Err(_) | Ok(Err(RecvError::Lagged(_))) => Ok(Heard::Check),
-            Ok(Ok(p)) => Ok(Heard::Notice(p)),
-            Ok(Err(RecvError::Closed)) => Err(ApiError::from(Unavailable::Stopping)),
-        }
-    };
-    match deadline {
-        Some(d) => tokio::time::timeout_at(d, recv).await.unwrap_or(Ok(Heard::TimedOut)),
-        None => recv.await,
-    }
-}
-
-fn deadline_of(timeout_ms: Option<u64>) -> Result<Option<tokio::time::Instant>, ApiError> {
-    timeout_ms.map(|t| check_ms("timeout_ms", t, 0).map(|d| tokio::time::Instant::now() + d)).transpose()
+fn until_of(timeout_ms: Option<u64>) -> Result<Until, ApiError> {
+    Ok(match timeout_ms {
+        Some(t) => Until::Deadline(tokio::time::Instant::now() + check_ms("timeout_ms", t, 0)?),
+        None => Until::Answered,
+    })
 }
 
 async fn lock_acquire(
@@ -577,104 +540,9 @@ async fn lock_acquire(
     no_idempotency_key(&headers)?;
     let b = body(b)?;
     check_name("name", &b.name)?;
-    let deadline = deadline_of(b.timeout_ms)?;
-    let (name, lease, wait) = (b.name, b.lease, b.wait.unwrap_or(true));
-    check_space(&node, &name, "")?;
-    // Subscribed before proposing, so that the grant's notice cannot be missed; notices of
-    // entries up to the acquire's own answered earlier requests (see `etcd::lock`).
-    let mut rx = node.notices.subscribe();
-    let (queued_at, applied) =
-        node.propose_at(Op::Acquire { name: name.clone(), lease, request: 0, wait }).await?;
-    match applied.reply {
-        Reply::Acquired { fencing } => return deliver_grant(&node, name, lease, fencing).await,
-        Reply::Queued { .. } => {}
-        Reply::Busy => {
-            return Err(ApiError::conflict("busy", format!("lock {name:?} is held by another lease")));
-        }
-        Reply::LockDelay { until } => {
-            let mut e = ApiError::conflict(
-                "lock_delay",
-                format!("lock {name:?} is in its lock-delay after an involuntary loss; try again later"),
-            );
-            e.extra.push(("until_ms", json!(ms(until))));
-            return Err(e);
-        }
-        Reply::Aborted => {
-            return Err(ApiError::conflict(
-                "aborted",
-                "wait-die refused the wait: an older lease holds the lock; retry later",
-            ));
-        }
-        Reply::NoSuchLease => return Err(ApiError::no_lease(lease)),
-        Reply::Refused { reason } => return Err(refused(reason)),
-        other => return Err(unexpected(&other)),
-    }
-    let mut withdraw = Withdraw { node: node.clone(), op: Some(Op::Release { name: name.clone(), lease }) };
-    loop {
-        match next_notice(&mut rx, deadline).await? {
-            Heard::TimedOut => {
-                withdraw.now().await;
-                return Err(ApiError::new(
-                    StatusCode::REQUEST_TIMEOUT,
-                    "timeout",
-                    format!("lock {name:?} was not granted within the timeout; the wait was withdrawn"),
-                ));
-            }
-            Heard::Check => {
-                let n = name.clone();
-                let v = node
-                    .local(Box::new(move |m: &StateMachine| {
-                        json!({ "alive": m.lease(lease).is_some(), "holder": m.holder(&n) })
-                    }))
-                    .await?;
-                if v["alive"] == json!(false) {
-                    withdraw.disarm();
-                    return Err(ApiError::no_lease(lease));
-                }
-                if let Some(h) = v["holder"].as_array()
-                    && h.first().and_then(Value::as_u64) == Some(lease)
-                {
-                    withdraw.disarm();
-                    let fencing = h.get(1).and_then(Value::as_u64).unwrap_or(0);
-                    return deliver_grant(&node, name, lease, fencing).await;
-                }
-            }
-            Heard::Notice(p) if p.0 <= queued_at => {}
-            Heard::Notice(p) => match &p.1 {
-                Notice::Granted { name: n, lease: l, fencing, .. } if *n == name && *l == lease => {
-                    withdraw.disarm();
-                    return deliver_grant(&node, name, lease, *fencing).await;
-                }
-                Notice::Aborted { name: n, lease: l, .. } if *n == name && *l == lease => {
-                    withdraw.disarm();
-                    return Err(ApiError::conflict(
-                        "aborted",
-                        "wait-die dropped the wait: an older lease got the lock; retry later",
-                    ));
-                }
-                Notice::LeaseExpired { lease: l, .. } if *l == lease => {
-                    withdraw.disarm();
-                    return Err(ApiError::no_lease(lease));
-                }
-                _ => {}
-            },
-        }
-    }
-}
-
-/// Answers a grant after checking again, on this node's applied state, that `lease` still
-/// holds `name` with `fencing` (a later entry may have taken it away).
-async fn deliver_grant(node: &Node, name: String, lease: LeaseId, fencing: u64) -> Answer {
-    let n = name.clone();
-    let v =
-        node.local(Box::new(move |m: &StateMachine| json!(m.holder(&n) == Some((lease, fencing))))).await?;
-    if v != json!(true) {
-        return Err(ApiError::conflict(
-            "lost",
-            format!("lease {lease} lost lock {name:?} before the grant was delivered"),
-        ));
-    }
-    Ok(Json(json!({ "name": name, "lease": lease, "fencing": fencing })))
+    let until = until_of(b.timeout_ms)?;
+    let Grant { fencing } = ops::acquire(&node, &b.name, b.lease, b.wait.unwrap_or(true), until).await?;
+    Ok(Json(json!({ "name": b.name, "lease": b.lease, "fencing": fencing })))
 }
 
 async fn lock_release(
@@ -696,13 +564,9 @@ async fn lock_release(
 async fn lock_get(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Answer {
     check_name("name", &name)?;
     let n = name.clone();
-    let (_, v) = node
-        .read(Box::new(move |m: &StateMachine| {
-            let holder = m.holder(&n).map(|(lease, fencing)| json!({ "lease": lease, "fencing": fencing }));
-            json!({ "name": n, "holder": holder, "waiters": m.waiters(&n) })
-        }))
-        .await?;
-    Ok(Json(v))
+    let (_, (holder, waiters)) = node.read(move |m: &StateMachine| (m.holder(&n), m.waiters(&n))).await?;
+    let holder = holder.map(|(lease, fencing)| json!({ "lease": lease, "fencing": fencing }));
+    Ok(Json(json!({ "name": name, "holder": holder, "waiters": waiters })))
 }
 
 #[derive(Deserialize)]
@@ -737,14 +601,6 @@ fn check_value(value: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-async fn leader_of(node: &Node, election: &str) -> Result<Option<Candidate>, ApiError> {
-    let e = election.to_string();
-    let v = node
-        .local(Box::new(move |m: &StateMachine| serde_json::to_value(m.leader(&e)).unwrap_or_default()))
-        .await?;
-    Ok(serde_json::from_value(v).unwrap_or(None))
-}
-
 async fn campaign(
     State(node): State<Arc<Node>>,
     headers: axum::http::HeaderMap,
@@ -754,68 +610,9 @@ async fn campaign(
     let b = body(b)?;
     check_name("election", &b.election)?;
     check_value(&b.value)?;
-    let deadline = deadline_of(b.timeout_ms)?;
-    let (election, lease) = (b.election, b.lease);
-    check_space(&node, &election, &b.value)?;
-    let elected = |c: &Candidate| Json(json!({ "election": election, "leader": candidate(c) }));
-    let mut rx = node.notices.subscribe();
-    let op = Op::Campaign { election: election.clone(), lease, value: b.value, request: 0 };
-    let (queued_at, applied) = node.propose_at(op).await?;
-    match applied.reply {
-        Reply::Elected => {
-            if let Some(c) = leader_of(&node, &election).await?.filter(|c| c.lease == lease) {
-                return Ok(elected(&c));
-            }
-            return Err(ApiError::conflict("lost", "the candidacy ended before the answer was delivered"));
-        }
-        Reply::CampaignQueued => {}
-        Reply::NoSuchLease => return Err(ApiError::no_lease(lease)),
-        Reply::Refused { reason } => return Err(refused(reason)),
-        other => return Err(unexpected(&other)),
-    }
-    let mut withdraw =
-        Withdraw { node: node.clone(), op: Some(Op::Resign { election: election.clone(), lease }) };
-    loop {
-        match next_notice(&mut rx, deadline).await? {
-            Heard::TimedOut => {
-                withdraw.now().await;
-                return Err(ApiError::new(
-                    StatusCode::REQUEST_TIMEOUT,
-                    "timeout",
-                    format!(
-                        "lease {lease} did not become leader of {election:?} within the timeout; the candidacy was withdrawn"
-                    ),
-                ));
-            }
-            Heard::Check => {
-                let leader = leader_of(&node, &election).await?;
-                if let Some(c) = leader.filter(|c| c.lease == lease) {
-                    withdraw.disarm();
-                    return Ok(elected(&c));
-                }
-                let alive =
-                    node.local(Box::new(move |m: &StateMachine| json!(m.lease(lease).is_some()))).await?;
-                if alive == json!(false) {
-                    withdraw.disarm();
-                    return Err(ApiError::no_lease(lease));
-                }
-            }
-            Heard::Notice(p) if p.0 <= queued_at => {}
-            Heard::Notice(p) => match &p.1 {
-                Notice::LeaderChanged { election: e, leader: Some(c) }
-                    if *e == election && c.lease == lease =>
-                {
-                    withdraw.disarm();
-                    return Ok(elected(c));
-                }
-                Notice::LeaseExpired { lease: l, .. } if *l == lease => {
-                    withdraw.disarm();
-                    return Err(ApiError::no_lease(lease));
-                }
-                _ => {}
-            },
-        }
-    }
+    let until = until_of(b.timeout_ms)?;
+    let leader = ops::campaign(&node, &b.election, b.lease, b.value, until).await?;
+    Ok(Json(json!({ "election": b.election, "leader": candidate(&leader) })))
 }
 
 async fn proclaim(
@@ -861,12 +658,8 @@ async fn resign(
 async fn election_get(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Answer {
     check_name("election", &name)?;
     let e = name.clone();
-    let (_, v) = node
-        .read(Box::new(
-            move |m: &StateMachine| json!({ "election": e, "leader": m.leader(&e).as_ref().map(candidate) }),
-        ))
-        .await?;
-    Ok(Json(v))
+    let (_, leader) = node.read(move |m: &StateMachine| m.leader(&e)).await?;
+    Ok(Json(json!({ "election": name, "leader": leader.as_ref().map(candidate) })))
 }
 
 type Events = Sse<
@@ -899,11 +692,8 @@ async fn observe(
     let slot = StreamSlot::take(&node)?;
     let rx = node.notices.subscribe();
     let e = name.clone();
-    let (seen, first) = node
-        .read(Box::new(
-            move |m: &StateMachine| json!({ "election": e, "leader": m.leader(&e).as_ref().map(candidate) }),
-        ))
-        .await?;
+    let (seen, leader) = node.read(move |m: &StateMachine| m.leader(&e)).await?;
+    let first = json!({ "election": name, "leader": leader.as_ref().map(candidate) });
     // With Last-Event-ID, the current state is sent again only if the client may lack it.
     let known = last.is_some_and(|l| l >= seen);
     let first = (!known)
@@ -949,24 +739,26 @@ async fn lease_watch(
     let last = last_event_index(&headers)?;
     let slot = StreamSlot::take(&node)?;
     let rx = node.notices.subscribe();
-    let (seen, state) = node
-        .read(Box::new(move |m: &StateMachine| {
-            let locks: Vec<Value> = m
+    let (seen, (alive, held)) = node
+        .read(move |m: &StateMachine| {
+            let held: Vec<(String, u64)> = m
                 .locks()
                 .into_iter()
                 .filter_map(|n| match m.holder(&n) {
-                    Some((l, fencing)) if l == lease => Some(json!({ "name": n, "fencing": fencing })),
+                    Some((l, fencing)) if l == lease => Some((n, fencing)),
                     _ => None,
                 })
                 .collect();
-            json!({ "alive": m.lease(lease).is_some(), "locks": locks })
-        }))
+            (m.lease(lease).is_some(), held)
+        })
         .await?;
-    if state["alive"] != json!(true) {
+    if !alive {
         return Err(ApiError::no_lease(lease));
     }
     let reset = last.filter(|&l| l < seen).map(|l| {
-        let data = json!({ "last_event_id": l, "applied": seen, "locks": state["locks"] });
+        let locks: Vec<Value> =
+            held.iter().map(|(n, fencing)| json!({ "name": n, "fencing": fencing })).collect();
+        let data = json!({ "last_event_id": l, "applied": seen, "locks": locks });
         Ok(SseEvent::default().event("reset").id(seen.to_string()).data(data.to_string()))
     });
     let skip_to = last.unwrap_or(0);

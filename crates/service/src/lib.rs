@@ -12,6 +12,9 @@
 //! - [`identity`]: the cluster and node a data directory belongs to, checked at every start.
 //! - [`server`]: one node — the loop that owns the replica, the authenticated TCP transport of
 //!   real nodes to its peers, and the commands the API sends the loop.
+//! - [`ops`]: the operations both APIs translate to — the blocking lock and campaign waits
+//!   (subscribe, propose, wait on notices, withdraw, check the grant again) written once, with
+//!   typed answers and errors.
 //! - [`http`]: the HTTP/JSON API with Server-Sent-Event watches (docs/SERVICE-API.md).
 //! - [`etcd`]: the etcd-compatible gRPC API (leases, locks, elections; docs/ETCD.md).
 //! - [`metrics`]: what a node counts, and its OpenMetrics page (`GET /metrics`).
@@ -21,6 +24,7 @@ pub mod etcd;
 pub mod http;
 pub mod identity;
 pub mod metrics;
+pub mod ops;
 pub mod server;
 
 /// Starts a service node ([`server::start`]) and serves its HTTP API ([`http::router`]) until

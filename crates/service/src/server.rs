@@ -501,8 +501,10 @@ pub struct Members {
     pub applied: u64,
 }
 
-/// A question about the state machine, answered in the loop.
-pub type Query = Box<dyn FnOnce(&StateMachine) -> serde_json::Value + Send>;
+/// A question about the state machine, asked in the loop: the closure reads the state machine
+/// and sends its typed answer on a channel of its own ([`Node::read`] and [`Node::local`] build
+/// it), so no answer crosses the loop as untyped data.
+pub type Query = Box<dyn FnOnce(&StateMachine) + Send>;
 
 /// What HTTP handlers ask of the loop.
 pub enum Command {
@@ -517,20 +519,21 @@ pub enum Command {
         reply: oneshot::Sender<Result<(u64, Applied), Unavailable>>,
     },
     /// A linearizable read: `query` runs once a ReadIndex confirmed by a majority is applied;
-    /// the answer carries the applied index it saw.
+    /// `reply` then carries the applied index it saw (or why the read could not be made, and
+    /// `query` is dropped without running).
     Read {
         /// The question.
         query: Query,
-        /// Where the answer goes.
-        reply: oneshot::Sender<Result<(u64, serde_json::Value), Unavailable>>,
+        /// Where the applied index goes.
+        reply: oneshot::Sender<Result<u64, Unavailable>>,
     },
     /// A read of this node's own state machine, without a round trip (a check before
     /// answering, not a linearizable read).
     Local {
         /// The question.
         query: Query,
-        /// Where the answer goes.
-        reply: oneshot::Sender<serde_json::Value>,
+        /// Where the applied index goes, once `query` ran (or why it did not run).
+        reply: oneshot::Sender<Result<u64, Unavailable>>,
     },
     /// The members this node knows (its applied configuration and address table).
     Members {
@@ -650,11 +653,19 @@ impl Node {
         rx.await.map_err(|_| Unavailable::Stopping)?
     }
 
-    /// A linearizable read.
-    pub async fn read(&self, query: Query) -> Result<(u64, serde_json::Value), Unavailable> {
+    /// A linearizable read: `query`'s answer on the state machine once a ReadIndex confirmed
+    /// by a majority is applied, with the applied index it saw.
+    pub async fn read<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&StateMachine) -> T + Send + 'static,
+    ) -> Result<(u64, T), Unavailable> {
+        let (answer, answered) = oneshot::channel();
+        let query: Query = Box::new(move |m| drop(answer.send(query(m))));
         let (reply, rx) = oneshot::channel();
         self.commands.send(Command::Read { query, reply }).await.map_err(|_| Unavailable::Stopping)?;
-        rx.await.map_err(|_| Unavailable::Stopping)?
+        let index = rx.await.map_err(|_| Unavailable::Stopping)??;
+        let value = answered.await.map_err(|_| Unavailable::Stopping)?;
+        Ok((index, value))
     }
 
     /// The members this node knows.
@@ -687,11 +698,18 @@ impl Node {
         Ok(())
     }
 
-    /// A read of this node's applied state.
-    pub async fn local(&self, query: Query) -> Result<serde_json::Value, Unavailable> {
+    /// `query`'s answer on this node's applied state (no round trip: a check before answering,
+    /// not a linearizable read).
+    pub async fn local<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&StateMachine) -> T + Send + 'static,
+    ) -> Result<T, Unavailable> {
+        let (answer, answered) = oneshot::channel();
+        let query: Query = Box::new(move |m| drop(answer.send(query(m))));
         let (reply, rx) = oneshot::channel();
         self.commands.send(Command::Local { query, reply }).await.map_err(|_| Unavailable::Stopping)?;
-        rx.await.map_err(|_| Unavailable::Stopping)
+        rx.await.map_err(|_| Unavailable::Stopping)??;
+        answered.await.map_err(|_| Unavailable::Stopping)
     }
 }
 
@@ -944,7 +962,7 @@ struct Pending {
 /// A linearizable read waiting for its ReadIndex, then for that index to be applied.
 struct PendingRead {
     query: Query,
-    reply: oneshot::Sender<Result<(u64, serde_json::Value), Unavailable>>,
+    reply: oneshot::Sender<Result<u64, Unavailable>>,
     first_sent: Instant,
     last_sent: Instant,
     /// The index the read may be answered from, once the leader confirmed it.
@@ -1344,7 +1362,7 @@ fn on_command(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Command) {
             Command::Read { reply, .. } => drop(reply.send(Err(gone))),
             Command::Members { reply } => drop(reply.send(Err(gone))),
             Command::ChangeMembers { reply, .. } => drop(reply.send(Err(gone.into()))),
-            Command::Local { reply, .. } => drop(reply.send(serde_json::Value::Null)),
+            Command::Local { reply, .. } => drop(reply.send(Err(gone))),
         }
         return;
     }
@@ -1413,7 +1431,8 @@ fn on_command(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Command) {
                 .insert(ctx, PendingRead { query, reply, first_sent: now, last_sent: now, index: None });
         }
         Command::Local { query, reply } => {
-            let _ = reply.send(query(replica.machine()));
+            query(replica.machine());
+            let _ = reply.send(Ok(replica.machine().last_applied()));
         }
     }
 }
@@ -1470,7 +1489,8 @@ fn answer_reads(replica: &Replica<Log>, state: &mut LoopState) {
         state.reads.iter().filter(|(_, r)| r.index.is_some_and(|i| i <= applied)).map(|(k, _)| *k).collect();
     for ctx in ready {
         let r = state.reads.remove(&ctx).expect("listed");
-        let _ = r.reply.send(Ok((applied, (r.query)(replica.machine()))));
+        (r.query)(replica.machine());
+        let _ = r.reply.send(Ok(applied));
     }
 }
 

@@ -19,9 +19,8 @@ use super::pb::v3electionpb::{
     CampaignRequest, CampaignResponse, LeaderKey, LeaderRequest, LeaderResponse, ProclaimRequest,
     ProclaimResponse, ResignRequest, ResignResponse,
 };
-use super::{
-    Ctx, Heard, Withdraw, key_of, lease_alive, lease_id, lease_not_found, name_of, next_notice, unavailable,
-};
+use super::{Ctx, key_of, lease_id, lease_not_found, name_of, op_status, unavailable};
+use crate::ops::{self, Until};
 
 /// The Election service.
 pub struct ElectionApi(pub Ctx);
@@ -63,16 +62,6 @@ fn candidate_of(key: Option<LeaderKey>) -> Result<(String, u64), Status> {
     Ok((name_of("leader name", &key.name)?, lease_id("leader lease", key.lease)?))
 }
 
-async fn leader_of(ctx: &Ctx, election: &str) -> Result<Option<Candidate>, Status> {
-    let e = election.to_string();
-    let v = ctx
-        .node
-        .local(Box::new(move |m: &StateMachine| serde_json::to_value(m.leader(&e)).unwrap_or_default()))
-        .await
-        .map_err(unavailable)?;
-    Ok(serde_json::from_value(v).unwrap_or(None))
-}
-
 type ObserveStream = Pin<Box<dyn Stream<Item = Result<LeaderResponse, Status>> + Send>>;
 
 #[tonic::async_trait]
@@ -85,56 +74,10 @@ impl Election for ElectionApi {
         let lease = lease_id("lease", req.lease)?;
         let value = value_of(req.value)?;
         let ctx = &self.0;
-        let node = &ctx.node;
-        super::check_space(node, ringleader_lock_service::kv::put_growth(election.len() + 17, value.len()))?;
-        let elected = |c: &Candidate| {
-            let leader = Some(leader_key(&election, c));
-            async move { Response::new(CampaignResponse { header: ctx.applied_header().await, leader }) }
-        };
-        // Notices of entries up to the Campaign's own answered earlier requests (see `lock`).
-        let mut rx = node.notices.subscribe();
-        let op = Op::Campaign { election: election.clone(), lease, value, request: 0 };
-        let (queued_at, applied) = node.propose_at(op).await.map_err(unavailable)?;
-        match applied.reply {
-            Reply::Elected => {
-                return match leader_of(ctx, &election).await?.filter(|c| c.lease == lease) {
-                    Some(c) => Ok(elected(&c).await),
-                    None => Err(Status::aborted("the candidacy ended before the answer was delivered")),
-                };
-            }
-            Reply::CampaignQueued => {}
-            Reply::NoSuchLease => return Err(lease_not_found()),
-            other => return Err(Status::internal(format!("unexpected reply {other:?}"))),
-        }
-        let mut withdraw = Withdraw::new(node.clone(), Op::Resign { election: election.clone(), lease });
-        loop {
-            match next_notice(&mut rx).await? {
-                Heard::Check => {
-                    if let Some(c) = leader_of(ctx, &election).await?.filter(|c| c.lease == lease) {
-                        withdraw.disarm();
-                        return Ok(elected(&c).await);
-                    }
-                    if !lease_alive(node, lease).await? {
-                        withdraw.disarm();
-                        return Err(lease_not_found());
-                    }
-                }
-                Heard::Notice(p) if p.0 <= queued_at => {}
-                Heard::Notice(p) => match &p.1 {
-                    Notice::LeaderChanged { election: e, leader: Some(c) }
-                        if *e == election && c.lease == lease =>
-                    {
-                        withdraw.disarm();
-                        return Ok(elected(c).await);
-                    }
-                    Notice::LeaseExpired { lease: l, .. } if *l == lease => {
-                        withdraw.disarm();
-                        return Err(lease_not_found());
-                    }
-                    _ => {}
-                },
-            }
-        }
+        let leader =
+            ops::campaign(&ctx.node, &election, lease, value, Until::Answered).await.map_err(op_status)?;
+        let leader = Some(leader_key(&election, &leader));
+        Ok(Response::new(CampaignResponse { header: ctx.applied_header().await, leader }))
     }
 
     async fn proclaim(&self, req: Request<ProclaimRequest>) -> Result<Response<ProclaimResponse>, Status> {
@@ -160,12 +103,9 @@ impl Election for ElectionApi {
         let election = name_of("election name", &req.into_inner().name)?;
         let ctx = &self.0;
         let e = election.clone();
-        let (index, v) = ctx
-            .node
-            .read(Box::new(move |m: &StateMachine| serde_json::to_value(m.leader(&e)).unwrap_or_default()))
-            .await
-            .map_err(unavailable)?;
-        match serde_json::from_value::<Option<Candidate>>(v).unwrap_or(None) {
+        let (index, leader) =
+            ctx.node.read(move |m: &StateMachine| m.leader(&e)).await.map_err(unavailable)?;
+        match leader {
             Some(c) => Ok(Response::new(LeaderResponse {
                 header: ctx.header(Some(index)),
                 kv: Some(kv(&election, &c)),
@@ -184,13 +124,9 @@ impl Election for ElectionApi {
         let ctx = self.0.clone();
         let rx = ctx.node.notices.subscribe();
         let e = election.clone();
-        let (seen, v) = ctx
-            .node
-            .read(Box::new(move |m: &StateMachine| serde_json::to_value(m.leader(&e)).unwrap_or_default()))
-            .await
-            .map_err(unavailable)?;
-        let first: Vec<Result<LeaderResponse, Status>> = serde_json::from_value::<Option<Candidate>>(v)
-            .unwrap_or(None)
+        let (seen, leader) =
+            ctx.node.read(move |m: &StateMachine| m.leader(&e)).await.map_err(unavailable)?;
+        let first: Vec<Result<LeaderResponse, Status>> = leader
             .map(|c| Ok(LeaderResponse { header: ctx.header(Some(seen)), kv: Some(kv(&election, &c)) }))
             .into_iter()
             .collect();

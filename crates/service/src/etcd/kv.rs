@@ -14,7 +14,6 @@ use ringleader_lock_service::kv::{
     SortOrder, SortTarget, Txn, TxnResult,
 };
 use ringleader_lock_service::state::{Op, Reply, StateMachine};
-use serde_json::json;
 use tonic::{Request, Response, Status};
 
 use super::pb::etcdserverpb::kv_server::Kv;
@@ -215,18 +214,16 @@ impl Kv for KvApi {
         let req = req.into_inner();
         let serializable = req.serializable;
         let r = range_req(req)?;
-        let query = Box::new(move |m: &StateMachine| {
+        let query = move |m: &StateMachine| {
             let applied = m.last_applied();
-            json!([applied, m.kv().range(&r, applied)])
-        });
+            (applied, m.kv().range(&r, applied))
+        };
         let node = &self.0.node;
-        let v = if serializable {
+        let (revision, result) = if serializable {
             node.local(query).await.map_err(unavailable)?
         } else {
             node.read(query).await.map_err(unavailable)?.1
         };
-        let (revision, result): (u64, Result<RangeResult, KvError>) = serde_json::from_value(v)
-            .map_err(|e| Status::internal(format!("a range's answer did not decode: {e}")))?;
         let result = result.map_err(|e| kv_status(&e))?;
         Ok(Response::new(range_pb(&self.0, revision, result)))
     }

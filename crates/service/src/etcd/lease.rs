@@ -9,7 +9,6 @@ use futures_util::Stream;
 use ringleader_core::Time;
 use ringleader_lock_service::kv::put_growth;
 use ringleader_lock_service::state::{Op, Reply, StateMachine};
-use serde_json::{Value, json};
 use tonic::{Request, Response, Status, Streaming};
 
 use super::pb::etcdserverpb::lease_server::Lease;
@@ -124,24 +123,22 @@ impl Lease for LeaseApi {
         let req = req.into_inner();
         let lease = lease_id("lease ID", req.id)?;
         let ctx = &self.0;
-        let (index, v) = ctx
+        let (index, found) = ctx
             .node
-            .read(Box::new(move |m: &StateMachine| match m.lease(lease) {
-                None => Value::Null,
-                Some(l) => {
-                    let locks = m
-                        .locks()
-                        .into_iter()
-                        .filter(|n| m.holder(n).map(|h| h.0) == Some(lease) || m.waiters(n).contains(&lease))
-                        .map(|n| key_of(&n, lease));
-                    let keys: Vec<Vec<u8>> = m.kv().keys_of_lease(lease).into_iter().chain(locks).collect();
-                    json!({ "ttl": l.ttl, "left": l.deadline.saturating_sub(m.now()), "keys": keys })
-                }
-            }))
+            .read(move |m: &StateMachine| {
+                let l = m.lease(lease)?;
+                let locks = m
+                    .locks()
+                    .into_iter()
+                    .filter(|n| m.holder(n).map(|h| h.0) == Some(lease) || m.waiters(n).contains(&lease))
+                    .map(|n| key_of(&n, lease));
+                let keys: Vec<Vec<u8>> = m.kv().keys_of_lease(lease).into_iter().chain(locks).collect();
+                Some((l.ttl, l.deadline.saturating_sub(m.now()), keys))
+            })
             .await
             .map_err(unavailable)?;
         let header = ctx.header(Some(index));
-        if v.is_null() {
+        let Some((ttl, left, keys)) = found else {
             return Ok(Response::new(LeaseTimeToLiveResponse {
                 header,
                 id: req.id,
@@ -149,14 +146,13 @@ impl Lease for LeaseApi {
                 granted_ttl: 0,
                 keys: Vec::new(),
             }));
-        }
-        let keys =
-            if req.keys { serde_json::from_value(v["keys"].clone()).unwrap_or_default() } else { Vec::new() };
+        };
+        let keys = if req.keys { keys } else { Vec::new() };
         Ok(Response::new(LeaseTimeToLiveResponse {
             header,
             id: req.id,
-            ttl: seconds_up(v["left"].as_u64().unwrap_or(0)),
-            granted_ttl: seconds_up(v["ttl"].as_u64().unwrap_or(0)),
+            ttl: seconds_up(left),
+            granted_ttl: seconds_up(ttl),
             keys,
         }))
     }
@@ -167,15 +163,8 @@ impl Lease for LeaseApi {
         _req: Request<LeaseLeasesRequest>,
     ) -> Result<Response<LeaseLeasesResponse>, Status> {
         let ctx = &self.0;
-        let (index, v) =
-            ctx.node.read(Box::new(|m: &StateMachine| json!(m.leases()))).await.map_err(unavailable)?;
-        let leases = v
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_u64)
-            .map(|id| LeaseStatus { id: id as i64 })
-            .collect();
+        let (index, ids) = ctx.node.read(|m: &StateMachine| m.leases()).await.map_err(unavailable)?;
+        let leases = ids.into_iter().map(|id| LeaseStatus { id: id as i64 }).collect();
         Ok(Response::new(LeaseLeasesResponse { header: ctx.header(Some(index)), leases }))
     }
 }

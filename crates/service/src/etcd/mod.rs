@@ -31,13 +31,12 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
-use ringleader_lock_service::state::{LeaseId, Op, StateMachine};
-use tokio::sync::broadcast::error::RecvError;
+use ringleader_lock_service::state::{LeaseId, StateMachine};
 use tonic::Status;
 
-use crate::server::{Node, Published, Unavailable};
+use crate::ops::OpError;
+use crate::server::{Node, Unavailable};
 
 pub mod auth;
 pub mod cluster;
@@ -96,13 +95,13 @@ pub fn too_large(node: &Node, size: usize) -> Result<(), Status> {
 /// etcd's answer to a write that would take the store past the backend quota
 /// (`--quota-backend-bytes`): `RESOURCE_EXHAUSTED`, and the `NOSPACE` alarm raised.
 pub fn check_space(node: &Node, adds: u64) -> Result<(), Status> {
-    node.check_space(adds)
-        .map_err(|_| Status::resource_exhausted("etcdserver: mvcc: database space exceeded"))
+    node.check_space(adds).map_err(|_| no_space())
 }
 
-/// How often a blocked request checks that its lease still exists (a revoked lease sends no
-/// notice to its waiters).
-const LEASE_CHECK: Duration = Duration::from_millis(500);
+/// etcd's `RESOURCE_EXHAUSTED` answer to a write past the backend quota.
+fn no_space() -> Status {
+    Status::resource_exhausted("etcdserver: mvcc: database space exceeded")
+}
 
 /// The gRPC methods served; any other path is answered `UNIMPLEMENTED` with its name.
 pub const SERVED: [&str; 21] = [
@@ -143,12 +142,7 @@ impl Ctx {
     /// the node's loop, so at or past the proposal's own entry (the published status may lag
     /// the loop by a turn).
     pub async fn applied_header(&self) -> Option<ResponseHeader> {
-        let applied = self
-            .node
-            .local(Box::new(|m: &StateMachine| serde_json::json!(m.last_applied())))
-            .await
-            .ok()
-            .and_then(|v| v.as_u64());
+        let applied = self.node.local(|m: &StateMachine| m.last_applied()).await.ok();
         self.header(applied)
     }
 
@@ -257,59 +251,21 @@ pub fn parse_key(key: &[u8]) -> Option<(String, LeaseId)> {
     (lease > 0).then(|| (name.to_string(), lease))
 }
 
-/// Whether `lease` exists, on this node's applied state.
-pub async fn lease_alive(node: &Node, lease: LeaseId) -> Result<bool, Status> {
-    let v = node
-        .local(Box::new(move |m: &StateMachine| serde_json::json!(m.lease(lease).is_some())))
-        .await
-        .map_err(unavailable)?;
-    Ok(v == serde_json::json!(true))
-}
-
-/// Proposes `op` if dropped while armed: a blocked request that ends without its grant (its
-/// client cancelled or went away) withdraws its wait.
-pub struct Withdraw {
-    node: Arc<Node>,
-    op: Option<Op>,
-}
-
-impl Withdraw {
-    /// Armed to propose `op` when dropped.
-    pub fn new(node: Arc<Node>, op: Op) -> Withdraw {
-        Withdraw { node, op: Some(op) }
-    }
-
-    /// The wait ended as it should: nothing to withdraw.
-    pub fn disarm(&mut self) {
-        self.op = None;
-    }
-}
-
-impl Drop for Withdraw {
-    fn drop(&mut self) {
-        if let Some(op) = self.op.take() {
-            let node = self.node.clone();
-            tokio::spawn(async move {
-                let _ = node.propose(op).await;
-            });
+/// etcd's answer to an operation's error (see [`crate::ops`]).
+pub fn op_status(e: OpError) -> Status {
+    let message = e.to_string();
+    match e {
+        OpError::Unavailable(e) => unavailable(e),
+        OpError::NoSpace(_) => no_space(),
+        OpError::NoSuchLease(_) => lease_not_found(),
+        OpError::WaitRefused | OpError::WaitDropped | OpError::LostLock { .. } | OpError::LostElection => {
+            Status::aborted(message)
         }
-    }
-}
-
-/// What a blocked request heard.
-pub enum Heard {
-    /// A notice of an applied entry.
-    Notice(Published),
-    /// Notices were missed (the receiver lagged) or it is time to check the lease.
-    Check,
-}
-
-/// The next notice, or [`Heard::Check`] after half a second without one or after a lag.
-pub async fn next_notice(rx: &mut tokio::sync::broadcast::Receiver<Published>) -> Result<Heard, Status> {
-    match tokio::time::timeout(LEASE_CHECK, rx.recv()).await {
-        Err(_) | Ok(Err(RecvError::Lagged(_))) => Ok(Heard::Check),
-        Ok(Ok(p)) => Ok(Heard::Notice(p)),
-        Ok(Err(RecvError::Closed)) => Err(unavailable(Unavailable::Stopping)),
+        OpError::Busy { .. } | OpError::LockDelay { .. } | OpError::Refused(_) => {
+            Status::failed_precondition(message)
+        }
+        OpError::TimedOut(_) => Status::deadline_exceeded(message),
+        OpError::Unexpected(_) => Status::internal(message),
     }
 }
 

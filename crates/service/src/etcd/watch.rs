@@ -19,7 +19,6 @@ use std::time::Duration;
 use futures_util::Stream;
 use ringleader_lock_service::kv::{Event, EventKind, KvError, in_range};
 use ringleader_lock_service::state::{Notice, StateMachine};
-use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status, Streaming};
@@ -117,22 +116,17 @@ impl Session {
             return self.send(r).await;
         }
         let start = u64::try_from(c.start_revision).unwrap_or(0);
-        let query = Box::new(move |m: &StateMachine| {
+        let query = move |m: &StateMachine| {
             let applied = m.last_applied();
             let history = if start > 0 && start <= applied { Some(m.kv().events_since(start)) } else { None };
-            json!([applied, history])
-        });
-        let answer = match self.ctx.node.local(query).await {
-            Ok(v) => v,
+            (applied, history)
+        };
+        let (applied, history) = match self.ctx.node.local(query).await {
+            Ok(answer) => answer,
             Err(e) => {
                 let _ = self.out.send(Err(unavailable(e))).await;
                 return false;
             }
-        };
-        type History = Option<Result<Vec<(u64, Event)>, KvError>>;
-        let Ok((applied, history)) = serde_json::from_value::<(u64, History)>(answer) else {
-            let _ = self.out.send(Err(Status::internal("a watch's history did not decode"))).await;
-            return false;
         };
         let created = WatchResponse { created: true, ..self.response(applied, id) };
         if !self.send(created).await {

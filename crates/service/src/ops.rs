@@ -1,0 +1,345 @@
+//! # Operations: the service's blocking protocols, written once for both APIs
+//!
+//! The HTTP API ([`crate::http`]) and the etcd gRPC API ([`crate::etcd`]) are translations:
+//! a request becomes an operation here, and the operation's typed answer or [`OpError`] becomes
+//! their wire format. What an operation does over the replicated state machine lives here once:
+//!
+//! - **subscribe before proposing**, so that the notice answering a wait cannot be missed;
+//!   notices of entries up to the proposal's own answered earlier requests (a client's previous
+//!   lock and release of the same lease and name, answered by another node, can be published
+//!   here after this proposal) and are skipped;
+//! - **wait on notices** of later entries, and every [`LEASE_CHECK`] (or after the notice
+//!   stream lagged) look at the applied state itself: a lease that expired while the notice was
+//!   missed ends the wait, a grant that was missed answers it;
+//! - **withdraw** a wait its client gave up (a timeout, a cancelled call, a dropped
+//!   connection): the wait is released (a lock) or resigned (a candidacy), so the FIFO queue
+//!   does not hand the lock to a requester that is gone;
+//! - **check the grant again** on this node's applied state before answering: a later entry
+//!   may already have taken it away, and a client told "you hold it" must hold it.
+//!
+//! Answers and errors are typed: nothing crosses the server loop as untyped data
+//! ([`Node::local`] and [`Node::read`] return what their closure returns).
+
+use std::sync::Arc;
+
+use ringleader_core::Time;
+use ringleader_lock_service::state::{Candidate, LeaseId, Notice, Op, Refusal, Reply};
+use tokio::sync::broadcast::Receiver;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
+
+use crate::server::{NoSpace, Node, Published, Unavailable};
+
+/// How often a blocked operation looks at the applied state itself (see the module doc).
+pub const LEASE_CHECK: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Why an operation did not give its answer.
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    /// The node could not get the operation committed or read (no leader, no majority,
+    /// stopping, removed).
+    #[error(transparent)]
+    Unavailable(#[from] Unavailable),
+    /// The write would take the store past its quota.
+    #[error(transparent)]
+    NoSpace(#[from] NoSpace),
+    /// The lease does not exist (never granted, expired or revoked).
+    #[error("lease {0} not found (expired or revoked)")]
+    NoSuchLease(LeaseId),
+    /// A lock asked for without waiting is held by another lease.
+    #[error("lock {name:?} is held by another lease")]
+    Busy {
+        /// The lock.
+        name: String,
+    },
+    /// The lock is in its lock-delay after an involuntary loss.
+    #[error("lock {name:?} is in its lock-delay after an involuntary loss; try again later")]
+    LockDelay {
+        /// The lock.
+        name: String,
+        /// When the delay ends, on the replicated clock.
+        until: Time,
+    },
+    /// Wait-die refused the wait: an older lease holds the lock.
+    #[error("wait-die refused the wait: an older lease holds the lock; retry later")]
+    WaitRefused,
+    /// Wait-die dropped the wait: an older lease got the lock first.
+    #[error("wait-die dropped the wait: an older lease got the lock; retry later")]
+    WaitDropped,
+    /// The state machine refused the operation.
+    #[error(transparent)]
+    Refused(Refusal),
+    /// The wait reached its deadline; it was withdrawn.
+    #[error("{0}")]
+    TimedOut(Waited),
+    /// The lease was granted the lock, but a later entry took it away before the answer.
+    #[error("lease {lease} lost lock {name:?} before the grant was delivered")]
+    LostLock {
+        /// The lock.
+        name: String,
+        /// The lease it was granted to.
+        lease: LeaseId,
+    },
+    /// The candidate was elected, but its candidacy ended before the answer.
+    #[error("the candidacy ended before the answer was delivered")]
+    LostElection,
+    /// A reply the operation never expects (a defect: the state machine and this layer
+    /// disagree).
+    #[error("unexpected reply {0:?}")]
+    Unexpected(Reply),
+}
+
+/// What a timed-out wait was waiting for.
+#[derive(Debug)]
+pub enum Waited {
+    /// A lock.
+    Lock(String),
+    /// Leadership of an election, for a lease.
+    Election(String, LeaseId),
+}
+
+impl std::fmt::Display for Waited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Waited::Lock(name) => {
+                write!(f, "lock {name:?} was not granted within the timeout; the wait was withdrawn")
+            }
+            Waited::Election(election, lease) => write!(
+                f,
+                "lease {lease} did not become leader of {election:?} within the timeout; the candidacy was withdrawn"
+            ),
+        }
+    }
+}
+
+/// How long a blocking operation may wait.
+#[derive(Clone, Copy, Debug)]
+pub enum Until {
+    /// Until it is answered or its caller goes away (the etcd API: a gRPC call's own deadline
+    /// or cancellation ends it).
+    Answered,
+    /// Until this instant, then the wait is withdrawn and [`OpError::TimedOut`] answered.
+    Deadline(Instant),
+}
+
+/// A lock granted: the fencing token of the entry that granted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// The fencing token (the granting entry's index, strictly increasing per name).
+    pub fencing: u64,
+}
+
+/// Acquires lock `name` for `lease`. With `wait`, blocks in the lock's FIFO queue until it is
+/// granted, the lease ends, wait-die drops the wait or `until` passes (then the wait is
+/// withdrawn); without, answers at once ([`OpError::Busy`] when another lease holds it).
+/// Dropping the future while it waits (the client went away) withdraws the wait.
+pub async fn acquire(
+    node: &Arc<Node>,
+    name: &str,
+    lease: LeaseId,
+    wait: bool,
+    until: Until,
+) -> Result<Grant, OpError> {
+    check_space(node, name, "")?;
+    let mut rx = node.notices.subscribe();
+    let op = Op::Acquire { name: name.to_string(), lease, request: 0, wait };
+    let (queued_at, applied) = node.propose_at(op).await?;
+    match applied.reply {
+        Reply::Acquired { fencing } => return deliver(node, name, lease, fencing).await,
+        Reply::Queued { .. } => {}
+        Reply::Busy => return Err(OpError::Busy { name: name.to_string() }),
+        Reply::LockDelay { until } => return Err(OpError::LockDelay { name: name.to_string(), until }),
+        Reply::Aborted => return Err(OpError::WaitRefused),
+        Reply::NoSuchLease => return Err(OpError::NoSuchLease(lease)),
+        Reply::Refused { reason } => return Err(OpError::Refused(reason)),
+        other => return Err(OpError::Unexpected(other)),
+    }
+    let mut withdraw = Withdraw::armed(node, Op::Release { name: name.to_string(), lease });
+    loop {
+        match next_notice(&mut rx, until).await? {
+            Heard::TimedOut => {
+                withdraw.now().await;
+                return Err(OpError::TimedOut(Waited::Lock(name.to_string())));
+            }
+            Heard::Check => {
+                let n = name.to_string();
+                let (alive, holder) = node.local(move |m| (m.lease(lease).is_some(), m.holder(&n))).await?;
+                if !alive {
+                    withdraw.disarm();
+                    return Err(OpError::NoSuchLease(lease));
+                }
+                if let Some((l, fencing)) = holder
+                    && l == lease
+                {
+                    withdraw.disarm();
+                    return deliver(node, name, lease, fencing).await;
+                }
+            }
+            Heard::Notice(p) if p.0 <= queued_at => {}
+            Heard::Notice(p) => match &p.1 {
+                Notice::Granted { name: n, lease: l, fencing, .. } if n == name && *l == lease => {
+                    withdraw.disarm();
+                    return deliver(node, name, lease, *fencing).await;
+                }
+                Notice::Aborted { name: n, lease: l, .. } if n == name && *l == lease => {
+                    withdraw.disarm();
+                    return Err(OpError::WaitDropped);
+                }
+                Notice::LeaseExpired { lease: l, .. } if *l == lease => {
+                    withdraw.disarm();
+                    return Err(OpError::NoSuchLease(lease));
+                }
+                _ => {}
+            },
+        }
+    }
+}
+
+/// Answers a grant after checking again, on this node's applied state, that `lease` still
+/// holds `name` with `fencing` (a later entry may have taken it away).
+async fn deliver(node: &Node, name: &str, lease: LeaseId, fencing: u64) -> Result<Grant, OpError> {
+    let n = name.to_string();
+    if node.local(move |m| m.holder(&n) == Some((lease, fencing))).await? {
+        Ok(Grant { fencing })
+    } else {
+        Err(OpError::LostLock { name: name.to_string(), lease })
+    }
+}
+
+/// Campaigns for `election` with `lease` and `value`: blocks until the lease leads it (the
+/// answer is the leader as it stands), the lease ends or `until` passes (then the candidacy is
+/// withdrawn). Dropping the future while it waits resigns the candidacy.
+pub async fn campaign(
+    node: &Arc<Node>,
+    election: &str,
+    lease: LeaseId,
+    value: String,
+    until: Until,
+) -> Result<Candidate, OpError> {
+    check_space(node, election, &value)?;
+    let mut rx = node.notices.subscribe();
+    let op = Op::Campaign { election: election.to_string(), lease, value, request: 0 };
+    let (queued_at, applied) = node.propose_at(op).await?;
+    match applied.reply {
+        Reply::Elected => {
+            return leader(node, election).await?.filter(|c| c.lease == lease).ok_or(OpError::LostElection);
+        }
+        Reply::CampaignQueued => {}
+        Reply::NoSuchLease => return Err(OpError::NoSuchLease(lease)),
+        Reply::Refused { reason } => return Err(OpError::Refused(reason)),
+        other => return Err(OpError::Unexpected(other)),
+    }
+    let mut withdraw = Withdraw::armed(node, Op::Resign { election: election.to_string(), lease });
+    loop {
+        match next_notice(&mut rx, until).await? {
+            Heard::TimedOut => {
+                withdraw.now().await;
+                return Err(OpError::TimedOut(Waited::Election(election.to_string(), lease)));
+            }
+            Heard::Check => {
+                if let Some(c) = leader(node, election).await?.filter(|c| c.lease == lease) {
+                    withdraw.disarm();
+                    return Ok(c);
+                }
+                if !lease_alive(node, lease).await? {
+                    withdraw.disarm();
+                    return Err(OpError::NoSuchLease(lease));
+                }
+            }
+            Heard::Notice(p) if p.0 <= queued_at => {}
+            Heard::Notice(p) => match &p.1 {
+                Notice::LeaderChanged { election: e, leader: Some(c) }
+                    if e == election && c.lease == lease =>
+                {
+                    withdraw.disarm();
+                    return Ok(c.clone());
+                }
+                Notice::LeaseExpired { lease: l, .. } if *l == lease => {
+                    withdraw.disarm();
+                    return Err(OpError::NoSuchLease(lease));
+                }
+                _ => {}
+            },
+        }
+    }
+}
+
+/// The leader of `election` on this node's applied state.
+pub async fn leader(node: &Node, election: &str) -> Result<Option<Candidate>, Unavailable> {
+    let e = election.to_string();
+    node.local(move |m| m.leader(&e)).await
+}
+
+/// Whether `lease` exists on this node's applied state.
+pub async fn lease_alive(node: &Node, lease: LeaseId) -> Result<bool, Unavailable> {
+    node.local(move |m| m.lease(lease).is_some()).await
+}
+
+/// Refuses a write that would take the store past the backend quota (a lock or a candidacy
+/// counts as a put of its name, the lease's 16 hex digits and a slash, and its value, as etcd
+/// stores it).
+pub fn check_space(node: &Node, name: &str, value: &str) -> Result<(), NoSpace> {
+    node.check_space(ringleader_lock_service::kv::put_growth(name.len() + 17, value.len()))
+}
+
+/// Proposes its operation if dropped while armed: a blocked request that ends without its
+/// answer (its client cancelled or went away) withdraws its wait.
+struct Withdraw {
+    node: Arc<Node>,
+    op: Option<Op>,
+}
+
+impl Withdraw {
+    fn armed(node: &Arc<Node>, op: Op) -> Withdraw {
+        Withdraw { node: node.clone(), op: Some(op) }
+    }
+
+    /// The wait ended as it should: nothing to withdraw.
+    fn disarm(&mut self) {
+        self.op = None;
+    }
+
+    /// Withdraws now and waits until it is applied (or could not be).
+    async fn now(&mut self) {
+        if let Some(op) = self.op.take() {
+            let _ = self.node.propose(op).await;
+        }
+    }
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        if let Some(op) = self.op.take() {
+            let node = self.node.clone();
+            tokio::spawn(async move {
+                let _ = node.propose(op).await;
+            });
+        }
+    }
+}
+
+/// What a blocked operation heard.
+enum Heard {
+    /// A notice of an applied entry.
+    Notice(Published),
+    /// Notices were missed (the receiver lagged) or it is time to look at the state itself.
+    Check,
+    /// The deadline passed.
+    TimedOut,
+}
+
+/// The next notice; [`Heard::Check`] after [`LEASE_CHECK`] without one or after a lag;
+/// [`Heard::TimedOut`] at the deadline.
+async fn next_notice(rx: &mut Receiver<Published>, until: Until) -> Result<Heard, Unavailable> {
+    let recv = async {
+        match tokio::time::timeout(LEASE_CHECK, rx.recv()).await {
+            Err(_) | Ok(Err(RecvError::Lagged(_))) => Ok(Heard::Check),
+            Ok(Ok(p)) => Ok(Heard::Notice(p)),
+            Ok(Err(RecvError::Closed)) => Err(Unavailable::Stopping),
+        }
+    };
+    match until {
+        Until::Deadline(d) => tokio::time::timeout_at(d, recv).await.unwrap_or(Ok(Heard::TimedOut)),
+        Until::Answered => recv.await,
+    }
+}
