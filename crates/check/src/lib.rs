@@ -328,14 +328,14 @@ struct CheckVisitor<'a, 'p> {
 }
 
 impl PlainVisitor for CheckVisitor<'_, '_> {
-    type Output = Result<Outcome, String>;
+    type Output = Result<Outcome, CheckError>;
     fn visit<A: PlainAlgorithm>(self) -> Self::Output {
         check_algorithm_with_progress::<A>(self.bounds, self.opts, self.progress)
     }
 }
 
 /// Model-checks the algorithm named `algorithm` under `bounds`.
-pub fn check(algorithm: &str, bounds: Bounds, opts: &Options) -> Result<Outcome, String> {
+pub fn check(algorithm: &str, bounds: Bounds, opts: &Options) -> Result<Outcome, CheckError> {
     check_with_progress(algorithm, bounds, opts, &mut |_| {})
 }
 
@@ -345,13 +345,13 @@ pub fn check_with_progress(
     bounds: Bounds,
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
-) -> Result<Outcome, String> {
+) -> Result<Outcome, CheckError> {
     ringleader_registry::dispatch_plain(algorithm, CheckVisitor { bounds, opts, progress })
         .unwrap_or_else(|| Err(not_checkable(algorithm)))
 }
 
 /// Model-checks algorithm `A` under `bounds`.
-pub fn check_algorithm<A: PlainAlgorithm>(bounds: Bounds, opts: &Options) -> Result<Outcome, String> {
+pub fn check_algorithm<A: PlainAlgorithm>(bounds: Bounds, opts: &Options) -> Result<Outcome, CheckError> {
     check_algorithm_with_progress::<A>(bounds, opts, &mut |_| {})
 }
 
@@ -360,16 +360,12 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     bounds: Bounds,
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
-) -> Result<Outcome, String> {
+) -> Result<Outcome, CheckError> {
     let search = if opts.symmetry { Search::DepthFirst } else { opts.search };
     if search == Search::DepthFirst
         && let Some(d) = opts.depth
     {
-        return Err(format!(
-            "--depth {d} with a depth-first search: it keeps the first path it finds to a state, which may be \
-             longer than {d} steps, and would skip states within them; bound it with --max-states, \
-             --max-time or --max-memory, or use --search bfs with --depth"
-        ));
+        return Err(CheckError::DepthFirstDepth(d));
     }
     let group = match (opts.symmetry, A::symmetry()) {
         (false, _) => None,
@@ -428,7 +424,7 @@ impl<A: PlainAlgorithm> Run<A> {
         checker: impl Checker<CheckModel<A>>,
         opts: &Options,
         progress: &mut dyn FnMut(&Progress),
-    ) -> Result<Outcome, String> {
+    ) -> Result<Outcome, CheckError> {
         let Run { start, halt, bounds, uids, family, props, search, group } = self;
         // Watch the search: report progress, and halt it when the memory budget is spent.
         let mut over_memory = false;
@@ -486,9 +482,7 @@ impl<A: PlainAlgorithm> Run<A> {
                 let steps = path.into_actions();
                 out.length = Some(steps.len());
                 out.steps = steps.iter().map(|s| model.format_action(s)).collect();
-                let (mut rec, last) = model
-                    .replay(&steps)
-                    .ok_or("a discovered path does not replay (nondeterministic handler?)")?;
+                let (mut rec, last) = model.replay(&steps).ok_or(CheckError::NoReplay)?;
                 if always {
                     let judged = property::CheckProperty::from_name(p.name).expect("a property of ours");
                     let mut detail = properties::violation(model, &last, judged).unwrap_or_default();
@@ -586,24 +580,24 @@ struct ExploreVisitor<'a> {
 }
 
 impl PlainVisitor for ExploreVisitor<'_> {
-    type Output = Result<(), String>;
+    type Output = Result<(), CheckError>;
     fn visit<A: PlainAlgorithm>(self) -> Self::Output {
         let model = CheckModel::<A>::new(self.bounds)?.unlatched();
         std::net::TcpListener::bind(self.address)
-            .map_err(|e| format!("--explore {}: cannot listen there: {e}", self.address))?;
+            .map_err(|source| CheckError::Listen { address: self.address.to_string(), source })?;
         model.checker().threads(self.threads.max(1)).serve(self.address);
         Ok(())
     }
 }
 
 /// Opens stateright's web explorer on the model of `algorithm` at `address` (blocks).
-pub fn explore(algorithm: &str, bounds: Bounds, address: &str, threads: usize) -> Result<(), String> {
+pub fn explore(algorithm: &str, bounds: Bounds, address: &str, threads: usize) -> Result<(), CheckError> {
     ringleader_registry::dispatch_plain(algorithm, ExploreVisitor { bounds, address, threads })
         .unwrap_or_else(|| Err(not_checkable(algorithm)))
 }
 
 /// Why `--symmetry` does not apply to `algorithm`, and which algorithms it applies to.
-fn no_symmetry(algorithm: &str) -> String {
+fn no_symmetry(algorithm: &str) -> CheckError {
     struct Declares;
     impl PlainVisitor for Declares {
         type Output = bool;
@@ -616,26 +610,85 @@ fn no_symmetry(algorithm: &str) -> String {
         .map(|i| i.name)
         .filter(|n| ringleader_registry::dispatch_plain(n, Declares).unwrap_or(false))
         .collect();
-    format!(
-        "--symmetry: {algorithm} declares no symmetry (its rules tell nodes apart, e.g. by comparing ids, so \
-         renamed states have different futures); algorithms that declare one: {}",
-        symmetric.join(", ")
-    )
+    CheckError::NoSymmetry { algorithm: algorithm.to_string(), declaring: symmetric.join(", ") }
 }
 
 /// Why `algorithm` cannot be model-checked: unknown, or its state is not plain data.
-fn not_checkable(algorithm: &str) -> String {
+fn not_checkable(algorithm: &str) -> CheckError {
     if ringleader_registry::find(algorithm).is_some() {
-        format!(
-            "{algorithm:?} cannot be model-checked: its state holds a library engine, not plain data \
-             the checker can store and compare; judge it in the simulator (`sim`, `sweep`)"
-        )
+        CheckError::NotPlain(algorithm.to_string())
     } else {
         let names: Vec<&str> = ringleader_registry::all()
             .iter()
             .map(|i| i.name)
             .filter(|n| ringleader_registry::is_plain(n))
             .collect();
-        format!("unknown algorithm {algorithm:?}; known: {}", names.join(", "))
+        CheckError::Unknown { algorithm: algorithm.to_string(), known: names.join(", ") }
     }
+}
+
+/// Why a model cannot be checked (or explored) as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// No such algorithm.
+    #[error("unknown algorithm {algorithm:?}; known: {known}")]
+    Unknown {
+        /// The name asked for.
+        algorithm: String,
+        /// The names the checker knows.
+        known: String,
+    },
+    /// The algorithm's state is not plain data.
+    #[error(
+        "{0:?} cannot be model-checked: its state holds a library engine, not plain data \
+         the checker can store and compare; judge it in the simulator (`sim`, `sweep`)"
+    )]
+    NotPlain(String),
+    /// `--nodes` outside what the checker explores.
+    #[error("--nodes {0}: the model checker explores 1 to 16 nodes")]
+    Nodes(u32),
+    /// An initiator or requester position that does not exist.
+    #[error("position {position} does not exist (0..{nodes})")]
+    NoSuchPosition {
+        /// The position.
+        position: u32,
+        /// The number of nodes.
+        nodes: u32,
+    },
+    /// The algorithm's default graph cannot be built for these bounds.
+    #[error(transparent)]
+    Topology(#[from] ringleader_algorithms::topology::TopologyError),
+    /// The algorithm refused its parameters.
+    #[error(transparent)]
+    Config(#[from] ringleader_algorithms::ConfigError),
+    /// `--depth` with a depth-first search.
+    #[error(
+        "--depth {0} with a depth-first search: it keeps the first path it finds to a state, which may be \
+         longer than {0} steps, and would skip states within them; bound it with --max-states, \
+         --max-time or --max-memory, or use --search bfs with --depth"
+    )]
+    DepthFirstDepth(usize),
+    /// `--symmetry` for an algorithm that declares none.
+    #[error(
+        "--symmetry: {algorithm} declares no symmetry (its rules tell nodes apart, e.g. by comparing ids, so \
+         renamed states have different futures); algorithms that declare one: {declaring}"
+    )]
+    NoSymmetry {
+        /// The algorithm.
+        algorithm: String,
+        /// The algorithms that declare one, comma-separated.
+        declaring: String,
+    },
+    /// A path the search found does not replay to the same states: a handler is not a
+    /// deterministic function of its state and input (a defect of the algorithm).
+    #[error("a discovered path does not replay (nondeterministic handler?)")]
+    NoReplay,
+    /// The explorer's address cannot be listened on.
+    #[error("--explore {address}: cannot listen there: {source}")]
+    Listen {
+        /// The address.
+        address: String,
+        /// Why.
+        source: std::io::Error,
+    },
 }

@@ -162,21 +162,21 @@ type Out<A> = Outbox<<A as Process>::Msg, <A as Process>::Timer>;
 
 impl<A: PlainAlgorithm> CheckModel<A> {
     /// Configures `A` under `bounds`; a bad parameter or bound is a one-line error.
-    pub fn new(bounds: Bounds) -> Result<Self, String> {
+    pub fn new(bounds: Bounds) -> Result<Self, crate::CheckError> {
         let n = bounds.nodes;
         if !(1..=16).contains(&n) {
-            return Err(format!("--nodes {n}: the model checker explores 1 to 16 nodes"));
+            return Err(crate::CheckError::Nodes(n));
         }
         if let Some(&p) = bounds.initiators.iter().chain(&bounds.requesters).find(|&&p| p >= n) {
-            return Err(format!("position {p} does not exist (0..{n})"));
+            return Err(crate::CheckError::NoSuchPosition { position: p, nodes: n });
         }
         let uids: Vec<Uid> = (1..=n as Uid).collect();
         let mut rng = <rand_xoshiro::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(1);
-        let topology = A::TOPOLOGY.default_topology(n, None, &mut rng).map_err(|e| e.to_string())?;
+        let topology = A::TOPOLOGY.default_topology(n, None, &mut rng)?;
         let params = Params::new(bounds.params.clone());
         let setup =
             Setup { uids: &uids, topology: &topology, params: &params, max_delay: bounds.max_delay, seed: 1 };
-        let config = ringleader_algorithms::configure::<A>(&setup).map_err(|e| e.to_string())?;
+        let config = ringleader_algorithms::configure::<A>(&setup)?;
         Ok(CheckModel {
             bounds,
             info: Info::of::<A>(),

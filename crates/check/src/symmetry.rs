@@ -124,7 +124,7 @@ pub fn verify<A: PlainAlgorithm>(
 ) -> Result<usize, String> {
     use std::collections::{HashSet, VecDeque};
     let sym = A::symmetry().ok_or_else(|| format!("{} declares no symmetry", A::NAME))?;
-    let model = crate::CheckModel::<A>::new(bounds)?;
+    let model = crate::CheckModel::<A>::new(bounds).map_err(|e| e.to_string())?;
     let ordered = model.bounds.network == NetworkKind::Ordered;
     let renamings = renamings.unwrap_or_else(|| sym.group.renamings(model.bounds.nodes));
     let init = model.initial(None);

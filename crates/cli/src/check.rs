@@ -290,7 +290,7 @@ pub fn run(args: CheckArgs) -> crate::Outcome {
         std::net::TcpListener::bind(addr.as_str())
             .map_err(|e| anyhow::anyhow!("--explore {addr}: cannot listen there: {e}"))?;
         eprintln!("explorer   http://{addr}/ (Ctrl-C to stop)");
-        ringleader_check::explore(&args.algo, bounds, addr, args.threads).map_err(anyhow::Error::msg)?;
+        ringleader_check::explore(&args.algo, bounds, addr, args.threads)?;
         return Ok(crate::ExitStatus::Ok);
     }
     let opts = Options {
@@ -331,8 +331,7 @@ pub fn run(args: CheckArgs) -> crate::Outcome {
             p.memory.map_or("memory unknown".to_string(), |m| format!("{} MiB resident", m >> 20))
         );
     };
-    let mut out = ringleader_check::check_with_progress(&args.algo, bounds, &opts, &mut report)
-        .map_err(anyhow::Error::msg)?;
+    let mut out = ringleader_check::check_with_progress(&args.algo, bounds, &opts, &mut report)?;
     let known: Vec<&str> = out.properties.iter().map(|p| p.name).collect();
     for (flag, e) in args.expect.iter().map(|e| ("expect", e)).chain(args.show.iter().map(|e| ("show", e))) {
         if !known.contains(&e.as_str()) {

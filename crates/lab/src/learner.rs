@@ -149,7 +149,7 @@ fn check<A: PlainAlgorithm>(args: &[String]) -> Result<(String, bool), String> {
             _ => bounds.crashes = number::<u32>(flag, v)?,
         }
     }
-    let o = ringleader_check::check_algorithm::<A>(bounds, &opts)?;
+    let o = ringleader_check::check_algorithm::<A>(bounds, &opts).map_err(|e| e.to_string())?;
     let mut text = format!(
         "check {}: {} nodes, {} states ({} unique), depth {}, {}\n",
         A::NAME,

@@ -72,7 +72,7 @@ fn a_depth_first_search_takes_no_depth_bound() {
     // It marks a state seen at the first path that reaches it; with a bound, a state first
     // reached by a path longer than the bound would be skipped when a shorter path reaches it.
     let opts = Options { depth: Some(5), ..exhaustive(Search::DepthFirst, false) };
-    let err = check("ricart-agrawala", Bounds::new(3), &opts).unwrap_err();
+    let err = check("ricart-agrawala", Bounds::new(3), &opts).unwrap_err().to_string();
     assert!(err.contains("--depth 5 with a depth-first search"), "{err}");
     let opts = Options { depth: Some(5), ..exhaustive(Search::BreadthFirst, true) };
     assert!(check("suzuki-kasami", Bounds::new(3), &opts).is_err());
@@ -125,6 +125,8 @@ fn symmetry_reduction_keeps_the_verdicts_and_explores_fewer_states() {
 
 #[test]
 fn an_algorithm_that_compares_ids_is_refused_symmetry() {
-    let err = check("ricart-agrawala", Bounds::new(3), &exhaustive(Search::DepthFirst, true)).unwrap_err();
+    let err = check("ricart-agrawala", Bounds::new(3), &exhaustive(Search::DepthFirst, true))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("declares no symmetry") && err.contains("suzuki-kasami"), "{err}");
 }
