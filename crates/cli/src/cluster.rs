@@ -77,14 +77,16 @@ pub struct ClusterArgs {
     /// Elections: nodes do not elect by themselves at start (passed to every node).
     #[arg(long)]
     pub no_elect_at_start: bool,
-    /// Where to write the cluster secret [default: TMPDIR/ringleader-cluster-API_BASE.secret].
+    /// Where to write the cluster secret [default: cluster-API_BASE.secret in a directory of
+    /// this user's alone: $XDG_RUNTIME_DIR/ringleader, else ~/.cache/ringleader].
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
     /// No secret: nodes believe every peer's hello and the control channel obeys anyone.
     #[arg(long)]
     pub insecure: bool,
     /// Every node's HTTP API requires `Authorization: Bearer TOKEN` with the token in this file
-    /// (needed with a non-loopback --host unless --insecure).
+    /// (needed with a non-loopback --host unless --insecure); with --service, clients of the
+    /// etcd gRPC API authenticate as user root with the token as password.
     #[arg(long, value_name = "FILE")]
     pub api_token_file: Option<PathBuf>,
     /// Node i keeps its state in DIR/node-i (stable storage; a restarted node recovers from it)
@@ -105,7 +107,7 @@ pub struct ClusterArgs {
     /// Start nodes of the coordination service (`ringleader serve`: leases, locks and
     /// elections on Raft) instead of an algorithm's nodes. Node i's `GET /status` names the
     /// Raft leader's id in `leader`.
-    #[arg(long, conflicts_with_all = ["algo", "param", "trace_dir", "max_delay", "no_elect_at_start", "no_data_dir", "api_token_file"])]
+    #[arg(long, conflicts_with_all = ["algo", "param", "trace_dir", "max_delay", "no_elect_at_start", "no_data_dir"])]
     pub service: bool,
     /// With --service: an argument passed to every `ringleader serve` (repeatable), e.g.
     /// --serve-arg=--tick=5ms.
@@ -117,9 +119,45 @@ pub struct ClusterArgs {
     pub grpc_base_port: Option<u16>,
 }
 
-/// The secret file a launcher whose control channel listens on `port` writes by default.
-pub fn default_secret_file(port: u16) -> PathBuf {
-    std::env::temp_dir().join(format!("ringleader-cluster-{port}.secret"))
+/// The secret file a launcher whose control channel listens on `port` writes by default, in
+/// [`private_secret_dir`].
+pub fn default_secret_file(port: u16) -> anyhow::Result<PathBuf> {
+    Ok(private_secret_dir()?.join(format!("cluster-{port}.secret")))
+}
+
+/// A directory for default secrets that no other local user can have made or can read:
+/// `$XDG_RUNTIME_DIR/ringleader` (the per-user runtime directory), else
+/// `$HOME/.cache/ringleader`; created with mode 0700, and refused unless it is this user's
+/// and closed to others. (A shared `/tmp` path could be made first by another user, who would
+/// then own the file the secret goes to, or stop the launcher.)
+pub fn private_secret_dir() -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let dir = match (env("XDG_RUNTIME_DIR"), env("HOME")) {
+        (Some(run), _) => run.join("ringleader"),
+        (None, Some(home)) => home.join(".cache").join("ringleader"),
+        (None, None) => anyhow::bail!(
+            "neither XDG_RUNTIME_DIR nor HOME is set: give the cluster secret a path with --secret-file"
+        ),
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .with_context(|| format!("creating {} for the cluster secret", dir.display()))?;
+    let meta = std::fs::symlink_metadata(&dir).with_context(|| format!("{}", dir.display()))?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_dir() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+        anyhow::bail!(
+            "{} is not a private directory of this user (owner {}, mode {:o}): give the cluster secret \
+             a path with --secret-file",
+            dir.display(),
+            meta.uid(),
+            meta.mode() & 0o777
+        );
+    }
+    Ok(dir)
 }
 
 /// A command for a running launcher.
@@ -255,6 +293,9 @@ impl Launcher {
             Some((path, _)) => cmd.arg("--secret-file").arg(path),
             None => cmd.arg("--insecure"),
         };
+        if let Some(token) = &a.api_token_file {
+            cmd.arg("--api-token-file").arg(token);
+        }
         let dir = self
             .data_dir
             .as_ref()
@@ -478,11 +519,23 @@ pub fn run(args: ClusterArgs) -> crate::Outcome {
 /// How long either end of a control connection waits for the other's line.
 const CTL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The longest control line either end accepts: a command with its HMAC, or an answer, is
+/// far shorter. A longer line is refused without being read further.
+const CTL_MAX_LINE: u64 = 4096;
+
+/// The most control connections the launcher serves at once; more wait to be accepted.
+const CTL_MAX_CONNECTIONS: usize = 8;
+
 async fn read_line_timeout<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> anyhow::Result<String> {
+    use tokio::io::AsyncReadExt;
     let mut line = String::new();
-    tokio::time::timeout(CTL_TIMEOUT, r.read_line(&mut line))
+    let mut bounded = r.take(CTL_MAX_LINE + 1);
+    tokio::time::timeout(CTL_TIMEOUT, bounded.read_line(&mut line))
         .await
         .context("the other end of the control channel went silent")??;
+    if line.len() as u64 > CTL_MAX_LINE {
+        anyhow::bail!("a control line longer than {CTL_MAX_LINE} bytes");
+    }
     Ok(line.trim().to_string())
 }
 
@@ -509,7 +562,7 @@ async fn ctl_send(
                 Some(p) => p.to_path_buf(),
                 None => {
                     let port = addr.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok());
-                    default_secret_file(port.with_context(|| format!("--ctl {addr:?}: expected HOST:PORT"))?)
+                    default_secret_file(port.with_context(|| format!("--ctl {addr:?}: expected HOST:PORT"))?)?
                 }
             };
             let secret = ringleader_net::auth::Secret::read_file(&path)?;
@@ -572,7 +625,10 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
     let secret = if args.insecure {
         None
     } else {
-        let path = args.secret_file.clone().unwrap_or_else(|| default_secret_file(args.api_base_port));
+        let path = match &args.secret_file {
+            Some(path) => path.clone(),
+            None => default_secret_file(args.api_base_port)?,
+        };
         let secret = ringleader_net::auth::Secret::generate();
         secret.write_file(&path).with_context(|| format!("writing the cluster secret {}", path.display()))?;
         Some((path, secret))
@@ -650,10 +706,15 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
     {
         let launcher = launcher.clone();
         tokio::spawn(async move {
+            let slots = Arc::new(tokio::sync::Semaphore::new(CTL_MAX_CONNECTIONS));
             loop {
+                // A connection slot first: a flood of idle connections waits here, in the
+                // listen queue, instead of holding a task and a buffer each.
+                let Ok(slot) = slots.clone().acquire_owned().await else { return };
                 let Ok((stream, _)) = ctl.accept().await else { continue };
                 let launcher = launcher.clone();
                 tokio::spawn(async move {
+                    let _slot = slot;
                     let (r, mut w) = stream.into_split();
                     let nonce = ringleader_net::auth::hex(&ringleader_net::auth::nonce());
                     let greeting = if launcher.secret.is_some() { nonce.as_str() } else { "insecure" };
@@ -690,4 +751,18 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
         }
     }
     Ok(crate::ExitStatus::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CTL_MAX_LINE, read_line_timeout};
+
+    #[tokio::test]
+    async fn a_control_line_is_read_whole_up_to_its_bound_and_refused_beyond() {
+        let ok = format!("{}\n", "k".repeat(CTL_MAX_LINE as usize - 1));
+        assert_eq!(read_line_timeout(&mut ok.as_bytes()).await.unwrap().len(), CTL_MAX_LINE as usize - 1);
+        let huge = "k".repeat(64 << 20);
+        let err = read_line_timeout(&mut huge.as_bytes()).await.unwrap_err().to_string();
+        assert!(err.contains("longer than 4096 bytes"), "{err}");
+    }
 }

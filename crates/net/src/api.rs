@@ -265,6 +265,7 @@ pub async fn serve_router<C: ConnectionCounts>(
     if loopback {
         app = app.layer(axum::middleware::from_fn(loopback_host));
     }
+    app = app.layer(axum::middleware::from_fn(same_origin));
     // Refusals in progress are bounded too: beyond this many, an extra connection is just closed.
     let refusing = Arc::new(AtomicUsize::new(0));
     let max_refusing = (limits.max_connections / 4).max(16);
@@ -421,6 +422,52 @@ pub fn is_loopback_host(host: &str) -> bool {
         || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
+/// Why a request a browser sent on behalf of another site's page must be refused, if it must:
+/// a method that changes something (anything but GET, HEAD and OPTIONS) whose `Origin` is not
+/// this server's own `Host`, or that the browser marks `Sec-Fetch-Site: cross-site`. A page on
+/// another site can make an operator's browser send a plain POST (`Content-Type: text/plain`
+/// needs no preflight) to a node on the loopback; browsers always name the page's origin on
+/// such a request. Clients that are not browsers send neither header and pass.
+pub fn cross_site(
+    method: &str,
+    host: Option<&str>,
+    origin: Option<&str>,
+    fetch_site: Option<&str>,
+) -> Option<String> {
+    if matches!(method, "GET" | "HEAD" | "OPTIONS") {
+        return None;
+    }
+    if fetch_site.is_some_and(|s| s.eq_ignore_ascii_case("cross-site")) {
+        return Some("a cross-site request from a browser (Sec-Fetch-Site: cross-site)".into());
+    }
+    let origin = origin?;
+    let authority = origin.split_once("://").map(|(_, a)| a).unwrap_or(origin).trim_end_matches('/');
+    match host {
+        Some(h) if h.eq_ignore_ascii_case(authority) => None,
+        _ => Some(format!(
+            "a request from the page of another origin ({origin}) than this server ({})",
+            host.unwrap_or("?")
+        )),
+    }
+}
+
+async fn same_origin(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let h = request.headers();
+    let text = |name| h.get(name).and_then(|v: &header::HeaderValue| v.to_str().ok());
+    let why = cross_site(
+        request.method().as_str(),
+        text(header::HOST),
+        text(header::ORIGIN),
+        text(header::HeaderName::from_static("sec-fetch-site")),
+    );
+    match why {
+        Some(why) => {
+            ApiError(StatusCode::FORBIDDEN, format!("{why} is refused: it may change state")).into_response()
+        }
+        None => next.run(request).await,
+    }
+}
+
 async fn loopback_host(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let host = request.headers().get(header::HOST).map(|h| h.to_str().unwrap_or("?").to_string());
     match host {
@@ -444,7 +491,7 @@ async fn bearer(
         return next.run(request).await;
     }
     let presented = request.headers().get(header::AUTHORIZATION).map(|v| v.to_str().unwrap_or(""));
-    let why = match presented.map(|v| v.strip_prefix("Bearer ")) {
+    let why = match presented.map(bearer_credentials) {
         Some(Some(t)) if token.matches(t.trim()) => return next.run(request).await,
         Some(Some(_)) => "wrong bearer token",
         Some(None) => "the Authorization header must be `Bearer TOKEN`",
@@ -453,6 +500,14 @@ async fn bearer(
     let mut response = ApiError(StatusCode::UNAUTHORIZED, why.into()).into_response();
     response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
     response
+}
+
+/// The credentials of an `Authorization` value in the Bearer scheme (RFC 6750), whose scheme
+/// name is case-insensitive (RFC 9110 §11.1): `Bearer T`, `bearer T` and `BEARER T` all give
+/// `T`; any other scheme gives `None`.
+fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, credentials) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(credentials)
 }
 
 async fn not_found() -> ApiError {
@@ -830,7 +885,30 @@ async fn metrics(State(s): State<AppState>) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use super::{ApiToken, is_loopback_host};
+    use super::{ApiToken, bearer_credentials, cross_site, is_loopback_host};
+
+    #[test]
+    fn a_browser_request_from_another_site_may_read_but_not_change_anything() {
+        let host = Some("127.0.0.1:8001");
+        // The attack: a page on evil.example posts to the node.
+        assert!(cross_site("POST", host, Some("http://evil.example"), None).is_some());
+        assert!(cross_site("DELETE", host, Some("http://127.0.0.1:9999"), None).is_some());
+        assert!(cross_site("POST", host, None, Some("cross-site")).is_some());
+        // A page the node served itself, a read, and a client that is not a browser pass.
+        assert_eq!(cross_site("POST", host, Some("http://127.0.0.1:8001"), Some("same-origin")), None);
+        assert_eq!(cross_site("GET", host, Some("http://evil.example"), Some("cross-site")), None);
+        assert_eq!(cross_site("POST", host, None, None), None);
+    }
+
+    #[test]
+    fn the_bearer_scheme_name_is_case_insensitive() {
+        for ok in ["Bearer tok", "bearer tok", "BEARER tok", "  Bearer tok"] {
+            assert_eq!(bearer_credentials(ok), Some("tok"), "{ok:?}");
+        }
+        for bad in ["Basic dG9rOg==", "Bearertok", "tok", "", "Bearer"] {
+            assert_eq!(bearer_credentials(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn only_loopback_names_pass_the_host_check() {

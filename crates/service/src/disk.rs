@@ -325,11 +325,15 @@ impl DiskLog {
     /// [`DiskError::BehindCommit`] (raft-rs would panic on it).
     pub fn open(dir: &Path) -> Result<DiskLog, DiskError> {
         let directory_error = |source| DiskError::Directory { path: dir.to_path_buf(), source };
-        fs::create_dir_all(dir).map_err(directory_error)?;
+        private_dir(dir).map_err(directory_error)?;
         let path = dir.join(FILE_NAME);
         if !path.try_exists().map_err(directory_error)? {
             create_fresh(dir, &path)?;
         }
+        // The log is the owner's alone, whatever made it (an older version, a copy): another
+        // local user who could read it would read every key and lease; one who could write it
+        // could hand out locks.
+        set_mode(&path, 0o600).map_err(directory_error)?;
         let log = quietly(&path, || {
             let mut db = Database::open(&path)
                 .map_err(|e| DiskError::Unreadable { path: path.clone(), source: e.into() })?;
@@ -665,6 +669,34 @@ fn quietly<T>(path: &Path, f: impl FnOnce() -> Result<T, DiskError>) -> Result<T
     })
 }
 
+/// Creates `dir` (and its missing parents) for the owner alone (mode 0700): a node's data
+/// directory holds its log, its identity and its members, which no other local user may read
+/// or replace. An existing directory keeps its mode (it may be one the operator shares on
+/// purpose, or not theirs to change); the files in it are made private one by one.
+pub fn private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// Creates (or truncates) `path` for writing, readable and writable by the owner alone (mode
+/// 0600, whatever the umask).
+pub fn private_file(path: &Path) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    Ok(f)
+}
+
+/// Sets `path`'s permission bits to `mode` unless they are already at most that.
+fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let now = fs::metadata(path)?.permissions().mode() & 0o777;
+    if now & !mode != 0 {
+        fs::set_permissions(path, fs::Permissions::from_mode(mode))?;
+    }
+    Ok(())
+}
+
 /// Builds an empty log with its format version in `dir`, then renames it to `path`.
 fn create_fresh(dir: &Path, path: &Path) -> Result<(), DiskError> {
     let directory_error = |source| DiskError::Directory { path: dir.to_path_buf(), source };
@@ -684,6 +716,7 @@ fn create_fresh(dir: &Path, path: &Path) -> Result<(), DiskError> {
     }
     txn.commit().map_err(store)?;
     drop(db);
+    set_mode(&new, 0o600).map_err(directory_error)?;
     fs::rename(&new, path).map_err(directory_error)?;
     // The rename is durable once the directory is synced.
     fs::File::open(dir).and_then(|d| d.sync_all()).map_err(directory_error)

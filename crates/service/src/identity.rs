@@ -229,7 +229,7 @@ pub fn write(dir: &Path, identity: &Identity) -> Result<(), IdentityError> {
         move |source| IdentityError::Io { what, path, source }
     };
     {
-        let mut f = fs::File::create(&tmp).map_err(io("write", &tmp))?;
+        let mut f = crate::disk::private_file(&tmp).map_err(io("write", &tmp))?;
         write!(f, "cluster={}\nnode={}\n", identity.cluster, identity.node).map_err(io("write", &tmp))?;
         f.sync_all().map_err(io("sync", &tmp))?;
     }

@@ -117,7 +117,7 @@ fn write_members(dir: &Path, table: &MemberTable) -> Result<(), ServeError> {
     let tmp = dir.join("members.new");
     let io = |what: &str, source| ServeError::Io { what: format!("{what} {}", path.display()), source };
     {
-        let mut f = std::fs::File::create(&tmp).map_err(|e| io("write", e))?;
+        let mut f = crate::disk::private_file(&tmp).map_err(|e| io("write", e))?;
         for (id, addr) in table {
             writeln!(f, "{id}={addr}").map_err(|e| io("write", e))?;
         }
@@ -475,6 +475,18 @@ pub enum ChangeRefused {
         /// Its address.
         peer: String,
     },
+    /// Adding a voter now would leave fewer connected voters than a majority of the new
+    /// configuration (etcd's strict reconfiguration check).
+    #[error(
+        "adding a member now would leave {started} started members of {voters}, fewer than a majority: \
+         start the missing members (or remove the ones that will not come) first"
+    )]
+    WouldLoseQuorum {
+        /// Voters this node is connected to, itself included.
+        started: usize,
+        /// Voters after the addition.
+        voters: usize,
+    },
     /// This node is not in the configuration yet (it waits to be added).
     #[error("this node is not a member yet (it waits to be added); ask a member")]
     NotMember,
@@ -745,7 +757,7 @@ fn next_incarnation(dir: &Path) -> Result<u64, ServeError> {
     let tmp = dir.join("incarnation.new");
     {
         use std::io::Write;
-        let mut f = std::fs::File::create(&tmp).map_err(|e| io("write", e))?;
+        let mut f = crate::disk::private_file(&tmp).map_err(|e| io("write", e))?;
         writeln!(f, "{next}").map_err(|e| io("write", e))?;
         f.sync_all().map_err(|e| io("sync", e))?;
     }
@@ -973,6 +985,9 @@ struct PendingRead {
 struct Link {
     queue: mpsc::Sender<Bytes>,
     stop: CancellationToken,
+    /// The writer's view of the link: `connected` once the peer proved the cluster secret on
+    /// this node's connection to it.
+    peer: Arc<PeerLink>,
 }
 
 /// A membership change of this node's, waiting to be seen applied.
@@ -1054,8 +1069,14 @@ impl LoopState {
             queue: stand_in,
         });
         let stop = self.shutdown.child_token();
-        tokio::spawn(transport::link_writer(self.shared.clone(), link, rx, self.net.clone(), stop.clone()));
-        self.links.insert(id, Link { queue: tx, stop });
+        tokio::spawn(transport::link_writer(
+            self.shared.clone(),
+            link.clone(),
+            rx,
+            self.net.clone(),
+            stop.clone(),
+        ));
+        self.links.insert(id, Link { queue: tx, stop, peer: link });
     }
 
     /// Forgets node `id`: its link writes what was queued, then closes.
@@ -1392,6 +1413,25 @@ fn on_command(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Command) {
                     }
                     MemberChange::Remove { id } if !voters.contains(id) => Some(ChangeRefused::Unknown(*id)),
                     MemberChange::Remove { id } if voters.len() == 1 => Some(ChangeRefused::LastMember(*id)),
+                    MemberChange::Add { .. } => {
+                        // etcd's strict reconfiguration check: the voters this node is connected
+                        // to (itself included) must still be a majority once the new voter,
+                        // not started yet, counts. Members added that never come (a typo, a
+                        // phantom) could otherwise take the quorum out of reach, and no change,
+                        // not even removing them, could commit again.
+                        let started = voters
+                            .iter()
+                            .filter(|&&v| {
+                                v == state.cfg.id
+                                    || state.links.get(&v).is_some_and(|l| {
+                                        l.peer.connected.load(std::sync::atomic::Ordering::Relaxed)
+                                    })
+                            })
+                            .count();
+                        let after = voters.len() + 1;
+                        (started < after / 2 + 1)
+                            .then_some(ChangeRefused::WouldLoseQuorum { started, voters: after })
+                    }
                     _ => None,
                 }
             };

@@ -658,3 +658,19 @@ fn storage_answers_like_mem_storage_over_a_deterministic_run() {
     assert!(snapshots > 10, "{snapshots} snapshots");
     assert_eq!(reopens, 10);
 }
+
+/// A new data directory and its log are the owner's alone; a log left readable by others (an
+/// older version, a copy) is made private at the next start.
+#[test]
+fn the_log_and_its_directory_are_readable_by_their_owner_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("node-1");
+    drop(DiskLog::open(&dir).unwrap());
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&dir.join(FILE_NAME)), 0o600);
+    std::fs::set_permissions(dir.join(FILE_NAME), std::fs::Permissions::from_mode(0o644)).unwrap();
+    drop(DiskLog::open(&dir).unwrap());
+    assert_eq!(mode(&dir.join(FILE_NAME)), 0o600);
+}

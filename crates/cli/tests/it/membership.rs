@@ -299,3 +299,31 @@ fn membership_requests_that_cannot_be_made_get_one_line_and_a_reason() {
     let (code, answer) = call(solo.port(1), "DELETE", "/v1/members/1", None);
     assert_eq!((code, answer["reason"].as_str()), (409, Some("last_member")), "{answer}");
 }
+
+/// Members that never come cannot take the quorum away: an addition that would leave fewer
+/// connected voters than a majority is refused (etcd's strict reconfiguration check), and the
+/// phantoms added before it can still be removed.
+#[test]
+fn members_that_never_come_cannot_take_the_quorum_away() {
+    let c = Cluster::start(3);
+    c.converged(&[1, 2, 3], &[1, 2, 3]);
+    let add =
+        |id: u64| call(c.port(1), "POST", "/v1/members", Some(json!({ "id": id, "peer": "127.0.0.1:1" })));
+    // 3 started of 4, then of 5: still a majority.
+    for id in [4, 5] {
+        let (code, answer) = add(id);
+        assert_eq!(code, 200, "adding phantom {id}: {answer}");
+    }
+    // 3 started of 6 is not.
+    let (code, answer) = add(6);
+    assert_eq!((code, answer["reason"].as_str()), (409, Some("would_lose_quorum")), "{answer}");
+    assert!(answer["error"].as_str().unwrap().contains("3 started members of 6"), "{answer}");
+    // The cluster still commits: the phantoms go, and a lock is taken.
+    for id in [5, 4] {
+        let (code, answer) = call(c.port(1), "DELETE", &format!("/v1/members/{id}"), None);
+        assert_eq!(code, 200, "removing phantom {id}: {answer}");
+    }
+    c.converged(&[1, 2, 3], &[1, 2, 3]);
+    let lease = c.grant(2);
+    assert_eq!(c.acquire(3, "after-phantoms", lease).0, 200);
+}

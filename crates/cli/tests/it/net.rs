@@ -455,6 +455,39 @@ fn api_errors_are_json_4xx() {
     assert_eq!(report["operations"], 2);
 }
 
+/// Where `cluster` writes its secret by default (the rule of its `--secret-file` help).
+fn default_secret_dir() -> PathBuf {
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    match env("XDG_RUNTIME_DIR") {
+        Some(run) => run.join("ringleader"),
+        None => env("HOME").expect("HOME").join(".cache").join("ringleader"),
+    }
+}
+
+/// The default secret goes to a directory of this user's alone; one that others may enter
+/// (made by someone else first, say) is refused before anything starts.
+#[test]
+fn the_default_secret_directory_must_be_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let run_dir = std::env::temp_dir().join(format!("ringleader-xdg-{}", std::process::id()));
+    let shared = run_dir.join("ringleader");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (api, peer) = (free_base(2, LANE), free_base(2, LANE));
+    let out = run(Command::new(env!("CARGO_BIN_EXE_ringleader"))
+        .args(["cluster", "--nodes", "2", "--algo", "central", "--no-data-dir"])
+        .args(["--api-base-port", &api.to_string(), "--peer-base-port", &peer.to_string()])
+        .env("XDG_RUNTIME_DIR", &run_dir));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is not a private directory of this user") && err.contains("--secret-file"),
+        "{err}"
+    );
+    assert!(!shared.join(format!("cluster-{api}.secret")).exists());
+    std::fs::remove_dir_all(&run_dir).unwrap();
+}
+
 #[test]
 fn node_flags_are_checked() {
     let run = |args: &[&str]| {
@@ -1288,7 +1321,7 @@ fn as_member<M: serde::Serialize>(
 ) -> TcpStream {
     use ringleader_net::auth;
     use ringleader_net::wire::{self, Challenge, Envelope, Hello, Proof};
-    let secret_file = std::env::temp_dir().join(format!("ringleader-cluster-{}.secret", c.api));
+    let secret_file = default_secret_dir().join(format!("cluster-{}.secret", c.api));
     let secret = auth::Secret::read_file(&secret_file).expect("the cluster secret");
     let mut s = TcpStream::connect(("127.0.0.1", c.peer + to)).expect("peer port");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

@@ -726,3 +726,61 @@ fn a_write_past_the_backend_quota_is_refused_507() {
     );
     assert_eq!(code, 200, "{body}");
 }
+
+/// `cluster --service --api-token-file F` gives every node's APIs the token: a request without
+/// it is refused, one with it (the scheme name in any case, RFC 9110) is served.
+#[test]
+fn the_launcher_gives_service_nodes_the_api_token_the_scheme_name_is_case_insensitive_and_cross_site_posts_are_refused()
+ {
+    let api = free_base(1, LANE);
+    let peer = free_base(1, LANE);
+    let dir = std::env::temp_dir().join(format!("ringleader-service-token-{}-{api}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let token = "service-t0k3n-0123456789";
+    std::fs::write(dir.join("api.token"), format!("{token}\n")).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
+    cmd.args(["cluster", "--service", "--nodes", "1"])
+        .args(["--api-base-port", &api.to_string(), "--peer-base-port", &peer.to_string()])
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg("--secret-file")
+        .arg(dir.join("cluster.secret"))
+        .arg("--api-token-file")
+        .arg(dir.join("api.token"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let s = Service { child: spawn(&mut cmd), api, n: 1, dir };
+    let url = format!("http://127.0.0.1:{}/status", s.port(1));
+    let get = |auth: Option<String>| {
+        AGENT.with(|a| {
+            let mut req = a.get(&url);
+            if let Some(v) = auth {
+                req = req.header("authorization", &v);
+            }
+            req.call().ok().map(|r| r.status().as_u16())
+        })
+    };
+    let t0 = Instant::now();
+    while get(Some(format!("Bearer {token}"))) != Some(200) {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the node never served /status with the token");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(get(None), Some(401));
+    assert_eq!(get(Some("Bearer wrong-token-0123456789".into())), Some(401));
+    assert_eq!(get(Some(format!("bearer {token}"))), Some(200));
+    assert_eq!(get(Some(format!("BEARER {token}"))), Some(200));
+    // A page on another site cannot make the operator's browser change anything, even with the
+    // token (a browser never has it; this shows the refusal comes first).
+    let grant = format!("http://127.0.0.1:{}/v1/lease/grant", s.port(1));
+    let cross = AGENT.with(|a| {
+        a.post(&grant)
+            .header("authorization", &format!("Bearer {token}"))
+            .header("origin", "http://evil.example")
+            .header("content-type", "text/plain")
+            .send(r#"{"ttl_ms":3600000}"#)
+            .ok()
+            .map(|r| r.status().as_u16())
+    });
+    assert_eq!(cross, Some(403));
+}
