@@ -30,7 +30,7 @@
 //! changes nothing.
 //!
 //! ## The event history
-//! Every write appends [`Event`]s (PUT with the new record, DELETE with the key and its
+//! Every write appends [`KeyEvent`]s (PUT with the new record, DELETE with the key and its
 //! revision; both with the previous record) to a bounded history: at most `history_limit`
 //! events, dropped oldest revision first and whole revisions at a time. The history serves
 //! watches from a past start revision and reads at a past revision (the state at revision `r`
@@ -76,7 +76,7 @@ fn record_bytes(kv: &KeyValue) -> u64 {
 }
 
 /// What an event counts in [`KvStore::bytes`]: its record and its previous record.
-fn event_bytes(e: &Event) -> u64 {
+fn event_bytes(e: &KeyEvent) -> u64 {
     record_bytes(&e.kv) + e.prev_kv.as_ref().map_or(0, record_bytes)
 }
 
@@ -108,7 +108,7 @@ pub enum EventKind {
 
 /// One change of one key.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Event {
+pub struct KeyEvent {
     /// What happened.
     pub kind: EventKind,
     /// The record after a put; after a delete, only `key` and `mod_revision` (the delete's
@@ -368,7 +368,7 @@ pub enum KvError {
 pub struct KvStore {
     keys: BTreeMap<Vec<u8>, KeyValue>,
     by_lease: BTreeMap<LeaseId, BTreeSet<Vec<u8>>>,
-    history: VecDeque<(Revision, Event)>,
+    history: VecDeque<(Revision, KeyEvent)>,
     history_limit: usize,
     first_kept: Revision,
     /// [`KvStore::bytes`], kept up to date by every change; not serialized (recounted when a
@@ -385,7 +385,7 @@ pub struct KvStore {
 struct KvStoreData {
     keys: BTreeMap<Vec<u8>, KeyValue>,
     by_lease: BTreeMap<LeaseId, BTreeSet<Vec<u8>>>,
-    history: VecDeque<(Revision, Event)>,
+    history: VecDeque<(Revision, KeyEvent)>,
     history_limit: usize,
     first_kept: Revision,
 }
@@ -665,7 +665,7 @@ impl KvStore {
         revision: Revision,
         txn: &Txn,
         lease_alive: &dyn Fn(LeaseId) -> bool,
-    ) -> Result<(TxnResult, Vec<Event>), KvError> {
+    ) -> Result<(TxnResult, Vec<KeyEvent>), KvError> {
         if txn.compare.len() > MAX_TXN_OPS {
             return Err(KvError::TooManyOps);
         }
@@ -706,7 +706,7 @@ impl KvStore {
         Ok((TxnResult { succeeded, responses }, events))
     }
 
-    fn put(&mut self, revision: Revision, p: &PutRequest) -> (Option<KeyValue>, Event) {
+    fn put(&mut self, revision: Revision, p: &PutRequest) -> (Option<KeyValue>, KeyEvent) {
         let prev = self.keys.get(&p.key).cloned();
         let lease = if p.ignore_lease { prev.as_ref().map_or(0, |kv| kv.lease) } else { p.lease };
         let value = if p.ignore_value {
@@ -731,17 +731,17 @@ impl KvStore {
         self.bytes += record_bytes(&kv);
         self.bytes -= prev.as_ref().map_or(0, record_bytes);
         self.keys.insert(p.key.clone(), kv.clone());
-        (prev.clone(), Event { kind: EventKind::Put, kv, prev_kv: prev })
+        (prev.clone(), KeyEvent { kind: EventKind::Put, kv, prev_kv: prev })
     }
 
-    fn delete(&mut self, revision: Revision, key: &[u8]) -> Event {
+    fn delete(&mut self, revision: Revision, key: &[u8]) -> KeyEvent {
         let prev = self.keys.remove(key);
         self.bytes -= prev.as_ref().map_or(0, record_bytes);
         if let Some(l) = prev.as_ref().map(|kv| kv.lease).filter(|l| *l != 0) {
             self.detach(l, key);
         }
         let kv = KeyValue { key: key.to_vec(), mod_revision: revision, ..KeyValue::default() };
-        Event { kind: EventKind::Delete, kv, prev_kv: prev }
+        KeyEvent { kind: EventKind::Delete, kv, prev_kv: prev }
     }
 
     fn detach(&mut self, lease: LeaseId, key: &[u8]) {
@@ -754,9 +754,9 @@ impl KvStore {
     }
 
     /// Deletes every key attached to `lease` (which ended) at `revision`; returns the events.
-    pub fn drop_lease(&mut self, revision: Revision, lease: LeaseId) -> Vec<Event> {
+    pub fn drop_lease(&mut self, revision: Revision, lease: LeaseId) -> Vec<KeyEvent> {
         let keys = self.by_lease.remove(&lease).unwrap_or_default();
-        let events: Vec<Event> = keys.iter().map(|k| self.delete(revision, k)).collect();
+        let events: Vec<KeyEvent> = keys.iter().map(|k| self.delete(revision, k)).collect();
         for e in &events {
             self.record(revision, e);
         }
@@ -764,7 +764,7 @@ impl KvStore {
         events
     }
 
-    fn record(&mut self, revision: Revision, e: &Event) {
+    fn record(&mut self, revision: Revision, e: &KeyEvent) {
         self.history_bytes += event_bytes(e);
         self.history.push_back((revision, e.clone()));
     }
@@ -790,7 +790,7 @@ impl KvStore {
 
     /// The events from revision `start` on, in order, with their revisions; refused when the
     /// history no longer holds all of them.
-    pub fn events_since(&self, start: Revision) -> Result<Vec<(Revision, Event)>, KvError> {
+    pub fn events_since(&self, start: Revision) -> Result<Vec<(Revision, KeyEvent)>, KvError> {
         if start < self.first_kept {
             return Err(KvError::Compacted { first_kept: self.first_kept });
         }

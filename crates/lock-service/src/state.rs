@@ -124,7 +124,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use ringleader_core::{NodeId, Time};
 use serde::{Deserialize, Serialize};
 
-use crate::kv::{Event, KvError, KvStore, Revision, Txn, TxnResult};
+use crate::kv::{KeyEvent, KvError, KvStore, Revision, Txn, TxnResult};
 use crate::planted::Planted;
 
 pub use crate::kv::LeaseId;
@@ -457,7 +457,7 @@ pub enum Notice {
     /// ended), in the order they happened; their revision is the entry's index.
     KeyEvents {
         /// The events.
-        events: Vec<Event>,
+        events: Vec<KeyEvent>,
     },
     /// A cycle of the wait-for graph, from its smallest lease id in wait-for order, and the
     /// lease sacrificed to break it (`None` under [`DeadlockPolicy::Report`]).
@@ -538,7 +538,7 @@ struct Step {
     notices: Vec<Notice>,
     touched_locks: BTreeSet<String>,
     leaders_before: BTreeMap<String, Option<(LeaseId, String)>>,
-    key_events: Vec<Event>,
+    key_events: Vec<KeyEvent>,
 }
 
 /// The replicated state: leases, named locks and elections, and the replicated time.
@@ -2088,7 +2088,7 @@ mod tests {
         assert_eq!(
             revoke.notices,
             vec![Notice::KeyEvents {
-                events: vec![crate::kv::Event {
+                events: vec![crate::kv::KeyEvent {
                     kind: EventKind::Delete,
                     kv: crate::kv::KeyValue { key: b"x".to_vec(), mod_revision: 7, ..Default::default() },
                     prev_kv: Some(crate::kv::KeyValue {

@@ -1,6 +1,6 @@
 //! The service's HTTP/JSON API (docs/SERVICE-API.md is its reference).
 //!
-//! Handlers turn a request into a [`Command`](crate::server::Command) for the node's loop and its answer into JSON.
+//! Handlers turn a request into an operation ([`crate::ops`]) or a [`Call`](crate::server::Call) of the node's loop and its answer into JSON.
 //! Requests that block (an acquire that queues, a campaign behind an earlier candidate) listen
 //! to the node's notices — subscribed *before* proposing, so no notice is missed — until theirs
 //! arrives, their lease dies or their timeout passes. A blocked request that ends without its

@@ -3,7 +3,7 @@
 //!
 //! One task owns the replica (the *loop*, `run_loop`). Everything else talks to it through
 //! channels: the transport's readers hand it peer messages, HTTP handlers send it
-//! [`Command`]s and wait on a oneshot for the answer, and it publishes every applied
+//! [`Call`]s and wait on a oneshot for the answer, and it publishes every applied
 //! [`Notice`] on a broadcast channel that blocked requests and watch streams listen to.
 //!
 //! Each turn of the loop takes one input, then everything else already waiting (up to a bound),
@@ -16,7 +16,7 @@
 //!
 //! ## Membership
 //!
-//! The members change through raft-rs conf changes, one at a time ([`Command::ChangeMembers`]).
+//! The members change through raft-rs conf changes, one at a time ([`Call::ChangeMembers`]).
 //! An added node's peer address travels in its `AddNode` change's context, so every node that
 //! applies the change learns it and opens a link to it; a removed node's link is closed once
 //! what was queued for it (the append that tells it its removal committed) is written. The
@@ -164,7 +164,7 @@ pub struct ServerConfig {
     pub seed: Option<u64>,
     /// This node joins a running cluster: `members` are the cluster's current members (and
     /// this node); it starts with no configuration and waits to be added
-    /// ([`Command::ChangeMembers`]) and sent a snapshot. Ignored once its log is not new.
+    /// ([`Call::ChangeMembers`]) and sent a snapshot. Ignored once its log is not new.
     pub join: bool,
     /// This is the first start of a new cluster: an empty data directory gets the cluster's
     /// first configuration (`members`). Refused over a directory that holds a log; without it
@@ -518,8 +518,9 @@ pub struct Members {
 /// it), so no answer crosses the loop as untyped data.
 pub type Query = Box<dyn FnOnce(&StateMachine) + Send>;
 
-/// What HTTP handlers ask of the loop.
-pub enum Command {
+/// A call into the node's loop: what the APIs ask of it (the loop owns the replica; a call
+/// carries a oneshot for its answer).
+pub enum Call {
     /// Propose `op`; the answer is the index of its entry and the applied result.
     Propose {
         /// The operation.
@@ -597,7 +598,7 @@ pub struct Node {
     /// leases.
     pub me: NodeId,
     /// Commands to the loop.
-    pub commands: mpsc::Sender<Command>,
+    pub calls: mpsc::Sender<Call>,
     /// Every applied notice, in log order.
     pub notices: broadcast::Sender<Published>,
     /// The status, as of the loop's last turn.
@@ -661,7 +662,7 @@ impl Node {
         key: Option<IdempotencyKey>,
     ) -> Result<(u64, Applied), Unavailable> {
         let (reply, rx) = oneshot::channel();
-        self.commands.send(Command::Propose { op, key, reply }).await.map_err(|_| Unavailable::Stopping)?;
+        self.calls.send(Call::Propose { op, key, reply }).await.map_err(|_| Unavailable::Stopping)?;
         rx.await.map_err(|_| Unavailable::Stopping)?
     }
 
@@ -674,7 +675,7 @@ impl Node {
         let (answer, answered) = oneshot::channel();
         let query: Query = Box::new(move |m| drop(answer.send(query(m))));
         let (reply, rx) = oneshot::channel();
-        self.commands.send(Command::Read { query, reply }).await.map_err(|_| Unavailable::Stopping)?;
+        self.calls.send(Call::Read { query, reply }).await.map_err(|_| Unavailable::Stopping)?;
         let index = rx.await.map_err(|_| Unavailable::Stopping)??;
         let value = answered.await.map_err(|_| Unavailable::Stopping)?;
         Ok((index, value))
@@ -683,17 +684,14 @@ impl Node {
     /// The members this node knows.
     pub async fn members(&self) -> Result<Members, Unavailable> {
         let (reply, rx) = oneshot::channel();
-        self.commands.send(Command::Members { reply }).await.map_err(|_| Unavailable::Stopping)?;
+        self.calls.send(Call::Members { reply }).await.map_err(|_| Unavailable::Stopping)?;
         rx.await.map_err(|_| Unavailable::Stopping)?
     }
 
     /// Proposes a membership change and waits until it is applied on this node.
     pub async fn change_members(&self, change: MemberChange) -> Result<Members, ChangeRefused> {
         let (reply, rx) = oneshot::channel();
-        self.commands
-            .send(Command::ChangeMembers { change, reply })
-            .await
-            .map_err(|_| Unavailable::Stopping)?;
+        self.calls.send(Call::ChangeMembers { change, reply }).await.map_err(|_| Unavailable::Stopping)?;
         rx.await.map_err(|_| Unavailable::Stopping)?
     }
 
@@ -719,7 +717,7 @@ impl Node {
         let (answer, answered) = oneshot::channel();
         let query: Query = Box::new(move |m| drop(answer.send(query(m))));
         let (reply, rx) = oneshot::channel();
-        self.commands.send(Command::Local { query, reply }).await.map_err(|_| Unavailable::Stopping)?;
+        self.calls.send(Call::Local { query, reply }).await.map_err(|_| Unavailable::Stopping)?;
         rx.await.map_err(|_| Unavailable::Stopping)??;
         answered.await.map_err(|_| Unavailable::Stopping)
     }
@@ -901,7 +899,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         admit,
     ));
 
-    let (commands_tx, commands_rx) = mpsc::channel(4096);
+    let (calls_tx, calls_rx) = mpsc::channel(4096);
     let (notices, _) = broadcast::channel(65_536);
     let status = Arc::new(Mutex::new(Status {
         id: cfg.id,
@@ -911,7 +909,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
     }));
     let node = Arc::new(Node {
         me,
-        commands: commands_tx,
+        calls: calls_tx,
         notices: notices.clone(),
         status: status.clone(),
         shared: shared.clone(),
@@ -959,7 +957,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         state.learn(id, addr);
     }
     state.table_changed = false;
-    let done = tokio::spawn(run_loop(replica, state, input_rx, commands_rx, shutdown.clone()));
+    let done = tokio::spawn(run_loop(replica, state, input_rx, calls_rx, shutdown.clone()));
     Ok((Running { node, listen, api, done }, api_listener))
 }
 
@@ -1231,7 +1229,7 @@ async fn run_loop(
     mut replica: Replica<Log>,
     mut state: LoopState,
     mut peers: mpsc::Receiver<Input<Msg, ()>>,
-    mut commands: mpsc::Receiver<Command>,
+    mut calls: mpsc::Receiver<Call>,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     const BATCH: usize = 1024;
@@ -1248,7 +1246,7 @@ async fn run_loop(
             _ = shutdown.cancelled() => break,
             _ = ticker.tick() => if !state.removed { on_tick(&mut replica, &mut state) },
             Some(input) = peers.recv() => if !state.removed { on_peer(&mut replica, &state, input)? },
-            Some(cmd) = commands.recv() => on_command(&mut replica, &mut state, cmd),
+            Some(cmd) = calls.recv() => on_call(&mut replica, &mut state, cmd),
         }
         // Group commit: everything already waiting joins this turn's Ready.
         for _ in 0..BATCH {
@@ -1259,8 +1257,8 @@ async fn run_loop(
             }
         }
         for _ in 0..BATCH {
-            match commands.try_recv() {
-                Ok(cmd) => on_command(&mut replica, &mut state, cmd),
+            match calls.try_recv() {
+                Ok(cmd) => on_call(&mut replica, &mut state, cmd),
                 Err(_) => break,
             }
         }
@@ -1374,25 +1372,25 @@ fn on_peer(replica: &mut Replica<Log>, state: &LoopState, input: Input<Msg, ()>)
     Ok(())
 }
 
-fn on_command(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Command) {
+fn on_call(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Call) {
     let now = Instant::now();
     if state.removed {
         let gone = Unavailable::Removed(state.cfg.id);
         match cmd {
-            Command::Propose { reply, .. } => drop(reply.send(Err(gone))),
-            Command::Read { reply, .. } => drop(reply.send(Err(gone))),
-            Command::Members { reply } => drop(reply.send(Err(gone))),
-            Command::ChangeMembers { reply, .. } => drop(reply.send(Err(gone.into()))),
-            Command::Local { reply, .. } => drop(reply.send(Err(gone))),
+            Call::Propose { reply, .. } => drop(reply.send(Err(gone))),
+            Call::Read { reply, .. } => drop(reply.send(Err(gone))),
+            Call::Members { reply } => drop(reply.send(Err(gone))),
+            Call::ChangeMembers { reply, .. } => drop(reply.send(Err(gone.into()))),
+            Call::Local { reply, .. } => drop(reply.send(Err(gone))),
         }
         return;
     }
     match cmd {
-        Command::Members { reply } => {
+        Call::Members { reply } => {
             let voters: Vec<u64> = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
             let _ = reply.send(Ok(state.members(&voters, replica.machine().last_applied())));
         }
-        Command::ChangeMembers { change, reply } => {
+        Call::ChangeMembers { change, reply } => {
             let voters: Vec<u64> = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
             let refused = if voters.is_empty() {
                 Some(ChangeRefused::NotMember)
@@ -1449,7 +1447,7 @@ fn on_command(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Command) {
             replica.change_membership(cc);
             state.change = Some(PendingChange { change, reply, first_sent: now, applied: false });
         }
-        Command::Propose { op, key, reply } => {
+        Call::Propose { op, key, reply } => {
             Counters::bump(&state.metrics.proposals);
             let request = state.next_request;
             state.next_request += 1;
@@ -1462,7 +1460,7 @@ fn on_command(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Command) {
                 .pending
                 .insert(request, Pending { proposal, reply: Some(reply), first_sent: now, last_sent: now });
         }
-        Command::Read { query, reply } => {
+        Call::Read { query, reply } => {
             let ctx = state.next_read;
             state.next_read += 1;
             replica.read_index(ctx.to_le_bytes().to_vec());
@@ -1470,7 +1468,7 @@ fn on_command(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Command) {
                 .reads
                 .insert(ctx, PendingRead { query, reply, first_sent: now, last_sent: now, index: None });
         }
-        Command::Local { query, reply } => {
+        Call::Local { query, reply } => {
             query(replica.machine());
             let _ = reply.send(Ok(replica.machine().last_applied()));
         }

@@ -17,7 +17,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use futures_util::Stream;
-use ringleader_lock_service::kv::{Event, EventKind, KvError, in_range};
+use ringleader_lock_service::kv::{EventKind, KeyEvent, KvError, in_range};
 use ringleader_lock_service::state::{Notice, StateMachine};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
@@ -50,7 +50,7 @@ struct Watcher {
 
 impl Watcher {
     /// The events of one revision this watcher is to receive.
-    fn select(&self, events: &[Event]) -> Vec<mvccpb::Event> {
+    fn select(&self, events: &[KeyEvent]) -> Vec<mvccpb::Event> {
         events
             .iter()
             .filter(|e| in_range(&e.kv.key, &self.key, &self.range_end))
@@ -165,7 +165,7 @@ impl Session {
                 while i < events.len() {
                     let rev = events[i].0;
                     let j = i + events[i..].iter().take_while(|(r, _)| *r == rev).count();
-                    let batch: Vec<Event> = events[i..j].iter().map(|(_, e)| e.clone()).collect();
+                    let batch: Vec<KeyEvent> = events[i..j].iter().map(|(_, e)| e.clone()).collect();
                     let selected = w.select(&batch);
                     if !selected.is_empty()
                         && !self.send(WatchResponse { events: selected, ..self.response(rev, id) }).await
@@ -183,7 +183,7 @@ impl Session {
         true
     }
 
-    async fn notice(&mut self, index: u64, events: &[Event]) -> bool {
+    async fn notice(&mut self, index: u64, events: &[KeyEvent]) -> bool {
         self.seen = self.seen.max(index);
         let mut out = Vec::new();
         for (id, w) in &self.watchers {
