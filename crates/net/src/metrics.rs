@@ -36,6 +36,7 @@ counters! {
     handshake_errors: "Handshakes refused (magic, version, algorithm or unknown sender).",
     frame_errors: "Frames refused (undecodable, truncated or oversized).",
     connections_over_limit: "Inbound connections refused because too many were open.",
+    handshakes_evicted: "Inbound connections still in their handshake closed to make room for a new one when the connection limit was reached.",
     connections_idle_closed: "Inbound peer connections closed because no frame arrived within the idle timeout.",
     auth_failures: "Peer connections that did not prove they hold the cluster secret for the id they claimed.",
     reconnects: "Outbound connection attempts after a failure.",

@@ -14,8 +14,9 @@
 //!   that receives no frame for the whole timeout (a stranger that said hello and nothing more,
 //!   a peer gone from the network) closes the connection and counts it.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -270,13 +271,27 @@ pub async fn listen_admitting<M: Message, T: Send + 'static>(
     admit: Admit,
 ) {
     let open = Arc::new(AtomicUsize::new(0));
+    // Connections not through their handshake yet, oldest first, each with the switch that
+    // closes it. At the limit, the oldest of them makes room for the newcomer: a flood of
+    // connections that say nothing (or say hello and prove nothing) then holds no slot for
+    // long, and a real peer's handshake, which takes a round trip, gets through. Only when
+    // every open connection is a proven peer is a newcomer refused.
+    let handshakes: Arc<Mutex<VecDeque<(u64, CancellationToken)>>> = Default::default();
+    let mut next_key = 0u64;
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => return,
             a = listener.accept() => a,
         };
         let Ok((stream, addr)) = accepted else { continue };
-        if open.load(Ordering::Relaxed) >= cfg.max_connections {
+        let at_limit = open.load(Ordering::Relaxed) >= cfg.max_connections;
+        let evicted = at_limit && {
+            let oldest = handshakes.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+            oldest.map(|(_, close)| close.cancel()).is_some()
+        };
+        if evicted {
+            Counters::bump(&shared.counters.handshakes_evicted);
+        } else if at_limit {
             Counters::bump(&shared.counters.connections_over_limit);
             Counters::bump(&shared.counters.connections_rejected);
             eprintln!(
@@ -287,13 +302,29 @@ pub async fn listen_admitting<M: Message, T: Send + 'static>(
             continue;
         }
         open.fetch_add(1, Ordering::Relaxed);
-        let (shared, input, cfg, shutdown, open, admit) =
-            (shared.clone(), input.clone(), cfg.clone(), shutdown.clone(), open.clone(), admit.clone());
+        let key = next_key;
+        next_key += 1;
+        let close = CancellationToken::new();
+        handshakes.lock().unwrap_or_else(|e| e.into_inner()).push_back((key, close.clone()));
+        let (shared, input, cfg, shutdown, open, admit, handshakes) = (
+            shared.clone(),
+            input.clone(),
+            cfg.clone(),
+            shutdown.clone(),
+            open.clone(),
+            admit.clone(),
+            handshakes.clone(),
+        );
         tokio::spawn(async move {
+            let through = || handshakes.lock().unwrap_or_else(|e| e.into_inner()).retain(|(k, _)| *k != key);
             let result = tokio::select! {
                 _ = shutdown.cancelled() => Ok(()),
-                r = read_connection(stream, &shared, &input, &cfg, &admit) => r,
+                _ = close.cancelled() => Err(FrameError::Decode(
+                    "closed during its handshake to make room for a newer connection".into(),
+                )),
+                r = read_connection(stream, &shared, &input, &cfg, &admit, &through) => r,
             };
+            through();
             if let Err(e) = result {
                 let c = &shared.counters;
                 Counters::bump(&c.connections_rejected);
@@ -322,6 +353,7 @@ async fn read_connection<M: Message, T>(
     input: &mpsc::Sender<Input<M, T>>,
     cfg: &NodeConfig,
     admit: &Admit,
+    through: &dyn Fn(),
 ) -> Result<(), FrameError> {
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
@@ -358,6 +390,7 @@ async fn read_connection<M: Message, T>(
         }
     }
     let from = admit(hello.sender).ok_or(FrameError::UnknownSender(hello.sender))?;
+    through();
     Counters::bump(&shared.counters.connections_accepted);
     // Admitted (and, with a secret, proven): its frames may be as large as the node takes.
     frames.decoder_mut().set_max_frame_length(cfg.max_frame);

@@ -146,33 +146,39 @@ async fn a_valid_peer_is_delivered_to_the_algorithm() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_connection_flood_is_refused_and_the_node_keeps_serving() {
+async fn a_connection_flood_cannot_keep_a_real_peer_out() {
     let limit = 8;
     let h = node(limit).await;
     let addr = h.listen;
+    // Silent connections beyond the limit each close the oldest one still in its handshake.
     let flood = tokio::task::spawn_blocking(move || {
         (0..limit + 40).map(|_| TcpStream::connect(addr).unwrap()).collect::<Vec<_>>()
     })
     .await
     .unwrap();
-    wait_counter(&h, "connections_over_limit", 40).await;
-    assert_eq!(api_status(&h).await["counters"]["connections_over_limit"].as_u64().unwrap(), 40);
-    drop(flood);
-    // The silent connections free their slots when they close; a real peer gets in again.
-    wait_counter(&h, "frame_errors", limit as u64).await;
-    let s = {
+    wait_counter(&h, "handshakes_evicted", 40).await;
+    assert_eq!(api_status(&h).await["counters"]["handshakes_evicted"].as_u64().unwrap(), 40);
+    // While the flood's last connections hold every slot, a real peer still gets in.
+    let hello_from_2 = || {
         let bytes = hello(wire::PROTOCOL_VERSION, "central", 2);
         tokio::task::spawn_blocking(move || {
             let mut s = TcpStream::connect(addr).unwrap();
             s.write_all(&bytes).unwrap();
             s
         })
-        .await
-        .unwrap()
     };
+    let peer = hello_from_2().await.unwrap();
     wait_counter(&h, "connections_accepted", 1).await;
-    assert_eq!(h.shared.counters.connections_over_limit.load(Ordering::Relaxed), 40);
-    drop(s);
+    assert_eq!(counter(&h, "connections_over_limit"), 0);
+    // Only proven peers hold their slots: with every slot taken by one, a newcomer is refused.
+    let mut peers = vec![peer];
+    for _ in 1..limit {
+        peers.push(hello_from_2().await.unwrap());
+    }
+    wait_counter(&h, "connections_accepted", limit as u64).await;
+    let late = tokio::task::spawn_blocking(move || TcpStream::connect(addr).unwrap()).await.unwrap();
+    wait_counter(&h, "connections_over_limit", 1).await;
+    drop((flood, peers, late));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
