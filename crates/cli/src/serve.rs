@@ -228,7 +228,7 @@ pub fn run(args: ServeArgs) -> crate::Outcome {
         let dir = cfg.data_dir.clone();
         let (running, grpc) = ringleader_service::start_with_grpc(cfg, grpc).await?;
         let grpc = grpc.map(|a| format!(", etcd gRPC API on {a}")).unwrap_or_default();
-        let cluster = running.node.status.lock().map(|s| s.cluster.clone()).unwrap_or_default();
+        let cluster = running.node.status.lock().cluster.clone();
         eprintln!(
             "[id {id}] lock service node of cluster {cluster} ({n} member{}) peers on {}, HTTP API on http://{}{grpc}, log in {}",
             if n == 1 { "" } else { "s" },

@@ -764,7 +764,7 @@ async fn events(
     };
     // Copy the backlog and subscribe under the log's lock: nothing missed, nothing twice.
     let (backlog, rx) = {
-        let log = s.event_log.lock().expect("event log");
+        let log = s.event_log.lock();
         let mut backlog = Vec::new();
         if let Some(last) = last {
             let oldest = log.recent.front().map_or(log.last_seq + 1, |e| e.seq);

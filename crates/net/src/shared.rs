@@ -5,9 +5,9 @@
 //! HTTP API (`api`) hand it [`Input`]s and read the [`Shared`] state it keeps up to date. This
 //! module depends on none of them.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -288,7 +288,7 @@ pub struct Shared {
 impl Shared {
     /// Publishes an event to `/events` subscribers and the recent-event ring, numbering it.
     pub fn publish(&self, time_ns: u64, kind: NodeEventKind) {
-        let mut log = self.event_log.lock().expect("event log");
+        let mut log = self.event_log.lock();
         log.last_seq += 1;
         let event = NodeEvent { seq: log.last_seq, id: self.id, time_ns, kind };
         if log.recent.len() == EVENT_LOG_CAPACITY {
@@ -302,7 +302,7 @@ impl Shared {
 
     /// The status document of `/status`.
     pub fn status(&self) -> StatusDocument {
-        let view = self.view.lock().expect("view lock").clone();
+        let view = self.view.lock().clone();
         let role = match self.family {
             Family::Election | Family::Detector => {
                 if view.leader == Some(self.id) {

@@ -15,12 +15,13 @@
 //!   a peer gone from the network) closes the connection and counts it.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
+use parking_lot::Mutex;
 use ringleader_core::{Message, NodeId};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -286,7 +287,7 @@ pub async fn listen_admitting<M: Message, T: Send + 'static>(
         let Ok((stream, addr)) = accepted else { continue };
         let at_limit = open.load(Ordering::Relaxed) >= cfg.max_connections;
         let evicted = at_limit && {
-            let oldest = handshakes.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+            let oldest = handshakes.lock().pop_front();
             oldest.map(|(_, close)| close.cancel()).is_some()
         };
         if evicted {
@@ -305,7 +306,7 @@ pub async fn listen_admitting<M: Message, T: Send + 'static>(
         let key = next_key;
         next_key += 1;
         let close = CancellationToken::new();
-        handshakes.lock().unwrap_or_else(|e| e.into_inner()).push_back((key, close.clone()));
+        handshakes.lock().push_back((key, close.clone()));
         let (shared, input, cfg, shutdown, open, admit, handshakes) = (
             shared.clone(),
             input.clone(),
@@ -316,7 +317,7 @@ pub async fn listen_admitting<M: Message, T: Send + 'static>(
             handshakes.clone(),
         );
         tokio::spawn(async move {
-            let through = || handshakes.lock().unwrap_or_else(|e| e.into_inner()).retain(|(k, _)| *k != key);
+            let through = || handshakes.lock().retain(|(k, _)| *k != key);
             let result = tokio::select! {
                 _ = shutdown.cancelled() => Ok(()),
                 _ = close.cancelled() => Err(FrameError::Decode(

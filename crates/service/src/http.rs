@@ -301,7 +301,7 @@ async fn count_rejections(
 
 /// `/health`: 200 while the process serves.
 async fn health(State(node): State<Arc<Node>>) -> Json<Value> {
-    Json(json!({ "id": node.status.lock().expect("status lock").id, "status": "alive" }))
+    Json(json!({ "id": node.status.lock().id, "status": "alive" }))
 }
 
 /// Whether this node can serve: a member of the cluster that knows a leader and has applied
@@ -322,7 +322,7 @@ pub fn readiness(s: &crate::server::Status) -> Result<String, String> {
 
 /// `/ready`: 200 when [`readiness`] says so, else 503 with the reason.
 async fn ready(State(node): State<Arc<Node>>) -> Response {
-    let s = node.status.lock().expect("status lock").clone();
+    let s = node.status.lock().clone();
     match readiness(&s) {
         Ok(why) => Json(json!({ "id": s.id, "ready": true, "why": why })).into_response(),
         Err(why) => {
@@ -337,7 +337,7 @@ async fn ready(State(node): State<Arc<Node>>) -> Response {
 async fn metrics(State(node): State<Arc<Node>>) -> Result<Response, ApiError> {
     use crate::metrics::Holdings;
     let holdings = node.local(Holdings::of).await?;
-    let status = node.status.lock().expect("status lock").clone();
+    let status = node.status.lock().clone();
     let position = crate::metrics::RaftPosition {
         id: status.id,
         term: status.term,
@@ -380,7 +380,7 @@ impl Drop for StreamSlot {
 }
 
 async fn status(State(node): State<Arc<Node>>) -> Json<Value> {
-    let s = node.status.lock().expect("status lock").clone();
+    let s = node.status.lock().clone();
     Json(serde_json::to_value(s).unwrap_or_default())
 }
 

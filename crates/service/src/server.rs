@@ -32,11 +32,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use raft::StateRole;
 use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Message as RaftMessage};
 use rand::{Rng, SeedableRng};
@@ -700,7 +701,7 @@ impl Node {
     /// alarm. Writes in flight are not counted: the store may pass the quota by what they add
     /// (as etcd's may).
     pub fn check_space(&self, adds: u64) -> Result<(), NoSpace> {
-        let used = self.status.lock().map(|s| s.store_bytes).unwrap_or(0);
+        let used = self.status.lock().store_bytes;
         if used.saturating_add(adds) > self.quota_backend_bytes {
             self.nospace.store(true, std::sync::atomic::Ordering::Relaxed);
             return Err(NoSpace { used, adds, quota: self.quota_backend_bytes });
@@ -888,7 +889,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         let known = known.clone();
         // Peers are let in while they are in the address table; the secret, when there is one,
         // still has to be proven.
-        Arc::new(move |u| known.lock().expect("known ids").contains(&u).then(|| (u - 1) as NodeId))
+        Arc::new(move |u| known.lock().contains(&u).then(|| (u - 1) as NodeId))
     };
     tokio::spawn(transport::listen_admitting::<Msg, ()>(
         listener,
@@ -1046,7 +1047,7 @@ impl LoopState {
             return;
         }
         self.table.insert(id, addr.clone());
-        self.known.lock().expect("known ids").insert(id);
+        self.known.lock().insert(id);
         self.table_changed = true;
         if id == self.cfg.id {
             return;
@@ -1082,7 +1083,7 @@ impl LoopState {
         if self.table.remove(&id).is_some() {
             self.table_changed = true;
         }
-        self.known.lock().expect("known ids").remove(&id);
+        self.known.lock().remove(&id);
         if let Some(link) = self.links.remove(&id) {
             // The queue's only sender is dropped here, so the writer ends once what was queued
             // (the append telling the peer that its removal committed) is written; one that
@@ -1539,7 +1540,7 @@ fn publish_status(replica: &Replica<Log>, state: &LoopState) {
         StateRole::Candidate => "candidate",
         StateRole::PreCandidate => "pre_candidate",
     };
-    let mut s = state.status.lock().expect("status lock");
+    let mut s = state.status.lock();
     s.leader = replica.leader().map(|p| p as u64 + 1);
     s.term = replica.term();
     s.role = role;

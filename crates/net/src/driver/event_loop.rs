@@ -149,7 +149,7 @@ impl<A: PlainAlgorithm> Driver<A> {
             }
             Input::Request(req) => self.request(req),
             Input::ElectAtStart => {
-                let electing = self.shared.view.lock().expect("view lock").electing;
+                let electing = self.shared.view.lock().electing;
                 if self.process.leader().is_none() && !electing {
                     self.request(Request::StartElection);
                 }
@@ -238,7 +238,7 @@ impl<A: PlainAlgorithm> Driver<A> {
         self.settle_lock();
         let leader = self.process.leader();
         if leader.is_some() {
-            let mut view = self.shared.view.lock().expect("view lock");
+            let mut view = self.shared.view.lock();
             if view.leader != leader {
                 view.leader = leader;
                 Counters::bump(&self.shared.counters.leader_changes);
@@ -336,7 +336,7 @@ impl<A: PlainAlgorithm> Driver<A> {
         r.event = Some(event.clone());
         self.write(&r);
         {
-            let mut view = self.shared.view.lock().expect("view lock");
+            let mut view = self.shared.view.lock();
             match &event {
                 Event::ElectionStarted => view.electing = true,
                 Event::Leader { leader, term } => {

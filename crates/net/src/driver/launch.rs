@@ -4,8 +4,10 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use ringleader_algorithms::{Algorithm, ConfigError, Family, Params, PlainAlgorithm, PlainVisitor, Setup};

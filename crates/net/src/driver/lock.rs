@@ -94,7 +94,7 @@ impl<A: PlainAlgorithm> Driver<A> {
         let h = self.lock.holder.take().expect("a holder");
         h.timer.abort();
         self.shared.lock_times.held(h.granted_at.elapsed());
-        self.shared.view.lock().expect("view lock").holding = None;
+        self.shared.view.lock().holding = None;
         self.request(Request::Release);
         h.grant.fencing
     }
@@ -108,7 +108,7 @@ impl<A: PlainAlgorithm> Driver<A> {
             self.hand_out(fencing);
         }
         if std::mem::take(&mut self.lock.release_pending) {
-            self.shared.view.lock().expect("view lock").holding = None;
+            self.shared.view.lock().holding = None;
             self.request(Request::Release);
         }
         if !self.lock.queue.is_empty()
@@ -124,7 +124,7 @@ impl<A: PlainAlgorithm> Driver<A> {
             && self.lock.entered.is_none()
             && !self.lock.queue.is_empty();
         {
-            let mut view = self.shared.view.lock().expect("view lock");
+            let mut view = self.shared.view.lock();
             view.clients_waiting = self.lock.queue.len();
             if ask {
                 view.waiting = true;
@@ -171,7 +171,7 @@ impl<A: PlainAlgorithm> Driver<A> {
         if needs == Needs::Unknown {
             return None;
         }
-        let suspected = self.shared.view.lock().expect("view lock").suspected.clone();
+        let suspected = self.shared.view.lock().suspected.clone();
         let now = wall_ns();
         let refuse = |peer, why, since_ns: u64| LockRefusal::Blocked {
             algorithm: A::NAME,

@@ -35,7 +35,7 @@ impl Maintenance for MaintenanceApi {
     /// raised alarms in etcd's words.
     async fn status(&self, _req: Request<StatusRequest>) -> Result<Response<StatusResponse>, Status> {
         let ctx = &self.0;
-        let s = ctx.node.status.lock().map(|s| s.clone()).unwrap_or_default();
+        let s = ctx.node.status.lock().clone();
         let errors =
             self.alarms().iter().map(|a| format!("memberID:{} alarm:NOSPACE ", a.member_id)).collect();
         let size = i64::try_from(s.store_bytes).unwrap_or(i64::MAX);

@@ -149,7 +149,7 @@ impl Ctx {
     /// A response header; `revision`: the revision to report (default: the last applied index
     /// the node published).
     pub fn header(&self, revision: Option<u64>) -> Option<ResponseHeader> {
-        let s = self.node.status.lock().map(|s| s.clone()).unwrap_or_default();
+        let s = self.node.status.lock().clone();
         Some(ResponseHeader {
             cluster_id: cluster_id(&s.members),
             member_id: self.node.me as u64 + 1,
