@@ -354,7 +354,7 @@ async fn read_connection<M: Message, T>(
     input: &mpsc::Sender<Input<M, T>>,
     cfg: &NodeConfig,
     admit: &Admit,
-    through: &dyn Fn(),
+    through: &(dyn Fn() + Sync),
 ) -> Result<(), FrameError> {
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
