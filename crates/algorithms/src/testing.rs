@@ -3,24 +3,24 @@
 
 use std::collections::BTreeMap;
 
-use ringleader_core::harness::Node;
+use ringleader_core::harness::Harness;
 use ringleader_core::{NodeId, Time, Topology, Uid};
 
 use crate::{Algorithm, Params, Setup};
 
 /// The system a node under test lives in: uids (ascending `1..=n` unless set), topology (the
 /// complete graph unless set), parameters and the one-way delay bound.
-pub(crate) struct World {
+pub(crate) struct TestSystem {
     pub uids: Vec<Uid>,
     pub topology: Topology,
     pub params: BTreeMap<String, String>,
     pub max_delay: Time,
 }
 
-impl World {
+impl TestSystem {
     /// `n` nodes with uids `1..=n` on a complete graph, no parameters, a 1 ms delay bound.
-    pub fn new(n: u32) -> World {
-        World {
+    pub fn new(n: u32) -> TestSystem {
+        TestSystem {
             uids: (1..=n as Uid).collect(),
             topology: Topology::Complete { n },
             params: BTreeMap::new(),
@@ -29,19 +29,19 @@ impl World {
     }
 
     /// Uses these uids (one per position).
-    pub fn uids(mut self, uids: &[Uid]) -> World {
+    pub fn uids(mut self, uids: &[Uid]) -> TestSystem {
         self.uids = uids.to_vec();
         self
     }
 
     /// Uses this topology.
-    pub fn topology(mut self, topology: Topology) -> World {
+    pub fn topology(mut self, topology: Topology) -> TestSystem {
         self.topology = topology;
         self
     }
 
     /// Sets parameter `key` to `value`.
-    pub fn param(mut self, key: &str, value: &str) -> World {
+    pub fn param(mut self, key: &str, value: &str) -> TestSystem {
         self.params.insert(key.into(), value.into());
         self
     }
@@ -65,9 +65,9 @@ impl World {
     }
 
     /// The node at position `me`, configured and constructed as a driver would.
-    pub fn node<A: Algorithm>(&self, me: NodeId) -> Node<A> {
+    pub fn node<A: Algorithm>(&self, me: NodeId) -> Harness<A> {
         let config = self.config::<A>();
         let process = self.with_setup(|setup| A::new(me, &config, setup));
-        Node::new(process, me, self.uids.clone(), self.topology.clone())
+        Harness::new(process, me, self.uids.clone(), self.topology.clone())
     }
 }

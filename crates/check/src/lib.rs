@@ -115,7 +115,7 @@ pub struct Options {
     pub max_time: Option<std::time::Duration>,
     /// Explore every reachable state even once every property is decided. Without it the
     /// search ends when each `always` property has a counterexample and each `sometimes`
-    /// property an example, and the outcome says so ([`Outcome::decided_early`]).
+    /// property an example, and the outcome says so ([`CheckReport::decided_early`]).
     pub exhaustive: bool,
     /// The order in which states are explored.
     pub search: Search,
@@ -255,7 +255,7 @@ impl PropertyOutcome {
 
 /// What a model-checking run found.
 #[derive(Clone, Debug, Serialize)]
-pub struct Outcome {
+pub struct CheckReport {
     /// Algorithm name.
     pub algorithm: String,
     /// Family.
@@ -307,7 +307,7 @@ pub struct Outcome {
     pub uids: Vec<Uid>,
 }
 
-impl Outcome {
+impl CheckReport {
     /// The outcome of property `name`.
     pub fn property(&self, name: &str) -> Option<&PropertyOutcome> {
         self.properties.iter().find(|p| p.name == name)
@@ -328,14 +328,14 @@ struct CheckVisitor<'a, 'p> {
 }
 
 impl PlainVisitor for CheckVisitor<'_, '_> {
-    type Output = Result<Outcome, CheckError>;
+    type Output = Result<CheckReport, CheckError>;
     fn visit<A: PlainAlgorithm>(self) -> Self::Output {
         check_algorithm_with_progress::<A>(self.bounds, self.opts, self.progress)
     }
 }
 
 /// Model-checks the algorithm named `algorithm` under `bounds`.
-pub fn check(algorithm: &str, bounds: Bounds, opts: &Options) -> Result<Outcome, CheckError> {
+pub fn check(algorithm: &str, bounds: Bounds, opts: &Options) -> Result<CheckReport, CheckError> {
     check_with_progress(algorithm, bounds, opts, &mut |_| {})
 }
 
@@ -345,13 +345,13 @@ pub fn check_with_progress(
     bounds: Bounds,
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
-) -> Result<Outcome, CheckError> {
+) -> Result<CheckReport, CheckError> {
     ringleader_registry::dispatch_plain(algorithm, CheckVisitor { bounds, opts, progress })
         .unwrap_or_else(|| Err(not_checkable(algorithm)))
 }
 
 /// Model-checks algorithm `A` under `bounds`.
-pub fn check_algorithm<A: PlainAlgorithm>(bounds: Bounds, opts: &Options) -> Result<Outcome, CheckError> {
+pub fn check_algorithm<A: PlainAlgorithm>(bounds: Bounds, opts: &Options) -> Result<CheckReport, CheckError> {
     check_algorithm_with_progress::<A>(bounds, opts, &mut |_| {})
 }
 
@@ -360,7 +360,7 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     bounds: Bounds,
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
-) -> Result<Outcome, CheckError> {
+) -> Result<CheckReport, CheckError> {
     let search = if opts.symmetry { Search::DepthFirst } else { opts.search };
     if search == Search::DepthFirst
         && let Some(d) = opts.depth
@@ -424,7 +424,7 @@ impl<A: PlainAlgorithm> Run<A> {
         checker: impl Checker<CheckModel<A>>,
         opts: &Options,
         progress: &mut dyn FnMut(&Progress),
-    ) -> Result<Outcome, CheckError> {
+    ) -> Result<CheckReport, CheckError> {
         let Run { start, halt, bounds, uids, family, props, search, group } = self;
         // Watch the search: report progress, and halt it when the memory budget is spent.
         let mut over_memory = false;
@@ -499,7 +499,7 @@ impl<A: PlainAlgorithm> Run<A> {
         // Stateright stops as soon as every property has a discovery (a path, so a length); whether
         // states were left unexplored then is not known, so the space is not claimed complete.
         let decided_early = !opts.exhaustive && properties.iter().all(|p| p.length.is_some());
-        Ok(Outcome {
+        Ok(CheckReport {
             algorithm: A::NAME.into(),
             family: family.name().into(),
             nodes: bounds.nodes,

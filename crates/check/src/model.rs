@@ -100,7 +100,7 @@ pub type StepOf<A> = Step<<A as Process>::Msg, <A as Process>::Timer>;
 /// What the checkers know of one node: its fault status, its armed timers, what the
 /// application may still ask of it, and what it has reported.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Node<T: Ord> {
+pub struct ModelNode<T: Ord> {
     /// Crashed (until it recovers).
     pub crashed: bool,
     /// Armed timers (a timer is armed or not; re-arming is the same state).
@@ -121,7 +121,7 @@ pub struct State<A: PlainState> {
     /// Each process's own state, by position.
     pub procs: Vec<A>,
     /// What the driver and the checkers know of each node, by position.
-    pub nodes: Vec<Node<A::Timer>>,
+    pub nodes: Vec<ModelNode<A::Timer>>,
     /// Messages in flight.
     pub network: InFlight<A::Msg>,
     /// Crashes so far.
@@ -251,7 +251,7 @@ impl<A: PlainAlgorithm> CheckModel<A> {
         let mut s = State {
             procs: (0..n).map(|i| A::new(i, &self.config, &setup)).collect(),
             nodes: (0..n)
-                .map(|p| Node {
+                .map(|p| ModelNode {
                     crashed: false,
                     timers: BTreeSet::new(),
                     requests_left: left(p),

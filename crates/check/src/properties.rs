@@ -76,7 +76,9 @@ fn judge<A: PlainAlgorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -
     }
 }
 
-fn live<A: PlainAlgorithm>(s: &State<A>) -> impl Iterator<Item = (NodeId, &crate::model::Node<A::Timer>)> {
+fn live<A: PlainAlgorithm>(
+    s: &State<A>,
+) -> impl Iterator<Item = (NodeId, &crate::model::ModelNode<A::Timer>)> {
     s.nodes.iter().enumerate().filter(|(_, v)| !v.crashed).map(|(p, v)| (p as NodeId, v))
 }
 

@@ -24,7 +24,7 @@ use ringleader_algorithms::PlainAlgorithm;
 use ringleader_algorithms::symmetry::Symmetry;
 use ringleader_core::{NodeId, Uid};
 
-use crate::model::{Node, State, Step, StepOf};
+use crate::model::{ModelNode, State, Step, StepOf};
 use crate::network::{InFlight, NetworkKind, Packet};
 
 /// `s` renamed by `map` (`map[i]` is the position that position `i` becomes). `ordered` says
@@ -37,7 +37,7 @@ pub fn rename<A: PlainAlgorithm>(s: &State<A>, map: &[NodeId], sym: &Symmetry<A>
         let to = map[i] as usize;
         procs[to] = (sym.state)(&s.procs[i], map);
         let v = &s.nodes[i];
-        nodes[to] = Node {
+        nodes[to] = ModelNode {
             crashed: v.crashed,
             timers: v.timers.iter().map(|t| (sym.timer)(t, map)).collect(),
             requests_left: v.requests_left,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use ringleader_check::{Bounds, NetworkKind, Options, Outcome, PropertyOutcome};
+use ringleader_check::{Bounds, CheckReport, NetworkKind, Options, PropertyOutcome};
 use ringleader_core::NodeId;
 use ringleader_sim::scenario::Initiators;
 
@@ -199,7 +199,7 @@ impl CheckArgs {
     }
 }
 
-fn human(out: &Outcome, chosen: Option<&PropertyOutcome>, args: &CheckArgs) -> String {
+fn human(out: &CheckReport, chosen: Option<&PropertyOutcome>, args: &CheckArgs) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(
@@ -398,7 +398,7 @@ pub fn run(args: CheckArgs) -> crate::Outcome {
 }
 
 /// The HTML page of the path `ringleader check` shows (`--html`).
-fn html_page(out: &Outcome, p: &PropertyOutcome, args: &CheckArgs) -> anyhow::Result<String> {
+fn html_page(out: &CheckReport, p: &PropertyOutcome, args: &CheckArgs) -> anyhow::Result<String> {
     let what = if p.violated() { "counterexample" } else { "example" };
     let last = p.trace.iter().map(|r| r.step).max().unwrap_or(0);
     let mut report = serde_json::to_value(out)?;

@@ -3,12 +3,12 @@
 //! Unit tests of an algorithm's rules need no network: they put one node in a known state,
 //! give it one input (`start`, `deliver`, `fire`, `request`, `recover`) and check the exact
 //! commands it queued — who it sent which message to, which timers it armed or disarmed, which
-//! events it reported. [`Node`] holds the process together with the membership, topology and
+//! events it reported. [`Harness`] holds the process together with the membership, topology and
 //! local clock its [`Context`] is built from, and remembers which timers are armed, as a driver
 //! would:
 //!
 //! ```
-//! use ringleader_core::harness::Node;
+//! use ringleader_core::harness::Harness;
 //! # use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Topology};
 //! # #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 //! # struct Ping;
@@ -27,12 +27,12 @@
 //! #     fn on_timer(&mut self, _: &Context, _: (), _: &mut Outbox<Ping, ()>) {}
 //! #     fn on_recover(&mut self, _: &Context, _: &mut Outbox<Ping, ()>) {}
 //! # }
-//! let mut node = Node::new(Echo, 0, vec![1, 2], Topology::Complete { n: 2 });
+//! let mut node = Harness::new(Echo, 0, vec![1, 2], Topology::Complete { n: 2 });
 //! assert!(node.start().is_empty());
 //! assert_eq!(node.deliver(1, Ping).sent(), vec![(1, Ping)]);
 //! ```
 //!
-//! A crash ([`Node::crash`]) disarms every timer, as the simulator does; [`Node::fire`] refuses a
+//! A crash ([`Harness::crash`]) disarms every timer, as the simulator does; [`Harness::fire`] refuses a
 //! timer that is not armed, so a test can only fire what the algorithm asked for.
 
 use std::collections::BTreeMap;
@@ -41,7 +41,7 @@ use crate::{Command, Context, Event, NodeId, Outbox, Process, Request, Time, Top
 
 /// One process under test, with the world its handlers see.
 #[derive(Clone, Debug)]
-pub struct Node<P: Process> {
+pub struct Harness<P: Process> {
     /// The process state; tests read it (and may set it up) directly.
     pub process: P,
     /// This node's position.
@@ -126,13 +126,13 @@ impl<M: Clone, T: Clone> Effects<M, T> {
     }
 }
 
-impl<P: Process> Node<P> {
-    /// Node `me` running `process`, in a system with these uids and this topology, at local
+impl<P: Process> Harness<P> {
+    /// Harness `me` running `process`, in a system with these uids and this topology, at local
     /// time 0 with randomness 0.
     pub fn new(process: P, me: NodeId, uids: Vec<Uid>, topology: Topology) -> Self {
         assert_eq!(uids.len() as u32, topology.len(), "one uid per position");
         assert!(me < topology.len(), "position {me} is outside the system");
-        Node { process, me, uids, topology, now: 0, random: 0, armed: BTreeMap::new() }
+        Harness { process, me, uids, topology, now: 0, random: 0, armed: BTreeMap::new() }
     }
 
     /// Sets the local clock reading the next handlers see.
@@ -260,8 +260,8 @@ mod tests {
         }
     }
 
-    fn node() -> Node<Toy> {
-        Node::new(Toy, 1, vec![5, 6], Topology::Complete { n: 2 })
+    fn node() -> Harness<Toy> {
+        Harness::new(Toy, 1, vec![5, 6], Topology::Complete { n: 2 })
     }
 
     #[test]

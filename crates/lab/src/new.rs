@@ -172,11 +172,11 @@ mod tests {
     use ringleader_core::harness;
 
     /// Position 0 of `n` nodes (uids 1..n), fully connected.
-    fn harness(n: usize) -> harness::Node<Node> {
+    fn harness(n: usize) -> harness::Harness<Node> {
         let uids: Vec<u64> = (1..=n as u64).collect();
         let topology = Topology::Complete { n: n as u32 };
         let node = Node { me: 0, n };
-        harness::Node::new(node, 0, uids, topology)
+        harness::Harness::new(node, 0, uids, topology)
     }
 
 {{TEST}}

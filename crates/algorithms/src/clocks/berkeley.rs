@@ -257,18 +257,18 @@ mod tests {
 
     use super::*;
 
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     const MS: Time = MILLISECOND;
 
     /// Position `me` of three; the master is position 0; the collection deadline is 3 ms.
-    fn node(me: NodeId) -> Node<Berkeley> {
-        World::new(3).node(me)
+    fn node(me: NodeId) -> Harness<Berkeley> {
+        TestSystem::new(3).node(me)
     }
 
     /// The master at local time 100 ms, its round started.
-    fn master() -> Node<Berkeley> {
+    fn master() -> Harness<Berkeley> {
         let mut m = node(0);
         m.at(100 * MS).start();
         m
@@ -349,7 +349,7 @@ mod tests {
     /// = 2 ms — and every node, node 4 included, is sent the delta to that average.
     #[test]
     fn a_round_sends_deltas_to_the_fault_tolerant_average() {
-        let mut master = World::new(5).node::<Berkeley>(0);
+        let mut master = TestSystem::new(5).node::<Berkeley>(0);
         assert_eq!(master.at(1_000 * MS).start().sent().len(), 4);
         // Each answer comes back after a 2 ms round trip, the reading taken halfway.
         let ahead = [0, 1, 3, 4, 900];

@@ -210,14 +210,14 @@ impl Algorithm for Cristian {
 mod tests {
     use super::*;
 
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     const MS: Time = MILLISECOND;
 
     /// Position `me` of three; the server is position 0.
-    fn node(me: NodeId) -> Node<Cristian> {
-        World::new(3).node(me)
+    fn node(me: NodeId) -> Harness<Cristian> {
+        TestSystem::new(3).node(me)
     }
 
     /// Rule 1: a client's round sends `probes` REQUEST(t0) to the server and arms the next
@@ -274,7 +274,7 @@ mod tests {
     /// again, and a reply to an earlier round is ignored.
     #[test]
     fn only_a_new_minimum_round_trip_corrects_the_clock() {
-        let mut client = World::new(2).node::<Cristian>(1);
+        let mut client = TestSystem::new(2).node::<Cristian>(1);
         assert_eq!(client.at(10 * MS).start().sent().len(), 4);
         let mut reply = |now: Time, t0: Time, time: Time| {
             client.at(now).deliver(0, Msg::Reply { t0, time }).adjustments()

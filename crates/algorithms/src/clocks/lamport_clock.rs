@@ -148,11 +148,11 @@ impl Algorithm for LamportClock {
 mod tests {
     use super::*;
 
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
-    fn node(me: NodeId) -> Node<LamportClock> {
-        World::new(2).node(me)
+    fn node(me: NodeId) -> Harness<LamportClock> {
+        TestSystem::new(2).node(me)
     }
 
     /// Rule 1: every event — local, send, receive — increments L first.

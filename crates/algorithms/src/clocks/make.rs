@@ -264,13 +264,13 @@ impl Algorithm for Make {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     const MS: Time = MILLISECOND;
 
-    fn node(me: NodeId, params: &[(&str, &str)]) -> Node<Make> {
-        params.iter().fold(World::new(2), |w, (k, v)| w.param(k, v)).node(me)
+    fn node(me: NodeId, params: &[(&str, &str)]) -> Harness<Make> {
+        params.iter().fold(TestSystem::new(2), |w, (k, v)| w.param(k, v)).node(me)
     }
 
     fn touched(what: Touch, time: Time) -> Event {

@@ -238,13 +238,13 @@ impl Algorithm for Ntp {
 mod tests {
     use super::*;
 
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
     use ringleader_core::time::MILLISECOND as MS;
 
     /// Position `me` of three; the server is position 0.
-    fn node(me: NodeId) -> Node<Ntp> {
-        World::new(3).node(me)
+    fn node(me: NodeId) -> Harness<Ntp> {
+        TestSystem::new(3).node(me)
     }
 
     /// Rule 1: every period a client sends REQUEST(T1) to the server.

@@ -153,11 +153,11 @@ impl Algorithm for VectorClock {
 mod tests {
     use super::*;
 
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
-    fn node(me: NodeId) -> Node<VectorClock> {
-        World::new(3).node(me)
+    fn node(me: NodeId) -> Harness<VectorClock> {
+        TestSystem::new(3).node(me)
     }
 
     /// Rule 1: every event increments the process's own entry.
@@ -201,7 +201,7 @@ mod tests {
     /// The essay's picture: P0 sends to P1 after P1's local event; P2 is concurrent to both.
     #[test]
     fn the_receive_takes_the_componentwise_max_then_ticks() {
-        let mut p: Vec<Node<VectorClock>> = (0..3).map(node).collect();
+        let mut p: Vec<Harness<VectorClock>> = (0..3).map(node).collect();
         let sent = p[0].request(Request::SendTo { to: 1 }).sent();
         p[1].request(Request::Local);
         let receive = p[1].deliver(0, sent[0].1.clone());

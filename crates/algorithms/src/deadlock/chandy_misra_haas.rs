@@ -342,15 +342,15 @@ impl Algorithm for ChandyMisraHaas {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
-    fn node(me: NodeId, params: &[(&str, &str)]) -> Node<ChandyMisraHaas> {
-        params.iter().fold(World::new(3), |w, (k, v)| w.param(k, v)).node(me)
+    fn node(me: NodeId, params: &[(&str, &str)]) -> Harness<ChandyMisraHaas> {
+        params.iter().fold(TestSystem::new(3), |w, (k, v)| w.param(k, v)).node(me)
     }
 
     /// `me` of three, blocked (first wait) on `holders`.
-    fn blocked(me: NodeId, holders: &[NodeId], params: &[(&str, &str)]) -> Node<ChandyMisraHaas> {
+    fn blocked(me: NodeId, holders: &[NodeId], params: &[(&str, &str)]) -> Harness<ChandyMisraHaas> {
         let mut p = node(me, params);
         p.request(Request::WaitFor { holders: holders.to_vec() });
         p

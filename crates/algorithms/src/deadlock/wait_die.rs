@@ -49,16 +49,16 @@ pub type WaitDie = Transactions<WaitDieRule>;
 
 #[cfg(test)]
 mod tests {
-    use ringleader_core::harness::Node;
+    use ringleader_core::harness::Harness;
     use ringleader_core::{Event, NodeId, Request, Time};
 
     use super::*;
     use crate::deadlock::transaction::Msg;
-    use crate::testing::World;
+    use crate::testing::TestSystem;
 
     /// Position `me` of three (uid = position + 1) with a transaction begun at local time `at`.
-    fn started(me: NodeId, at: Time) -> Node<WaitDie> {
-        let mut p = World::new(3).node(me);
+    fn started(me: NodeId, at: Time) -> Harness<WaitDie> {
+        let mut p = TestSystem::new(3).node(me);
         p.at(at).request(Request::WaitFor { holders: vec![] });
         p
     }

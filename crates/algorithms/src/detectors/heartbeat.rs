@@ -218,15 +218,15 @@ impl Algorithm for Heartbeat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     const MS: Time = MILLISECOND;
     /// T + D with the defaults: 10 ms + 2 · 1 ms.
     const SILENCE: Time = 12 * MS;
 
-    fn node(me: NodeId) -> Node<Heartbeat> {
-        World::new(3).node(me)
+    fn node(me: NodeId) -> Harness<Heartbeat> {
+        TestSystem::new(3).node(me)
     }
 
     /// Rule 1: every T a process sends HEARTBEAT to every peer.

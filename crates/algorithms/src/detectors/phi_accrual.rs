@@ -380,14 +380,14 @@ impl Algorithm for PhiAccrual {
 mod tests {
     use super::*;
 
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     const MS: Time = MILLISECOND;
 
     /// Position 1 of three, Φ = 8 (z ≈ 5.612), T = 10 ms, σ floor 1 ms, window `w`.
-    fn node(w: &str) -> Node<PhiAccrual> {
-        World::new(3).param("window", w).node(1)
+    fn node(w: &str) -> Harness<PhiAccrual> {
+        TestSystem::new(3).param("window", w).node(1)
     }
 
     /// μ + 5.612·σ (ns), to within the bisection's and the z table's rounding.

@@ -359,8 +359,8 @@ impl Algorithm for Bully {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     /// T = 2·Ttrans + Tprocess with Ttrans = 1 ms and the default Tprocess = 0.1 ms.
     const T: Time = 2_100_000;
@@ -368,8 +368,8 @@ mod tests {
     const T_PRIME: Time = 4_100_000;
 
     /// Three processes, uids 1, 2, 3 at positions 0, 1, 2.
-    fn node(me: NodeId) -> Node<Bully> {
-        World::new(3).node(me)
+    fn node(me: NodeId) -> Harness<Bully> {
+        TestSystem::new(3).node(me)
     }
 
     /// Rule 1: the highest id announces itself to every lower id at once.

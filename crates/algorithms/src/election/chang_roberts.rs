@@ -182,13 +182,13 @@ impl Algorithm for ChangRoberts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
+    use crate::testing::TestSystem;
     use ringleader_core::Topology;
-    use ringleader_core::harness::Node;
+    use ringleader_core::harness::Harness;
 
     /// Position `me` of a ring of three, uids 1, 2, 3.
-    fn node(me: NodeId) -> Node<ChangRoberts> {
-        World::new(3).topology(Topology::Ring { n: 3 }).node(me)
+    fn node(me: NodeId) -> Harness<ChangRoberts> {
+        TestSystem::new(3).topology(Topology::Ring { n: 3 }).node(me)
     }
 
     /// Rule 1: an initiator becomes participant and sends ELECTION(own id) to its successor.
@@ -233,7 +233,7 @@ mod tests {
     /// Alone on the ring, an initiator's id has already come back: it decides locally.
     #[test]
     fn alone_on_the_ring_it_elects_itself_without_sending() {
-        let mut p = World::new(1).uids(&[7]).topology(Topology::Ring { n: 1 }).node::<ChangRoberts>(0);
+        let mut p = TestSystem::new(1).uids(&[7]).topology(Topology::Ring { n: 1 }).node::<ChangRoberts>(0);
         let step = p.request(Request::StartElection);
         assert!(step.sent().is_empty(), "{step:?}");
         assert_eq!(step.emitted(), vec![Event::ElectionStarted, Event::Leader { leader: 7, term: 0 }]);

@@ -280,14 +280,14 @@ impl Algorithm for HirschbergSinclair {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
+    use crate::testing::TestSystem;
     use ringleader_core::Topology;
-    use ringleader_core::harness::Node;
+    use ringleader_core::harness::Harness;
 
     /// Position 2 (uid 3) of a bidirectional ring of five, uids 1..=5: its right neighbour is
     /// position 3, its left neighbour position 1. Already a candidate when `awake`.
-    fn node(awake: bool) -> Node<HirschbergSinclair> {
-        let mut p = World::new(5).topology(Topology::BiRing { n: 5 }).node(2);
+    fn node(awake: bool) -> Harness<HirschbergSinclair> {
+        let mut p = TestSystem::new(5).topology(Topology::BiRing { n: 5 }).node(2);
         if awake {
             p.request(Request::StartElection);
         }

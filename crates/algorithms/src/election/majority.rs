@@ -327,9 +327,9 @@ impl Algorithm for Majority {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
+    use crate::testing::TestSystem;
     use ringleader_core::Time;
-    use ringleader_core::harness::Node;
+    use ringleader_core::harness::Harness;
 
     /// The default heartbeat period under a 1 ms delay bound: 5 ms.
     const PERIOD: Time = 5_000_000;
@@ -337,8 +337,8 @@ mod tests {
     const E: Time = 15_000_000;
 
     /// `n` processes with uids 1..=n.
-    fn node(n: u32, me: NodeId) -> Node<Majority> {
-        World::new(n).node(me)
+    fn node(n: u32, me: NodeId) -> Harness<Majority> {
+        TestSystem::new(n).node(me)
     }
 
     /// Rule 1: silence for the randomized timeout in [E, 2E) makes a follower a candidate of

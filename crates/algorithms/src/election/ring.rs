@@ -465,16 +465,16 @@ impl<const MIN: bool> Algorithm for RingElection<MIN> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
+    use crate::testing::TestSystem;
     use ringleader_core::Topology;
-    use ringleader_core::harness::Node;
+    use ringleader_core::harness::Harness;
 
     /// T = 2·Ttrans + Tprocess with Ttrans = 1 ms and the default Tprocess = 0.1 ms.
     const T: Time = 2_100_000;
 
     /// Four processes on a ring, uids 1..=4 at positions 0..=3.
-    fn node<const MIN: bool>(me: NodeId) -> Node<RingElection<MIN>> {
-        World::new(4).topology(Topology::Ring { n: 4 }).node(me)
+    fn node<const MIN: bool>(me: NodeId) -> Harness<RingElection<MIN>> {
+        TestSystem::new(4).topology(Topology::Ring { n: 4 }).node(me)
     }
 
     fn all() -> Vec<Member> {
@@ -561,8 +561,8 @@ mod tests {
     /// naming the same coordinator sends no extra heartbeat and does not postpone the next one.
     #[test]
     fn a_new_coordinator_beats_at_once() {
-        let world = World::new(4).topology(Topology::Ring { n: 4 }).param("heartbeat", "20ms");
-        let mut p: Node<RingElection<false>> = world.node(3);
+        let world = TestSystem::new(4).topology(Topology::Ring { n: 4 }).param("heartbeat", "20ms");
+        let mut p: Harness<RingElection<false>> = world.node(3);
         let step = p.deliver(2, Msg::Election { seq: 7, list: all() });
         let beats: Vec<_> = step.sent().into_iter().filter(|(_, m)| *m == Msg::Heartbeat(4)).collect();
         assert_eq!(beats, vec![(0, Msg::Heartbeat(4)), (1, Msg::Heartbeat(4)), (2, Msg::Heartbeat(4))]);
@@ -581,8 +581,8 @@ mod tests {
     /// round to learn of its victory.
     #[test]
     fn a_coordinator_already_followed_does_not_push_the_deadline_back() {
-        let world = World::new(4).topology(Topology::Ring { n: 4 }).param("heartbeat", "20ms");
-        let mut p: Node<RingElection<false>> = world.node(0);
+        let world = TestSystem::new(4).topology(Topology::Ring { n: 4 }).param("heartbeat", "20ms");
+        let mut p: Harness<RingElection<false>> = world.node(0);
         let heard = p.deliver(3, Msg::Heartbeat(4));
         assert_eq!(heard.emitted(), vec![Event::Leader { leader: 4, term: 0 }]);
         assert!(heard.set().iter().any(|(t, _)| *t == Timer::Watch(WatchTimer::Silence)));

@@ -372,16 +372,16 @@ mod tests {
         SuperPeerDht::configure(&setup).unwrap().ids
     }
 
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     /// Sixteen nodes, an 8-bit identifier space, a quarter of them aimed for as super-peers:
     /// k = 2, blocks of 64 identifiers, reserved keys 0, 64, 128, 192.
-    fn world() -> World {
-        World::new(16).param("bits", "8").param("fraction", "0.25")
+    fn world() -> TestSystem {
+        TestSystem::new(16).param("bits", "8").param("fraction", "0.25")
     }
 
-    fn node(me: NodeId) -> Node<SuperPeerDht> {
+    fn node(me: NodeId) -> Harness<SuperPeerDht> {
         world().node(me)
     }
 
@@ -414,7 +414,7 @@ mod tests {
     #[test]
     fn rule_2_k_is_the_ceiling_log_of_the_wanted_count() {
         assert_eq!((node(0).process.k, node(0).process.target), (2, 4));
-        let five = World::new(16).param("bits", "8").param("fraction", "0.3").node::<SuperPeerDht>(0);
+        let five = TestSystem::new(16).param("bits", "8").param("fraction", "0.3").node::<SuperPeerDht>(0);
         assert_eq!((five.process.k, five.process.target), (3, 8), "4.8 super-peers wanted: 2^3");
     }
 

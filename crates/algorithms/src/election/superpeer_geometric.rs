@@ -686,19 +686,19 @@ fn nearest(positions: &[(u32, u32)], k: usize) -> Vec<Vec<NodeId>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     /// 100 nodes, a quarter of them aimed for as super-peers: T = 25 tokens, spacing s = 0.2
     /// of the side, `max_age` ⌈√4⌉ + 3 = 5 rounds, rounds of 10 ms.
-    fn world() -> World {
-        World::new(100).param("fraction", "0.25")
+    fn world() -> TestSystem {
+        TestSystem::new(100).param("fraction", "0.25")
     }
 
     const PERIOD: Time = 10 * MILLISECOND;
     const MAX_AGE: u8 = 5;
 
-    fn node(me: NodeId) -> Node<SuperPeerGeometric> {
+    fn node(me: NodeId) -> Harness<SuperPeerGeometric> {
         world().node(me)
     }
 
@@ -831,7 +831,7 @@ mod tests {
     fn rule_6_a_still_holder_settles_and_a_moved_super_peer_resigns() {
         let me = holders()[0];
         let mut h =
-            World::new(100).param("fraction", "0.25").param("tau", "1").node::<SuperPeerGeometric>(me);
+            TestSystem::new(100).param("fraction", "0.25").param("tau", "1").node::<SuperPeerGeometric>(me);
         h.start();
         h.at(PERIOD);
         let step = h.fire(Timer::Round);

@@ -403,9 +403,9 @@ impl Algorithm for YoYo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
+    use crate::testing::TestSystem;
     use ringleader_core::Topology;
-    use ringleader_core::harness::Node;
+    use ringleader_core::harness::Harness;
 
     const YES: Msg = Msg::Vote { yes: true, prune: false };
     const NO: Msg = Msg::Vote { yes: false, prune: false };
@@ -413,9 +413,9 @@ mod tests {
 
     /// Position 0 at the centre of a star with leaves 1, 2, 3, holding `uids[0]`; the leaves'
     /// ids have been exchanged (setup done) unless `setup` is false.
-    fn centre(uids: [Uid; 4], setup: bool) -> Node<YoYo> {
+    fn centre(uids: [Uid; 4], setup: bool) -> Harness<YoYo> {
         let topology = Topology::from_edges(4, &[(0, 1), (0, 2), (0, 3)]);
-        let mut p = World::new(4).uids(&uids).topology(topology).node(0);
+        let mut p = TestSystem::new(4).uids(&uids).topology(topology).node(0);
         if setup {
             p.request(Request::StartElection);
             for k in 1..4 {

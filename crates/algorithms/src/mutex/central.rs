@@ -663,19 +663,19 @@ impl<const TIMEOUT: bool> Algorithm for CentralCoordinator<TIMEOUT> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     /// The failover probing period: 2·Ttrans + 1 ms with Ttrans = 1 ms.
     const PROBE: Time = 3 * MILLISECOND;
 
     /// Position `me` of three (uids 1, 2, 3), the coordinator at position 0.
-    fn node<const T: bool>(me: NodeId) -> Node<CentralCoordinator<T>> {
-        World::new(3).node(me)
+    fn node<const T: bool>(me: NodeId) -> Harness<CentralCoordinator<T>> {
+        TestSystem::new(3).node(me)
     }
 
-    fn failover(me: NodeId) -> Node<Central> {
-        World::new(3).param("failover", "true").node(me)
+    fn failover(me: NodeId) -> Harness<Central> {
+        TestSystem::new(3).param("failover", "true").node(me)
     }
 
     fn queued(node: NodeId) -> Event {
@@ -887,7 +887,7 @@ mod tests {
     /// granted.
     #[test]
     fn rule_13_the_answers_rebuild_the_queue_by_request_time_then_id() {
-        let mut c = World::new(5).node::<Central>(0);
+        let mut c = TestSystem::new(5).node::<Central>(0);
         c.crash();
         c.recover();
         c.deliver(4, status(ParticipantState::Waiting { since: 9 }));

@@ -226,12 +226,12 @@ impl Algorithm for Lamport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     /// Position `me` of three, uids 1, 2, 3 (ranks 0, 1, 2).
-    fn node(me: NodeId) -> Node<Lamport> {
-        World::new(3).node(me)
+    fn node(me: NodeId) -> Harness<Lamport> {
+        TestSystem::new(3).node(me)
     }
 
     /// Rule 1: a request ticks the clock, is queued locally and sent to all others.

@@ -459,12 +459,12 @@ impl Algorithm for Maekawa {
 mod tests {
     use super::*;
 
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     /// Position `me` of `n` (uid = position + 1), with or without deadlock handling.
-    fn node(n: u32, me: NodeId, handling: bool) -> Node<Maekawa> {
-        World::new(n).param("deadlock_handling", if handling { "true" } else { "false" }).node(me)
+    fn node(n: u32, me: NodeId, handling: bool) -> Harness<Maekawa> {
+        TestSystem::new(n).param("deadlock_handling", if handling { "true" } else { "false" }).node(me)
     }
 
     /// Rule 1: a grid of ⌈√N⌉ columns; the quorum is the row and the column, and any two meet.
@@ -584,7 +584,7 @@ mod tests {
         // Nine positions, a 3 × 3 grid: position 4's quorum is 1, 3, 4, 5, 7.
         let mut p = node(9, 4, true);
         assert_eq!(p.request(Request::Acquire).sent()[0], (1, Msg::Request { ts: 1 }));
-        let admits = |p: &Node<Maekawa>, from, msg: Msg| p.process.admits(from, &msg);
+        let admits = |p: &Harness<Maekawa>, from, msg: Msg| p.process.admits(from, &msg);
         assert_eq!(admits(&p, 1, Msg::Reply { ts: 1, clock: 3 }), Ok(()));
         assert_eq!(admits(&p, 7, Msg::Request { ts: 12 }), Ok(()));
         assert_eq!(

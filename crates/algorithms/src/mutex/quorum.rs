@@ -393,12 +393,12 @@ impl Algorithm for Quorum {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     /// Position `me` of five nodes, all coordinators, quorum 3.
-    fn node(me: NodeId) -> Node<Quorum> {
-        World::new(5).node(me)
+    fn node(me: NodeId) -> Harness<Quorum> {
+        TestSystem::new(5).node(me)
     }
 
     /// Rule 1: a coordinator grants the head when free, queues otherwise, frees on the
@@ -483,10 +483,10 @@ mod tests {
     /// participant's REQUEST are admitted.
     #[test]
     fn admits_grants_only_from_coordinators_for_attempts_made() {
-        let world = World::new(5).param("coordinators", "3");
+        let world = TestSystem::new(5).param("coordinators", "3");
         let mut p = world.node::<Quorum>(4);
         p.request(Request::Acquire);
-        let admits = |p: &Node<Quorum>, from, msg: Msg| p.process.admits(from, &msg);
+        let admits = |p: &Harness<Quorum>, from, msg: Msg| p.process.admits(from, &msg);
         assert_eq!(admits(&p, 2, Msg::Grant { attempt: 1, fencing: 1 }), Ok(()));
         assert_eq!(
             admits(&p, 3, Msg::Grant { attempt: 1, fencing: 1 }),
@@ -504,7 +504,7 @@ mod tests {
             admits(&p, 1, Msg::Request { attempt: 1 }),
             Err("a REQUEST or RELEASE sent to a node that is not a coordinator")
         );
-        let c = World::new(5).param("coordinators", "3").node::<Quorum>(0);
+        let c = TestSystem::new(5).param("coordinators", "3").node::<Quorum>(0);
         assert_eq!(admits(&c, 4, Msg::Request { attempt: 3 }), Ok(()));
         assert_eq!(admits(&c, 4, Msg::Release { attempt: 3, fencing: 0 }), Ok(()));
         assert_eq!(

@@ -275,15 +275,15 @@ impl Algorithm for Raymond {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
+    use crate::testing::TestSystem;
     use ringleader_core::Topology;
-    use ringleader_core::harness::Node;
+    use ringleader_core::harness::Harness;
 
     /// Position `me` of the balanced binary tree on seven positions (0 the root; 1 and 2 its
     /// children; 3, 4 under 1; 5, 6 under 2).
-    fn node(me: NodeId) -> Node<Raymond> {
+    fn node(me: NodeId) -> Harness<Raymond> {
         let tree = Topology::from_edges(7, &[(0, 1), (0, 2), (1, 3), (1, 4), (2, 5), (2, 6)]);
-        World::new(7).topology(tree).node(me)
+        TestSystem::new(7).topology(tree).node(me)
     }
 
     /// Rule 1: the idle holder gives the privilege to the head of REQUEST_Q: itself (it enters)
@@ -369,8 +369,9 @@ mod tests {
         let holders: Vec<NodeId> = (0..7).map(|p| node(p).process.holder).collect();
         assert_eq!(holders, vec![0, 0, 0, 1, 1, 2, 2]);
         let line = Topology::from_edges(4, &[(3, 2), (2, 1), (1, 0)]);
-        let h: Vec<NodeId> =
-            (0..4).map(|p| World::new(4).topology(line.clone()).node::<Raymond>(p).process.holder).collect();
+        let h: Vec<NodeId> = (0..4)
+            .map(|p| TestSystem::new(4).topology(line.clone()).node::<Raymond>(p).process.holder)
+            .collect();
         assert_eq!(h, vec![0, 0, 1, 2]);
     }
 

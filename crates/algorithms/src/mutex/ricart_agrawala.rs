@@ -233,12 +233,12 @@ impl Algorithm for RicartAgrawala {
 mod tests {
     use super::*;
 
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     /// Position `me` of three, uids 1, 2, 3 (ranks 0, 1, 2).
-    fn node(me: NodeId) -> Node<RicartAgrawala> {
-        World::new(3).node(me)
+    fn node(me: NodeId) -> Harness<RicartAgrawala> {
+        TestSystem::new(3).node(me)
     }
 
     /// Rule 1: a request is stamped with the ticked clock and sent to the N − 1 others.
@@ -326,7 +326,7 @@ mod tests {
     fn admits_a_reply_only_to_a_request_this_node_made() {
         let mut p = node(1);
         assert_eq!(p.request(Request::Acquire).sent()[0], (0, Msg::Request { ts: 1 }));
-        let admits = |p: &Node<RicartAgrawala>, msg: Msg| p.process.admits(0, &msg);
+        let admits = |p: &Harness<RicartAgrawala>, msg: Msg| p.process.admits(0, &msg);
         assert_eq!(admits(&p, Msg::Reply { ts: 1 }), Ok(()));
         assert_eq!(
             admits(&p, Msg::Reply { ts: 2 }),

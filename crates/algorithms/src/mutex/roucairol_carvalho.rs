@@ -228,12 +228,12 @@ impl Algorithm for RoucairolCarvalho {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     /// Position 1 (uid 2, rank 1) of three.
-    fn node() -> Node<RoucairolCarvalho> {
-        World::new(3).node(1)
+    fn node() -> Harness<RoucairolCarvalho> {
+        TestSystem::new(3).node(1)
     }
 
     /// Entered with clock value `clock` at position 1 (rank 1).
@@ -243,7 +243,7 @@ mod tests {
 
     /// Enters once (clock 8 at entry: REPLYs stamped 5 and 2) and leaves, holding both
     /// permissions.
-    fn after_one_entry() -> Node<RoucairolCarvalho> {
+    fn after_one_entry() -> Harness<RoucairolCarvalho> {
         let mut p = node();
         p.request(Request::Acquire);
         p.deliver(0, Msg::Reply { clock: 5 });

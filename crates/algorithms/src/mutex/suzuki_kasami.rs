@@ -297,12 +297,12 @@ impl Algorithm for SuzukiKasami {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     /// Position `me` of four; the token starts at position 0.
-    fn node(me: NodeId) -> Node<SuzukiKasami> {
-        World::new(4).node(me)
+    fn node(me: NodeId) -> Harness<SuzukiKasami> {
+        TestSystem::new(4).node(me)
     }
 
     fn token(ln: [u64; 4], q: &[NodeId], entries: u64) -> Token {
@@ -402,7 +402,7 @@ mod tests {
     fn admits_a_token_only_with_a_well_formed_ln_and_queue() {
         let mut p = node(2);
         p.request(Request::Acquire);
-        let admits = |p: &Node<SuzukiKasami>, msg: Msg| p.process.admits(0, &msg);
+        let admits = |p: &Harness<SuzukiKasami>, msg: Msg| p.process.admits(0, &msg);
         assert_eq!(admits(&p, Msg::Token(token([0, 0, 0, 0], &[1, 3], 4))), Ok(()));
         assert_eq!(admits(&p, Msg::Token(token([0, 0, 1, 0], &[], 4))), Ok(()), "its request 1 served");
         assert_eq!(

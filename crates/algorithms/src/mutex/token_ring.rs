@@ -465,15 +465,15 @@ mod tests {
     use crate::Params;
     use ringleader_core::{Command, Topology};
 
-    use crate::testing::World;
-    use ringleader_core::harness::Node;
+    use crate::testing::TestSystem;
+    use ringleader_core::harness::Harness;
 
     /// The ACK timeout: 2·Ttrans + 1 ms with Ttrans = 1 ms.
     const ACK: Time = 3 * MILLISECOND;
 
     /// Position `me` of a ring of four; the token starts parked at position 0.
-    fn node(me: NodeId) -> Node<TokenRing> {
-        World::new(4).topology(Topology::Ring { n: 4 }).node(me)
+    fn node(me: NodeId) -> Harness<TokenRing> {
+        TestSystem::new(4).topology(Topology::Ring { n: 4 }).node(me)
     }
 
     fn token(counter: u64, last_user: NodeId, removed: &[NodeId], hops: u64) -> Token {

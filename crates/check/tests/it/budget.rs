@@ -65,7 +65,7 @@ fn a_search_stopped_once_every_property_is_decided_is_not_complete() {
     assert!(full.complete);
     assert_eq!(full.unique_states, 15_799);
     assert!(early.unique_states < full.unique_states, "{} states", early.unique_states);
-    let verdicts = |o: &ringleader_check::Outcome| -> Vec<(&str, bool, Option<usize>)> {
+    let verdicts = |o: &ringleader_check::CheckReport| -> Vec<(&str, bool, Option<usize>)> {
         o.properties.iter().map(|p| (p.name, p.holds, p.length)).collect()
     };
     assert_eq!(verdicts(&early), verdicts(&full));

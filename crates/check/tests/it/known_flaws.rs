@@ -7,7 +7,7 @@
 //! interesting states are reached (a leader, an entry), and the exact state count.
 
 use crate::common::simulator_judges;
-use ringleader_check::{Bounds, NetworkKind, Options, Outcome, check};
+use ringleader_check::{Bounds, CheckReport, NetworkKind, Options, check};
 use ringleader_core::trace::RecordKind;
 use ringleader_judge::checkers::Property;
 
@@ -76,7 +76,7 @@ impl Case {
         b.params = self.params.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect();
         b
     }
-    fn run(&self, depth: Option<usize>) -> Outcome {
+    fn run(&self, depth: Option<usize>) -> CheckReport {
         check(self.algo, self.bounds(), &Options { depth, threads: 1, ..Options::default() })
             .expect("the model configures")
     }
@@ -84,7 +84,7 @@ impl Case {
 
 /// The flaw exists: `property` is violated, by a counterexample of `length` steps (when known)
 /// that no shorter execution matches. Returns the outcome and the length found.
-fn assert_flaw(case: &Case, property: &str, length: Option<usize>) -> (Outcome, usize) {
+fn assert_flaw(case: &Case, property: &str, length: Option<usize>) -> (CheckReport, usize) {
     let out = case.run(case.depth);
     let p = out.property(property).unwrap_or_else(|| panic!("{} checks no {property}", case.algo));
     assert!(!p.holds, "{}: {property} holds, but a counterexample was expected", case.algo);
@@ -109,7 +109,7 @@ fn assert_flaw(case: &Case, property: &str, length: Option<usize>) -> (Outcome, 
 
 /// Every `always` property holds over the whole reachable state space and every `sometimes`
 /// property is reached; returns the outcome.
-fn assert_proved(case: &Case) -> Outcome {
+fn assert_proved(case: &Case) -> CheckReport {
     let out = case.run(case.depth);
     assert_eq!(out.complete, case.depth.is_none());
     assert!(!out.properties.is_empty());

@@ -16,7 +16,7 @@ fn exhaustive(search: Search, symmetry: bool) -> Options {
     Options { exhaustive: true, search, symmetry, ..Options::default() }
 }
 
-fn verdicts(out: &ringleader_check::Outcome) -> Vec<(&'static str, bool)> {
+fn verdicts(out: &ringleader_check::CheckReport) -> Vec<(&'static str, bool)> {
     out.properties.iter().map(|p| (p.name, p.holds)).collect()
 }
 

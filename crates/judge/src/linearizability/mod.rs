@@ -225,13 +225,13 @@ pub fn check<M: Model>(model: &M, history: &[Operation<M::Input, M::Output>], bu
         let r = search(model, &ops, budget);
         steps += r.steps;
         match r.outcome {
-            Outcome::Ok => {}
-            Outcome::OutOfBudget => {
+            SearchEnd::Ok => {}
+            SearchEnd::OutOfBudget => {
                 if undecided.is_none() {
                     undecided = Some(Verdict::Undecided { partition: name.clone(), steps: r.steps });
                 }
             }
-            Outcome::Stuck { .. } => {
+            SearchEnd::Stuck { .. } => {
                 let (witness, more) = explain(model, name, &ops, budget);
                 steps += more;
                 return Checked {
@@ -285,7 +285,7 @@ fn explain<M: Model>(
         let mid = (lo + hi) / 2;
         let r = search(model, &prefix(ops, returns[mid]), budget);
         steps += r.steps;
-        if matches!(r.outcome, Outcome::Stuck { .. }) {
+        if matches!(r.outcome, SearchEnd::Stuck { .. }) {
             hi = mid;
         } else {
             lo = mid + 1;
@@ -305,7 +305,7 @@ fn explain<M: Model>(
         )
     };
     let (culprit, concurrent, linearized) = match r.outcome {
-        Outcome::Stuck { culprit, unplaced, linearized } => (culprit, unplaced, linearized),
+        SearchEnd::Stuck { culprit, unplaced, linearized } => (culprit, unplaced, linearized),
         // Unreachable when the whole history failed (prefix closure); keep a readable answer.
         _ => (ops.len().saturating_sub(1), Vec::new(), Vec::new()),
     };
@@ -323,7 +323,7 @@ fn explain<M: Model>(
 }
 
 /// How one partition's search ended.
-enum Outcome {
+enum SearchEnd {
     Ok,
     OutOfBudget,
     /// Not linearizable: at the deepest point reached, `linearized` (op indices, in order) had
@@ -337,7 +337,7 @@ enum Outcome {
 }
 
 struct Searched {
-    outcome: Outcome,
+    outcome: SearchEnd,
     steps: u64,
 }
 
@@ -418,11 +418,11 @@ fn search<M: Model>(model: &M, ops: &[Operation<M::Input, M::Output>], budget: u
     let mut cur = next[0];
     loop {
         if remaining == 0 {
-            return Searched { outcome: Outcome::Ok, steps };
+            return Searched { outcome: SearchEnd::Ok, steps };
         }
         steps += 1;
         if steps > budget {
-            return Searched { outcome: Outcome::OutOfBudget, steps: steps - 1 };
+            return Searched { outcome: SearchEnd::OutOfBudget, steps: steps - 1 };
         }
         let e = if cur == NIL { Entry { op: usize::MAX, call: false } } else { entries[cur] };
         if e.call {
@@ -460,7 +460,7 @@ fn search<M: Model>(model: &M, ops: &[Operation<M::Input, M::Output>], budget: u
             }
             let Some((call, before)) = stack.pop() else {
                 let (_, culprit, unplaced, linearized) = deepest.unwrap_or((0, 0, Vec::new(), Vec::new()));
-                return Searched { outcome: Outcome::Stuck { culprit, unplaced, linearized }, steps };
+                return Searched { outcome: SearchEnd::Stuck { culprit, unplaced, linearized }, steps };
             };
             let op = entries[call].op;
             state = before;

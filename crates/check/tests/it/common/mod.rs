@@ -1,13 +1,13 @@
 //! Helpers shared by the model checker's integration tests.
 
-use ringleader_check::Outcome;
+use ringleader_check::CheckReport;
 use ringleader_core::trace::RecordKind;
 use ringleader_judge::checkers::{self, Moment, NodeStatus, Violations, World};
 
 /// Feeds a counterexample's trace to the simulator's own checker, then ends the run there
 /// (`finish`: what the end-of-run properties judge): the replayed run must be judged violating
 /// too.
-pub fn simulator_judges(out: &Outcome, property: &str) -> Violations {
+pub fn simulator_judges(out: &CheckReport, property: &str) -> Violations {
     let p = out.property(property).unwrap();
     let family = match out.family.as_str() {
         "election" => ringleader_algorithms::Family::Election,
