@@ -315,8 +315,14 @@ pub fn run(command: SimCommand) -> crate::Outcome {
         && cfg.nodes > most
     {
         eprintln!(
-            "warning: --nodes {}: {}'s start-up grows as N³ (about 12 s at 400 nodes, docs/PERFORMANCE.md); above {most} nodes expect a long wait before the first event",
-            cfg.nodes, cfg.algorithm
+            "warning: --nodes {}: {} will spend about {} building its nodes before the first event (its start-up \
+             grows as N³; above {most} nodes it passes 2 s)",
+            cfg.nodes,
+            cfg.algorithm,
+            ringleader_sim::input::seconds(ringleader_sim::input::startup_estimate(
+                &cfg.algorithm,
+                cfg.nodes
+            ))
         );
     }
     let show_progress = !args.json && std::io::stderr().is_terminal();

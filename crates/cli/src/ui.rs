@@ -298,7 +298,11 @@ mod tests {
             scenario: None,
         })
         .unwrap_err();
-        assert!(slow.contains("start-up grows as N³") && slow.contains("up to 200 nodes"), "{slow}");
+        let most = ringleader_sim::input::interactive_nodes("lock-service").unwrap();
+        assert!(
+            slow.contains("start-up grows as N³") && slow.contains(&format!("up to {most} nodes")),
+            "{slow}"
+        );
         let file = execute(RunRequest {
             args: vec![],
             scenario: Some("algorithm = \"central\"\nnodes = 3\n[network]\nloss = 1.5\n".into()),

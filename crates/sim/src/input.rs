@@ -39,6 +39,9 @@ pub const MAX_RATE: f64 = 1_000_000.0;
 pub const MAX_DRIFT_PPM: u32 = 100_000;
 /// The memory a run may be estimated to need before it is refused: 4 GiB.
 pub const MEMORY_LIMIT: u64 = 4 << 30;
+/// The longest a run may be estimated to spend building its nodes before its first event
+/// ([`startup_estimate`]) before it is refused: ten minutes.
+pub const STARTUP_LIMIT_SECONDS: f64 = 600.0;
 
 /// The flag that sets scenario field `key`.
 fn flag_of(key: &str) -> String {
@@ -123,6 +126,11 @@ pub fn properties_of(info: &Info) -> &'static [&'static str] {
 /// - heartbeat (last heartbeat and suspicion per peer, N² heartbeats per period), ≈ 250;
 /// - phi-accrual (a window of 100 inter-arrival times per peer), ≈ 900.
 ///
+/// maekawa keeps each node's grid quorum (2√N − 1 ids): O(N√N), ≈ 8 bytes per node and
+/// quorum member ([`MAEKAWA_BYTES_PER_QUORUM_MEMBER`]; measured 3.3 on the default run at
+/// N = 10⁴ and 10⁵, with 700 bytes per node besides; doubled for runs with more requests in
+/// flight).
+///
 /// Every run also has per-node state, queues and checkers: ≈ 2 KB per node.
 pub fn memory_estimate(algorithm: &str, n: u32) -> u64 {
     let n = n as u64;
@@ -134,20 +142,78 @@ pub fn memory_estimate(algorithm: &str, n: u32) -> u64 {
         "phi-accrual" => 900,
         _ => 0,
     };
-    per_pair.saturating_mul(n).saturating_mul(n).saturating_add(2048 * n)
+    let per_quorum_member = if algorithm == "maekawa" { MAEKAWA_BYTES_PER_QUORUM_MEMBER } else { 0 };
+    let quorum = 2 * n.isqrt() + 1;
+    per_pair
+        .saturating_mul(n)
+        .saturating_mul(n)
+        .saturating_add(per_quorum_member.saturating_mul(n).saturating_mul(quorum))
+        .saturating_add(2048 * n)
 }
 
-/// The most nodes worth starting interactively (the playground refuses more; `sim` warns).
+/// maekawa's memory per node and quorum member (see [`memory_estimate`]).
+pub const MAEKAWA_BYTES_PER_QUORUM_MEMBER: u64 = 8;
+
+/// How `algorithm`'s memory grows with N, for the refusal's message.
+fn memory_growth(algorithm: &str) -> &'static str {
+    match algorithm {
+        "maekawa" => "its quorums grow as N√N",
+        _ => "its state or messages grow as N²",
+    }
+}
+
+/// Estimated wall-clock seconds `algorithm` spends building `n` nodes before the first event,
+/// when that cost is more than linear (0 otherwise).
 ///
 /// `lock-service` builds a Raft replica per node, and raft-rs builds each replica's
 /// configuration from its voters one voter at a time, checking the whole configuration after
-/// each (`confchange::restore`): O(N²) per replica, O(N³) for the run before its first event.
-/// Measured on a loaded 2-core machine: 0.6 s at 100 nodes, 2.2 s at 200, 11.8 s at 400
-/// (docs/PERFORMANCE.md). The cost is in the dependency, so it is bounded here.
-pub fn interactive_nodes(algorithm: &str) -> Option<u32> {
+/// each (`confchange::restore`): O(N²) per replica, O(N³) for the run. The cost is in the
+/// dependency, so it is estimated and bounded here: [`LOCK_SERVICE_STARTUP_NS_PER_N3`]
+/// nanoseconds per N³, measured (docs/PERFORMANCE.md).
+pub fn startup_estimate(algorithm: &str, n: u32) -> f64 {
+    let n = n as f64;
     match algorithm {
-        "lock-service" => Some(200),
-        _ => None,
+        "lock-service" => LOCK_SERVICE_STARTUP_NS_PER_N3 * n * n * n / 1e9,
+        _ => 0.0,
+    }
+}
+
+/// lock-service's start-up per N³, in nanoseconds (see [`startup_estimate`]): 30 s at 1,000
+/// nodes in the release build (its dependencies, raft-rs among them, at opt-level 1). The
+/// test build, with dependencies at opt-level 2, is faster: 3.2 s at 800 nodes, 26.4 s at
+/// 1,600 (6.4 ns per N³).
+pub const LOCK_SERVICE_STARTUP_NS_PER_N3: f64 = 30.0;
+
+/// The most nodes worth starting interactively (the playground refuses more; `sim` warns):
+/// where [`startup_estimate`] passes 2 seconds.
+pub fn interactive_nodes(algorithm: &str) -> Option<u32> {
+    (startup_estimate(algorithm, MAX_NODES) > 2.0)
+        .then(|| largest_below(|n| startup_estimate(algorithm, n) <= 2.0))
+}
+
+/// The largest N in 1..=MAX_NODES for which `fits(N)` holds (`fits` is monotone, and holds
+/// at 1).
+fn largest_below(fits: impl Fn(u32) -> bool) -> u32 {
+    let (mut lo, mut hi) = (1u32, MAX_NODES);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
+/// `x` seconds as "N s", "N min" or "N h".
+pub fn seconds(x: f64) -> String {
+    if x >= 7200.0 {
+        format!("{:.0} h", x / 3600.0)
+    } else if x >= 120.0 {
+        format!("{:.0} min", x / 60.0)
+    } else {
+        format!("{x:.0} s")
     }
 }
 
@@ -179,22 +245,31 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
     }
     let need = memory_estimate(name, nodes);
     if need > MEMORY_LIMIT {
-        let mut largest = (MEMORY_LIMIT as f64 / (memory_estimate(name, 1000) as f64 / 1e6)).sqrt() as u32;
-        while memory_estimate(name, largest) > MEMORY_LIMIT {
-            largest -= 1;
-        }
-        while memory_estimate(name, largest + 1) <= MEMORY_LIMIT {
-            largest += 1;
-        }
+        let largest = largest_below(|n| memory_estimate(name, n) <= MEMORY_LIMIT);
         return Err(blame.error(
             "nodes",
             &nodes.to_string(),
             false,
             &format!(
-                "{name} needs about {} on {nodes} nodes (its state or messages grow as N²); the limit is {}, \
-                 which allows at most {largest} nodes",
+                "{name} needs about {} on {nodes} nodes ({}); the limit is {}, which allows at most {largest} nodes",
                 bytes(need),
+                memory_growth(name),
                 bytes(MEMORY_LIMIT)
+            ),
+        ));
+    }
+    let startup = startup_estimate(name, nodes);
+    if startup > STARTUP_LIMIT_SECONDS {
+        let largest = largest_below(|n| startup_estimate(name, n) <= STARTUP_LIMIT_SECONDS);
+        return Err(blame.error(
+            "nodes",
+            &nodes.to_string(),
+            false,
+            &format!(
+                "{name} would spend about {} building {nodes} nodes before its first event (its start-up grows \
+                 as N³); runs estimated above {} are refused, which allows at most {largest} nodes",
+                seconds(startup),
+                seconds(STARTUP_LIMIT_SECONDS)
             ),
         ));
     }
@@ -591,6 +666,32 @@ mod tests {
         assert!(memory_estimate("phi-accrual", 100_000) > MEMORY_LIMIT);
         assert!(memory_estimate("chang-roberts", MAX_NODES) <= MEMORY_LIMIT);
         assert!(memory_estimate("ricart-agrawala", 100_000) <= MEMORY_LIMIT);
+    }
+
+    /// maekawa's quorums grow as N√N: 10⁵ nodes fit (≈ 0.3 GB measured), 10⁶ do not (each of
+    /// them holds 2,001 ids), and the largest allowed size is found exactly.
+    #[test]
+    fn maekawa_is_refused_where_its_quorums_outgrow_the_limit() {
+        assert!(memory_estimate("maekawa", 100_000) <= MEMORY_LIMIT);
+        assert!(memory_estimate("maekawa", MAX_NODES) > MEMORY_LIMIT);
+        let largest = largest_below(|n| memory_estimate("maekawa", n) <= MEMORY_LIMIT);
+        assert!(memory_estimate("maekawa", largest) <= MEMORY_LIMIT);
+        assert!(memory_estimate("maekawa", largest + 1) > MEMORY_LIMIT);
+        assert!((300_000..400_000).contains(&largest), "{largest}");
+    }
+
+    /// lock-service's N³ start-up: interactive up to a few hundred nodes, refused where it
+    /// would pass ten minutes; algorithms without a superlinear start-up are never bounded.
+    #[test]
+    fn the_startup_estimate_bounds_lock_service_only() {
+        let interactive = interactive_nodes("lock-service").expect("lock-service is bounded");
+        assert!((200..1_000).contains(&interactive), "{interactive}");
+        assert!(startup_estimate("lock-service", interactive) <= 2.0);
+        assert!(startup_estimate("lock-service", interactive + 1) > 2.0);
+        assert!(startup_estimate("lock-service", 1_000) < STARTUP_LIMIT_SECONDS);
+        assert!(startup_estimate("lock-service", 5_000) > STARTUP_LIMIT_SECONDS);
+        assert_eq!(interactive_nodes("maekawa"), None);
+        assert_eq!(startup_estimate("ricart-agrawala", MAX_NODES), 0.0);
     }
 
     #[test]

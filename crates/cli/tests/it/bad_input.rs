@@ -242,6 +242,22 @@ fn quadratic_algorithms_on_a_hundred_thousand_nodes_are_refused_up_front() {
     }
 }
 
+/// maekawa's quorums grow as N√N: a million nodes are refused with the largest size allowed,
+/// and lock-service's N³ start-up is refused where it would pass ten minutes (the class of
+/// "size limits that lie": every superlinear cost is estimated before anything is built).
+#[test]
+fn superlinear_start_up_and_quorum_memory_are_refused_up_front() {
+    let err = refused(
+        &["sim", "--algo", "maekawa", "--nodes", "1000000"],
+        &["--nodes 1000000", "maekawa needs about", "N√N", "allows at most"],
+    );
+    assert!(!err.contains("N²"), "{err}");
+    refused(
+        &["sim", "--algo", "lock-service", "--nodes", "5000"],
+        &["--nodes 5000", "lock-service would spend about", "before its first event", "N³", "allows at most"],
+    );
+}
+
 #[test]
 fn impossible_runs_are_refused() {
     let cases: &[(&[&str], &[&str])] = &[
