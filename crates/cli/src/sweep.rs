@@ -22,7 +22,10 @@ use crate::sim::SimArgs;
 /// how many runs violated each property and how many left it undecided (cut off by
 /// --duration before it could be decided), with the repro lines of the first such seeds, and
 /// how many runs proved that no progress was possible any more. Its content does not depend on
-/// --threads or on sharding.
+/// --threads or on sharding. The human summary ends each configuration with the textbook's
+/// message cost for its algorithm (what `ringleader table` measures under the textbook's own
+/// workload); a run cut off with operations under way gives its cost per operation as two
+/// bounds (`messages_per_<unit>` and `..._incl_unfinished`).
 ///
 /// --shard I/K runs the seeds whose index is I mod K; `sweep merge` combines the K outputs
 /// (written with --json) into what one machine would have printed.
@@ -215,7 +218,39 @@ fn print_output(out: &SweepOutput, json: bool, csv: bool) -> anyhow::Result<()> 
     } else if csv {
         print!("{}", out.csv());
     } else {
-        print!("{}", out.human());
+        print!("{}", out.human_with_notes(&textbook));
     }
     Ok(())
+}
+
+/// The textbook's message cost of a configuration's algorithm, beside the measured rows: each
+/// formula with the operation it is per and the workload it is stated for (`ringleader table`
+/// runs that workload and compares). A run under another workload (a story's crash, a
+/// heartbeat detector, random latencies) is not expected to match it; the rows say what was
+/// measured, this says what the books promise.
+fn textbook(c: &sweep::ConfigSummary) -> Vec<String> {
+    let cases: Vec<_> =
+        ringleader_analysis::table::cases().into_iter().filter(|k| k.algorithm == c.algorithm).collect();
+    if cases.is_empty() {
+        let why = ringleader_analysis::table::LEFT_OUT
+            .iter()
+            .find(|(name, _)| *name == c.algorithm)
+            .map_or("`ringleader table` has no textbook case for it", |(_, why)| why);
+        return vec![format!("textbook: no message cost per operation ({why})")];
+    }
+    let mut lines = vec![format!(
+        "textbook ({}; `ringleader table --algo {}` measures it under these workloads):",
+        if c.nodes == 0 { "N".to_string() } else { format!("N = {}", c.nodes) },
+        c.algorithm
+    )];
+    for k in cases {
+        lines.push(format!(
+            "  {} {} messages per {} — {}",
+            if k.bound { "≤" } else { "=" },
+            k.formula,
+            k.per,
+            k.workload
+        ));
+    }
+    lines
 }

@@ -375,6 +375,9 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
             unit: unit.into(),
             operations,
             messages_mean: if operations == 0 { 0.0 } else { algorithm_messages as f64 / operations as f64 },
+            unfinished: fam.unfinished,
+            messages_mean_incl_unfinished: (fam.unfinished > 0)
+                .then(|| algorithm_messages as f64 / (operations + fam.unfinished) as f64),
             excluded: if sim.info.family == ringleader_algorithms::Family::Detector {
                 Vec::new()
             } else {

@@ -43,6 +43,16 @@ pub struct PerOperation {
     pub operations: u64,
     /// Messages (excluding detection) per operation.
     pub messages_mean: f64,
+    /// Operations begun and not completed when the run stopped (critical-section requests
+    /// still waiting, an election under way; see the family checker). Their messages are in
+    /// `messages_mean`'s numerator but they are not in its denominator, so on a cut-off run
+    /// `messages_mean` is an upper bound and `messages_mean_incl_unfinished` a lower one.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unfinished: u64,
+    /// Messages (excluding detection) per operation counting the unfinished ones as
+    /// operations, when there are any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages_mean_incl_unfinished: Option<f64>,
     /// The message kinds this run sent that the count leaves out as detection traffic
     /// (heartbeats, ACKs …; a failure detector's heartbeats are its algorithm and count).
     pub excluded: Vec<String>,
@@ -219,6 +229,17 @@ impl Report {
                 format!(" (detection excluded: {})", po.excluded.join(", "))
             }
         );
+        if let Some(incl) = po.messages_mean_incl_unfinished {
+            let _ = writeln!(
+                s,
+                "           {} more {} unfinished when the run stopped: the messages sent for them are counted, so \
+                 the cost per {} lies between {incl:.2} (counting them as done) and {:.2}",
+                po.unfinished,
+                plural(&po.unit, po.unfinished),
+                po.unit,
+                po.messages_mean
+            );
+        }
         if let Some(w) = &self.workload {
             let _ = writeln!(
                 s,
@@ -329,4 +350,8 @@ fn textwrap(text: &str, width: usize) -> Vec<String> {
         }
     }
     lines
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }

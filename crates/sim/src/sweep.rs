@@ -15,7 +15,9 @@
 //! Per-run figures kept: messages sent (all kinds, detection included; when some are failure
 //! detection, `messages_detection` and `messages_algorithm` apart), the messages per operation
 //! (`messages_per_election`, `messages_per_entry` …: the run's `per_operation`, as `ringleader
-//! table` counts it), events, every latency
+//! table` counts it; on a run cut off with operations under way, also
+//! `messages_per_<unit>_incl_unfinished` counting them as operations and
+//! `operations_unfinished`, so the true cost lies between the two), events, every latency
 //! the family's checker measures (time to leader, entry latency, detection time …) as the run's
 //! mean in ms, and every numeric field of the outcome (clock skew before and after, entries,
 //! aborts …). Distributions report min, p50, p99 (nearest rank) and max, plus the mean.
@@ -306,6 +308,13 @@ fn record(config: usize, report: &crate::Report) -> RunRecord {
         let unit = report.per_operation.unit.replace(' ', "_");
         metrics.insert(format!("messages_per_{unit}"), report.per_operation.messages_mean);
     }
+    // A run cut off with operations under way: their messages are counted above but they are
+    // not; counting them as operations gives the other bound (see `PerOperation`).
+    if let Some(incl) = report.per_operation.messages_mean_incl_unfinished {
+        let unit = report.per_operation.unit.replace(' ', "_");
+        metrics.insert(format!("messages_per_{unit}_incl_unfinished"), incl);
+        metrics.insert("operations_unfinished".into(), report.per_operation.unfinished as f64);
+    }
     let mut violated: Vec<String> = report.violations.iter().map(|v| v.property.to_string()).collect();
     violated.sort();
     violated.dedup();
@@ -489,6 +498,12 @@ pub fn merge(parts: Vec<SweepOutput>) -> Result<SweepOutput, SweepError> {
 impl SweepOutput {
     /// A readable summary.
     pub fn human(&self) -> String {
+        self.human_with_notes(&|_| Vec::new())
+    }
+
+    /// A readable summary with `notes(configuration)`'s lines added at the end of each
+    /// configuration's block (the command line adds the textbook's cost there).
+    pub fn human_with_notes(&self, notes: &dyn Fn(&ConfigSummary) -> Vec<String>) -> String {
         use std::fmt::Write as _;
         let mut s = String::new();
         let _ = writeln!(
@@ -503,15 +518,16 @@ impl SweepOutput {
         );
         for (index, c) in self.configurations.iter().enumerate() {
             let _ = writeln!(s, "\n{} ({}, {} nodes): {} runs", c.label, c.algorithm, c.nodes, c.runs);
+            let width = c.metrics.keys().map(|k| k.chars().count()).max().unwrap_or(0).max(26);
             let _ = writeln!(
                 s,
-                "  {:<26} {:>12} {:>12} {:>12} {:>12} {:>12}",
+                "  {:<width$} {:>12} {:>12} {:>12} {:>12} {:>12}",
                 "figure", "min", "p50", "p99", "max", "mean"
             );
             let mut row = |name: &str, d: &Dist| {
                 let _ = writeln!(
                     s,
-                    "  {:<26} {:>12} {:>12} {:>12} {:>12} {:>12.3}",
+                    "  {:<width$} {:>12} {:>12} {:>12} {:>12} {:>12.3}",
                     name,
                     num(d.min),
                     num(d.p50),
@@ -524,6 +540,16 @@ impl SweepOutput {
             row("events", &c.events);
             for (name, d) in &c.metrics {
                 row(name, d);
+            }
+            if let Some((name, d)) = c.metrics.iter().find(|(name, _)| name.ends_with("_incl_unfinished")) {
+                let finished = name.trim_end_matches("_incl_unfinished");
+                let _ = writeln!(
+                    s,
+                    "  {} of {} runs stopped with operations unfinished: {finished} counts their messages over \
+                     the finished operations only (an upper bound), {name} counts them as operations (a lower \
+                     bound, over those runs)",
+                    d.runs, c.runs
+                );
             }
             if c.violations.is_empty() {
                 let _ = writeln!(s, "  violations: none");
@@ -560,6 +586,9 @@ impl SweepOutput {
             }
             if c.unexpected > 0 {
                 let _ = writeln!(s, "  {} run(s) did not find exactly the expected violations", c.unexpected);
+            }
+            for line in notes(c) {
+                let _ = writeln!(s, "  {line}");
             }
         }
         let undecided = self.undecided_runs();

@@ -193,3 +193,69 @@ fn undecided_runs_are_counted_and_expect_decided_fails_them() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(String::from_utf8_lossy(&out.stdout).contains("verdict    OK: "));
 }
+
+/// A run cut off with critical-section requests still waiting counts their messages but not
+/// them: the sweep gives both bounds (`messages_per_entry` over finished entries,
+/// `..._incl_unfinished` counting the waiting ones), and `sim` says how many were unfinished.
+/// Seeds and sizes other than any golden run's.
+#[test]
+fn cut_off_runs_give_the_cost_per_operation_as_two_bounds() {
+    let args = [
+        "--algo",
+        "ricart-agrawala",
+        "--nodes",
+        "6",
+        "--entries",
+        "30",
+        "--latency",
+        "uniform:1ms..3ms",
+        "--duration",
+        "9ms",
+    ];
+    let mut sweep_args = vec!["--seeds", "11..14"];
+    sweep_args.extend_from_slice(&args);
+    let out = sweep(&sweep_args);
+    let v = content(&out);
+    let mut checked = 0;
+    for run in v["runs"].as_array().unwrap() {
+        let m = &run["metrics"];
+        let upper = m["messages_per_entry"].as_f64().expect("entries finished");
+        let Some(lower) = m["messages_per_entry_incl_unfinished"].as_f64() else { continue };
+        let unfinished = m["operations_unfinished"].as_f64().expect("the count beside it");
+        assert!(unfinished >= 1.0 && lower < upper, "{run}");
+        checked += 1;
+    }
+    assert_eq!(checked, 4, "every run is cut off with a request waiting: {v}");
+
+    let mut sim_args = vec!["sim", "--json", "--seed", "12"];
+    sim_args.extend_from_slice(&args);
+    let out = ringleader(&sim_args);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let po = &r["per_operation"];
+    let (ops, unfinished) = (po["operations"].as_f64().unwrap(), po["unfinished"].as_f64().unwrap());
+    let algorithm = r["messages"]["sent"].as_f64().unwrap();
+    assert_eq!(po["messages_mean_incl_unfinished"].as_f64().unwrap(), algorithm / (ops + unfinished), "{po}");
+    let mut human_args = vec!["sim", "--seed", "12"];
+    human_args.extend_from_slice(&args);
+    let text = String::from_utf8(ringleader(&human_args).stdout).unwrap();
+    assert!(text.contains("unfinished when the run stopped"), "{text}");
+}
+
+/// The human summary puts the textbook's formula beside the measured rows, and says so when
+/// the textbooks give none.
+#[test]
+fn the_human_summary_shows_the_textbook_cost() {
+    let text = |algo: &str| {
+        let out = ringleader(&["sweep", "--algo", algo, "--nodes", "5", "--seeds", "1..2"]);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let ra = text("ricart-agrawala");
+    assert!(ra.contains("textbook (N = 5;") && ra.contains("= 2(N−1) messages per entry"), "{ra}");
+    let bully = text("bully");
+    assert!(bully.contains("messages per election"), "{bully}");
+    let ww = text("wound-wait");
+    assert!(
+        ww.contains("textbook: no message cost per operation (the textbooks give no message cost"),
+        "{ww}"
+    );
+}

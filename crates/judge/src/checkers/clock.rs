@@ -384,6 +384,7 @@ impl Checker for ClockChecker {
         FamilyReport {
             outcome,
             operations: if self.events.is_empty() { self.adjustments } else { self.events.len() as u64 },
+            unfinished: 0,
             latencies: BTreeMap::new(),
         }
     }

@@ -388,7 +388,7 @@ impl Checker for DeadlockChecker {
             // One operation per detection: every report (each costs its probe computation).
             (Outcome::DeadlockDetection(o), self.reports)
         };
-        let mut r = FamilyReport { outcome, operations, latencies: BTreeMap::new() };
+        let mut r = FamilyReport { outcome, operations, unfinished: 0, latencies: BTreeMap::new() };
         if let Some(p) = self.detection.summary() {
             r.latencies.insert("detection".into(), p);
         }

@@ -210,7 +210,8 @@ impl Checker for DetectorChecker {
             mistake_ms: self.mistakes as f64 / 1e6,
             waiting_ms: self.waiting as f64 / 1e6,
         });
-        let mut r = FamilyReport { outcome, operations: self.detections, latencies: BTreeMap::new() };
+        let mut r =
+            FamilyReport { outcome, operations: self.detections, unfinished: 0, latencies: BTreeMap::new() };
         if let Some(p) = self.detection.summary() {
             r.latencies.insert("detection_time".into(), p);
         }

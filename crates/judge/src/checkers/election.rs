@@ -241,7 +241,12 @@ impl Checker for ElectionChecker {
         let leader = if agreed { leaders.into_iter().next().flatten() } else { None };
         let election_ms = self.first_start.map(|s| self.last_leader_event.saturating_sub(s) as f64 / 1e6);
         let outcome = Outcome::Election(ElectionOutcome { agreed, election_ms, leader });
-        let mut r = FamilyReport { outcome, operations: self.elections, latencies: BTreeMap::new() };
+        let mut r = FamilyReport {
+            outcome,
+            operations: self.elections,
+            unfinished: u64::from(self.episode.is_some()),
+            latencies: BTreeMap::new(),
+        };
         if let Some(p) = self.election_time.summary() {
             r.latencies.insert("time_to_leader".into(), p);
         }

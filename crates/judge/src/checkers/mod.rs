@@ -270,6 +270,10 @@ pub struct FamilyReport {
     pub outcome: Outcome,
     /// Operations performed (elections won, critical-section entries …).
     pub operations: u64,
+    /// Operations begun and not completed when the run stopped: critical-section requests
+    /// still waiting, an election under way. 0 in families whose operation is counted when it
+    /// begins (a clock's sync, a deadlock request) or cannot be told begun (a detection).
+    pub unfinished: u64,
     /// Named latency summaries.
     pub latencies: BTreeMap<String, Percentiles>,
 }

@@ -226,7 +226,12 @@ impl Checker for MutexChecker {
             suspicions: when_any(self.suspicions),
             tokens_regenerated: when_any(self.regenerations),
         });
-        let mut r = FamilyReport { outcome, operations: self.entries, latencies: BTreeMap::new() };
+        let mut r = FamilyReport {
+            outcome,
+            operations: self.entries,
+            unfinished: self.pending.len() as u64,
+            latencies: BTreeMap::new(),
+        };
         if let Some(p) = self.response.summary() {
             r.latencies.insert("response_time".into(), p);
         }

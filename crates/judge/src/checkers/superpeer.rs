@@ -182,7 +182,7 @@ impl Checker for SuperPeerChecker {
             super_peers: sps as u64,
             target: self.target,
         });
-        FamilyReport { outcome, operations: self.rounds, latencies: BTreeMap::new() }
+        FamilyReport { outcome, operations: self.rounds, unfinished: 0, latencies: BTreeMap::new() }
     }
 }
 
