@@ -229,6 +229,10 @@ struct Coordinator {
     recovering: bool,
     /// Recovery: the state the POLL answers rebuild, while some are missing.
     poll: Option<PollState>,
+    /// Failover: nodes whose RELEASE arrived while they were not the holder. On links that
+    /// reorder, a holder's RELEASE can overtake the HOLDING it sent before it (rule 10); the
+    /// HOLDING that arrives after is then stale and is dropped.
+    released_early: Vec<NodeId>,
 }
 
 /// Recovery (rules 12 and 13): what a recovered coordinator has heard so far.
@@ -337,9 +341,16 @@ impl<const TIMEOUT: bool> CentralCoordinator<TIMEOUT> {
                     if TIMEOUT {
                         out.cancel_timer(Timer::HolderSilent { fencing: self.fencing });
                     }
+                } else if self.config.failover {
+                    coord.released_early.push(from);
                 }
             }
             Msg::Holding => {
+                if let Some(i) = coord.released_early.iter().position(|&x| x == from) {
+                    // Its RELEASE, sent after this HOLDING, overtook it: it holds no more.
+                    coord.released_early.swap_remove(i);
+                    return;
+                }
                 if coord.holder.is_none() {
                     coord.holder = Some(from);
                 }
@@ -826,6 +837,21 @@ mod tests {
         holder.request(Request::Acquire);
         holder.deliver(0, Msg::Grant { fencing: 1 });
         assert_eq!(holder.deliver(2, Msg::Coordinator { epoch: 1 }).sent(), vec![(2, Msg::Holding)]);
+    }
+
+    /// Rule 10, on links that reorder: a holder answers COORDINATOR with HOLDING, leaves, and
+    /// its RELEASE overtakes the HOLDING. The HOLDING that arrives after it is stale: the
+    /// section is free, and the waiting request is granted once the listening period is over
+    /// (found by a seeded run: the section stayed busy for good and the waiter starved).
+    #[test]
+    fn rule_10_a_release_that_overtook_its_holding_leaves_the_section_free() {
+        let mut c = failover(2);
+        c.deliver(1, Msg::Takeover { epoch: 1 });
+        c.deliver(0, Msg::Release);
+        c.deliver(0, Msg::Holding);
+        c.deliver(1, Msg::Request);
+        let step = c.fire(Timer::RecoveryOver);
+        assert_eq!(step.sent(), vec![(1, Msg::Grant { fencing: (1 << 32) | 1 })]);
     }
 
     /// Rule 11 (failover): a GRANT of an older epoch is ignored.
