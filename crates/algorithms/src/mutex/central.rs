@@ -94,7 +94,9 @@
 //!     listens for `2·Ttrans + 1 ms` before granting anything: waiting participants re-send their
 //!     REQUEST, and the holder (if any) reports HOLDING, so the new coordinator rebuilds its
 //!     queue (in the order the re-sent requests arrive — the old FIFO order is lost) and knows
-//!     the section is busy.
+//!     the section is busy. On links that reorder, the holder's RELEASE may overtake its
+//!     HOLDING: a RELEASE from a node that is not the holder is remembered, and that node's
+//!     HOLDING arriving after it is dropped (else the section would stay busy for good).
 //! 11. A GRANT from an older epoch is ignored; fencing tokens are `epoch · 2³² + counter`, so
 //!     they keep increasing across coordinators.
 //!
