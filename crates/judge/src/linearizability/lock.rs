@@ -186,7 +186,9 @@ struct Line {
     result: Option<serde_json::Value>,
 }
 
-/// Reads a lock history: JSON lines, one operation each; blank lines are skipped.
+/// Reads a lock history: JSON lines, one operation each; blank lines are skipped, and so are
+/// fault records: an object with a `fault` field (deploy/nemesis.sh writes when each fault
+/// started and ended into the clients' history, docs/NEMESIS.md).
 pub fn parse_history(text: &str) -> Result<Vec<LockOperation>, HistoryError> {
     let mut ops = Vec::new();
     for (i, raw) in text.lines().enumerate() {
@@ -195,11 +197,17 @@ pub fn parse_history(text: &str) -> Result<Vec<LockOperation>, HistoryError> {
             continue;
         }
         let bad = |message: String| HistoryError::Line { line, message };
-        let l: Line = serde_json::from_str(raw).map_err(|e| {
+        let expected = |e: serde_json::Error| {
             bad(format!(
-                "{e} (expected an object with client, op, lock, invoke_ns and optionally lease, return_ns, result)"
+                "{e} (expected an object with client, op, lock, invoke_ns and optionally lease, return_ns, result; \
+                 or a fault record, with a fault field)"
             ))
-        })?;
+        };
+        let value: serde_json::Value = serde_json::from_str(raw).map_err(expected)?;
+        if value.get("fault").is_some() {
+            continue;
+        }
+        let l: Line = serde_json::from_value(value).map_err(expected)?;
         let op = match l.op.as_str() {
             "acquire" => LockOp::Acquire,
             "release" => LockOp::Release,
@@ -412,5 +420,27 @@ mod tests {
                 .contains("needs result")
         );
         assert!(err("\n{nope").starts_with("line 2: "));
+        assert!(
+            err(r#"{"client":"c","op":"acquire","lock":"x","invoke_ns":1,"fault":7"#).starts_with("line 1: ")
+        );
+    }
+
+    /// The nemesis's fault records (an object with a `fault` field) are skipped wherever they
+    /// are, and change nothing in the verdict: here a violation between two of them.
+    #[test]
+    fn fault_records_are_skipped() {
+        let text = r#"{"fault":"kill","node":2,"phase":"start","time_ns":90,"seed":1}
+{"client":"c1","op":"acquire","lock":"orders","invoke_ns":100,"return_ns":250,"result":{"token":12}}
+{"fault":"partition-one-way","node":1,"phase":"start","time_ns":260,"seed":1}
+{"client":"c2","op":"acquire","lock":"orders","invoke_ns":300,"return_ns":320,"result":{"token":13}}
+{"fault":"kill","node":2,"phase":"end","time_ns":400,"seed":1}
+"#;
+        let ops = parse_history(text).unwrap();
+        assert_eq!(ops.len(), 2);
+        assert_eq!(ops[1].input.holder, "c2");
+        assert!(matches!(check(&LockModel, &ops, DEFAULT_BUDGET).verdict, Verdict::Violated(_)));
+        let without: String =
+            text.lines().filter(|l| !l.contains("fault")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(parse_history(&without).unwrap(), ops);
     }
 }
