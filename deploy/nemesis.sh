@@ -399,8 +399,8 @@ for lib in $(ldd "$BIN" | grep -o '/[^ ]*'); do
   mkdir -p "$WORK/ctx$(dirname "$lib")"
   cp -L "$lib" "$WORK/ctx$lib"
 done
-timeout 300 docker build -q -t "$IMAGE" -f "$ROOT/deploy/Dockerfile.rootfs" "$WORK/ctx" >/dev/null ||
-  { say "could not build the image"; exit 1; }
+timeout 300 docker build -q -t "$IMAGE" -f "$ROOT/deploy/Dockerfile.rootfs" "$WORK/ctx" >/dev/null 2>"$WORK/build.err" ||
+  { cat "$WORK/build.err"; say "could not build the image"; exit 1; }
 timeout 120 "${COMPOSE[@]}" up -d >/dev/null 2>&1 || { say "could not start the nodes"; exit 1; }
 wait_for 60 "the three nodes agree on a leader" agreed 1 2 3 || exit 1
 # Drop --bootstrap now that every directory holds its log, as an operator must (docs/SERVICE.md):
