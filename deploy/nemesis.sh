@@ -24,10 +24,10 @@
 # x' = (1103515245 x + 12345) mod 2^31; a draw in [0, n) is (x' >> 16) mod n), seeded from
 # --seed (node lane 2N+1, network lane 2N+2). A lane draws a gap, a fault, its target (by role:
 # leader, follower, a node by number) and its duration, runs it, and draws again until --seconds
-# are over; the two lanes run at once, so their faults overlap. The seed fixes the sequence; the
+# are over (the fault under way finishes first); the two lanes run at once, so their faults overlap. The seed fixes the sequence; the
 # node that holds a role at the time (which node leads) is the run's.
 #   node lane: kill -9 (docker kill) of the leader, a follower or a node by number, restarted
-#     after the drawn time; a pause (docker pause: the cgroup freezer, as SIGSTOP) and unpause; and
+#     after the drawn time; all three killed at once and restarted from their logs; a pause (docker pause: the cgroup freezer, as SIGSTOP) and unpause; and
 #     once per run, at a drawn time in the run's second quarter, a lost data directory: the node
 #     is killed, its directory emptied, it is started without --bootstrap and must refuse to
 #     start, then the operator path restores it (member remove, start empty with --join, member
@@ -35,8 +35,9 @@
 #   network lane (host iptables run in the nodes' network namespaces with nsenter, matched on
 #     addresses): a one-way partition (node X receives nothing from its peers on the connections
 #     they opened, while its own messages still arrive; both directions counted), a two-way
-#     partition of one link (X and Y cannot talk, both still talk to the third), and a
-#     majority/minority split (X cut from both others, both directions).
+#     partition of one link (X and Y cannot talk, both still talk to the third), a
+#     majority/minority split (X cut from both others, both directions), and a disconnection
+#     (docker network disconnect: X loses its peers and its clients, its published APIs too).
 # Every fault's start and end is a JSON line with a `fault` field in the history file, which
 # `ringleader verify --history` and `fenced-resource --check` skip.
 set -euo pipefail
@@ -59,7 +60,7 @@ while (($#)); do
     --target) [[ $# -ge 2 ]] || usage_error "--target needs a value: ringleader"; TARGET=$2; shift 2 ;;
     --list-planted) LIST=1; shift ;;
     --allow-undecided) ALLOW_UNDECIDED=1; shift ;;
-    -h | --help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage_error "unknown argument $1; allowed: --seed N, --seconds S, --planted NAME, --target ringleader, --allow-undecided, --list-planted" ;;
   esac
 done
@@ -262,11 +263,11 @@ lost_directory() {
 node_lane() {
   set +e
   LCG=$(((SEED * 2 + 1) & 0x7fffffff))
-  local t0=$SECONDS kinds=(kill-leader kill-follower kill-node pause) lost_at lost_done=0
+  local t0=$SECONDS kinds=(kill-leader kill-follower kill-node pause kill-all) lost_at lost_done=0
   lcg $((RUN_SECONDS / 4 + 1)); lost_at=$((RUN_SECONDS / 4 + DRAW))
   while ((SECONDS - t0 < RUN_SECONDS)); do
     lcg 3; sleep "$((DRAW + 1))"           # gap 1..3 s
-    lcg 4; local kind=${kinds[DRAW]}
+    lcg 5; local kind=${kinds[DRAW]}
     lcg 2; FOLLOWER_DRAW=$DRAW
     lcg 3; local nth=$((DRAW + 1))
     lcg 5; local hold=$((DRAW + 1))         # 1..5 s
@@ -275,6 +276,16 @@ node_lane() {
       lost_done=1
       local X; X=$(pick follower); X=${X:-$nth}
       lost_directory "$X"
+      continue
+    fi
+    if [[ $kind == kill-all ]]; then
+      record kill-all start 0 "\"hold_s\":$hold"
+      say "node lane: kill -9 all three nodes, restarted after ${hold}s (from their durable logs)"
+      docker kill "$PROJECT-node1" "$PROJECT-node2" "$PROJECT-node3" >/dev/null 2>&1
+      sleep "$hold"
+      docker start "$PROJECT-node1" "$PROJECT-node2" "$PROJECT-node3" >/dev/null 2>&1
+      wait_for 60 "the restarted cluster answers" answers 1 || true
+      record kill-all end 0
       continue
     fi
     local role X
@@ -297,6 +308,11 @@ node_lane() {
     fi
   done
   say "node lane: done"
+}
+
+# reconnect X: node X back on the nodes' network, under its name, if it is off it.
+reconnect() {
+  [[ -n $(ip_of "$1") ]] || docker network connect --alias "node$1" "$NET" "$PROJECT-node$1" >/dev/null 2>&1 || true
 }
 
 # drop_between A B: in A's namespace, nothing to or from B's address.
@@ -347,10 +363,10 @@ one_way() {
 net_lane() {
   set +e
   LCG=$(((SEED * 2 + 2) & 0x7fffffff))
-  local t0=$SECONDS kinds=(one-way link split)
+  local t0=$SECONDS kinds=(one-way link split disconnect)
   while ((SECONDS - t0 < RUN_SECONDS)); do
     lcg 4; sleep "$((DRAW + 1))"           # gap 1..4 s
-    lcg 3; local kind=${kinds[DRAW]}
+    lcg 4; local kind=${kinds[DRAW]}
     lcg 2; local role=""; ((DRAW)) && role=leader
     lcg 3; local nth=$((DRAW + 1))
     lcg 2; local other=$((DRAW + 1))        # the other end of a cut link: the n-th other node
@@ -382,6 +398,15 @@ net_lane() {
         sleep "$hold"
         heal_network
         record partition-split end "$X"
+        ;;
+      disconnect)
+        # Both directions and the node's published APIs too: its clients lose it as well.
+        record disconnect start "$X" "\"hold_s\":$hold"
+        say "network lane: docker network disconnect node$X for ${hold}s (peers and clients)"
+        docker network disconnect "$NET" "$PROJECT-node$X" >/dev/null 2>&1 || say "network lane: node$X not disconnected"
+        sleep "$hold"
+        reconnect "$X"
+        record disconnect end "$X"
         ;;
     esac
   done
@@ -444,6 +469,7 @@ say "faults over: healing (network rules flushed, nodes unpaused and started)"
 heal_network
 for i in 1 2 3; do
   docker unpause "$PROJECT-node$i" >/dev/null 2>&1 || true
+  reconnect "$i"
   running "$i" || docker start "$PROJECT-node$i" >/dev/null 2>&1 || true
 done
 wait_for 60 "the healed cluster agrees on a leader" agreed 1 2 3 || say "the cluster did not heal within 60 s"
