@@ -290,6 +290,8 @@ node_lane() {
     fi
     local role X
     case $kind in kill-leader) role=leader ;; kill-follower) role=follower ;; *) role=$nth ;; esac
+    local as=$role
+    [[ $role == [0-9] ]] && as="by number"
     X=$(pick "$role"); X=${X:-$nth}
     if [[ $kind == pause ]]; then
       record pause start "$X" "\"hold_s\":$hold"
@@ -300,7 +302,7 @@ node_lane() {
       record pause end "$X"
     else
       record kill start "$X" "\"role\":\"$role\",\"hold_s\":$hold"
-      say "node lane: kill -9 node$X ($role), restarted after ${hold}s"
+      say "node lane: kill -9 node$X ($as), restarted after ${hold}s"
       docker kill "$PROJECT-node$X" >/dev/null 2>&1
       sleep "$hold"
       restart_node "$X"
@@ -335,7 +337,7 @@ one_way() {
   # namespace, what comes from the peers' addresses on connections the peers opened
   # (conntrack's ORIGINAL direction) stops every message to X, while X's own connections keep
   # their acknowledgements and X's messages still arrive. Counting rules in the peers measure it.
-  local X=$1 hold=$2 px ipx ip ips="" i p dropped arrived=0
+  local X=$1 hold=$2 px ipx ip ips="" i p pids="" dropped arrived=0
   px=$(pid_of "$X"); ipx=$(ip_of "$X")
   [[ $px =~ ^[1-9][0-9]*$ && -n $ipx ]] || return 1
   for i in $(others "$X"); do
@@ -347,6 +349,7 @@ one_way() {
   nsenter -t "$px" -n iptables -I INPUT 1 -p tcp -s "$ips" -m conntrack --ctdir ORIGINAL -j DROP || return 1
   for i in $(others "$X"); do
     p=$(pid_of "$i")
+    pids+="$p "
     [[ $p =~ ^[1-9][0-9]*$ ]] && nsenter -t "$p" -n iptables -I INPUT 1 -p tcp -s "$ipx" -m conntrack --ctdir ORIGINAL -j ACCEPT
   done
   sleep "$hold"
@@ -355,8 +358,19 @@ one_way() {
     p=$(pid_of "$i")
     [[ $p =~ ^[1-9][0-9]*$ ]] && arrived=$((arrived + $(count "$p" INPUT ACCEPT)))
   done
-  ONE_WAY="\"dropped_to_node\":$dropped,\"arrived_from_node\":$arrived"
-  say "network lane: one-way partition of node$X measured: $dropped packets to it dropped, $arrived from it received"
+  # Measured only when no node restarted meanwhile (a restart makes a new namespace, without
+  # the rules); then both counts must be above zero, or the partition was not one-way.
+  local now_pids=""
+  for i in $(others "$X"); do now_pids+="$(pid_of "$i") "; done
+  if [[ $(pid_of "$X") == "$px" && $now_pids == "$pids" ]]; then
+    ONE_WAY="\"dropped_to_node\":$dropped,\"arrived_from_node\":$arrived"
+    if ((dropped == 0 || arrived == 0)); then
+      echo "the one-way partition of node$X was not one-way: $dropped packets to it dropped, $arrived from it received (both must be above 0)" >>"$WORK/broken"
+    fi
+  else
+    ONE_WAY="\"dropped_to_node\":$dropped,\"arrived_from_node\":$arrived,\"measured\":false"
+  fi
+  say "network lane: one-way partition of node$X: $dropped packets to it dropped, $arrived from it received"
   return 0
 }
 
@@ -386,7 +400,7 @@ net_lane() {
       link)
         record partition-link start "$X" "\"peer\":$Y,\"hold_s\":$hold"
         say "network lane: two-way partition of the link node$X-node$Y for ${hold}s"
-        drop_between "$X" "$Y" || say "network lane: link partition not made (node$X not running)"
+        drop_between "$X" "$Y" || say "network lane: link partition not made (node$X or node$Y not running)"
         sleep "$hold"
         heal_network
         record partition-link end "$X" "\"peer\":$Y"
@@ -394,7 +408,7 @@ net_lane() {
       split)
         record partition-split start "$X" "\"hold_s\":$hold"
         say "network lane: majority/minority split: node$X alone for ${hold}s"
-        for i in $(others "$X"); do drop_between "$X" "$i" || say "network lane: split not made (node$X not running)"; done
+        for i in $(others "$X"); do drop_between "$X" "$i" || say "network lane: node$X not cut from node$i (one is not running)"; done
         sleep "$hold"
         heal_network
         record partition-split end "$X"
@@ -538,6 +552,11 @@ if ((${#anomalies[@]})); then
   for a in "${anomalies[@]}"; do say "ANOMALY $a"; done
   say "exit 2: anomaly found (seed $SEED, $LABEL); history in $OUT/history.jsonl"
   exit 2
+fi
+if [[ -s $WORK/broken ]]; then
+  sed 's/^/[nemesis] FAIL: /' "$WORK/broken"
+  say "exit 1: a fault was not made as planned"
+  exit 1
 fi
 if ((load_rc != 0 || etcd_rc != 0)); then
   say "exit 1: the clients failed (service-load $load_rc, etcd_nemesis $etcd_rc)"
