@@ -228,17 +228,18 @@ lost_directory() {
   docker kill "$PROJECT-node$X" >/dev/null 2>&1 || true
   wait_for 15 "node$X stopped" bash -c "[[ \$(docker inspect -f '{{.State.Running}}' $PROJECT-node$X) == false ]]" || true
   find "$DATA_DIR/node-$X" -mindepth 1 -delete
-  env "START_$X=" timeout 120 "${COMPOSE[@]}" up -d --no-deps "node$X" >/dev/null 2>&1 || true
   local refused=false
-  if wait_for 30 "node$X exits (refusing its empty directory)" bash -c "[[ \$(docker inspect -f '{{.State.Running}}' $PROJECT-node$X) == false ]]"; then
+  if ! env "START_$X=" timeout 120 "${COMPOSE[@]}" up -d --no-deps "node$X" >"$WORK/compose.out" 2>&1; then
+    echo "node$X could not be recreated without --bootstrap: $(tail -1 "$WORK/compose.out")" >>"$WORK/broken"
+  elif wait_for 30 "node$X exits (refusing its empty directory)" bash -c "[[ \$(docker inspect -f '{{.State.Running}}' $PROJECT-node$X) == false ]]"; then
     local code
     code=$(docker inspect -f '{{.State.ExitCode}}' "$PROJECT-node$X")
     if [[ $code != 0 ]] && docker logs "$PROJECT-node$X" 2>&1 | grep -q "holds no Raft log"; then refused=true; fi
     say "node lane: node$X exited $code: $(docker logs "$PROJECT-node$X" 2>&1 | tail -1 | cut -c1-160)"
-  fi
-  if [[ $refused != true ]]; then
+    [[ $refused == true ]] || echo "lost-directory-not-refused: node$X, started over an emptied data directory without --bootstrap, exited $code without refusing it" >>"$WORK/anomalies"
+  else
     say "node lane: ANOMALY: node$X started over its lost data directory instead of refusing"
-    echo "lost-directory-accepted: node$X started over an emptied data directory without --bootstrap" >>"$WORK/anomalies"
+    echo "lost-directory-accepted: node$X started over an emptied data directory without --bootstrap and ran" >>"$WORK/anomalies"
   fi
   record lost-directory refused "$X" "\"refused\":$refused"
   say "node lane: operator path: member remove $X, start node$X empty with --join, member add $X"
