@@ -273,11 +273,13 @@ node_lane() {
     lcg 3; local nth=$((DRAW + 1))
     lcg 5; local hold=$((DRAW + 1))         # 1..5 s
     ((SECONDS - t0 < RUN_SECONDS)) || break
+    # The lost directory comes before the drawn fault, not instead of it: the kinds drawn stay
+    # the seed's whatever the timing.
     if ((!lost_done && SECONDS - t0 >= lost_at)); then
       lost_done=1
       local X; X=$(pick follower); X=${X:-$nth}
       lost_directory "$X"
-      continue
+      ((SECONDS - t0 < RUN_SECONDS)) || break
     fi
     if [[ $kind == kill-all ]]; then
       record kill-all start 0 "\"hold_s\":$hold"
