@@ -4,7 +4,7 @@
 //! every operation in the history `ringleader verify --history` checks — the same format and
 //! writer as `ringleader service-load` ([`ringleader_client::history`]), so both kinds of
 //! client can run side by side on the same locks and be judged together
-//! (deploy/service-fault-test.sh).
+//! (deploy/nemesis.sh, deploy/service-fault-test.sh).
 //!
 //! Build: `cargo build -p ringleader --example etcd_nemesis`.
 //!

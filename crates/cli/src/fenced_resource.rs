@@ -2,7 +2,7 @@
 //! fencing token at least as high as the highest it has accepted for that lock name, so that a
 //! holder whose lock was taken over (its lease ran out while it was paused, say) cannot write
 //! after the next holder did. `ringleader service-load --resource URL` writes through it; the
-//! Docker fault test (`deploy/service-fault-test.sh`) checks its log with `--check`.
+//! Docker fault tests (`deploy/nemesis.sh`, `deploy/service-fault-test.sh`) check its log with `--check`.
 //!
 //! API: `POST /write` with `{"lock": "orders", "token": 42, "client": "client-3"}` answers 200
 //! `{"accepted": true, "highest": 42}`, or 409 `{"accepted": false, "highest": 57}` for a stale

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
+use ringleader_lock_service::planted::Planted;
 use ringleader_lock_service::state::DeadlockPolicy;
 use ringleader_service::server::ServerConfig;
 
@@ -132,6 +133,15 @@ pub struct ServeArgs {
     /// Seed of the election-timeout draws [default: from the OS].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Plant this bug in the replicated state machine, to prove that a checker catches it
+    /// (deploy/nemesis.sh; names: --list-planted). Only the test build has planted bugs
+    /// (the lock service's `planted` feature); any other build refuses the flag.
+    #[arg(long, value_name = "NAME")]
+    pub planted: Option<String>,
+    /// Print the names --planted takes, one a line, and exit (exit 1 in a build without
+    /// planted bugs).
+    #[arg(long)]
+    pub list_planted: bool,
 }
 
 fn duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
@@ -211,6 +221,9 @@ impl ServeArgs {
         cfg.join = self.join;
         cfg.bootstrap = self.bootstrap;
         cfg.cluster_id = self.cluster_id.clone();
+        if let Some(name) = &self.planted {
+            cfg.planted = Some(Planted::parse(name).map_err(|e| anyhow::anyhow!("--planted {e}"))?);
+        }
         cfg.validate()?;
         Ok(cfg)
     }
@@ -218,6 +231,18 @@ impl ServeArgs {
 
 /// Runs the node until Ctrl-C or SIGTERM.
 pub fn run(args: ServeArgs) -> crate::Outcome {
+    if args.list_planted {
+        if !Planted::available() {
+            bail!(
+                "--list-planted: this build has no planted bugs (only the test build has them: the lock \
+                 service's `planted` feature)"
+            );
+        }
+        for p in Planted::ALL {
+            println!("{}", p.name());
+        }
+        return Ok(crate::ExitStatus::Ok);
+    }
     let cfg = args.to_config()?;
     let grpc = args.grpc_addr()?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
@@ -226,6 +251,7 @@ pub fn run(args: ServeArgs) -> crate::Outcome {
         let n = cfg.members.len();
         let join = cfg.join;
         let dir = cfg.data_dir.clone();
+        let planted = cfg.planted;
         let (running, grpc) = ringleader_service::start_with_grpc(cfg, grpc).await?;
         let grpc = grpc.map(|a| format!(", etcd gRPC API on {a}")).unwrap_or_default();
         let cluster = running.node.status.lock().cluster.clone();
@@ -236,6 +262,9 @@ pub fn run(args: ServeArgs) -> crate::Outcome {
             running.api,
             dir.display()
         );
+        if let Some(p) = planted {
+            eprintln!("[id {id}] PLANTED BUG {}: this node is wrong on purpose (a test of the checkers)", p.name());
+        }
         if join {
             eprintln!(
                 "[id {id}] joining: waiting to be added (`ringleader member add {id} {}`)",

@@ -15,9 +15,12 @@
 //!   or may not have taken effect;
 //! - a release that was answered: its interval and `"ok"`; any failure: no `return_ns`;
 //! - after an outcome it does not know, the client ends the session (the lease is revoked, or
-//!   found gone) and records `lease_ended` for that lock, from the last moment the lease was
-//!   known alive at the service (the send time of its last successful keep-alive, or of the
-//!   last granted acquire) to the moment the service said it was gone. A session whose lease
+//!   found gone) and records `lease_ended` for that lock, from the moment the lease could first
+//!   have ended at a correct service to the moment the service said it was gone. That is the
+//!   later of the last moment the lease was known alive (the send time of its last successful
+//!   keep-alive, or of the last granted acquire) and the end of the session's trust in it
+//!   (`valid_until`: the service keeps a lease its TTL after a keep-alive, less a few ticks, and
+//!   the session trusts it a tenth of the TTL less), unless the client revoked it before. A session whose lease
 //!   cannot be confirmed gone within the settle time gets a `lease_ended` with no return.
 //!
 //! Times are nanoseconds on one monotonic clock, offset to the Unix epoch at the first use.
@@ -283,12 +286,14 @@ fn client_run<W: Write>(
         }
         // valid_until = (send time of the last successful keep-alive) + ttl - ttl/10.
         let ttl = session.ttl();
+        let trusted_until = instant_ns(session.valid_until());
         if let Some(kept) = session.valid_until().checked_sub(ttl - ttl / 10) {
             alive_ns = alive_ns.max(instant_ns(kept));
         }
         if !session.is_alive() {
             t.sessions_lost += 1;
         }
+        let closing = unix_ns();
         let closed = session.close();
         if let Some(lock) = unknown {
             let gone = match closed {
@@ -298,7 +303,14 @@ fn client_run<W: Write>(
             if gone.is_none() {
                 t.unconfirmed += 1;
             }
-            hist.lease_ended(name, lease, &lock, alive_ns.min(gone.unwrap_or(u64::MAX)), gone)?;
+            // A correct service keeps a lease at least its TTL after the keep-alive was sent,
+            // less its replicated clock's lag (a few ticks); the session trusts it until a tenth
+            // of the TTL before that. So the lease cannot have ended before the session stopped
+            // trusting it, unless this client revoked it first (close, sent at `closing`): a
+            // service that ends leases early (the planted `fast-clock`) shows as a lock granted
+            // to another holder while this one still held it.
+            let from = alive_ns.max(trusted_until.min(closing));
+            hist.lease_ended(name, lease, &lock, from.min(gone.unwrap_or(u64::MAX)), gone)?;
         }
     }
     Ok(t)

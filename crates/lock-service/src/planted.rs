@@ -5,7 +5,9 @@
 //! "buggified" code paths. These are ours: each is a mistake a lock service could plausibly
 //! ship, planted in the replicated state machine that the simulator and `ringleader serve` share,
 //! and each must be caught by the simulator's checkers (`crates/sim/tests/it/planted.rs`) while
-//! the same seeds pass without it.
+//! the same seeds pass without it; `ringleader serve --planted NAME` plants one in a real node,
+//! and `deploy/nemesis.sh --planted NAME` must catch it in containers under faults
+//! (docs/NEMESIS.md).
 //!
 //! They exist only in a build with the `planted` feature (the test build of this workspace):
 //! without it [`Planted::active`] is `false` whatever was asked, the compiler removes the
@@ -60,6 +62,12 @@ impl Planted {
             let names: Vec<&str> = Planted::ALL.iter().map(|p| p.name()).collect();
             format!("{name:?} is not a planted bug; allowed: {}", names.join(", "))
         })
+    }
+
+    /// Whether this build has planted bugs (the `planted` feature): `serve --list-planted`
+    /// prints [`Planted::ALL`]'s names only then.
+    pub const fn available() -> bool {
+        cfg!(feature = "planted")
     }
 
     /// Whether `planted` is this bug, in a build that has planted bugs.

@@ -157,6 +157,10 @@ pub struct ServerConfig {
     pub lock_delay: Duration,
     /// What a wait that would close a wait-for cycle does.
     pub policy: DeadlockPolicy,
+    /// A bug planted in the state machine (`serve --planted`; only a build of the lock service
+    /// with the `planted` feature, the test build, plants anything: see
+    /// [`ringleader_lock_service::planted`]). `None` in production.
+    pub planted: Option<ringleader_lock_service::planted::Planted>,
     /// A request not committed (or a read not confirmed) within this is answered 503.
     pub request_timeout: Duration,
     /// A proposal not seen applied after this is proposed again (a leader change drops it).
@@ -240,6 +244,7 @@ impl ServerConfig {
             snapshot_every: 10_000,
             lock_delay: Duration::ZERO,
             policy: DeadlockPolicy::Report,
+            planted: None,
             request_timeout: Duration::from_secs(5),
             retry: Duration::from_millis(400),
             seed: None,
@@ -325,8 +330,8 @@ impl ServerConfig {
             snapshot_every: self.snapshot_every,
             lock_delay: self.lock_delay.as_nanos() as Time,
             policy: self.policy,
-            // The real server plants nothing (the planted bugs are proved in the simulator).
-            planted: None,
+            // Nothing unless `serve --planted` in a test build (deploy/nemesis.sh).
+            planted: self.planted,
         }
     }
 }

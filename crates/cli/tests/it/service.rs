@@ -784,3 +784,60 @@ fn the_launcher_gives_service_nodes_the_api_token_the_scheme_name_is_case_insens
     });
     assert_eq!(cross, Some(403));
 }
+
+/// `serve --planted` (deploy/nemesis.sh) reaches the node's state machine in the test build:
+/// `--list-planted` names the bugs, and with `fast-clock` planted a lease's remaining time runs
+/// down faster than the wall clock, which the real replicated clock never does (it lags the
+/// leader's). A build without planted bugs refuses both flags in one line; an unknown name is
+/// refused naming the allowed ones.
+#[test]
+fn serve_takes_a_planted_bug_in_the_test_build() {
+    let bin = env!("CARGO_BIN_EXE_ringleader");
+    let list = Command::new(bin).args(["serve", "--list-planted"]).output().unwrap();
+    if list.status.code() == Some(1) {
+        let err = String::from_utf8_lossy(&list.stderr);
+        assert!(err.contains("no planted bugs"), "{err}");
+        let out = Command::new(bin).args(["serve", "--planted", "fast-clock"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("`planted` feature"));
+        return;
+    }
+    assert!(list.status.success(), "{list:?}");
+    let names = String::from_utf8_lossy(&list.stdout).to_string();
+    assert_eq!(names, "fencing-reused\ngrant-while-held\nfast-clock\n");
+    let out = Command::new(bin).args(["serve", "--planted", "off-by-one"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--planted \"off-by-one\" is not a planted bug; allowed: fencing-reused"), "{err}");
+
+    let dir = std::env::temp_dir().join(format!("ringleader-svc-planted-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let base = free_base(1, LANE);
+    let mut child = spawn(
+        Command::new(bin)
+            .args(["serve", "--planted", "fast-clock", "--api", &format!("127.0.0.1:{base}")])
+            .args(["--listen", &format!("127.0.0.1:{}", base + 1)])
+            .arg("--data-dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    common::until(Duration::from_secs(30), "the planted node answers", || {
+        try_call(base, "GET", "/status", None).filter(|(s, _)| *s == 200)
+    });
+    let ttl_ms = 60_000u64;
+    let t0 = Instant::now();
+    let (status, granted) = post(base, "/v1/lease/grant", json!({ "ttl_ms": ttl_ms }));
+    assert_eq!(status, 200, "{granted}");
+    let lease = granted["lease"].as_u64().unwrap();
+    // Until the lease has run down twice as fast as the wall clock since the grant was sent.
+    common::until(Duration::from_secs(20), "the lease runs down faster than the wall clock", || {
+        let (_, v) = call(base, "GET", &format!("/v1/lease/{lease}"), None);
+        let spent = ttl_ms - v["remaining_ms"].as_u64()?;
+        (spent >= 2000 && spent as u128 > 2 * t0.elapsed().as_millis()).then_some(())
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -40,7 +40,7 @@
 
 use serde::Deserialize;
 
-use super::{Checked, Model, Operation};
+use super::{Checked, Model, Operation, Verdict, Witness};
 
 /// What a lock operation is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -186,7 +186,9 @@ struct Line {
     result: Option<serde_json::Value>,
 }
 
-/// Reads a lock history: JSON lines, one operation each; blank lines are skipped.
+/// Reads a lock history: JSON lines, one operation each; blank lines are skipped, and so are
+/// fault records: an object with a `fault` field (deploy/nemesis.sh writes when each fault
+/// started and ended into the clients' history, docs/NEMESIS.md).
 pub fn parse_history(text: &str) -> Result<Vec<LockOperation>, HistoryError> {
     let mut ops = Vec::new();
     for (i, raw) in text.lines().enumerate() {
@@ -195,11 +197,17 @@ pub fn parse_history(text: &str) -> Result<Vec<LockOperation>, HistoryError> {
             continue;
         }
         let bad = |message: String| HistoryError::Line { line, message };
-        let l: Line = serde_json::from_str(raw).map_err(|e| {
+        let expected = |e: serde_json::Error| {
             bad(format!(
-                "{e} (expected an object with client, op, lock, invoke_ns and optionally lease, return_ns, result)"
+                "{e} (expected an object with client, op, lock, invoke_ns and optionally lease, return_ns, result; \
+                 or a fault record, with a fault field)"
             ))
-        })?;
+        };
+        let value: serde_json::Value = serde_json::from_str(raw).map_err(expected)?;
+        if value.get("fault").is_some() {
+            continue;
+        }
+        let l: Line = serde_json::from_value(value).map_err(expected)?;
         let op = match l.op.as_str() {
             "acquire" => LockOp::Acquire,
             "release" => LockOp::Release,
@@ -249,11 +257,99 @@ pub fn parse_history(text: &str) -> Result<Vec<LockOperation>, HistoryError> {
     Ok(ops)
 }
 
-/// Reads and checks a history file with `budget` search steps per lock.
+/// Reads and checks a history file with `budget` search steps per lock; a lock whose search
+/// runs out of budget is then scanned for a [`definite_overlap`], which refutes it.
 pub fn check_history_file(path: &std::path::Path, budget: u64) -> Result<Checked, HistoryError> {
     let text = std::fs::read_to_string(path)
         .map_err(|source| HistoryError::Io { path: path.display().to_string(), source })?;
-    Ok(super::check(&LockModel, &parse_history(&text)?, budget))
+    Ok(check_lock_history(&parse_history(&text)?, budget))
+}
+
+/// [`super::check`] with the lock model, and when its search is undecided, the
+/// [`definite_overlap`] scan: a history the search could not decide within its budget is still
+/// refuted when two holders provably held a lock at once.
+pub fn check_lock_history(ops: &[LockOperation], budget: u64) -> Checked {
+    let mut checked = super::check(&LockModel, ops, budget);
+    if matches!(checked.verdict, Verdict::Undecided { .. })
+        && let Some(w) = definite_overlap(ops)
+    {
+        checked.verdict = Verdict::Violated(Box::new(w));
+    }
+    checked
+}
+
+/// Two holders that provably held one lock at once, without a search: holder A holds from the
+/// return of its granted acquire (the grant took effect before the answer) at least until the
+/// invocation of its next operation on that lock (a release, a `lease_ended`, another acquire:
+/// none can take effect before it is invoked); if holder B's granted acquire returned inside
+/// that span, B was granted the lock while A held it, which no order explains. Sound for the
+/// lock model, and linear after sorting; it finds what a search out of budget could not (the
+/// dense histories of a service that ends leases early). The witness is the earliest such grant.
+pub fn definite_overlap(ops: &[LockOperation]) -> Option<Witness> {
+    use std::collections::BTreeMap;
+    // Per (lock, holder): its operations in invocation order.
+    let mut by: BTreeMap<(&str, &str), Vec<&LockOperation>> = BTreeMap::new();
+    for o in ops {
+        by.entry((o.input.lock.as_str(), o.input.holder.as_str())).or_default().push(o);
+    }
+    // Per lock: (held from, held at least until, the grant) of every granted acquire.
+    let mut spans: BTreeMap<&str, Vec<(u64, u64, &LockOperation)>> = BTreeMap::new();
+    for ((lock, _), list) in by.iter_mut() {
+        list.sort_by_key(|o| o.call);
+        for (i, o) in list.iter().enumerate() {
+            let (LockOp::Acquire, Some(LockOutput::Granted { .. }), Some(ret)) =
+                (o.input.op, o.output, o.ret)
+            else {
+                continue;
+            };
+            let until = list[i + 1..].iter().map(|n| n.call).find(|&c| c >= o.call).unwrap_or(u64::MAX);
+            if until > ret {
+                spans.entry(lock).or_default().push((ret, until, o));
+            }
+        }
+    }
+    let mut found: Option<(u64, &LockOperation, &LockOperation, u64)> = None;
+    for list in spans.values_mut() {
+        list.sort_by_key(|&(from, _, _)| from);
+        // The span reaching furthest among those started so far.
+        let mut longest: Option<(u64, &LockOperation)> = None;
+        for &(from, until, o) in list.iter() {
+            if let Some((held_until, a)) = longest
+                && held_until > from
+                && a.input.holder != o.input.holder
+                && found.is_none_or(|(t, ..)| from < t)
+            {
+                found = Some((from, a, o, held_until));
+            }
+            if longest.is_none_or(|(u, _)| until > u) {
+                longest = Some((until, o));
+            }
+        }
+    }
+    let (at, a, b, held_until) = found?;
+    let show = |o: &LockOperation| {
+        let ret = o.ret.map(|r| format!("{:.3}", r as f64 / 1e6)).unwrap_or_else(|| "…".into());
+        format!(
+            "{} {} [{:.3}, {ret}] ms",
+            o.client,
+            LockModel.describe(&o.input, o.output.as_ref()),
+            o.call as f64 / 1e6
+        )
+    };
+    let until = if held_until == u64::MAX {
+        "to the end of the history".to_string()
+    } else {
+        format!("until at least {:.3} ms", held_until as f64 / 1e6)
+    };
+    Some(Witness {
+        partition: a.input.lock.clone(),
+        prefix_end: at,
+        prefix_ops: ops.iter().filter(|o| o.input.lock == a.input.lock && o.call <= at).count(),
+        culprit: format!("{} (granted while another holder held the lock)", show(b)),
+        concurrent: Vec::new(),
+        linearized: vec![format!("{}, held {until}", show(a))],
+        linearized_len: 1,
+    })
 }
 
 #[cfg(test)]
@@ -412,5 +508,59 @@ mod tests {
                 .contains("needs result")
         );
         assert!(err("\n{nope").starts_with("line 2: "));
+        assert!(
+            err(r#"{"client":"c","op":"acquire","lock":"x","invoke_ns":1,"fault":7"#).starts_with("line 1: ")
+        );
+    }
+
+    /// A search out of budget (here a budget of one step) is undecided; the overlap scan still
+    /// refutes a history in which a second holder's grant returned while the first holder held
+    /// the lock (before it invoked anything else on it), and leaves one where the first holder
+    /// had invoked its release (or its lease end) by then.
+    #[test]
+    fn an_undecided_history_is_refuted_by_a_definite_overlap() {
+        let overlap = r#"{"client":"c1","op":"acquire","lock":"orders","lease":7,"invoke_ns":100,"return_ns":200,"result":{"token":12}}
+{"client":"c2","op":"acquire","lock":"orders","lease":8,"invoke_ns":150,"return_ns":300,"result":{"token":13}}
+{"client":"c1","op":"release","lock":"orders","lease":7,"invoke_ns":400,"return_ns":420,"result":"ok"}
+{"client":"c2","op":"release","lock":"orders","lease":8,"invoke_ns":500}
+"#;
+        let ops = parse_history(overlap).unwrap();
+        assert!(matches!(check(&LockModel, &ops, 1).verdict, Verdict::Undecided { .. }));
+        let Verdict::Violated(w) = check_lock_history(&ops, 1).verdict else { panic!("not refuted") };
+        assert_eq!((w.partition.as_str(), w.prefix_end), ("orders", 300));
+        assert!(w.culprit.starts_with("c2 (lease 8) acquire -> token 13"), "{}", w.culprit);
+        assert!(w.linearized[0].starts_with("c1 (lease 7) acquire -> token 12"), "{w}");
+        for released in [
+            r#"{"client":"c1","op":"release","lock":"orders","lease":7,"invoke_ns":250}"#,
+            r#"{"client":"c1","op":"lease_ended","lock":"orders","lease":7,"invoke_ns":250,"return_ns":900}"#,
+        ] {
+            let text = overlap.replacen(
+                r#"{"client":"c1","op":"release","lock":"orders","lease":7,"invoke_ns":400,"return_ns":420,"result":"ok"}"#,
+                released,
+                1,
+            );
+            let ops = parse_history(&text).unwrap();
+            assert_eq!(definite_overlap(&ops), None, "{released}");
+            assert_eq!(check_lock_history(&ops, DEFAULT_BUDGET).verdict, Verdict::Linearizable, "{released}");
+        }
+    }
+
+    /// The nemesis's fault records (an object with a `fault` field) are skipped wherever they
+    /// are, and change nothing in the verdict: here a violation between two of them.
+    #[test]
+    fn fault_records_are_skipped() {
+        let text = r#"{"fault":"kill","node":2,"phase":"start","time_ns":90,"seed":1}
+{"client":"c1","op":"acquire","lock":"orders","invoke_ns":100,"return_ns":250,"result":{"token":12}}
+{"fault":"partition-one-way","node":1,"phase":"start","time_ns":260,"seed":1}
+{"client":"c2","op":"acquire","lock":"orders","invoke_ns":300,"return_ns":320,"result":{"token":13}}
+{"fault":"kill","node":2,"phase":"end","time_ns":400,"seed":1}
+"#;
+        let ops = parse_history(text).unwrap();
+        assert_eq!(ops.len(), 2);
+        assert_eq!(ops[1].input.holder, "c2");
+        assert!(matches!(check(&LockModel, &ops, DEFAULT_BUDGET).verdict, Verdict::Violated(_)));
+        let without: String =
+            text.lines().filter(|l| !l.contains("fault")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(parse_history(&without).unwrap(), ops);
     }
 }
