@@ -743,6 +743,13 @@ pub struct Running {
 
 /// Reads and increments the incarnation kept beside the log (request ids restart with each
 /// life; see [`Proposal::incarnation`]). Written with fsync and an atomic rename.
+///
+/// A directory without one — a first start, or a node whose directory was lost and that was
+/// removed and added back under the same id — starts from a random number in `2^16..2^31`, not
+/// from 0: the replicated state machine remembers the replies to each (node, incarnation)'s
+/// requests ([`IdempotencyKey::node`](ringleader_lock_service::state::IdempotencyKey::node)),
+/// and a node id's new life counting from 1 again would have its new requests answered with
+/// its earlier life's replies, unapplied (a release answered and not done, say).
 fn next_incarnation(dir: &Path) -> Result<u64, ServeError> {
     let path = dir.join("incarnation");
     let io = |what: &str, source| ServeError::Io { what: format!("{what} {}", path.display()), source };
@@ -754,7 +761,7 @@ fn next_incarnation(dir: &Path) -> Result<u64, ServeError> {
                 text.trim()
             ))
         })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fresh_incarnation_base()?,
         Err(e) => return Err(io("read", e)),
     };
     let next = previous + 1;
@@ -767,6 +774,16 @@ fn next_incarnation(dir: &Path) -> Result<u64, ServeError> {
     }
     std::fs::rename(&tmp, &path).map_err(|e| io("rename", e))?;
     Ok(next)
+}
+
+/// Where a data directory's incarnations start: a random number in `2^16..2^31` (see
+/// [`next_incarnation`]); the low 32 bits are what a request key keeps of it.
+fn fresh_incarnation_base() -> Result<u64, ServeError> {
+    let mut b = [0u8; 4];
+    getrandom::fill(&mut b).map_err(|e| {
+        ServeError::Config(format!("no randomness for a new data directory's incarnation: {e}"))
+    })?;
+    Ok((1 << 16) + u64::from(u32::from_le_bytes(b) % ((1 << 31) - (1 << 16))))
 }
 
 /// Start-up: checks that the data directory is this node's whole log (see
@@ -1558,5 +1575,22 @@ fn publish_status(replica: &Replica<Log>, state: &LoopState) {
         // raft-rs leaves a removed leader in its role; it leads nothing any more.
         s.role = "removed";
         s.leader = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A new data directory's incarnations start at a random number, so that a node id that
+    /// lived before (its directory lost, the node removed and added back) does not reuse its
+    /// earlier lives' request keys; each restart then counts up by one.
+    #[test]
+    fn a_new_directory_starts_its_incarnations_at_a_random_number() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let first = next_incarnation(a.path()).unwrap();
+        assert!(((1 << 16) + 1..=1 << 31).contains(&first), "{first}");
+        assert_eq!(next_incarnation(a.path()).unwrap(), first + 1);
+        assert_ne!(next_incarnation(b.path()).unwrap(), first, "two new lives share an incarnation");
     }
 }
