@@ -253,6 +253,9 @@ fn a_lost_disk_is_replaced_by_removing_the_member_and_adding_it_back_empty() {
     for _ in 0..120 {
         grant(api + 1);
     }
+    // Requests proposed by node 3 in its first life: the state machine keeps their replies
+    // under node 3's request keys.
+    let first_life: Vec<u64> = (0..3).map(|_| grant(api + 3)).collect();
 
     // Node 3's disk is lost: started again as a member, it refuses.
     n.kill(3);
@@ -275,6 +278,14 @@ fn a_lost_disk_is_replaced_by_removing_the_member_and_adding_it_back_empty() {
         let three = status(api + 3)?;
         (three["members"] == json!([1, 2, 3]) && three["applied"].as_u64()? >= target).then_some(())
     });
+
+    // Node 3's new life proposes under request keys of its own: its first grants are new
+    // leases, not its first life's answered again (a fresh directory whose incarnation counted
+    // from 1 again reused the first life's keys).
+    let new_life: Vec<u64> = (0..3).map(|_| grant(api + 3)).collect();
+    for l in &new_life {
+        assert!(!first_life.contains(l), "node 3's new life was answered {l}, a lease of its first life");
+    }
 
     // Node 3 holds the history: with node 2 gone, nodes 1 and 3 still know the one holder.
     n.kill(2);
