@@ -327,15 +327,7 @@ pub fn definite_overlap(ops: &[LockOperation]) -> Option<Witness> {
         }
     }
     let (at, a, b, held_until) = found?;
-    let show = |o: &LockOperation| {
-        let ret = o.ret.map(|r| format!("{:.3}", r as f64 / 1e6)).unwrap_or_else(|| "…".into());
-        format!(
-            "{} {} [{:.3}, {ret}] ms",
-            o.client,
-            LockModel.describe(&o.input, o.output.as_ref()),
-            o.call as f64 / 1e6
-        )
-    };
+    let show = |o: &LockOperation| super::shown(&LockModel, o);
     let until = if held_until == u64::MAX {
         "to the end of the history".to_string()
     } else {

@@ -295,15 +295,7 @@ fn explain<M: Model>(
     let cut = prefix(ops, end);
     let r = search(model, &cut, budget);
     steps += r.steps;
-    let show = |o: &Operation<M::Input, M::Output>| {
-        let ret = o.ret.map(|r| format!("{:.3}", r as f64 / 1e6)).unwrap_or_else(|| "…".into());
-        format!(
-            "{} {} [{:.3}, {ret}] ms",
-            o.client,
-            model.describe(&o.input, o.output.as_ref()),
-            o.call as f64 / 1e6
-        )
-    };
+    let show = |o: &Operation<M::Input, M::Output>| shown(model, o);
     let (culprit, concurrent, linearized) = match r.outcome {
         SearchEnd::Stuck { culprit, unplaced, linearized } => (culprit, unplaced, linearized),
         // Unreachable when the whole history failed (prefix closure); keep a readable answer.
@@ -473,6 +465,18 @@ fn search<M: Model>(model: &M, ops: &[Operation<M::Input, M::Output>], budget: u
             cur = next[call];
         }
     }
+}
+
+/// One operation as a violation's excerpt shows it: client, what it did, and its interval in
+/// ms (`…` for a call that never returned).
+pub(crate) fn shown<M: Model>(model: &M, o: &Operation<M::Input, M::Output>) -> String {
+    let ret = o.ret.map(|r| format!("{:.3}", r as f64 / 1e6)).unwrap_or_else(|| "…".into());
+    format!(
+        "{} {} [{:.3}, {ret}] ms",
+        o.client,
+        model.describe(&o.input, o.output.as_ref()),
+        o.call as f64 / 1e6
+    )
 }
 
 #[cfg(test)]
