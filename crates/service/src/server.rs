@@ -1157,7 +1157,7 @@ impl Host for ServerHost<'_> {
         Ok(())
     }
 
-    fn applied(&mut self, index: u64, p: &Proposal, applied: Applied, _: &StateMachine, submit: &mut Submit) {
+    fn applied(&mut self, index: u64, p: &Proposal, applied: Applied, machine: &StateMachine, submit: &mut Submit) {
         for n in &applied.notices {
             let _ = self.state.notices.send(Arc::new((index, n.clone())));
         }
@@ -1169,6 +1169,10 @@ impl Host for ServerHost<'_> {
                 self.state.metrics.proposal_seconds.observe(first_sent.elapsed().as_secs_f64());
                 // A duplicate (the same key applied before) is answered as the first was.
                 let applied = Applied { reply: applied.reply.original(), ..applied };
+                // The store's size first: a client that has its answer may write again at once,
+                // and that write's quota check must count this one (the status is otherwise
+                // published after the whole Ready).
+                self.state.status.lock().store_bytes = machine.kv().bytes();
                 let _ = reply.send(Ok((index, applied)));
             }
             Some(_) => {}
