@@ -54,7 +54,7 @@ pub struct SimArgs {
     /// are refused up front when their estimated memory exceeds 4 GiB.
     #[arg(long, value_name = "N")]
     pub nodes: Option<u32>,
-    /// Seed of the run's one random stream, any 64-bit number [default: 1].
+    /// Seed of the run's random streams (one per purpose and node, derived from it), any 64-bit number [default: 1].
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
     /// How ids are laid out over positions [default: ascending].

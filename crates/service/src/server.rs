@@ -1157,7 +1157,14 @@ impl Host for ServerHost<'_> {
         Ok(())
     }
 
-    fn applied(&mut self, index: u64, p: &Proposal, applied: Applied, machine: &StateMachine, submit: &mut Submit) {
+    fn applied(
+        &mut self,
+        index: u64,
+        p: &Proposal,
+        applied: Applied,
+        machine: &StateMachine,
+        submit: &mut Submit,
+    ) {
         for n in &applied.notices {
             let _ = self.state.notices.send(Arc::new((index, n.clone())));
         }

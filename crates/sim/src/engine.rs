@@ -1,10 +1,11 @@
-//! The discrete-event engine: virtual time, one event queue, one seeded generator.
+//! The discrete-event engine: virtual time, one event queue, seeded random streams.
 //!
 //! Events wait in an [`EventQueue`] (a calendar of time buckets in front of a binary heap)
 //! ordered by (virtual time, sequence number); the sequence number breaks ties in scheduling
-//! order, so runs are deterministic. Every random choice — latencies,
-//! loss, duplication, workloads, the randomness handed to processes — comes from one
-//! Xoshiro256++ stream seeded by `--seed`.
+//! order, so runs are deterministic. Every random choice — the layout, the clocks, the workloads,
+//! each message's loss, latency and duplication, the randomness handed to processes — comes
+//! from a Xoshiro256++ stream derived from `--seed`, one per purpose and, for messages and
+//! handler calls, one per node (`crate::streams`): one node's extra draw moves no other node's.
 //!
 //! One step = one event taken from the queue: a delivery, a timer, an application request, a
 //! fault or a workload's own timer. The loop ([`Simulation::run`]) reads as its concerns: *pop*
@@ -18,7 +19,6 @@
 
 use std::collections::BTreeMap;
 
-use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::{Algorithm, Family, Info, Params, Setup};
 use ringleader_core::trace::{RecordKind, TraceRecord};
@@ -35,7 +35,7 @@ use crate::workload::deadlock::DeadlockWorkload;
 use crate::workload::election::ElectionWorkload;
 use crate::workload::mutex::MutexWorkload;
 use crate::workload::{Cx, Stimulus, Tally, Tick, Workload};
-use crate::{SimError, topologies};
+use crate::{SimError, streams, topologies};
 
 pub mod windowed;
 
@@ -211,7 +211,10 @@ pub struct Simulation<A: Algorithm> {
     seq: u64,
     now: Time,
     step: u64,
-    rng: Xoshiro256PlusPlus,
+    /// Each workload's own random stream (see `crate::streams`).
+    workload_rngs: Vec<Xoshiro256PlusPlus>,
+    /// How many draws each node has made of its network and handler streams.
+    draws: streams::Counters,
     net: Network,
     in_flight: u64,
     /// Messages in flight that are not detection traffic.
@@ -244,13 +247,13 @@ impl<A: Algorithm> Simulation<A> {
     pub fn new(cfg: &RunConfig, tracer: Option<Tracer>) -> Result<Self, SimError> {
         let info = Info::of::<A>();
         let n = cfg.nodes;
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
-        let (uids, topology) = Self::layout(cfg, &mut rng)?;
+        let (uids, topology) = Self::layout(cfg, &mut streams::layout(cfg.seed))?;
         let states = Self::processes(cfg, &uids, &topology)?;
         let position = Self::positions(cfg, &uids);
         let net = Self::network(cfg, &position);
-        let clocks = Self::clocks(cfg, &mut rng);
+        let clocks = Self::clocks(cfg, &mut streams::clocks(cfg.seed));
         let workloads = Self::workloads(cfg, &info, &uids, &position);
+        let workload_rngs = (0..workloads.len()).map(|i| streams::workload(cfg.seed, i)).collect();
         let mut sim = Simulation {
             cfg: cfg.clone(),
             info,
@@ -267,7 +270,8 @@ impl<A: Algorithm> Simulation<A> {
             seq: 0,
             now: 0,
             step: 0,
-            rng,
+            workload_rngs,
+            draws: streams::Counters::new(n),
             net,
             in_flight: 0,
             algo_in_flight: 0,
@@ -445,7 +449,7 @@ impl<A: Algorithm> Simulation<A> {
     /// Runs `f` on workload `i`, scheduling what it asks for as it asks (in order; nothing is
     /// buffered, so a million initiators cost only their queue entries).
     fn drive(&mut self, i: usize, f: impl FnOnce(&mut dyn Workload, &mut Cx)) {
-        let Simulation { queue, seq, scripted, rng, status, workloads, now, .. } = self;
+        let Simulation { queue, seq, scripted, workload_rngs, status, workloads, now, .. } = self;
         let mut schedule = |time: Time, stimulus: Stimulus| {
             let item = match stimulus {
                 Stimulus::Ask(node, request) => Item::Request(Box::new((node, request))),
@@ -453,7 +457,7 @@ impl<A: Algorithm> Simulation<A> {
             };
             enqueue(queue, seq, scripted, time, item);
         };
-        f(workloads[i].as_mut(), &mut Cx::new(*now, rng, status, &mut schedule));
+        f(workloads[i].as_mut(), &mut Cx::new(*now, &mut workload_rngs[i], status, &mut schedule));
     }
 
     /// Runs `f` on every workload, in order.
@@ -509,7 +513,7 @@ impl<A: Algorithm> Simulation<A> {
                 Some(c) => c[node as usize].read(self.now),
                 None => self.now,
             },
-            random: self.rng.next_u64(),
+            random: self.draws.next_node(self.cfg.seed, node),
         };
         f(&mut self.states[node as usize], &cx, &mut self.out);
         self.apply(node);
@@ -566,7 +570,8 @@ impl<A: Algorithm> Simulation<A> {
         }
         let id = self.seq;
         self.trace(RecordKind::Send, Some(from), |r| with_message(r, to, id, &msg));
-        match self.net.schedule(&mut self.rng, self.now, from, to) {
+        let mut rng = self.draws.next_network(self.cfg.seed, from);
+        match self.net.schedule(&mut rng, self.now, from, to) {
             None => {
                 self.counters.dropped += 1;
                 let kind = msg.kind();
@@ -574,12 +579,12 @@ impl<A: Algorithm> Simulation<A> {
                 self.trace(RecordKind::Drop, Some(to), |r| with_drop(r, from, id, kind, "lost"));
             }
             Some(at) => {
-                let dup = self.net.duplicate(&mut self.rng).then(|| msg.clone());
+                let dup = self.net.duplicate(&mut rng).then(|| msg.clone());
                 self.in_flight += 1;
                 self.algo_in_flight += u64::from(!detection);
                 self.schedule(at, Item::Deliver { from, to, msg });
                 if let Some(copy) = dup {
-                    let at2 = self.net.schedule(&mut self.rng, self.now, from, to).unwrap_or(at);
+                    let at2 = self.net.schedule(&mut rng, self.now, from, to).unwrap_or(at);
                     let id2 = self.seq;
                     self.trace(RecordKind::Send, Some(from), |r| {
                         with_message(r, to, id2, &copy);

@@ -25,6 +25,7 @@ pub mod report;
 pub mod resolve;
 pub mod scenario;
 pub mod stories;
+mod streams;
 pub mod sweep;
 pub mod topologies;
 pub mod workload;

@@ -60,6 +60,7 @@ use crate::network::{Network, Sampler};
 use crate::notation::Latency;
 use crate::queue::EventQueue;
 use crate::scenario::{RunConfig, WorkloadKind};
+use crate::streams::{SALT_HANDLER, SALT_NETWORK, SALT_START, SALT_WORKLOAD, mix};
 
 /// Why `cfg` cannot run on the windowed engine, or `None` with its lookahead.
 pub fn refusal(cfg: &RunConfig, family: Family) -> Result<Time, String> {
@@ -92,20 +93,6 @@ pub fn refusal(cfg: &RunConfig, family: Family) -> Result<Time, String> {
 
 /// The most events a shard runs in one round.
 const ROUND_EVENTS: usize = 1 << 16;
-
-/// Salts that keep the hashed random streams apart.
-const SALT_HANDLER: u64 = 0x68616e646c6572;
-const SALT_START: u64 = 0x7374617274;
-const SALT_NETWORK: u64 = 0x6e6574776f726b;
-const SALT_WORKLOAD: u64 = 0x776f726b6c6f6164;
-
-/// SplitMix64's finaliser over `a` and `b`: the random value of one draw.
-fn mix(a: u64, b: u64) -> u64 {
-    let mut z = a ^ b.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// An event's place in the run's order: (time, Lamport counter · 2³² + origin).
 type Key = (Time, u64);

@@ -3,7 +3,7 @@
 //! Every requester (by default every node) has events at the instants of a Poisson process of
 //! `rate` per second; the superposition of those processes — one Poisson process of rate
 //! `rate · requesters`, each event given to a uniformly drawn requester — is drawn up front from
-//! the run's seeded generator, `entries` events in all, so runs end. An event is local
+//! the workload's seeded stream, `entries` events in all, so runs end. An event is local
 //! ([`Request::Local`]) with probability [`LOCAL_SHARE`]; otherwise it is a send to `fanout`
 //! distinct peers drawn uniformly, one [`Request::SendTo`] each, at the same instant (so a send
 //! event of fan-out k is k send events in Lamport's sense).

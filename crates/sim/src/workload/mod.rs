@@ -43,7 +43,7 @@ pub enum Stimulus {
 pub struct Cx<'a> {
     /// Virtual time now.
     pub now: Time,
-    /// The run's generator (every random choice of the run comes from it, in order).
+    /// This workload's own random stream (no other purpose draws from it).
     pub rng: &'a mut Xoshiro256PlusPlus,
     /// Every node's status, by position.
     pub status: &'a [NodeStatus],

@@ -202,7 +202,7 @@ fn the_grid_scenario_measures_what_it_says() {
     let (m, proper, _) =
         yoyo(cfg.nodes, &Shape::Grid, cfg.seed, cfg.ids, false, Latency::Constant(1_000_000));
     assert_eq!(m, 760);
-    assert_eq!(proper, 4966);
+    assert_eq!(proper, 5020);
     let r = ringleader_sim::run(&cfg, Default::default()).unwrap().report;
     assert_eq!(r.messages.by_kind["setup"], 1520);
     assert_eq!(r.messages.by_kind["coordinator"], 1121);

@@ -237,12 +237,12 @@ fn rule_9_a_node_behind_a_compaction_catches_up_from_a_snapshot() {
 
 /// A follower's answer to a snapshot can be lost: raft-rs then keeps replication to it paused
 /// until its host reports the snapshot's fate. The replica reports a sent snapshot finished, so
-/// the leader probes the follower again and every request is served. (Without the report, id 2
-/// waits forever in this run: the sweep that found it is in docs/SERVICE.md.)
+/// the leader probes the follower again and every request is served. (Without the report, a
+/// follower waits forever in this run: the sweep that found it is in docs/SERVICE.md.)
 #[test]
 fn a_lost_answer_to_a_snapshot_does_not_leave_a_follower_behind() {
     let mut c = RunConfig::new("lock-service", 7).unwrap();
-    c.seed = 3;
+    c.seed = 6;
     c.workload = Some(WorkloadKind::Saturated);
     c.entries = 1000;
     c.loss = 0.02;

@@ -24,6 +24,7 @@ mod lock_service;
 mod mutex_ring_quorum_failover;
 mod planted;
 mod prevention;
+mod streams;
 mod superpeer;
 mod token_copies;
 mod verdicts;

@@ -1,0 +1,134 @@
+//! One random stream per purpose, each derived from the run's seed.
+//!
+//! A run draws randomness for five purposes: the layout (the ids' arrangement and a random
+//! topology), the physical clocks (offsets and drifts), the workloads (when and where the
+//! application asks), the network (each message's loss, latency and duplication) and the
+//! algorithms themselves (each handler call's `Context::random`). Were all of them one stream,
+//! one extra draw anywhere — a node that sends one more message, a workload that asks once
+//! more — would shift every later latency and fault of every node, and a failing seed would not
+//! survive an unrelated change. TigerBeetle's VOPR and FoundationDB's simulator derive one stream
+//! per purpose from the seed for the same reason.
+//!
+//! So each purpose has its own salt, and the streams that many nodes share are keyed by node:
+//! node `i`'s `k`-th message draws from `network(seed, i, k)` whatever the other nodes did, and
+//! its `k`-th handler call reads `node(seed, i, k)`. What a node draws still depends on what
+//! happened to it (a message that arrives later is answered later), but not on how many draws
+//! other nodes, or other purposes, made before.
+//!
+//! The windowed engine hashes its draws with the same [`mix`] and salts, keyed by its event keys.
+
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use ringleader_core::NodeId;
+
+/// Salts that keep the purposes' streams apart (ASCII of their names).
+pub(crate) const SALT_HANDLER: u64 = 0x68616e646c6572;
+pub(crate) const SALT_START: u64 = 0x7374617274;
+pub(crate) const SALT_NETWORK: u64 = 0x6e6574776f726b;
+pub(crate) const SALT_WORKLOAD: u64 = 0x776f726b6c6f6164;
+const SALT_LAYOUT: u64 = 0x6c61796f7574;
+const SALT_CLOCKS: u64 = 0x636c6f636b73;
+
+/// SplitMix64's finaliser over `a` and `b`: the random value of one draw.
+pub(crate) fn mix(a: u64, b: u64) -> u64 {
+    let mut z = a ^ b.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The stream that lays the run out: the ids' arrangement, then a random topology.
+pub(crate) fn layout(seed: u64) -> Xoshiro256PlusPlus {
+    Xoshiro256PlusPlus::seed_from_u64(mix(seed ^ SALT_LAYOUT, 0))
+}
+
+/// The stream that sets every node's physical clock (offset and drift).
+pub(crate) fn clocks(seed: u64) -> Xoshiro256PlusPlus {
+    Xoshiro256PlusPlus::seed_from_u64(mix(seed ^ SALT_CLOCKS, 0))
+}
+
+/// The stream of the run's `i`-th workload (election initiators, the request pattern or the
+/// clock schedule, the deadlock transactions).
+pub(crate) fn workload(seed: u64, i: usize) -> Xoshiro256PlusPlus {
+    Xoshiro256PlusPlus::seed_from_u64(mix(seed ^ SALT_WORKLOAD, i as u64))
+}
+
+/// The stream of node `from`'s `k`-th message (loss, latency, duplication, the copy's latency).
+pub(crate) fn network(seed: u64, from: NodeId, k: u64) -> Xoshiro256PlusPlus {
+    Xoshiro256PlusPlus::seed_from_u64(mix(mix(seed ^ SALT_NETWORK, u64::from(from)), k))
+}
+
+/// The random value node `node` reads in its `k`-th handler call.
+pub(crate) fn node(seed: u64, node: NodeId, k: u64) -> u64 {
+    mix(mix(seed ^ SALT_HANDLER, u64::from(node)), k)
+}
+
+/// How many draws each node has made of its own streams.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Counters {
+    sends: Vec<u64>,
+    calls: Vec<u64>,
+}
+
+impl Counters {
+    /// Counters for `n` nodes, all at zero.
+    pub(crate) fn new(n: u32) -> Self {
+        Counters { sends: vec![0; n as usize], calls: vec![0; n as usize] }
+    }
+
+    /// The stream of `from`'s next message.
+    pub(crate) fn next_network(&mut self, seed: u64, from: NodeId) -> Xoshiro256PlusPlus {
+        let k = &mut self.sends[from as usize];
+        *k += 1;
+        network(seed, from, *k - 1)
+    }
+
+    /// The random value of `node`'s next handler call.
+    pub(crate) fn next_node(&mut self, seed: u64, node: NodeId) -> u64 {
+        let k = &mut self.calls[node as usize];
+        *k += 1;
+        self::node(seed, node, *k - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::Rng;
+
+    #[test]
+    fn the_purposes_draw_apart() {
+        let seed = 7;
+        let first = [
+            layout(seed).next_u64(),
+            clocks(seed).next_u64(),
+            workload(seed, 0).next_u64(),
+            workload(seed, 1).next_u64(),
+            network(seed, 0, 0).next_u64(),
+            network(seed, 1, 0).next_u64(),
+            network(seed, 0, 1).next_u64(),
+            node(seed, 0, 0),
+            node(seed, 1, 0),
+            node(seed, 0, 1),
+        ];
+        let mut sorted = first.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), first.len(), "two streams began alike: {first:?}");
+    }
+
+    #[test]
+    fn a_nodes_draws_do_not_move_another_nodes() {
+        let (mut a, mut b) = (Counters::new(3), Counters::new(3));
+        // In `b`, node 2 draws five times first; node 1's draws are unchanged.
+        for _ in 0..5 {
+            b.next_node(9, 2);
+            b.next_network(9, 2);
+        }
+        for _ in 0..4 {
+            assert_eq!(a.next_node(9, 1), b.next_node(9, 1));
+            assert_eq!(a.next_network(9, 1).next_u64(), b.next_network(9, 1).next_u64());
+        }
+    }
+}
