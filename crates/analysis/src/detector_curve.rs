@@ -34,7 +34,7 @@ use ringleader_core::Time;
 use ringleader_core::time::{MILLISECOND, SECOND};
 use ringleader_sim::notation::{At, Latency, Pause};
 use ringleader_sim::report::DetectorOutcome;
-use ringleader_sim::scenario::{ConfigError, TimeSpan};
+use ringleader_sim::scenario::{ScenarioError, TimeSpan};
 use ringleader_sim::{RunConfig, RunOptions, SimError};
 use serde::Serialize;
 
@@ -155,7 +155,7 @@ pub enum CurveError {
     BadThreshold(String),
     /// A run could not be configured.
     #[error(transparent)]
-    Config(#[from] ConfigError),
+    Config(#[from] ScenarioError),
     /// A run failed.
     #[error("value {value}")]
     Run {

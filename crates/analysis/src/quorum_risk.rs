@@ -33,7 +33,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::time::MILLISECOND;
 use ringleader_judge::checkers::Property;
 use ringleader_sim::notation::{At, Partition};
-use ringleader_sim::scenario::{ConfigError, WorkloadKind};
+use ringleader_sim::scenario::{ScenarioError, WorkloadKind};
 use ringleader_sim::{RunConfig, RunOptions, SimError};
 use serde_json::json;
 
@@ -128,7 +128,7 @@ pub enum QuorumRiskError {
     ProtocolCoordinators(u32),
     /// A protocol run could not be configured.
     #[error(transparent)]
-    Config(#[from] ConfigError),
+    Config(#[from] ScenarioError),
     /// A protocol run failed.
     #[error(transparent)]
     Sim(#[from] SimError),

@@ -484,7 +484,7 @@ impl<A: PlainAlgorithm> Run<A> {
                 out.steps = steps.iter().map(|s| model.format_action(s)).collect();
                 let (mut rec, last) = model.replay(&steps).ok_or(CheckError::NoReplay)?;
                 if always {
-                    let judged = property::CheckProperty::from_name(p.name).expect("a property of ours");
+                    let judged = property::ModelProperty::from_name(p.name).expect("a property of ours");
                     let mut detail = properties::violation(model, &last, judged).unwrap_or_default();
                     if p.name == "safety" {
                         detail = safety_story(model, &rec_entrant(&steps), &last).unwrap_or(detail);

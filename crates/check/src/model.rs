@@ -20,7 +20,7 @@ use ringleader_judge::checkers::{NodeStatus, World};
 use ringleader_judge::trace::Tracer;
 
 use crate::network::{InFlight, NetworkKind, Packet};
-use crate::property::CheckProperty;
+use crate::property::ModelProperty;
 
 /// What to explore: the system, its network, its faults and what the application may ask.
 #[derive(Clone, Debug)]
@@ -146,7 +146,7 @@ pub struct CheckModel<A: PlainAlgorithm> {
     /// The topology the algorithm is written for.
     pub topology: Topology,
     config: A::Config,
-    /// Properties already discovered, one bit per [`CheckProperty::bit`] (see
+    /// Properties already discovered, one bit per [`ModelProperty::bit`] (see
     /// [`CheckModel::latch_always`]); `None` when not latching (the explorer).
     latched: Option<AtomicU64>,
     /// Once set, no state has successors: the search drains what it holds and ends (a budget
@@ -200,7 +200,7 @@ impl<A: PlainAlgorithm> CheckModel<A> {
     /// there, if it is. After the first violation the property reports "holds" everywhere, so
     /// that the checker keeps the first counterexample found — with a breadth-first search on
     /// one thread, a shortest one.
-    pub fn latch_always(&self, p: CheckProperty, violation: impl FnOnce() -> Option<String>) -> bool {
+    pub fn latch_always(&self, p: ModelProperty, violation: impl FnOnce() -> Option<String>) -> bool {
         let Some(latched) = &self.latched else { return violation().is_none() };
         let bit = p.bit();
         if latched.load(Ordering::Relaxed) & bit != 0 {
@@ -215,7 +215,7 @@ impl<A: PlainAlgorithm> CheckModel<A> {
 
     /// Judges the `sometimes` property `p` in one state; after the first state that reaches
     /// it, reports "not reached" everywhere (see [`CheckModel::latch_always`]).
-    pub fn latch_sometimes(&self, p: CheckProperty, reached: impl FnOnce() -> bool) -> bool {
+    pub fn latch_sometimes(&self, p: ModelProperty, reached: impl FnOnce() -> bool) -> bool {
         let Some(latched) = &self.latched else { return reached() };
         let bit = p.bit();
         if latched.load(Ordering::Relaxed) & bit != 0 {

@@ -34,11 +34,11 @@ use ringleader_judge::checkers::mutex::{fencing_detail, other_holder, safety_det
 use stateright::Property;
 
 use crate::model::{CheckModel, State};
-use crate::property::CheckProperty;
+use crate::property::ModelProperty;
 
 /// The stateright properties of `family`, in report order.
 pub fn for_family<A: PlainAlgorithm>(family: Family) -> Vec<Property<CheckModel<A>>> {
-    CheckProperty::of_family(family)
+    ModelProperty::of_family(family)
         .iter()
         .map(|&p| {
             let judged = condition::<A>(p);
@@ -52,8 +52,8 @@ pub fn for_family<A: PlainAlgorithm>(family: Family) -> Vec<Property<CheckModel<
 }
 
 /// The condition stateright evaluates for `p` in a state (a function pointer: one per property).
-fn condition<A: PlainAlgorithm>(p: CheckProperty) -> fn(&CheckModel<A>, &State<A>) -> bool {
-    use CheckProperty::*;
+fn condition<A: PlainAlgorithm>(p: ModelProperty) -> fn(&CheckModel<A>, &State<A>) -> bool {
+    use ModelProperty::*;
     match p {
         Uniqueness => |m, s| judge(m, s, Uniqueness),
         Agreement => |m, s| judge(m, s, Agreement),
@@ -68,7 +68,7 @@ fn condition<A: PlainAlgorithm>(p: CheckProperty) -> fn(&CheckModel<A>, &State<A
 }
 
 /// `p` in `s`, latched: an `always` property holds, a `sometimes` property is reached.
-fn judge<A: PlainAlgorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -> bool {
+fn judge<A: PlainAlgorithm>(m: &CheckModel<A>, s: &State<A>, p: ModelProperty) -> bool {
     if p.always() {
         m.latch_always(p, || violation(m, s, p))
     } else {
@@ -84,9 +84,9 @@ fn live<A: PlainAlgorithm>(
 
 /// Why the `always` property `p` is violated in `s`, or `None` when it holds there (always
 /// `None` for a `sometimes` property).
-pub fn violation<A: PlainAlgorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -> Option<String> {
+pub fn violation<A: PlainAlgorithm>(m: &CheckModel<A>, s: &State<A>, p: ModelProperty) -> Option<String> {
     match p {
-        CheckProperty::Uniqueness => {
+        ModelProperty::Uniqueness => {
             let mut claims: BTreeMap<u64, BTreeSet<NodeId>> = BTreeMap::new();
             for (p, v) in live(s) {
                 if let Some((leader, term)) = v.belief
@@ -100,7 +100,7 @@ pub fn violation<A: PlainAlgorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckPro
                 .find(|(_, set)| rival_claimants(set))
                 .map(|(&t, set)| uniqueness_detail(&m.uids, set, t))
         }
-        CheckProperty::Agreement | CheckProperty::Validity | CheckProperty::Termination => {
+        ModelProperty::Agreement | ModelProperty::Validity | ModelProperty::Termination => {
             if !m.quiescent(s) {
                 return None;
             }
@@ -111,15 +111,15 @@ pub fn violation<A: PlainAlgorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckPro
                 .find(|(property, _)| property.name() == p.name())
                 .map(|(_, d)| d)
         }
-        CheckProperty::Safety => {
+        ModelProperty::Safety => {
             let holders: BTreeSet<NodeId> = live(s).filter(|(_, v)| v.holding).map(|(p, _)| p).collect();
             let entrant = *holders.last()?;
             other_holder(&holders, entrant).map(|other| safety_detail(&m.uids, entrant, other))
         }
-        CheckProperty::Fencing => {
+        ModelProperty::Fencing => {
             s.fencing_broken.map(|(node, token, prev)| fencing_detail(&m.uids, node, token, prev))
         }
-        CheckProperty::Liveness => {
+        ModelProperty::Liveness => {
             let (p, _) = live(s).find(|(_, v)| v.waiting)?;
             m.quiescent(s).then(|| {
                 format!(
@@ -128,18 +128,18 @@ pub fn violation<A: PlainAlgorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckPro
                 )
             })
         }
-        CheckProperty::Elected | CheckProperty::Entered => None,
+        ModelProperty::Elected | ModelProperty::Entered => None,
     }
 }
 
 /// True when the `sometimes` property `p` is reached in `s` (always false for an `always`
 /// property).
-pub fn reached<A: PlainAlgorithm>(m: &CheckModel<A>, s: &State<A>, p: CheckProperty) -> bool {
+pub fn reached<A: PlainAlgorithm>(m: &CheckModel<A>, s: &State<A>, p: ModelProperty) -> bool {
     match p {
-        CheckProperty::Elected => {
+        ModelProperty::Elected => {
             live(s).any(|(p, v)| v.belief.is_some_and(|(l, _)| l == m.uids[p as usize]))
         }
-        CheckProperty::Entered => live(s).any(|(_, v)| v.holding),
+        ModelProperty::Entered => live(s).any(|(_, v)| v.holding),
         _ => false,
     }
 }

@@ -116,7 +116,7 @@ fn measure(algo: &str, nodes: u32, latency: &Latency, threads: Option<u16>) -> a
 }
 
 /// Runs `ringleader bench`.
-pub fn run(args: BenchArgs) -> crate::Outcome {
+pub fn run(args: BenchArgs) -> crate::CommandResult {
     let latencies = if args.latency.is_empty() {
         vec![Latency::Constant(1_000_000), Latency::Uniform(1_000_000, 2_000_000)]
     } else {

@@ -195,7 +195,7 @@ impl Session {
 }
 
 /// Runs `ringleader bench-service`.
-pub fn run(args: BenchServiceArgs) -> crate::Outcome {
+pub fn run(args: BenchServiceArgs) -> crate::CommandResult {
     if !(1..=1024).contains(&args.clients) {
         bail!("--clients {}: give 1..=1024", args.clients);
     }
@@ -269,7 +269,7 @@ fn target_name(target: Target) -> &'static str {
 }
 
 /// `--measure handover`: the time from a holder's death to the next holder's grant.
-fn handover(args: &BenchServiceArgs) -> crate::Outcome {
+fn handover(args: &BenchServiceArgs) -> crate::CommandResult {
     let ttl_ns = ringleader_algorithms::params::parse_duration(&args.ttl)
         .with_context(|| format!("--ttl {:?}: expected a duration such as 300ms", args.ttl))?;
     let ttl = Duration::from_nanos(ttl_ns);

@@ -274,7 +274,7 @@ fn human(out: &CheckReport, chosen: Option<&PropertyOutcome>, args: &CheckArgs) 
 }
 
 /// Runs `ringleader check`; returns the exit status.
-pub fn run(args: CheckArgs) -> crate::Outcome {
+pub fn run(args: CheckArgs) -> crate::CommandResult {
     if ringleader_registry::find(&args.algo).is_none() {
         let names: Vec<&str> = ringleader_registry::all().iter().map(|i| i.name).collect();
         bail!("unknown algorithm {:?}; known: {}", args.algo, names.join(", "));

@@ -506,7 +506,7 @@ fn all_threads_stopped(pid: i32) -> bool {
 }
 
 /// Runs `ringleader cluster`.
-pub fn run(args: ClusterArgs) -> crate::Outcome {
+pub fn run(args: ClusterArgs) -> crate::CommandResult {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {
         if let Some(ClusterCmd::Ctl { action, id, ctl, secret_file }) = &args.ctl {
@@ -544,7 +544,7 @@ async fn ctl_send(
     id: Option<u64>,
     addr: &str,
     secret_file: Option<&std::path::Path>,
-) -> crate::Outcome {
+) -> crate::CommandResult {
     let command = match id {
         Some(id) => format!("{} {id}", action.name()),
         None => action.name().to_string(),
@@ -587,7 +587,7 @@ fn authenticate<'a>(secret: &ringleader_net::auth::Secret, nonce: &str, line: &'
         .then_some(command)
 }
 
-async fn launch(args: ClusterArgs) -> crate::Outcome {
+async fn launch(args: ClusterArgs) -> crate::CommandResult {
     let (algo, family) = if args.service {
         ("lock service".to_string(), "raft-rs")
     } else {

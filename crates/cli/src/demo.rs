@@ -28,7 +28,7 @@ const DEMOS: &[(&str, &str)] = &[
 ];
 
 /// Runs every demonstration; the exit status is 2 if any did not behave as its scenario says.
-pub fn run(args: DemoArgs) -> crate::Outcome {
+pub fn run(args: DemoArgs) -> crate::CommandResult {
     let dir = args.html_dir.unwrap_or_else(|| std::env::temp_dir().join("ringleader-demo"));
     std::fs::create_dir_all(&dir).with_context(|| format!("--html-dir {}", dir.display()))?;
     let mut worst = crate::ExitStatus::Ok;

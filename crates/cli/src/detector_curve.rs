@@ -77,7 +77,7 @@ pub enum DetectorArg {
 }
 
 /// Runs `ringleader detector-curve`; returns the exit status.
-pub fn run(a: CurveArgs) -> crate::Outcome {
+pub fn run(a: CurveArgs) -> crate::CommandResult {
     let options = Options {
         algo: match a.algo {
             DetectorArg::Heartbeat => Detector::Heartbeat,

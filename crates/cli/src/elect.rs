@@ -49,7 +49,7 @@ pub struct ElectArgs {
 }
 
 /// Runs `ringleader elect`.
-pub fn run(args: ElectArgs) -> crate::Outcome {
+pub fn run(args: ElectArgs) -> crate::CommandResult {
     let client = args.endpoints.client()?;
     if args.observe {
         return observe(&client, &args.name);
@@ -86,7 +86,7 @@ pub fn run(args: ElectArgs) -> crate::Outcome {
 const RECONNECT_PAUSE: Duration = Duration::from_millis(500);
 
 /// Prints every leader change; reopens the stream (on any endpoint) when it ends.
-fn observe(client: &ringleader_client::Client, name: &str) -> crate::Outcome {
+fn observe(client: &ringleader_client::Client, name: &str) -> crate::CommandResult {
     let mut last: Option<Option<Leader>> = None;
     let mut empty_streams = 0;
     loop {

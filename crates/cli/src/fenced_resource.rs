@@ -186,7 +186,7 @@ async fn stats(State(state): State<AppState>) -> Json<serde_json::Value> {
     Json(serde_json::json!({ "accepted": s.fence.accepted, "rejected": s.fence.rejected }))
 }
 
-fn check(path: &Path, history: Option<&Path>, slack: std::time::Duration) -> crate::Outcome {
+fn check(path: &Path, history: Option<&Path>, slack: std::time::Duration) -> crate::CommandResult {
     let text = std::fs::read_to_string(path).with_context(|| format!("--check {}", path.display()))?;
     let history = match history {
         Some(h) => {
@@ -230,7 +230,7 @@ fn check(path: &Path, history: Option<&Path>, slack: std::time::Duration) -> cra
 }
 
 /// Runs `ringleader fenced-resource`.
-pub fn run(args: FencedResourceArgs) -> crate::Outcome {
+pub fn run(args: FencedResourceArgs) -> crate::CommandResult {
     if let Some(path) = &args.check {
         return check(path, args.history.as_deref(), args.clock_slack);
     }

@@ -13,7 +13,7 @@ use ringleader_lab::{LabConfig, LabFamily};
 use ringleader_sim::notation::{At, Latency, Partition, Pause};
 use ringleader_sim::scenario::TimeSpan;
 
-use crate::{ExitStatus, Outcome};
+use crate::{CommandResult, ExitStatus};
 
 /// Run your own implementation, in any language, and judge it (docs/LAB.md)
 ///
@@ -186,7 +186,7 @@ fn quiet(c: &Common) -> Duration {
     Duration::from_nanos(c.quiet.0)
 }
 
-pub fn lab(args: LabArgs) -> Outcome {
+pub fn lab(args: LabArgs) -> CommandResult {
     match args.command {
         LabCommand::Run(a) => run(*a),
         LabCommand::Grade(a) => grade(a),
@@ -194,7 +194,7 @@ pub fn lab(args: LabArgs) -> Outcome {
     }
 }
 
-fn new(a: NewArgs) -> Outcome {
+fn new(a: NewArgs) -> CommandResult {
     let root = a.ringleader_path.unwrap_or_else(ringleader_lab::new::workspace_root);
     let dir = a.dir.join(&a.name);
     let files = ringleader_lab::new::new_crate(&dir, &a.name, a.family, &root)?;
@@ -209,7 +209,7 @@ fn new(a: NewArgs) -> Outcome {
     Ok(ExitStatus::violation_unless(true))
 }
 
-fn run(a: RunArgs) -> Outcome {
+fn run(a: RunArgs) -> CommandResult {
     let mut c = LabConfig::new(a.common.family, &a.common.bin, a.nodes);
     c.seed = a.seed;
     c.latency = a.latency;
@@ -249,7 +249,7 @@ fn run(a: RunArgs) -> Outcome {
     Ok(ExitStatus::violation_unless(report.ok()))
 }
 
-fn grade(a: GradeArgs) -> Outcome {
+fn grade(a: GradeArgs) -> CommandResult {
     let g = GradeConfig {
         family: a.common.family,
         command: a.common.bin.clone(),

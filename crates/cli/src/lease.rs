@@ -62,7 +62,7 @@ pub enum LeaseAction {
 }
 
 /// Runs `ringleader lease`.
-pub fn run(args: LeaseArgs) -> crate::Outcome {
+pub fn run(args: LeaseArgs) -> crate::CommandResult {
     let client = args.endpoints.client()?;
     match args.action {
         LeaseAction::Grant { ttl } => {

@@ -50,7 +50,7 @@ pub struct LockArgs {
 }
 
 /// Runs `ringleader lock`.
-pub fn run(args: LockArgs) -> crate::Outcome {
+pub fn run(args: LockArgs) -> crate::CommandResult {
     let client = args.endpoints.client()?;
     let session = Session::new(&client, args.ttl).context("cannot start a session (grant a lease)")?;
     let guard = session

@@ -66,7 +66,7 @@ impl ExitStatus {
 }
 
 /// What a subcommand returns.
-pub type Outcome = anyhow::Result<ExitStatus>;
+pub type CommandResult = anyhow::Result<ExitStatus>;
 
 /// Leader election, mutual exclusion, clocks, deadlock and failure detection — the classical
 /// coordination algorithms, each written once and run by a seeded simulator with faults and

@@ -61,7 +61,7 @@ fn print(m: &Members) {
 }
 
 /// Runs `ringleader member`.
-pub fn run(args: MemberArgs) -> crate::Outcome {
+pub fn run(args: MemberArgs) -> crate::CommandResult {
     let client = args.endpoints.client()?;
     match args.action {
         MemberAction::List => print(&client.members().context("cannot list the members")?),

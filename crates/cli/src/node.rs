@@ -248,7 +248,7 @@ impl NodeArgs {
 }
 
 /// Runs the node until Ctrl-C or SIGTERM.
-pub fn run(args: NodeArgs) -> crate::Outcome {
+pub fn run(args: NodeArgs) -> crate::CommandResult {
     let cfg = args.to_config()?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {

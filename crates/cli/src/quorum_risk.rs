@@ -55,7 +55,7 @@ pub struct QuorumRiskArgs {
 }
 
 /// Runs the subcommand; returns the exit status.
-pub fn run(args: QuorumRiskArgs) -> crate::Outcome {
+pub fn run(args: QuorumRiskArgs) -> crate::CommandResult {
     let p = quorum_risk::parse_probability(&args.p)?;
     let options = Options {
         p,

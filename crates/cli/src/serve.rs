@@ -230,7 +230,7 @@ impl ServeArgs {
 }
 
 /// Runs the node until Ctrl-C or SIGTERM.
-pub fn run(args: ServeArgs) -> crate::Outcome {
+pub fn run(args: ServeArgs) -> crate::CommandResult {
     if args.list_planted {
         if !Planted::available() {
             bail!(

@@ -107,7 +107,7 @@ pub struct ServiceLoadArgs {
 
 /// What one client did.
 #[derive(Debug, Default, Clone, Copy, Serialize)]
-pub struct Tally {
+pub struct ClientTally {
     /// Leases granted (sessions started).
     pub sessions: u64,
     /// Lease grants that failed (no node answered in time).
@@ -137,8 +137,8 @@ pub struct Tally {
     pub stale_accepted: u64,
 }
 
-impl Tally {
-    fn add(&mut self, o: &Tally) {
+impl ClientTally {
+    fn add(&mut self, o: &ClientTally) {
         self.sessions += o.sessions;
         self.grant_failures += o.grant_failures;
         self.sessions_lost += o.sessions_lost;
@@ -219,8 +219,8 @@ fn client_run<W: Write>(
     client: &Client,
     plan: &Plan,
     hist: &HistoryWriter<W>,
-) -> std::io::Result<Tally> {
-    let mut t = Tally::default();
+) -> std::io::Result<ClientTally> {
+    let mut t = ClientTally::default();
     let mut rng = Rng(seed | 1);
     while Instant::now() < plan.deadline {
         let sent = unix_ns();
@@ -326,8 +326,8 @@ fn stale_writer_run<W: Write>(
     client: &Client,
     plan: &Plan,
     hist: &HistoryWriter<W>,
-) -> std::io::Result<Tally> {
-    let mut t = Tally::default();
+) -> std::io::Result<ClientTally> {
+    let mut t = ClientTally::default();
     let mut rng = Rng(seed | 1);
     let Some((agent, url)) = &plan.resource else { return Ok(t) };
     while Instant::now() + plan.ttl * 3 / 2 < plan.deadline {
@@ -381,7 +381,7 @@ fn stale_writer_run<W: Write>(
 }
 
 /// Runs `ringleader service-load`.
-pub fn run(args: ServiceLoadArgs) -> crate::Outcome {
+pub fn run(args: ServiceLoadArgs) -> crate::CommandResult {
     if !(1..=256).contains(&args.clients) {
         bail!("--clients {}: give 1..=256", args.clients);
     }
@@ -457,7 +457,7 @@ pub fn run(args: ServiceLoadArgs) -> crate::Outcome {
                 .context("cannot start a client thread")?,
         );
     }
-    let mut total = Tally::default();
+    let mut total = ClientTally::default();
     for th in threads {
         let t = th
             .join()

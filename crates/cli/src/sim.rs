@@ -308,7 +308,7 @@ pub fn resolve_config(args: &SimArgs, extra: Scenario) -> anyhow::Result<ringlea
 }
 
 /// Runs `ringleader sim`; returns the exit status.
-pub fn run(command: SimCommand) -> crate::Outcome {
+pub fn run(command: SimCommand) -> crate::CommandResult {
     let SimCommand { args, threads } = command;
     let cfg = resolve_config(&args, Scenario::default())?;
     if let Some(most) = ringleader_sim::input::interactive_nodes(&cfg.algorithm)

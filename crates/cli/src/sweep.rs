@@ -110,7 +110,7 @@ struct VariantFlags {
 }
 
 /// Runs `ringleader sweep`; returns the exit status.
-pub fn run(args: SweepArgs) -> crate::Outcome {
+pub fn run(args: SweepArgs) -> crate::CommandResult {
     if let Some(MergeCommand::Merge(m)) = args.merge {
         return merge(m);
     }
@@ -192,7 +192,7 @@ pub fn run(args: SweepArgs) -> crate::Outcome {
     Ok(verdict(&out, args.expect_decided))
 }
 
-fn merge(m: MergeArgs) -> crate::Outcome {
+fn merge(m: MergeArgs) -> crate::CommandResult {
     let mut parts = Vec::new();
     for f in &m.files {
         let text = std::fs::read_to_string(f).with_context(|| format!("{}", f.display()))?;

@@ -120,7 +120,7 @@ impl From<FamilyArg> for Family {
 }
 
 /// Runs `ringleader table`; returns the exit status.
-pub fn run(args: TableArgs) -> crate::Outcome {
+pub fn run(args: TableArgs) -> crate::CommandResult {
     let selection =
         Selection { family: args.family.map(Family::from), algorithm: args.algo, nodes: args.nodes };
     let t = table::run(&selection)?;

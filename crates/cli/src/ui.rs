@@ -235,7 +235,7 @@ async fn page() -> impl IntoResponse {
 }
 
 /// Runs `ringleader ui` until interrupted.
-pub fn run(args: UiArgs) -> crate::Outcome {
+pub fn run(args: UiArgs) -> crate::CommandResult {
     let addr: SocketAddr = args.listen.parse().map_err(|_| {
         anyhow::anyhow!("--listen {:?}: expected HOST:PORT such as 127.0.0.1:8080", args.listen)
     })?;

@@ -59,7 +59,7 @@ pub struct VerifyArgs {
 }
 
 /// Runs `ringleader verify`.
-pub fn run(args: VerifyArgs) -> crate::Outcome {
+pub fn run(args: VerifyArgs) -> crate::CommandResult {
     if let Some(path) = &args.history {
         return history(path, args.budget, args.json, args.allow_undecided);
     }
@@ -134,13 +134,13 @@ fn write_pictures(args: &VerifyArgs, report: &ringleader_net::verify::VerifyRepo
 }
 
 /// `--history`: a client history checked for linearizability.
-fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: bool) -> crate::Outcome {
-    use ringleader_judge::linearizability::{Verdict, lock};
+fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: bool) -> crate::CommandResult {
+    use ringleader_judge::linearizability::{LinearizabilityVerdict, lock};
     let checked = lock::check_history_file(path, budget)?;
     let (word, detail) = match &checked.verdict {
-        Verdict::Linearizable => ("linearizable", None),
-        Verdict::Violated(w) => ("violated", Some(w.to_string())),
-        Verdict::Undecided { .. } => ("undecided", Some(checked.verdict.to_string())),
+        LinearizabilityVerdict::Linearizable => ("linearizable", None),
+        LinearizabilityVerdict::Violated(w) => ("violated", Some(w.to_string())),
+        LinearizabilityVerdict::Undecided { .. } => ("undecided", Some(checked.verdict.to_string())),
     };
     if json {
         let v = serde_json::json!({
@@ -163,9 +163,9 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
         );
         println!("search     {} steps (budget {budget} per lock)", checked.steps);
         let verdict = match &checked.verdict {
-            Verdict::Linearizable => "OK: linearizable".to_string(),
-            Verdict::Violated(w) => format!("VIOLATED: not linearizable: {w}"),
-            Verdict::Undecided { .. } => format!(
+            LinearizabilityVerdict::Linearizable => "OK: linearizable".to_string(),
+            LinearizabilityVerdict::Violated(w) => format!("VIOLATED: not linearizable: {w}"),
+            LinearizabilityVerdict::Undecided { .. } => format!(
                 "UNDECIDED: {}{}",
                 checked.verdict.to_string().replacen("undecided: ", "", 1),
                 if allow_undecided { "" } else { " (exit 2: raise --budget, or --allow-undecided)" }
@@ -174,8 +174,8 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
         println!("verdict    {verdict}");
     }
     Ok(crate::ExitStatus::violation_unless(match checked.verdict {
-        Verdict::Linearizable => true,
-        Verdict::Violated(_) => false,
-        Verdict::Undecided { .. } => allow_undecided,
+        LinearizabilityVerdict::Linearizable => true,
+        LinearizabilityVerdict::Violated(_) => false,
+        LinearizabilityVerdict::Undecided { .. } => allow_undecided,
     }))
 }

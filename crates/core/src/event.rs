@@ -62,7 +62,8 @@ pub enum Event {
     SuperPeerLost,
     /// This node entered the critical section; `fencing` increases with every grant.
     Entered {
-        /// Fencing token: strictly increasing in grant order.
+        /// Fencing token: strictly increasing in grant order. An algorithm whose grants carry
+        /// an epoch sends a [`crate::FencingToken`], packed.
         fencing: u64,
     },
     /// This node left the critical section.

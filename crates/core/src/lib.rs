@@ -14,11 +14,13 @@
 //!
 //! The crate holds only that contract: node identities ([`NodeId`], [`Uid`]), integer time
 //! ([`Time`]), the topology a node may know ([`Topology`]), the [`Context`] a handler reads, the
-//! [`Outbox`] it writes, and the shared vocabulary of application [`Request`]s and observable
-//! [`Event`]s that checkers, traces and the HTTP API all speak.
+//! [`Outbox`] it writes, and the shared vocabulary of application [`Request`]s, observable
+//! [`Event`]s and the [`FencingToken`]s entries carry, that checkers, traces and the HTTP API
+//! all speak.
 
 #![warn(missing_docs)]
 mod event;
+mod fencing;
 pub mod harness;
 mod process;
 pub mod time;
@@ -26,6 +28,7 @@ mod topology;
 pub mod trace;
 
 pub use event::{Event, Request, Touch};
+pub use fencing::FencingToken;
 pub use process::{Command, Context, Message, Outbox, PlainState, Process};
 pub use time::Time;
 pub use topology::{Neighbors, Topology};

@@ -161,8 +161,9 @@ impl IdempotencyKey {
     }
 }
 
-/// A fencing token: the Raft index of the entry whose application granted a lock.
-pub type FencingToken = u64;
+/// The lock service's fencing token: the Raft index of the entry whose application granted a
+/// lock (the textbook algorithms' (epoch, counter) token is `ringleader_core::FencingToken`).
+pub type GrantIndex = u64;
 
 /// One replicated command. `Op`s come out of the Raft log in commit order.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -313,7 +314,7 @@ pub enum Reply {
     /// token).
     Acquired {
         /// The lock's fencing token.
-        fencing: FencingToken,
+        fencing: GrantIndex,
     },
     /// The request waits; `position` waiters will be served before it (0: next in line).
     Queued {
@@ -414,7 +415,7 @@ pub enum Notice {
         /// The request id of its acquire.
         request: RequestId,
         /// Its fencing token (this entry's index).
-        fencing: FencingToken,
+        fencing: GrantIndex,
     },
     /// `lease` lost lock `name` it held.
     Lost {
@@ -508,7 +509,7 @@ pub struct Lease {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct Holder {
     lease: LeaseId,
-    fencing: FencingToken,
+    fencing: GrantIndex,
 }
 
 /// A queued acquire.
@@ -528,7 +529,7 @@ struct Lock {
     /// The token a released holder had, kept only for the planted bug
     /// [`Planted::FencingReused`]; not part of the replicated state.
     #[serde(skip)]
-    released_token: Option<FencingToken>,
+    released_token: Option<GrantIndex>,
 }
 
 /// The bookkeeping of one entry's application: its index, the notices so far, the locks whose
@@ -744,7 +745,7 @@ impl StateMachine {
     }
 
     /// The holder of lock `name` and its fencing token, if it is held.
-    pub fn holder(&self, name: &str) -> Option<(LeaseId, FencingToken)> {
+    pub fn holder(&self, name: &str) -> Option<(LeaseId, GrantIndex)> {
         let h = self.locks.get(name)?.holder?;
         Some((h.lease, h.fencing))
     }

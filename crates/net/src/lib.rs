@@ -227,8 +227,8 @@ pub enum NetError {
         name: String,
     },
     /// The algorithm's communication graph cannot be built for this membership.
-    #[error("{0}")]
-    Topology(String),
+    #[error(transparent)]
+    Topology(#[from] ringleader_algorithms::topology::TopologyError),
     /// A parameter is unknown to the algorithm or out of range.
     #[error(transparent)]
     Param(#[from] ringleader_algorithms::ParamError),

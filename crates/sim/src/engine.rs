@@ -299,7 +299,7 @@ impl<A: Algorithm> Simulation<A> {
         let uids = cfg.ids.uids(cfg.nodes, rng);
         let topology =
             topologies::build_shape(A::TOPOLOGY, A::NAME, cfg.nodes, cfg.graph.as_ref(), cfg.edges, rng)
-                .map_err(SimError::Topology)?;
+                .map_err(SimError::from)?;
         Ok((uids, topology))
     }
 

@@ -16,7 +16,7 @@ use ringleader_algorithms::{Family, Info, LeaderRule};
 use ringleader_core::{Time, Uid};
 
 use crate::notation::{Latency, format_duration};
-use crate::scenario::{ConfigError, Initiators, Origin, Scenario, WorkloadKind};
+use crate::scenario::{Initiators, Origin, Scenario, ScenarioError, WorkloadKind};
 
 const SECOND: Time = 1_000_000_000;
 const HOUR: Time = 3_600 * SECOND;
@@ -69,20 +69,20 @@ impl<'a> Blame<'a> {
 
     /// `value` of field `key` is wrong because `reason`; `element` when the value is one
     /// element of a list (a fault, say).
-    pub(crate) fn error(&self, key: &str, value: &str, element: bool, reason: &str) -> ConfigError {
+    pub(crate) fn error(&self, key: &str, value: &str, element: bool, reason: &str) -> ScenarioError {
         if !self.from_flags.contains(key)
             && let Some(origin) = self.origin
             && let Some((line, column)) = origin.locate(key, element.then_some(value))
         {
             let leaf = key.rsplit('.').next().unwrap_or(key);
-            return ConfigError::Parse {
+            return ScenarioError::Parse {
                 path: origin.path.clone(),
                 line,
                 column,
                 message: format!("field `{leaf}` = {value}: {reason}"),
             };
         }
-        ConfigError::Invalid(format!("{} {value}: {reason}", flag_of(key)))
+        ScenarioError::Flag { flag: flag_of(key), value: value.into(), reason: reason.into() }
     }
 }
 
@@ -228,7 +228,7 @@ fn bytes(b: u64) -> String {
 /// Checks `s` for `info` before defaults are filled in: numeric ranges, flags the family does
 /// not read, the fault plan, expected properties and the memory estimate. Only what the user
 /// gave (in the file or as flags) is judged: defaults are not the user's choice.
-pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Result<(), ConfigError> {
+pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Result<(), ScenarioError> {
     let blame = Blame::new(s);
     let family = info.family;
     let name = info.name;
@@ -543,7 +543,7 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
     }
 
     // Id lists name each node once.
-    let once = |key: &str, ids: &[Uid], shown: String| -> Result<(), ConfigError> {
+    let once = |key: &str, ids: &[Uid], shown: String| -> Result<(), ScenarioError> {
         let mut seen = std::collections::BTreeSet::new();
         match ids.iter().find(|u| !seen.insert(**u)) {
             Some(u) => Err(blame.error(key, &shown, false, &format!("id {u} is named twice"))),
@@ -559,7 +559,7 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
 
     // The fault plan can happen.
     let f = &s.faults;
-    let after_end = |key: &str, shown: String, t: Time| -> Result<(), ConfigError> {
+    let after_end = |key: &str, shown: String, t: Time| -> Result<(), ScenarioError> {
         if t > duration {
             Err(blame.error(
                 key,

@@ -48,8 +48,8 @@ pub enum SimError {
     #[error("unknown algorithm {0:?}")]
     UnknownAlgorithm(String),
     /// The communication graph cannot be built (impossible shape, bad edge count …).
-    #[error("{0}")]
-    Topology(String),
+    #[error(transparent)]
+    Topology(Box<topologies::ShapeError>),
     /// The algorithm refused its parameters (a value out of range, or a name it does not read).
     #[error(transparent)]
     Configure(#[from] ringleader_algorithms::ConfigError),
@@ -66,6 +66,12 @@ pub enum SimError {
         /// Why.
         source: std::io::Error,
     },
+}
+
+impl From<topologies::ShapeError> for SimError {
+    fn from(e: topologies::ShapeError) -> Self {
+        SimError::Topology(Box::new(e))
+    }
 }
 
 /// What to record beyond the report.

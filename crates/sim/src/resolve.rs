@@ -9,27 +9,31 @@ use ringleader_core::Uid;
 
 use crate::notation::{Latency, format_duration};
 use crate::scenario::{
-    ConfigError, Initiators, RunConfig, Scenario, WorkloadKind, default_duration, default_initiators,
+    Initiators, RunConfig, Scenario, ScenarioError, WorkloadKind, default_duration, default_initiators,
 };
 use crate::topologies::{self, Shape};
 
 impl Scenario {
     /// Fills in defaults and checks every value.
-    pub fn resolve(self, source: Option<PathBuf>) -> Result<RunConfig, ConfigError> {
-        let bad = |m: String| Err(ConfigError::Invalid(m));
+    pub fn resolve(self, source: Option<PathBuf>) -> Result<RunConfig, ScenarioError> {
+        let bad = |flag: &str, value: String, reason: &str| ScenarioError::Flag {
+            flag: flag.into(),
+            value,
+            reason: reason.into(),
+        };
         let Some(algorithm) = self.algorithm.clone() else {
-            return bad("no algorithm: give --algo NAME or `algorithm = \"NAME\"` in the scenario (see `ringleader list`)".into());
+            return Err(ScenarioError::NoAlgorithm);
         };
         let Some(info) = ringleader_registry::find(&algorithm) else {
-            let names: Vec<_> = ringleader_registry::all().iter().map(|i| i.name).collect();
-            return bad(format!("unknown algorithm {algorithm:?}; known: {}", names.join(", ")));
+            let known = ringleader_registry::all().iter().map(|i| i.name).collect();
+            return Err(ScenarioError::UnknownAlgorithm { name: algorithm, known });
         };
         let nodes = self.nodes.unwrap_or(5);
         let end = self.duration.map(|d| d.0).unwrap_or(default_duration(info.family));
         crate::input::check(&self, &info, nodes, end)?;
         // A node id that does not exist, blamed on its flag or on its line in the file.
         let blame = crate::input::Blame::new(&self);
-        let check_uid = |u: Uid, key: &str, value: String, element: bool| -> Result<(), ConfigError> {
+        let check_uid = |u: Uid, key: &str, value: String, element: bool| -> Result<(), ScenarioError> {
             if u == 0 || u > nodes as Uid {
                 Err(blame.error(
                     key,
@@ -70,15 +74,15 @@ impl Scenario {
                 }
                 Some(ids)
             }
-            Some(other) => return bad(format!("--requesters {other}: give ids like 2,3,4 (or all)")),
+            Some(other) => {
+                return Err(bad("--requesters", other.to_string(), "give ids like 2,3,4 (or all)"));
+            }
         };
-        let prob = |v: Option<f64>, what: &str| -> Result<f64, ConfigError> {
+        let prob = |v: Option<f64>, what: &str| -> Result<f64, ScenarioError> {
             match v {
                 None => Ok(0.0),
                 Some(p) if (0.0..=1.0).contains(&p) => Ok(p),
-                Some(p) => {
-                    Err(ConfigError::Invalid(format!("{what} {p}: a probability must be between 0 and 1")))
-                }
+                Some(p) => Err(bad(what, p.to_string(), "a probability must be between 0 and 1")),
             }
         };
         let loss = prob(self.network.loss, "--loss")?;
@@ -93,37 +97,34 @@ impl Scenario {
         };
         let rate = self.workload.rate.unwrap_or(10.0);
         if !(rate.is_finite() && rate > 0.0) {
-            return bad(format!("--rate {rate}: requests per second must be a positive number"));
+            return Err(bad("--rate", rate.to_string(), "requests per second must be a positive number"));
         }
         let cycles = self.workload.cycles.unwrap_or(0.3);
         if !(0.0..=1.0).contains(&cycles) {
-            return bad(format!("--cycles {cycles}: a probability must be between 0 and 1"));
+            return Err(bad("--cycles", cycles.to_string(), "a probability must be between 0 and 1"));
         }
         let holders = self.workload.holders.unwrap_or(default_holders(&algorithm));
         if holders == 0 {
-            return bad("--holders 0: a request waits for at least one holder".into());
+            return Err(bad("--holders", "0".into(), "a request waits for at least one holder"));
         }
         let fanout = self.workload.fanout.unwrap_or(1);
         if fanout == 0 || fanout >= nodes.max(2) {
-            return bad(format!(
-                "--fanout {fanout}: each send goes to 1..{} other nodes",
-                nodes.saturating_sub(1).max(1)
-            ));
+            let reason = format!("each send goes to 1..{} other nodes", nodes.saturating_sub(1).max(1));
+            return Err(bad("--fanout", fanout.to_string(), &reason));
         }
         for v in &self.expect.violations {
             if v.parse::<ringleader_judge::checkers::Property>().is_err() {
-                return bad(format!(
-                    "expected violation {v:?} is not a property; known: {}",
-                    ringleader_judge::checkers::ALL_PROPERTIES.join(", ")
-                ));
+                return Err(ScenarioError::UnknownProperty {
+                    name: v.clone(),
+                    known: ringleader_judge::checkers::ALL_PROPERTIES,
+                });
             }
         }
         let graph = match self.graph {
             None => None,
-            Some(spec) => Some(spec.load(nodes).map_err(ConfigError::Invalid)?),
+            Some(spec) => Some(spec.load(nodes)?),
         };
-        topologies::check(info.topology, &algorithm, nodes, graph.as_ref(), self.edges)
-            .map_err(ConfigError::Invalid)?;
+        topologies::check(info.topology, &algorithm, nodes, graph.as_ref(), self.edges)?;
         // The algorithm's own default shape is no choice: the report and repro line omit it.
         let graph = graph.filter(|g| Shape::default_for(info.topology).as_ref() != Some(g));
         let params = self
@@ -179,7 +180,7 @@ impl Scenario {
 
 impl RunConfig {
     /// A configuration with every default, for `algorithm` on `nodes` nodes.
-    pub fn new(algorithm: &str, nodes: u32) -> Result<RunConfig, ConfigError> {
+    pub fn new(algorithm: &str, nodes: u32) -> Result<RunConfig, ScenarioError> {
         Scenario { algorithm: Some(algorithm.into()), nodes: Some(nodes), ..Scenario::default() }
             .resolve(None)
     }

@@ -352,7 +352,7 @@ impl Origin {
 
 /// A scenario or configuration problem, said in one line.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub enum ScenarioError {
     /// The file could not be read.
     #[error("{path}: {source}")]
     Io {
@@ -373,9 +373,50 @@ pub enum ConfigError {
         /// What is wrong and what is allowed.
         message: String,
     },
-    /// A value is out of range or inconsistent.
-    #[error("{0}")]
-    Invalid(String),
+    /// A value given as a flag (or a default the flags make impossible) is out of range or
+    /// inconsistent: `--loss 1.5: a probability must be between 0 and 1`.
+    #[error("{flag} {value}: {reason}")]
+    Flag {
+        /// The flag, `--loss`.
+        flag: String,
+        /// The value, as the user wrote it or as the run shows it.
+        value: String,
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
+    /// Neither `--algo` nor the scenario names an algorithm.
+    #[error(
+        "no algorithm: give --algo NAME or `algorithm = \"NAME\"` in the scenario (see `ringleader list`)"
+    )]
+    NoAlgorithm,
+    /// No algorithm has this name.
+    #[error("unknown algorithm {name:?}; known: {}", known.join(", "))]
+    UnknownAlgorithm {
+        /// The name asked for.
+        name: String,
+        /// Every algorithm's name.
+        known: Vec<&'static str>,
+    },
+    /// `--expect` names no property.
+    #[error("expected violation {name:?} is not a property; known: {}", known.join(", "))]
+    UnknownProperty {
+        /// The name given.
+        name: String,
+        /// Every property's name.
+        known: &'static [&'static str],
+    },
+    /// The `--graph` edge-list file cannot be read or is not an edge list.
+    #[error(transparent)]
+    GraphFile(#[from] crate::topologies::GraphFileError),
+    /// The algorithm cannot run on the chosen graph.
+    #[error(transparent)]
+    Shape(Box<crate::topologies::ShapeError>),
+}
+
+impl From<crate::topologies::ShapeError> for ScenarioError {
+    fn from(e: crate::topologies::ShapeError) -> Self {
+        ScenarioError::Shape(Box::new(e))
+    }
 }
 
 /// The default `--duration`: one hour of virtual time (a million-node ring needs about 2,000 s).
@@ -403,9 +444,9 @@ pub fn default_duration(family: ringleader_algorithms::Family) -> Time {
 
 impl Scenario {
     /// Reads and parses a scenario file.
-    pub fn load(path: &Path) -> Result<Scenario, ConfigError> {
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
+            .map_err(|source| ScenarioError::Io { path: path.display().to_string(), source })?;
         let mut scenario = Scenario::parse(&text, &path.display().to_string())?;
         if let Some(ShapeSpec::File(file)) = &mut scenario.graph
             && file.is_relative()
@@ -417,7 +458,7 @@ impl Scenario {
     }
 
     /// Parses scenario text; errors name `origin`, the line, the column and the field.
-    pub fn parse(text: &str, origin: &str) -> Result<Scenario, ConfigError> {
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
         let scenario: Result<Scenario, _> = toml::from_str(text);
         scenario
             .map(|s| Scenario { origin: Some(Origin { path: origin.into(), text: text.into() }), ..s })
@@ -441,7 +482,7 @@ impl Scenario {
                     Some(f) if !message.contains(&format!("`{f}`")) => format!("field `{f}`: {message}"),
                     _ => message,
                 };
-                ConfigError::Parse { path: origin.into(), line, column, message }
+                ScenarioError::Parse { path: origin.into(), line, column, message }
             })
     }
 

@@ -19,7 +19,7 @@
 //!   and adds `--plain` when a story value was overridden back to a generic one, so that
 //!   replaying it never reapplies a story the run did not have.
 
-use crate::scenario::{ConfigError, RunConfig, Scenario};
+use crate::scenario::{RunConfig, Scenario, ScenarioError};
 
 /// The story of `algorithm` on `n` nodes as scenario-file text, or `None` when the generic
 /// defaults already show the algorithm. `n` is the node count the run will have (the user's,
@@ -76,7 +76,7 @@ pub fn text(algorithm: &str, n: u32) -> Option<String> {
 }
 
 /// The story of `algorithm` for a run whose node count the user set to `nodes` (if at all).
-pub fn story(algorithm: &str, nodes: Option<u32>) -> Result<Option<Scenario>, ConfigError> {
+pub fn story(algorithm: &str, nodes: Option<u32>) -> Result<Option<Scenario>, ScenarioError> {
     let own_nodes = match text(algorithm, nodes.unwrap_or(5)) {
         None => return Ok(None),
         Some(t) => Scenario::parse(&t, &format!("<default story of {algorithm}>"))?.nodes,
@@ -97,7 +97,7 @@ pub fn story(algorithm: &str, nodes: Option<u32>) -> Result<Option<Scenario>, Co
 /// the flaw and so keeps the expectation. An override of a flaw setting drops the expectation, and the
 /// run's description says which override dropped which violation, so that a run that still
 /// shows the flaw is not a surprise.
-pub fn apply(user: Scenario) -> Result<Scenario, ConfigError> {
+pub fn apply(user: Scenario) -> Result<Scenario, ScenarioError> {
     let Some(algorithm) = user.algorithm.clone() else { return Ok(user) };
     let Some(mut base) = story(&algorithm, user.nodes)? else { return Ok(user) };
     let f = &user.faults;

@@ -5,7 +5,9 @@
 //! connected graph, a grid, a balanced binary tree, a line, a star, a random tree, or an edge list
 //! read from a file. [`check`] says which shapes a kind accepts — graph algorithms take every
 //! connected shape, tree algorithms only the acyclic ones, ring and complete-graph algorithms none
-//! — and [`build_shape`] builds the chosen one.
+//! — and [`build_shape`] builds the chosen one. A shape refused is a [`ShapeError`], an edge-list
+//! file that cannot be read a [`GraphFileError`]; each says in one line what was wrong and what
+//! is allowed.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -15,7 +17,7 @@ use std::str::FromStr;
 use rand::RngExt;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_algorithms::TopologyKind;
-use ringleader_algorithms::topology::{binary_tree_edges, default_edges, random_connected};
+use ringleader_algorithms::topology::{TopologyError, binary_tree_edges, default_edges, random_connected};
 use ringleader_core::{NodeId, Topology};
 use serde::{Deserialize, Serialize};
 
@@ -105,7 +107,7 @@ impl TryFrom<String> for ShapeSpec {
 impl ShapeSpec {
     /// The shape for `n` nodes; an edge-list file is read and checked here (every position in
     /// 1..n, no self-loop, no edge twice). Errors start with `--graph SPEC:`.
-    pub fn load(self, n: u32) -> Result<Shape, String> {
+    pub fn load(self, n: u32) -> Result<Shape, GraphFileError> {
         Ok(match self {
             ShapeSpec::Random => Shape::Random,
             ShapeSpec::Grid => Shape::Grid,
@@ -114,13 +116,193 @@ impl ShapeSpec {
             ShapeSpec::Star => Shape::Star,
             ShapeSpec::RandomTree => Shape::RandomTree,
             ShapeSpec::File(path) => {
-                let what = format!("--graph file:{}", path.display());
-                let text =
-                    std::fs::read_to_string(&path).map_err(|e| format!("{what}: cannot read it: {e}"))?;
-                let edges = parse_edge_list(&text, n).map_err(|e| format!("{what}: {e}"))?;
-                Shape::File(EdgeList { path, edges })
+                let text = match std::fs::read_to_string(&path) {
+                    Ok(text) => text,
+                    Err(error) => return Err(GraphFileError::Unreadable { path, error }),
+                };
+                match parse_edge_list(&text, n) {
+                    Ok(edges) => Shape::File(EdgeList { path, edges }),
+                    Err(error) => return Err(GraphFileError::EdgeList { path, error }),
+                }
             }
         })
+    }
+}
+
+/// Why `--graph file:PATH` gave no edge list.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphFileError {
+    /// The file could not be read.
+    #[error("--graph file:{}: cannot read it: {error}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why it could not be read.
+        error: std::io::Error,
+    },
+    /// The file is not an edge list for the run's nodes.
+    #[error("--graph file:{}: {error}", path.display())]
+    EdgeList {
+        /// The file.
+        path: PathBuf,
+        /// The first line that is wrong, and why.
+        error: EdgeListError,
+    },
+}
+
+/// The first wrong line of an edge list ([`parse_edge_list`]); lines count from 1, positions
+/// are 1-based as written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EdgeListError {
+    /// The line does not hold exactly two words.
+    #[error("line {line}: expected two positions \"A B\", found {found:?}")]
+    NotAPair {
+        /// The line.
+        line: usize,
+        /// What it holds (without its comment).
+        found: String,
+    },
+    /// A word is not a number.
+    #[error("line {line}: {word:?} is not a position (positions are 1..{n})")]
+    NotAPosition {
+        /// The line.
+        line: usize,
+        /// The word.
+        word: String,
+        /// The run's node count.
+        n: u32,
+    },
+    /// A position is 0 or above the node count.
+    #[error("line {line}: position {position} is outside 1..{n}")]
+    Outside {
+        /// The line.
+        line: usize,
+        /// The position written.
+        position: u64,
+        /// The run's node count.
+        n: u32,
+    },
+    /// The pair joins a position to itself.
+    #[error("line {line}: {position} {position} joins a position to itself")]
+    SelfLoop {
+        /// The line.
+        line: usize,
+        /// The position.
+        position: u64,
+    },
+    /// The edge is already listed (in either order).
+    #[error("line {line}: the edge {a} {b} is already on line {first}")]
+    Repeated {
+        /// The line.
+        line: usize,
+        /// The edge's first position, as written on this line.
+        a: u64,
+        /// Its second position.
+        b: u64,
+        /// The line that listed it first.
+        first: usize,
+    },
+}
+
+/// Why a run's graph is refused ([`check`]) or cannot be built ([`build_shape`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    /// A ring or complete-graph algorithm was given a `--graph`.
+    #[error("--graph {shape}: {algorithm} runs on {} and takes no --graph", fixed_graph(*kind))]
+    GraphNotTaken {
+        /// The shape given.
+        shape: Shape,
+        /// The algorithm.
+        algorithm: String,
+        /// The graph it runs on.
+        kind: TopologyKind,
+    },
+    /// A ring or complete-graph algorithm was given `--edges`.
+    #[error("--edges {edges}: {algorithm} runs on {} and takes no --edges", fixed_graph(*kind))]
+    EdgesNotTaken {
+        /// The edge count given.
+        edges: u64,
+        /// The algorithm.
+        algorithm: String,
+        /// The graph it runs on.
+        kind: TopologyKind,
+    },
+    /// `--edges` with a shape other than `random`.
+    #[error(
+        "--edges {edges}: only --graph random takes an edge count, and {algorithm} runs on --graph {shape}{}",
+        if *shape_given { "" } else { " (its default)" }
+    )]
+    EdgesWithoutRandom {
+        /// The edge count given.
+        edges: u64,
+        /// The algorithm.
+        algorithm: String,
+        /// The shape it runs on.
+        shape: Shape,
+        /// Whether the run chose the shape (else it is the algorithm's default).
+        shape_given: bool,
+    },
+    /// A random graph's edge count cannot make a connected graph.
+    #[error(transparent)]
+    Edges(#[from] TopologyError),
+    /// An edge-list file names a position beyond the run's nodes.
+    #[error("--graph {shape}: position {position} is outside 1..{n}")]
+    Outside {
+        /// The shape (an edge-list file).
+        shape: Shape,
+        /// The position, 1-based.
+        position: u32,
+        /// The run's node count.
+        n: u32,
+    },
+    /// An edge-list file's graph is not connected.
+    #[error("--graph {shape}: the graph is not connected ({})", describe_unreached(unreached))]
+    NotConnected {
+        /// The shape (an edge-list file).
+        shape: Shape,
+        /// The positions that cannot reach position 0, 0-based, in increasing order.
+        unreached: Vec<NodeId>,
+    },
+    /// A tree algorithm was given a shape that is not a tree.
+    #[error(
+        "--graph {shape}: {algorithm} needs a tree (tree, line, star, random-tree, or a file holding a tree); \
+         {}, a tree on {n} nodes has {}",
+        tree_shortfall(shape, *n, *edges, *edges_given),
+        n.saturating_sub(1)
+    )]
+    NotATree {
+        /// The shape.
+        shape: Shape,
+        /// The algorithm.
+        algorithm: String,
+        /// The run's node count.
+        n: u32,
+        /// The shape's edge count.
+        edges: u64,
+        /// Whether `--edges` was given (a random graph's count is otherwise its default).
+        edges_given: bool,
+    },
+}
+
+/// The graph a ring or complete-graph algorithm runs on, with its article.
+fn fixed_graph(kind: TopologyKind) -> &'static str {
+    match kind {
+        TopologyKind::Complete => "a complete graph",
+        TopologyKind::Ring => "a ring",
+        _ => "a bidirectional ring",
+    }
+}
+
+/// What makes `shape` (`edges` edges on `n` nodes) no tree.
+fn tree_shortfall(shape: &Shape, n: u32, edges: u64, edges_given: bool) -> String {
+    match shape {
+        Shape::Grid => format!("the {} has {edges} edges", grid_label(n)),
+        Shape::Random if !edges_given => format!(
+            "the random graph has {edges} edges (2N by default; --edges {} makes a random tree)",
+            n.saturating_sub(1)
+        ),
+        Shape::Random => format!("the random graph has {edges} edges"),
+        _ => format!("the file holds {edges} edges"),
     }
 }
 
@@ -201,11 +383,9 @@ impl Shape {
         n: u32,
         edges: Option<u64>,
         rng: &mut Xoshiro256PlusPlus,
-    ) -> Result<Topology, String> {
+    ) -> Result<Topology, TopologyError> {
         Ok(match self {
-            Shape::Random => {
-                random_connected(n, edges.unwrap_or(default_edges(n)), rng).map_err(|e| e.to_string())?
-            }
+            Shape::Random => random_connected(n, edges.unwrap_or(default_edges(n)), rng)?,
             Shape::Grid => Topology::from_edges(n, &grid_edges(n)),
             Shape::Tree => Topology::from_edges(n, &binary_tree_edges(n)),
             Shape::Line => Topology::from_edges(n, &line_edges(n)),
@@ -225,12 +405,12 @@ pub fn build_shape(
     shape: Option<&Shape>,
     edges: Option<u64>,
     rng: &mut Xoshiro256PlusPlus,
-) -> Result<Topology, String> {
+) -> Result<Topology, ShapeError> {
     check(kind, algorithm, n, shape, edges)?;
-    match shape {
-        None => kind.default_topology(n, edges, rng).map_err(|e| e.to_string()),
-        Some(s) => s.build(n, edges, rng),
-    }
+    Ok(match shape {
+        None => kind.default_topology(n, edges, rng)?,
+        Some(s) => s.build(n, edges, rng)?,
+    })
 }
 
 /// Whether `algorithm`, written for `kind`, can run on `shape` (`None`: its default) with
@@ -243,28 +423,21 @@ pub fn check(
     n: u32,
     shape: Option<&Shape>,
     edges: Option<u64>,
-) -> Result<(), String> {
+) -> Result<(), ShapeError> {
+    let algorithm = algorithm.to_string();
     let Some(default) = Shape::default_for(kind) else {
-        let on = match kind {
-            TopologyKind::Complete => "a complete graph",
-            TopologyKind::Ring => "a ring",
-            _ => "a bidirectional ring",
-        };
         if let Some(s) = shape {
-            return Err(format!("--graph {s}: {algorithm} runs on {on} and takes no --graph"));
+            return Err(ShapeError::GraphNotTaken { shape: s.clone(), algorithm, kind });
         }
-        if let Some(m) = edges {
-            return Err(format!("--edges {m}: {algorithm} runs on {on} and takes no --edges"));
+        if let Some(edges) = edges {
+            return Err(ShapeError::EdgesNotTaken { edges, algorithm, kind });
         }
         return Ok(());
     };
-    let given = shape.is_some();
+    let shape_given = shape.is_some();
     let shape = shape.unwrap_or(&default);
-    if let (Some(m), false) = (edges, *shape == Shape::Random) {
-        return Err(format!(
-            "--edges {m}: only --graph random takes an edge count, and {algorithm} runs on --graph {shape}{}",
-            if given { "" } else { " (its default)" }
-        ));
+    if let (Some(edges), false) = (edges, *shape == Shape::Random) {
+        return Err(ShapeError::EdgesWithoutRandom { edges, algorithm, shape: shape.clone(), shape_given });
     }
     let n64 = n as u64;
     match shape {
@@ -272,43 +445,29 @@ pub fn check(
             let m = edges.unwrap_or(default_edges(n));
             let (min, max) = (n64.saturating_sub(1), n64 * n64.saturating_sub(1) / 2);
             if m < min || m > max {
-                return Err(format!(
-                    "--edges {m}: a connected graph on {n} nodes has between {min} and {max} edges"
-                ));
+                return Err(TopologyError::Edges { edges: m, n, min, max }.into());
             }
         }
         Shape::File(list) => {
             if let Some(&(a, b)) = list.edges.iter().find(|&&(a, b)| a >= n || b >= n) {
-                return Err(format!("--graph {shape}: position {} is outside 1..{n}", a.max(b) + 1));
+                return Err(ShapeError::Outside { shape: shape.clone(), position: a.max(b) + 1, n });
             }
             let unreached = unreached(&Topology::from_edges(n, &list.edges));
             if !unreached.is_empty() {
-                return Err(format!(
-                    "--graph {shape}: the graph is not connected ({})",
-                    describe_unreached(&unreached)
-                ));
+                return Err(ShapeError::NotConnected { shape: shape.clone(), unreached });
             }
         }
         _ => {}
     }
     let m = shape.edge_count(n, edges);
     if kind == TopologyKind::Tree && m != n64.saturating_sub(1) {
-        let has = match shape {
-            Shape::Grid => format!("the {} has {m} edges", grid_label(n)),
-            Shape::Random if edges.is_none() => {
-                format!(
-                    "the random graph has {m} edges (2N by default; --edges {} makes a random tree)",
-                    n.saturating_sub(1)
-                )
-            }
-            Shape::Random => format!("the random graph has {m} edges"),
-            _ => format!("the file holds {m} edges"),
-        };
-        return Err(format!(
-            "--graph {shape}: {algorithm} needs a tree (tree, line, star, random-tree, or a file holding a tree); \
-             {has}, a tree on {n} nodes has {}",
-            n.saturating_sub(1)
-        ));
+        return Err(ShapeError::NotATree {
+            shape: shape.clone(),
+            algorithm,
+            n,
+            edges: m,
+            edges_given: edges.is_some(),
+        });
     }
     Ok(())
 }
@@ -366,7 +525,7 @@ pub fn random_tree_edges(n: u32, rng: &mut Xoshiro256PlusPlus) -> Vec<(NodeId, N
 /// Reads an edge list for `n` nodes: one `A B` pair of 1-based positions per line, `#` starts a
 /// comment, blank lines are skipped. Every position must be in 1..n, no pair may join a position
 /// to itself or repeat an edge (in either order). Errors name the line. Returns 0-based pairs.
-pub fn parse_edge_list(text: &str, n: u32) -> Result<Vec<(NodeId, NodeId)>, String> {
+pub fn parse_edge_list(text: &str, n: u32) -> Result<Vec<(NodeId, NodeId)>, EdgeListError> {
     let mut edges = Vec::new();
     let mut seen: BTreeMap<(NodeId, NodeId), usize> = BTreeMap::new();
     for (i, raw) in text.lines().enumerate() {
@@ -377,23 +536,22 @@ pub fn parse_edge_list(text: &str, n: u32) -> Result<Vec<(NodeId, NodeId)>, Stri
         }
         let words: Vec<&str> = body.split_whitespace().collect();
         let [a, b] = words[..] else {
-            return Err(format!("line {line}: expected two positions \"A B\", found {body:?}"));
+            return Err(EdgeListError::NotAPair { line, found: body.to_string() });
         };
-        let position = |w: &str| -> Result<NodeId, String> {
-            let p: u64 = w
-                .parse()
-                .map_err(|_| format!("line {line}: {w:?} is not a position (positions are 1..{n})"))?;
+        let position = |w: &str| -> Result<NodeId, EdgeListError> {
+            let p: u64 =
+                w.parse().map_err(|_| EdgeListError::NotAPosition { line, word: w.to_string(), n })?;
             if p == 0 || p > n as u64 {
-                return Err(format!("line {line}: position {p} is outside 1..{n}"));
+                return Err(EdgeListError::Outside { line, position: p, n });
             }
             Ok(p as NodeId - 1)
         };
         let (a, b) = (position(a)?, position(b)?);
         if a == b {
-            return Err(format!("line {line}: {} {} joins a position to itself", a + 1, b + 1));
+            return Err(EdgeListError::SelfLoop { line, position: u64::from(a) + 1 });
         }
         if let Some(first) = seen.insert((a.min(b), a.max(b)), line) {
-            return Err(format!("line {line}: the edge {} {} is already on line {first}", a + 1, b + 1));
+            return Err(EdgeListError::Repeated { line, a: u64::from(a) + 1, b: u64::from(b) + 1, first });
         }
         edges.push((a, b));
     }
@@ -533,7 +691,7 @@ mod tests {
     fn edge_lists_read_pairs_comments_and_blank_lines() {
         let text = "# a triangle and a tail\n1 2\n\n2 3   # trailing comment\n\t3 1\n3 4\n";
         assert_eq!(parse_edge_list(text, 4).unwrap(), vec![(0, 1), (1, 2), (2, 0), (2, 3)]);
-        let err = |text: &str, n| parse_edge_list(text, n).unwrap_err();
+        let err = |text: &str, n| parse_edge_list(text, n).unwrap_err().to_string();
         assert_eq!(err("1 2\n2 3\n\n3 11\n", 10), "line 4: position 11 is outside 1..10");
         assert_eq!(err("0 1\n", 10), "line 1: position 0 is outside 1..10");
         assert_eq!(err("1 2 3\n", 10), "line 1: expected two positions \"A B\", found \"1 2 3\"");
@@ -559,7 +717,7 @@ mod tests {
             assert_eq!(check(Tree, "raymond", 9, Some(&s), None), Ok(()), "{s}");
         }
         assert_eq!(
-            check(Tree, "raymond", 9, Some(&Shape::Grid), None).unwrap_err(),
+            check(Tree, "raymond", 9, Some(&Shape::Grid), None).unwrap_err().to_string(),
             "--graph grid: raymond needs a tree (tree, line, star, random-tree, or a file holding a tree); \
              the 3×3 grid has 12 edges, a tree on 9 nodes has 8"
         );
@@ -568,45 +726,54 @@ mod tests {
         assert_eq!(check(Tree, "raymond", 10, Some(&Shape::Random), Some(9)), Ok(()));
         assert!(
             check(Tree, "raymond", 10, Some(&Shape::Random), None)
-                .unwrap_err()
+                .unwrap_err().to_string()
                 .ends_with("the random graph has 20 edges (2N by default; --edges 9 makes a random tree), a tree on 10 nodes has 9")
         );
         assert_eq!(
-            check(Ring, "chang-roberts", 9, Some(&Shape::Grid), None).unwrap_err(),
+            check(Ring, "chang-roberts", 9, Some(&Shape::Grid), None).unwrap_err().to_string(),
             "--graph grid: chang-roberts runs on a ring and takes no --graph"
         );
         assert_eq!(
-            check(BiRing, "hirschberg-sinclair", 9, None, Some(12)).unwrap_err(),
+            check(BiRing, "hirschberg-sinclair", 9, None, Some(12)).unwrap_err().to_string(),
             "--edges 12: hirschberg-sinclair runs on a bidirectional ring and takes no --edges"
         );
         assert!(
-            check(Complete, "bully", 9, Some(&Shape::Random), None).unwrap_err().contains("a complete graph")
+            check(Complete, "bully", 9, Some(&Shape::Random), None)
+                .unwrap_err()
+                .to_string()
+                .contains("a complete graph")
         );
         assert_eq!(check(Complete, "bully", 9, None, None), Ok(()));
         assert_eq!(
-            check(Graph, "yoyo", 9, Some(&Shape::Grid), Some(12)).unwrap_err(),
+            check(Graph, "yoyo", 9, Some(&Shape::Grid), Some(12)).unwrap_err().to_string(),
             "--edges 12: only --graph random takes an edge count, and yoyo runs on --graph grid"
         );
         assert_eq!(
-            check(Tree, "raymond", 9, None, Some(8)).unwrap_err(),
+            check(Tree, "raymond", 9, None, Some(8)).unwrap_err().to_string(),
             "--edges 8: only --graph random takes an edge count, and raymond runs on --graph tree (its default)"
         );
-        assert!(check(Graph, "yoyo", 9, None, Some(7)).unwrap_err().contains("between 8 and 36 edges"));
+        assert!(
+            check(Graph, "yoyo", 9, None, Some(7))
+                .unwrap_err()
+                .to_string()
+                .contains("between 8 and 36 edges")
+        );
         // Files: connected for graph algorithms, a tree for tree algorithms.
         let triangle_and_tail = file(&[(1, 2), (2, 3), (3, 1), (3, 4)]);
         assert_eq!(check(Graph, "yoyo", 4, Some(&triangle_and_tail), None), Ok(()));
         assert_eq!(
-            check(Tree, "raymond", 4, Some(&triangle_and_tail), None).unwrap_err(),
+            check(Tree, "raymond", 4, Some(&triangle_and_tail), None).unwrap_err().to_string(),
             "--graph file:g.txt: raymond needs a tree (tree, line, star, random-tree, or a file holding a tree); \
              the file holds 4 edges, a tree on 4 nodes has 3"
         );
         assert_eq!(check(Tree, "raymond", 4, Some(&file(&[(2, 1), (4, 2), (3, 2)])), None), Ok(()));
         assert_eq!(
             check(Graph, "yoyo", 8, Some(&file(&[(1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (7, 8)])), None)
-                .unwrap_err(),
+                .unwrap_err()
+                .to_string(),
             "--graph file:g.txt: the graph is not connected (positions 7, 8 cannot reach 1)"
         );
-        let far = check(Graph, "yoyo", 30, Some(&file(&[(1, 2)])), None).unwrap_err();
+        let far = check(Graph, "yoyo", 30, Some(&file(&[(1, 2)])), None).unwrap_err().to_string();
         assert!(
             far.ends_with("(positions 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 and 18 more cannot reach 1)"),
             "{far}"
@@ -614,6 +781,7 @@ mod tests {
         assert!(
             check(Graph, "yoyo", 3, Some(&file(&[(1, 4)])), None)
                 .unwrap_err()
+                .to_string()
                 .contains("position 4 is outside 1..3")
         );
     }
@@ -643,7 +811,7 @@ mod tests {
             "unknown shape \"hexagon\"; allowed: random, grid, tree, line, star, random-tree, file:PATH"
         );
         assert!("file:".parse::<ShapeSpec>().is_err());
-        let missing = ShapeSpec::File("/nonexistent/g.txt".into()).load(5).unwrap_err();
+        let missing = ShapeSpec::File("/nonexistent/g.txt".into()).load(5).unwrap_err().to_string();
         assert!(missing.starts_with("--graph file:/nonexistent/g.txt: cannot read it:"), "{missing}");
     }
 }

@@ -97,8 +97,9 @@
 //!     the section is busy. On links that reorder, the holder's RELEASE may overtake its
 //!     HOLDING: a RELEASE from a node that is not the holder is remembered, and that node's
 //!     HOLDING arriving after it is dropped (else the section would stay busy for good).
-//! 11. A GRANT from an older epoch is ignored; fencing tokens are `epoch · 2³² + counter`, so
-//!     they keep increasing across coordinators.
+//! 11. A GRANT from an older epoch is ignored; fencing tokens are (epoch, counter) pairs
+//!     ([`FencingToken`], packed as `epoch · 2³² + counter`), so they keep increasing across
+//!     coordinators.
 //!
 //! Not handled (a real election is needed): a coordinator that was only slow (two coordinators
 //! then coexist), a partition, a recovered old coordinator (it comes back as a plain
@@ -108,7 +109,7 @@
 use std::collections::VecDeque;
 
 use ringleader_core::time::MILLISECOND;
-use ringleader_core::{Context, Event, Message, NodeId, Outbox, Process, Request, Time};
+use ringleader_core::{Context, Event, FencingToken, Message, NodeId, Outbox, Process, Request, Time};
 use serde::{Deserialize, Serialize};
 
 use crate::{Algorithm, Family, ParamError, Setup};
@@ -120,7 +121,8 @@ pub enum Msg {
     Request,
     /// The coordinator grants it, with a fencing token.
     Grant {
-        /// Strictly increasing grant number.
+        /// Strictly increasing grant number: a [`FencingToken`] of the coordinator's epoch,
+        /// packed.
         fencing: u64,
     },
     /// The holder gives it back.
@@ -406,7 +408,8 @@ impl<const TIMEOUT: bool> CentralCoordinator<TIMEOUT> {
         if TIMEOUT {
             out.set_timer(Timer::HolderSilent { fencing }, self.config.timeout);
         }
-        let fencing = (self.epoch << 32) | fencing;
+        // Epochs and grants stay far below 2³², each in its half of the packed token.
+        let fencing = FencingToken::new(self.epoch as u32, fencing as u32).packed();
         if next == self.me {
             self.participant_receives_grant(fencing, out);
         } else {
@@ -417,7 +420,9 @@ impl<const TIMEOUT: bool> CentralCoordinator<TIMEOUT> {
 
     fn participant_receives_grant(&mut self, fencing: u64, out: &mut Out) {
         // A grant of an older epoch died with its coordinator.
-        if self.participant == Participant::AwaitingGrant && fencing >> 32 == self.epoch {
+        if self.participant == Participant::AwaitingGrant
+            && u64::from(FencingToken::from_packed(fencing).epoch) == self.epoch
+        {
             if self.config.failover {
                 out.cancel_timer(Timer::ProbeDue);
             }
@@ -828,7 +833,7 @@ mod tests {
         assert_eq!(step.set(), vec![(Timer::RecoveryOver, PROBE)]);
         assert_eq!(c.deliver(1, Msg::Request).emitted(), vec![queued(1)], "no grant while listening");
         let step = c.fire(Timer::RecoveryOver);
-        assert_eq!(step.sent(), vec![(1, Msg::Grant { fencing: (1 << 32) | 1 })]);
+        assert_eq!(step.sent(), vec![(1, Msg::Grant { fencing: FencingToken::new(1, 1).packed() })]);
 
         let mut waiting = failover(1);
         waiting.request(Request::Acquire);
@@ -853,7 +858,7 @@ mod tests {
         c.deliver(0, Msg::Holding);
         c.deliver(1, Msg::Request);
         let step = c.fire(Timer::RecoveryOver);
-        assert_eq!(step.sent(), vec![(1, Msg::Grant { fencing: (1 << 32) | 1 })]);
+        assert_eq!(step.sent(), vec![(1, Msg::Grant { fencing: FencingToken::new(1, 1).packed() })]);
     }
 
     /// Rule 11 (failover): a GRANT of an older epoch is ignored.
@@ -864,8 +869,8 @@ mod tests {
         p.deliver(2, Msg::Coordinator { epoch: 1 });
         assert!(p.deliver(0, Msg::Grant { fencing: 5 }).is_empty());
         assert_eq!(
-            p.deliver(2, Msg::Grant { fencing: (1 << 32) | 1 }).emitted(),
-            vec![Event::Entered { fencing: (1 << 32) | 1 }]
+            p.deliver(2, Msg::Grant { fencing: FencingToken::new(1, 1).packed() }).emitted(),
+            vec![Event::Entered { fencing: FencingToken::new(1, 1).packed() }]
         );
     }
 

@@ -1,5 +1,5 @@
 //! What a case's judge sees of one run ([`Measured`]), what it finds ([`Judged`]), and a row's
-//! [`Verdict`].
+//! [`CostMatch`].
 
 use std::collections::BTreeMap;
 
@@ -182,10 +182,10 @@ pub fn cmh_detections(m: &Measured) -> Judged {
     j
 }
 
-/// A row's verdict.
+/// How a row's measured total compares with its formula: the row's verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+pub enum CostMatch {
     /// The measured total equals the formula's.
     Exact,
     /// The formula is an upper bound and the measured total is below it.
@@ -194,13 +194,13 @@ pub enum Verdict {
     Off,
 }
 
-impl Verdict {
+impl CostMatch {
     /// `exact`, `within` or `off`.
     pub fn name(self) -> &'static str {
         match self {
-            Verdict::Exact => "exact",
-            Verdict::Within => "within",
-            Verdict::Off => "off",
+            CostMatch::Exact => "exact",
+            CostMatch::Within => "within",
+            CostMatch::Off => "off",
         }
     }
 }

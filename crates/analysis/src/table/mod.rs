@@ -26,11 +26,11 @@ use std::collections::BTreeMap;
 
 use ringleader_algorithms::Family;
 use ringleader_sim::SimError;
-use ringleader_sim::scenario::ConfigError;
+use ringleader_sim::scenario::ScenarioError;
 use serde::Serialize;
 
 pub use cases::{Case, LEFT_OUT, cases};
-pub use measure::Verdict;
+pub use measure::CostMatch;
 pub use row::run_case;
 
 /// The largest size the table takes: beyond it the quadratic cases (the ring's N concurrent
@@ -79,7 +79,7 @@ pub enum TableError {
     },
     /// A case's run could not be configured.
     #[error(transparent)]
-    Config(#[from] ConfigError),
+    Config(#[from] ScenarioError),
     /// A case's run failed.
     #[error(transparent)]
     Sim(#[from] SimError),
@@ -140,7 +140,7 @@ pub struct Row {
     /// The formula's value over all operations.
     pub formula_total: u64,
     /// `exact`, `within` or `off`.
-    pub verdict: Verdict,
+    pub verdict: CostMatch,
     /// What made the row `off` (empty otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
@@ -170,13 +170,13 @@ pub struct Table {
 
 impl Table {
     /// Rows with this verdict.
-    pub fn count(&self, verdict: Verdict) -> usize {
+    pub fn count(&self, verdict: CostMatch) -> usize {
         self.rows.iter().filter(|r| r.verdict == verdict).count()
     }
 
     /// True when a row is `off`.
     pub fn any_off(&self) -> bool {
-        self.count(Verdict::Off) > 0
+        self.count(CostMatch::Off) > 0
     }
 }
 

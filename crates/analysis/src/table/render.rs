@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Row, Table, Verdict};
+use super::{CostMatch, Row, Table};
 
 /// A number as the table prints it: whole numbers bare, others with at most two decimals.
 pub fn num(x: f64) -> String {
@@ -101,9 +101,9 @@ pub fn footer(table: &Table, markdown: bool) -> String {
             s,
             "{} rows: {} exact, {} within, {} off; counts exclude detection traffic except in the detector rows",
             table.rows.len(),
-            table.count(Verdict::Exact),
-            table.count(Verdict::Within),
-            table.count(Verdict::Off)
+            table.count(CostMatch::Exact),
+            table.count(CostMatch::Within),
+            table.count(CostMatch::Off)
         );
     }
     s
@@ -114,7 +114,7 @@ pub fn off_lines(table: &Table) -> Vec<String> {
     table
         .rows
         .iter()
-        .filter(|r| r.verdict == Verdict::Off)
+        .filter(|r| r.verdict == CostMatch::Off)
         .map(|r| {
             format!("off: {} on {} nodes ({}): {}", r.algorithm, r.nodes, r.workload, r.problems.join("; "))
         })

@@ -3,7 +3,7 @@
 use ringleader_sim::{RunConfig, RunOptions};
 
 use super::cases::Case;
-use super::measure::{Judged, Measured, Verdict};
+use super::measure::{CostMatch, Judged, Measured};
 use super::{Row, TableError};
 
 /// `total / ops`, 0 when nothing completed.
@@ -70,11 +70,11 @@ pub fn run_case(case: &Case, n: u32) -> Result<Row, TableError> {
         problems.push("no operation completed".into());
     }
     let verdict = if !problems.is_empty() {
-        Verdict::Off
+        CostMatch::Off
     } else if j.measured == j.value {
-        Verdict::Exact
+        CostMatch::Exact
     } else if case.bound && j.measured < j.value {
-        Verdict::Within
+        CostMatch::Within
     } else {
         problems.push(format!(
             "measured {} {} the formula's {}",
@@ -82,7 +82,7 @@ pub fn run_case(case: &Case, n: u32) -> Result<Row, TableError> {
             if j.measured < j.value { "is below" } else { "exceeds" },
             j.value
         ));
-        Verdict::Off
+        CostMatch::Off
     };
     Ok(Row {
         algorithm: case.algorithm,
@@ -141,23 +141,23 @@ mod tests {
     #[test]
     fn a_wrong_count_makes_the_row_off() {
         let mut case = cases().into_iter().find(|c| c.algorithm == "ricart-agrawala").unwrap();
-        assert_eq!(run_case(&case, 5).unwrap().verdict, Verdict::Exact);
+        assert_eq!(run_case(&case, 5).unwrap().verdict, CostMatch::Exact);
         // One message fewer than the run sends: an exact formula that disagrees is a bug …
         case.judge = |m| m.all(ENTRIES, 2 * (m.n() - 1) * ENTRIES - 1);
         let row = run_case(&case, 5).unwrap();
-        assert_eq!(row.verdict, Verdict::Off);
+        assert_eq!(row.verdict, CostMatch::Off);
         assert!(row.problems[0].contains("exceeds"), "{:?}", row.problems);
         // … and so is a bound the run exceeds, or a kind that disagrees with the textbook.
         case.bound = true;
-        assert_eq!(run_case(&case, 5).unwrap().verdict, Verdict::Off);
+        assert_eq!(run_case(&case, 5).unwrap().verdict, CostMatch::Off);
         case.bound = false;
         case.judge = |m| m.all(ENTRIES, 2 * (m.n() - 1) * ENTRIES).kind("reply", 0);
         let row = run_case(&case, 5).unwrap();
-        assert_eq!(row.verdict, Verdict::Off);
+        assert_eq!(row.verdict, CostMatch::Off);
         assert!(row.problems[0].starts_with("reply: 40 sent"), "{:?}", row.problems);
         // A bound the run stays below is `within`.
         case.bound = true;
         case.judge = |m| m.all(ENTRIES, 2 * (m.n() - 1) * ENTRIES + 1);
-        assert_eq!(run_case(&case, 5).unwrap().verdict, Verdict::Within);
+        assert_eq!(run_case(&case, 5).unwrap().verdict, CostMatch::Within);
     }
 }

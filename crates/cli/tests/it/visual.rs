@@ -659,7 +659,7 @@ fn fencing_tokens_are_shown_in_their_typed_form() {
     let fencing = entry["fencing"].as_u64().expect("the scenario regenerates the token");
     page.eval(&format!("window.ringleaderViewer.go({})", entry["row"]));
     let holder = page.text(&format!("#state tr[data-node='{}']", entry["node"]));
-    let typed = format!("(epoch {}, counter {})", fencing >> 32, fencing & 0xFFFF_FFFF);
+    let typed = ringleader_core::FencingToken::from_packed(fencing).to_string();
     assert!(holder.contains(&typed), "{holder} shows {typed}");
     assert!(!holder.contains(&fencing.to_string()), "{holder} shows no packed number");
     page.assert_no_errors("fencing");

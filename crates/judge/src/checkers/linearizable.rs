@@ -34,7 +34,7 @@ use ringleader_core::{Event, NodeId, Request, Time};
 
 use super::{Checker, FamilyReport, Moment, NodeStatus, Property, Violations, World};
 use crate::linearizability::lock::{LockInput, LockModel, LockOp, LockOperation, LockOutput};
-use crate::linearizability::{DEFAULT_BUDGET, Operation, Verdict, check};
+use crate::linearizability::{DEFAULT_BUDGET, LinearizabilityVerdict, Operation, check};
 
 /// The algorithm whose runs are judged `linearizable`.
 pub const LOCK_SERVICE: &str = "lock-service";
@@ -163,12 +163,12 @@ impl LockHistory {
     pub fn judge(&self, at: Moment, v: &mut Violations) {
         let checked = check(&LockModel, &self.ops, DEFAULT_BUDGET);
         match checked.verdict {
-            Verdict::Linearizable => {}
-            Verdict::Violated(w) => {
+            LinearizabilityVerdict::Linearizable => {}
+            LinearizabilityVerdict::Violated(w) => {
                 let when = self.moments.get(&w.prefix_end).copied().unwrap_or(at);
                 v.record(Property::Linearizable, when, || w.to_string());
             }
-            Verdict::Undecided { .. } => {
+            LinearizabilityVerdict::Undecided { .. } => {
                 v.undecided_because(Property::Linearizable, at.time, || checked.verdict.to_string());
             }
         }

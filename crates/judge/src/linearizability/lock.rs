@@ -40,7 +40,7 @@
 
 use serde::Deserialize;
 
-use super::{Checked, Model, Operation, Verdict, Witness};
+use super::{Checked, LinearizabilityVerdict, Model, Operation, Witness};
 
 /// What a lock operation is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -270,10 +270,10 @@ pub fn check_history_file(path: &std::path::Path, budget: u64) -> Result<Checked
 /// refuted when two holders provably held a lock at once.
 pub fn check_lock_history(ops: &[LockOperation], budget: u64) -> Checked {
     let mut checked = super::check(&LockModel, ops, budget);
-    if matches!(checked.verdict, Verdict::Undecided { .. })
+    if matches!(checked.verdict, LinearizabilityVerdict::Undecided { .. })
         && let Some(w) = definite_overlap(ops)
     {
-        checked.verdict = Verdict::Violated(Box::new(w));
+        checked.verdict = LinearizabilityVerdict::Violated(Box::new(w));
     }
     checked
 }
@@ -346,7 +346,7 @@ pub fn definite_overlap(ops: &[LockOperation]) -> Option<Witness> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{DEFAULT_BUDGET, Verdict, check};
+    use super::super::{DEFAULT_BUDGET, LinearizabilityVerdict, check};
     use super::*;
 
     fn op(
@@ -373,7 +373,7 @@ mod tests {
     fn ended(h: &str, call: u64, ret: u64) -> LockOperation {
         op(h, LockOp::LeaseEnded, Some(LockOutput::Done), call, Some(ret))
     }
-    fn verdict(h: &[LockOperation]) -> Verdict {
+    fn verdict(h: &[LockOperation]) -> LinearizabilityVerdict {
         check(&LockModel, h, DEFAULT_BUDGET).verdict
     }
 
@@ -381,13 +381,15 @@ mod tests {
     fn increasing_tokens_with_releases_between_grants_hold() {
         let h =
             [acq("a", 3, 0, 10), rel("a", 20, 30), acq("b", 5, 5, 40), rel("b", 50, 60), acq("a", 9, 55, 70)];
-        assert_eq!(verdict(&h), Verdict::Linearizable);
+        assert_eq!(verdict(&h), LinearizabilityVerdict::Linearizable);
     }
 
     #[test]
     fn two_overlapping_grants_violate() {
         let h = [acq("a", 3, 0, 10), acq("b", 5, 0, 20), rel("a", 30, 40), rel("b", 30, 40)];
-        let Verdict::Violated(w) = verdict(&h) else { panic!("two holders must not be linearizable") };
+        let LinearizabilityVerdict::Violated(w) = verdict(&h) else {
+            panic!("two holders must not be linearizable")
+        };
         assert_eq!(w.prefix_end, 20, "{w}");
         assert!(w.culprit.contains("acquire -> token 5"), "{w}");
     }
@@ -395,18 +397,18 @@ mod tests {
     #[test]
     fn a_release_concurrent_with_the_next_grant_may_come_first() {
         let h = [acq("a", 3, 0, 10), rel("a", 20, 40), acq("b", 5, 15, 30)];
-        assert_eq!(verdict(&h), Verdict::Linearizable);
+        assert_eq!(verdict(&h), LinearizabilityVerdict::Linearizable);
     }
 
     #[test]
     fn a_stale_token_after_a_newer_grant_violates() {
         let h = [acq("a", 7, 0, 10), rel("a", 20, 30), acq("b", 6, 40, 50)];
-        let Verdict::Violated(w) = verdict(&h) else { panic!() };
+        let LinearizabilityVerdict::Violated(w) = verdict(&h) else { panic!() };
         assert!(w.culprit.contains("b acquire -> token 6"), "{w}");
         // A repeated token is as stale as a smaller one.
         assert!(matches!(
             verdict(&[acq("a", 7, 0, 10), rel("a", 20, 30), acq("b", 7, 40, 50)]),
-            Verdict::Violated(_)
+            LinearizabilityVerdict::Violated(_)
         ));
     }
 
@@ -415,25 +417,25 @@ mod tests {
         // The paused holder: the lease end is noticed after the next grant, but may be placed
         // before it.
         let h = [acq("a", 3, 0, 10), acq("b", 5, 5, 40), ended("a", 10, 60)];
-        assert_eq!(verdict(&h), Verdict::Linearizable);
+        assert_eq!(verdict(&h), LinearizabilityVerdict::Linearizable);
         // Without it, the same grants are two holders.
-        assert!(matches!(verdict(&h[..2]), Verdict::Violated(_)));
+        assert!(matches!(verdict(&h[..2]), LinearizabilityVerdict::Violated(_)));
     }
 
     #[test]
     fn an_acquire_that_never_returned_may_hold_the_lock_and_use_a_token() {
         let pending = op("a", LockOp::Acquire, None, 0, None);
         // It may not have taken effect: b is granted.
-        assert_eq!(verdict(&[pending.clone(), acq("b", 5, 10, 20)]), Verdict::Linearizable);
+        assert_eq!(verdict(&[pending.clone(), acq("b", 5, 10, 20)]), LinearizabilityVerdict::Linearizable);
         // If it took effect, it holds the lock: with no release of a's, a grant to b after it in
         // real time is explained only by leaving a's acquire out (or placing it after b's).
         let h = [pending.clone(), acq("b", 5, 10, 20), rel("b", 30, 40), acq("c", 6, 50, 60)];
-        assert_eq!(verdict(&h), Verdict::Linearizable);
+        assert_eq!(verdict(&h), LinearizabilityVerdict::Linearizable);
         // Its token, whatever it was, is above the one granted before it: after grants 5 and
         // (some token above 5) a grant of 6 cannot follow both.
         let a = op("a", LockOp::Acquire, None, 30, None);
         let h = [acq("b", 5, 0, 10), rel("b", 12, 14), a, ended("a", 40, 50), acq("c", 6, 60, 70)];
-        assert_eq!(verdict(&h), Verdict::Linearizable, "a's acquire may be left out");
+        assert_eq!(verdict(&h), LinearizabilityVerdict::Linearizable, "a's acquire may be left out");
     }
 
     /// A seeded generator of valid sequential lock histories, made concurrent by stretching every
@@ -470,7 +472,7 @@ mod tests {
                 }
             }
             let c = check(&LockModel, &h, DEFAULT_BUDGET);
-            assert_eq!(c.verdict, Verdict::Linearizable, "seed {seed}: {h:?}");
+            assert_eq!(c.verdict, LinearizabilityVerdict::Linearizable, "seed {seed}: {h:?}");
         }
     }
 
@@ -486,7 +488,7 @@ mod tests {
         assert_eq!(ops[0].output, Some(LockOutput::Granted { token: 12 }));
         assert_eq!(ops[0].input.holder, "c1 (lease 7)");
         assert_eq!((ops[2].output, ops[2].ret), (None, None));
-        assert_eq!(check(&LockModel, &ops, DEFAULT_BUDGET).verdict, Verdict::Linearizable);
+        assert_eq!(check(&LockModel, &ops, DEFAULT_BUDGET).verdict, LinearizabilityVerdict::Linearizable);
         let err = |l: &str| parse_history(l).unwrap_err().to_string();
         assert!(err(r#"{"client":"c","op":"lock","lock":"x","invoke_ns":1}"#).contains("not one of acquire"));
         assert!(
@@ -517,8 +519,10 @@ mod tests {
 {"client":"c2","op":"release","lock":"orders","lease":8,"invoke_ns":500}
 "#;
         let ops = parse_history(overlap).unwrap();
-        assert!(matches!(check(&LockModel, &ops, 1).verdict, Verdict::Undecided { .. }));
-        let Verdict::Violated(w) = check_lock_history(&ops, 1).verdict else { panic!("not refuted") };
+        assert!(matches!(check(&LockModel, &ops, 1).verdict, LinearizabilityVerdict::Undecided { .. }));
+        let LinearizabilityVerdict::Violated(w) = check_lock_history(&ops, 1).verdict else {
+            panic!("not refuted")
+        };
         assert_eq!((w.partition.as_str(), w.prefix_end), ("orders", 300));
         assert!(w.culprit.starts_with("c2 (lease 8) acquire -> token 13"), "{}", w.culprit);
         assert!(w.linearized[0].starts_with("c1 (lease 7) acquire -> token 12"), "{w}");
@@ -533,7 +537,11 @@ mod tests {
             );
             let ops = parse_history(&text).unwrap();
             assert_eq!(definite_overlap(&ops), None, "{released}");
-            assert_eq!(check_lock_history(&ops, DEFAULT_BUDGET).verdict, Verdict::Linearizable, "{released}");
+            assert_eq!(
+                check_lock_history(&ops, DEFAULT_BUDGET).verdict,
+                LinearizabilityVerdict::Linearizable,
+                "{released}"
+            );
         }
     }
 
@@ -550,7 +558,10 @@ mod tests {
         let ops = parse_history(text).unwrap();
         assert_eq!(ops.len(), 2);
         assert_eq!(ops[1].input.holder, "c2");
-        assert!(matches!(check(&LockModel, &ops, DEFAULT_BUDGET).verdict, Verdict::Violated(_)));
+        assert!(matches!(
+            check(&LockModel, &ops, DEFAULT_BUDGET).verdict,
+            LinearizabilityVerdict::Violated(_)
+        ));
         let without: String =
             text.lines().filter(|l| !l.contains("fault")).map(|l| format!("{l}\n")).collect();
         assert_eq!(parse_history(&without).unwrap(), ops);

@@ -31,9 +31,10 @@
 //!
 //! ## Verdicts
 //!
-//! [`check`] answers [`Verdict::Linearizable`], [`Verdict::Violated`] with a [`Witness`], or
-//! [`Verdict::Undecided`] when a partition's search used up its budget of steps (a step is one
-//! candidate tried or one backtrack): running out of budget never reads as a violation.
+//! [`check`] answers [`LinearizabilityVerdict::Linearizable`], [`LinearizabilityVerdict::Violated`]
+//! with a [`Witness`], or [`LinearizabilityVerdict::Undecided`] when a partition's search used up
+//! its budget of steps (a step is one candidate tried or one backtrack): running out of budget
+//! never reads as a violation.
 //!
 //! The witness is meant for a human. Histories are *prefix-closed* (if a history is
 //! linearizable, so is every prefix of it, where the operations still open at the cut become
@@ -171,7 +172,7 @@ impl fmt::Display for Witness {
 
 /// What the checker concluded.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum LinearizabilityVerdict {
     /// Some order explains the whole history.
     Linearizable,
     /// No order does; the witness says where.
@@ -185,12 +186,12 @@ pub enum Verdict {
     },
 }
 
-impl fmt::Display for Verdict {
+impl fmt::Display for LinearizabilityVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Verdict::Linearizable => f.write_str("linearizable"),
-            Verdict::Violated(w) => write!(f, "NOT linearizable: {w}"),
-            Verdict::Undecided { partition, steps } => write!(
+            LinearizabilityVerdict::Linearizable => f.write_str("linearizable"),
+            LinearizabilityVerdict::Violated(w) => write!(f, "NOT linearizable: {w}"),
+            LinearizabilityVerdict::Undecided { partition, steps } => write!(
                 f,
                 "undecided: the search of {} ran out of its budget after {steps} steps without finding a violation",
                 if partition.is_empty() { "the history".to_string() } else { format!("{partition:?}") }
@@ -203,7 +204,7 @@ impl fmt::Display for Verdict {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Checked {
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: LinearizabilityVerdict,
     /// Operations checked.
     pub operations: usize,
     /// Partitions checked.
@@ -228,14 +229,15 @@ pub fn check<M: Model>(model: &M, history: &[Operation<M::Input, M::Output>], bu
             SearchEnd::Ok => {}
             SearchEnd::OutOfBudget => {
                 if undecided.is_none() {
-                    undecided = Some(Verdict::Undecided { partition: name.clone(), steps: r.steps });
+                    undecided =
+                        Some(LinearizabilityVerdict::Undecided { partition: name.clone(), steps: r.steps });
                 }
             }
             SearchEnd::Stuck { .. } => {
                 let (witness, more) = explain(model, name, &ops, budget);
                 steps += more;
                 return Checked {
-                    verdict: Verdict::Violated(Box::new(witness)),
+                    verdict: LinearizabilityVerdict::Violated(Box::new(witness)),
                     operations: history.len(),
                     partitions: parts.len(),
                     steps,
@@ -244,7 +246,7 @@ pub fn check<M: Model>(model: &M, history: &[Operation<M::Input, M::Output>], bu
         }
     }
     Checked {
-        verdict: undecided.unwrap_or(Verdict::Linearizable),
+        verdict: undecided.unwrap_or(LinearizabilityVerdict::Linearizable),
         operations: history.len(),
         partitions: parts.len(),
         steps,
@@ -528,21 +530,21 @@ mod tests {
         op(c, RegOp::Read, Some(v), call, Some(ret))
     }
 
-    fn verdict(h: &[Operation<RegOp, u64>]) -> Verdict {
+    fn verdict(h: &[Operation<RegOp, u64>]) -> LinearizabilityVerdict {
         check(&Register, h, DEFAULT_BUDGET).verdict
     }
 
     #[test]
     fn a_sequential_history_that_follows_the_model_is_linearizable() {
         let h = [w("a", 1, 0, 1), r("b", 1, 2, 3), w("a", 2, 4, 5), r("b", 2, 6, 7)];
-        assert_eq!(verdict(&h), Verdict::Linearizable);
-        assert_eq!(verdict(&[]), Verdict::Linearizable);
+        assert_eq!(verdict(&h), LinearizabilityVerdict::Linearizable);
+        assert_eq!(verdict(&[]), LinearizabilityVerdict::Linearizable);
     }
 
     #[test]
     fn a_stale_read_after_a_completed_write_is_not_linearizable() {
         let h = [w("a", 1, 0, 10), r("b", 0, 20, 30)];
-        let Verdict::Violated(wit) = verdict(&h) else { panic!("expected a violation") };
+        let LinearizabilityVerdict::Violated(wit) = verdict(&h) else { panic!("expected a violation") };
         assert!(wit.culprit.starts_with("b Read -> 0"), "{wit}");
         assert_eq!(wit.prefix_end, 30);
         assert_eq!(wit.linearized, ["a Write(1) -> 0 [0.000, 0.000] ms"], "{wit}");
@@ -551,27 +553,30 @@ mod tests {
     #[test]
     fn concurrent_operations_may_take_effect_in_either_order() {
         // The read overlaps the write: it may see the old or the new value.
-        assert_eq!(verdict(&[w("a", 1, 0, 10), r("b", 0, 5, 15)]), Verdict::Linearizable);
-        assert_eq!(verdict(&[w("a", 1, 0, 10), r("b", 1, 5, 15)]), Verdict::Linearizable);
+        assert_eq!(verdict(&[w("a", 1, 0, 10), r("b", 0, 5, 15)]), LinearizabilityVerdict::Linearizable);
+        assert_eq!(verdict(&[w("a", 1, 0, 10), r("b", 1, 5, 15)]), LinearizabilityVerdict::Linearizable);
         // Two overlapping reads may not disagree about the order of two writes they both follow.
         let h = [w("a", 1, 0, 10), w("b", 2, 0, 10), r("c", 1, 20, 30), r("d", 2, 40, 50)];
-        assert!(matches!(verdict(&h), Verdict::Violated(_)));
+        assert!(matches!(verdict(&h), LinearizabilityVerdict::Violated(_)));
         let h = [w("a", 1, 0, 10), w("b", 2, 0, 10), r("c", 1, 20, 30), r("d", 1, 40, 50)];
-        assert_eq!(verdict(&h), Verdict::Linearizable);
+        assert_eq!(verdict(&h), LinearizabilityVerdict::Linearizable);
         // A tie between a return and an invocation counts as overlap.
-        assert_eq!(verdict(&[w("a", 1, 0, 10), r("b", 0, 10, 20)]), Verdict::Linearizable);
+        assert_eq!(verdict(&[w("a", 1, 0, 10), r("b", 0, 10, 20)]), LinearizabilityVerdict::Linearizable);
     }
 
     #[test]
     fn an_operation_that_never_returned_may_or_may_not_have_taken_effect() {
         let pending = op("a", RegOp::Write(1), None, 0, None);
-        assert_eq!(verdict(&[pending.clone(), r("b", 0, 5, 6), r("b", 1, 7, 8)]), Verdict::Linearizable);
-        assert_eq!(verdict(&[pending.clone(), r("b", 0, 5, 6)]), Verdict::Linearizable);
+        assert_eq!(
+            verdict(&[pending.clone(), r("b", 0, 5, 6), r("b", 1, 7, 8)]),
+            LinearizabilityVerdict::Linearizable
+        );
+        assert_eq!(verdict(&[pending.clone(), r("b", 0, 5, 6)]), LinearizabilityVerdict::Linearizable);
         // It takes effect after its invocation, not before, and not twice.
         let late = op("a", RegOp::Write(1), None, 5, None);
-        assert!(matches!(verdict(&[r("b", 1, 0, 1), late]), Verdict::Violated(_)));
+        assert!(matches!(verdict(&[r("b", 1, 0, 1), late]), LinearizabilityVerdict::Violated(_)));
         let h = [pending, r("b", 1, 5, 6), r("b", 0, 7, 8)];
-        assert!(matches!(verdict(&h), Verdict::Violated(_)));
+        assert!(matches!(verdict(&h), LinearizabilityVerdict::Violated(_)));
     }
 
     #[test]
@@ -581,7 +586,7 @@ mod tests {
         for k in 0..20 {
             h.push(w("a", 3, 100 + 10 * k, 105 + 10 * k));
         }
-        let Verdict::Violated(wit) = verdict(&h) else { panic!() };
+        let LinearizabilityVerdict::Violated(wit) = verdict(&h) else { panic!() };
         assert_eq!((wit.prefix_end, wit.prefix_ops), (40, 4));
         assert!(wit.culprit.starts_with("c Read -> 1"), "{wit}");
         assert_eq!(wit.linearized_len, 3);
@@ -595,8 +600,8 @@ mod tests {
         let mut h: Vec<_> = (1..=12).map(|v| w(&format!("c{v}"), v, 0, 100)).collect();
         h.push(r("z", 99, 200, 300));
         let c = check(&Register, &h, 50);
-        assert_eq!(c.verdict, Verdict::Undecided { partition: String::new(), steps: 50 });
-        assert!(matches!(check(&Register, &h, DEFAULT_BUDGET).verdict, Verdict::Violated(_)));
+        assert_eq!(c.verdict, LinearizabilityVerdict::Undecided { partition: String::new(), steps: 50 });
+        assert!(matches!(check(&Register, &h, DEFAULT_BUDGET).verdict, LinearizabilityVerdict::Violated(_)));
     }
 
     /// Registers by name: one partition each.
@@ -628,9 +633,11 @@ mod tests {
         };
         let h = [on("x", w("a", 1, 0, 10)), on("y", r("b", 0, 20, 30)), on("x", r("b", 1, 40, 50))];
         let c = check(&Registers, &h, DEFAULT_BUDGET);
-        assert_eq!((c.verdict, c.partitions), (Verdict::Linearizable, 2));
+        assert_eq!((c.verdict, c.partitions), (LinearizabilityVerdict::Linearizable, 2));
         let h = [on("x", w("a", 1, 0, 10)), on("y", r("b", 1, 20, 30))];
-        let Verdict::Violated(wit) = check(&Registers, &h, DEFAULT_BUDGET).verdict else { panic!() };
+        let LinearizabilityVerdict::Violated(wit) = check(&Registers, &h, DEFAULT_BUDGET).verdict else {
+            panic!()
+        };
         assert_eq!(wit.partition, "y");
     }
 }

@@ -104,8 +104,7 @@ pub(crate) fn prepare<A: Algorithm>(cfg: &NodeConfig) -> Result<(A, Topology, Ve
     let members = cfg.members();
     let n = members.len() as u32;
     let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(0);
-    let topology =
-        A::TOPOLOGY.default_topology(n, None, &mut rng).map_err(|e| NetError::Topology(e.to_string()))?;
+    let topology = A::TOPOLOGY.default_topology(n, None, &mut rng)?;
     let (candidates, report) = detection_candidates(A::FAMILY, &cfg.params)?;
     let mut errors = Vec::new();
     for (values, added) in candidates {
