@@ -15,12 +15,14 @@
 //! The crate holds only that contract: node identities ([`NodeId`], [`Uid`]), integer time
 //! ([`Time`]), the topology a node may know ([`Topology`]), the [`Context`] a handler reads, the
 //! [`Outbox`] it writes, and the shared vocabulary of application [`Request`]s and observable
-//! [`Event`]s that checkers, traces and the HTTP API all speak.
+//! [`Event`]s that checkers, traces and the HTTP API all speak, and the logical clocks drivers
+//! stamp their traces with ([`stamp`]).
 
 #![warn(missing_docs)]
 mod event;
 pub mod harness;
 mod process;
+pub mod stamp;
 pub mod time;
 mod topology;
 pub mod trace;

@@ -95,6 +95,14 @@ pub struct Envelope<M> {
     pub msg: M,
 }
 
+impl<M> Envelope<M> {
+    /// The envelope of message `msg_id` sent with the clocks `stamp` (a stamp without a vector
+    /// travels with an empty one).
+    pub fn stamped(msg_id: u64, stamp: ringleader_core::stamp::Stamp, msg: M) -> Envelope<M> {
+        Envelope { msg_id, lamport: stamp.lamport, vector: stamp.vector.unwrap_or_default(), msg }
+    }
+}
+
 /// Why a frame or a handshake was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
