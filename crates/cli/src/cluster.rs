@@ -24,7 +24,7 @@
 //! The launcher writes a fresh cluster secret (mode 0600) that every node proves it holds to its
 //! peers, and that a control client proves it holds too: the launcher greets each control
 //! connection with `ringleader-ctl NONCE`, and the client's line is `HMAC COMMAND` (HMAC-SHA-256
-//! over the nonce and the command, see `ringleader_net::auth`). With `--insecure` there is no
+//! over the nonce and the command, see `ringleader_transport::auth`). With `--insecure` there is no
 //! secret, the greeting is `ringleader-ctl insecure` and the line is the bare command.
 
 use std::path::PathBuf;
@@ -226,7 +226,7 @@ struct Launcher {
     /// launch; its nodes' first start is `serve --bootstrap`.
     bootstrap: Option<String>,
     /// The secret file and the secret (none with `--insecure`).
-    secret: Option<(PathBuf, ringleader_net::auth::Secret)>,
+    secret: Option<(PathBuf, ringleader_transport::auth::Secret)>,
     algo: String,
     exe: PathBuf,
     slots: Mutex<Vec<Slot>>,
@@ -565,9 +565,10 @@ async fn ctl_send(
                     default_secret_file(port.with_context(|| format!("--ctl {addr:?}: expected HOST:PORT"))?)?
                 }
             };
-            let secret = ringleader_net::auth::Secret::read_file(&path)?;
-            let mac = secret.mac(ringleader_net::auth::CONTROL, &[nonce.as_bytes(), command.as_bytes()]);
-            format!("{} {command}", ringleader_net::auth::hex(&mac))
+            let secret = ringleader_transport::auth::Secret::read_file(&path)?;
+            let mac =
+                secret.mac(ringleader_transport::auth::CONTROL, &[nonce.as_bytes(), command.as_bytes()]);
+            format!("{} {command}", ringleader_transport::auth::hex(&mac))
         }
         None => bail!("{addr} is not a ringleader cluster control channel"),
     };
@@ -579,11 +580,15 @@ async fn ctl_send(
 
 /// Checks a control line `HMAC COMMAND` against the nonce of this connection; returns the
 /// command.
-fn authenticate<'a>(secret: &ringleader_net::auth::Secret, nonce: &str, line: &'a str) -> Option<&'a str> {
+fn authenticate<'a>(
+    secret: &ringleader_transport::auth::Secret,
+    nonce: &str,
+    line: &'a str,
+) -> Option<&'a str> {
     let (mac, command) = line.split_once(' ')?;
-    let tag = ringleader_net::auth::unhex(mac)?;
+    let tag = ringleader_transport::auth::unhex(mac)?;
     secret
-        .verify(ringleader_net::auth::CONTROL, &[nonce.as_bytes(), command.as_bytes()], &tag)
+        .verify(ringleader_transport::auth::CONTROL, &[nonce.as_bytes(), command.as_bytes()], &tag)
         .then_some(command)
 }
 
@@ -629,7 +634,7 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
             Some(path) => path.clone(),
             None => default_secret_file(args.api_base_port)?,
         };
-        let secret = ringleader_net::auth::Secret::generate();
+        let secret = ringleader_transport::auth::Secret::generate();
         secret.write_file(&path).with_context(|| format!("writing the cluster secret {}", path.display()))?;
         Some((path, secret))
     };
@@ -716,7 +721,7 @@ async fn launch(args: ClusterArgs) -> crate::Outcome {
                 tokio::spawn(async move {
                     let _slot = slot;
                     let (r, mut w) = stream.into_split();
-                    let nonce = ringleader_net::auth::hex(&ringleader_net::auth::nonce());
+                    let nonce = ringleader_transport::auth::hex(&ringleader_transport::auth::nonce());
                     let greeting = if launcher.secret.is_some() { nonce.as_str() } else { "insecure" };
                     if w.write_all(format!("ringleader-ctl {greeting}\n").as_bytes()).await.is_err() {
                         return;
