@@ -28,7 +28,7 @@
 //! secret, the greeting is `ringleader-ctl insecure` and the line is the bare command.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand, ValueEnum};
@@ -233,6 +233,12 @@ struct Launcher {
 }
 
 impl Launcher {
+    /// The slot table, locked. A task that panicked while holding it leaves plain data (pids
+    /// and flags, each written whole), so the table is used as it stands, never refused.
+    fn slots(&self) -> MutexGuard<'_, Vec<Slot>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The arguments of `ringleader node` for node `id`.
     fn node_command(&self, cmd: &mut Command, id: u64) {
         let a = &self.args;
@@ -346,7 +352,7 @@ impl Launcher {
         }
         let (tx, rx) = oneshot::channel();
         {
-            let mut slots = self.slots.lock().expect("slots");
+            let mut slots = self.slots();
             slots[id as usize] = Slot { pid, paused: false, exited: Some(rx) };
         }
         let me = self.clone();
@@ -356,7 +362,7 @@ impl Launcher {
                 "[cluster] node {id} exited: {}",
                 status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string())
             );
-            let mut slots = me.slots.lock().expect("slots");
+            let mut slots = me.slots();
             if slots[id as usize].pid == pid {
                 slots[id as usize].pid = None;
                 slots[id as usize].paused = false;
@@ -368,7 +374,7 @@ impl Launcher {
 
     async fn kill(&self, id: u64, signal: i32) -> bool {
         let (pid, exited) = {
-            let mut slots = self.slots.lock().expect("slots");
+            let mut slots = self.slots();
             let s = &mut slots[id as usize];
             (s.pid, s.exited.take())
         };
@@ -403,7 +409,7 @@ impl Launcher {
 
     /// Sends `signal` to node `id`; returns its pid, or `None` when it is not running.
     fn signal(&self, id: u64, signal: i32, paused: bool) -> Option<i32> {
-        let mut slots = self.slots.lock().expect("slots");
+        let mut slots = self.slots();
         let s = &mut slots[id as usize];
         let pid = s.pid?;
         // SAFETY: signalling our own child by pid.
@@ -445,7 +451,7 @@ impl Launcher {
         };
         match (action, id) {
             (CtlAction::Status, _) => {
-                let slots = self.slots.lock().expect("slots");
+                let slots = self.slots();
                 let parts: Vec<String> = (1..=self.args.nodes)
                     .map(|i| {
                         let s = &slots[i as usize];
