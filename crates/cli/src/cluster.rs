@@ -24,11 +24,11 @@
 //! The launcher writes a fresh cluster secret (mode 0600) that every node proves it holds to its
 //! peers, and that a control client proves it holds too: the launcher greets each control
 //! connection with `ringleader-ctl NONCE`, and the client's line is `HMAC COMMAND` (HMAC-SHA-256
-//! over the nonce and the command, see `ringleader_net::auth`). With `--insecure` there is no
+//! over the nonce and the command, see `ringleader_transport::auth`). With `--insecure` there is no
 //! secret, the greeting is `ringleader-ctl insecure` and the line is the bare command.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand, ValueEnum};
@@ -226,13 +226,19 @@ struct Launcher {
     /// launch; its nodes' first start is `serve --bootstrap`.
     bootstrap: Option<String>,
     /// The secret file and the secret (none with `--insecure`).
-    secret: Option<(PathBuf, ringleader_net::auth::Secret)>,
+    secret: Option<(PathBuf, ringleader_transport::auth::Secret)>,
     algo: String,
     exe: PathBuf,
     slots: Mutex<Vec<Slot>>,
 }
 
 impl Launcher {
+    /// The slot table, locked. A task that panicked while holding it leaves plain data (pids
+    /// and flags, each written whole), so the table is used as it stands, never refused.
+    fn slots(&self) -> MutexGuard<'_, Vec<Slot>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The arguments of `ringleader node` for node `id`.
     fn node_command(&self, cmd: &mut Command, id: u64) {
         let a = &self.args;
@@ -346,7 +352,7 @@ impl Launcher {
         }
         let (tx, rx) = oneshot::channel();
         {
-            let mut slots = self.slots.lock().expect("slots");
+            let mut slots = self.slots();
             slots[id as usize] = Slot { pid, paused: false, exited: Some(rx) };
         }
         let me = self.clone();
@@ -356,7 +362,7 @@ impl Launcher {
                 "[cluster] node {id} exited: {}",
                 status.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string())
             );
-            let mut slots = me.slots.lock().expect("slots");
+            let mut slots = me.slots();
             if slots[id as usize].pid == pid {
                 slots[id as usize].pid = None;
                 slots[id as usize].paused = false;
@@ -368,7 +374,7 @@ impl Launcher {
 
     async fn kill(&self, id: u64, signal: i32) -> bool {
         let (pid, exited) = {
-            let mut slots = self.slots.lock().expect("slots");
+            let mut slots = self.slots();
             let s = &mut slots[id as usize];
             (s.pid, s.exited.take())
         };
@@ -403,7 +409,7 @@ impl Launcher {
 
     /// Sends `signal` to node `id`; returns its pid, or `None` when it is not running.
     fn signal(&self, id: u64, signal: i32, paused: bool) -> Option<i32> {
-        let mut slots = self.slots.lock().expect("slots");
+        let mut slots = self.slots();
         let s = &mut slots[id as usize];
         let pid = s.pid?;
         // SAFETY: signalling our own child by pid.
@@ -445,7 +451,7 @@ impl Launcher {
         };
         match (action, id) {
             (CtlAction::Status, _) => {
-                let slots = self.slots.lock().expect("slots");
+                let slots = self.slots();
                 let parts: Vec<String> = (1..=self.args.nodes)
                     .map(|i| {
                         let s = &slots[i as usize];
@@ -565,9 +571,10 @@ async fn ctl_send(
                     default_secret_file(port.with_context(|| format!("--ctl {addr:?}: expected HOST:PORT"))?)?
                 }
             };
-            let secret = ringleader_net::auth::Secret::read_file(&path)?;
-            let mac = secret.mac(ringleader_net::auth::CONTROL, &[nonce.as_bytes(), command.as_bytes()]);
-            format!("{} {command}", ringleader_net::auth::hex(&mac))
+            let secret = ringleader_transport::auth::Secret::read_file(&path)?;
+            let mac =
+                secret.mac(ringleader_transport::auth::CONTROL, &[nonce.as_bytes(), command.as_bytes()]);
+            format!("{} {command}", ringleader_transport::auth::hex(&mac))
         }
         None => bail!("{addr} is not a ringleader cluster control channel"),
     };
@@ -579,11 +586,15 @@ async fn ctl_send(
 
 /// Checks a control line `HMAC COMMAND` against the nonce of this connection; returns the
 /// command.
-fn authenticate<'a>(secret: &ringleader_net::auth::Secret, nonce: &str, line: &'a str) -> Option<&'a str> {
+fn authenticate<'a>(
+    secret: &ringleader_transport::auth::Secret,
+    nonce: &str,
+    line: &'a str,
+) -> Option<&'a str> {
     let (mac, command) = line.split_once(' ')?;
-    let tag = ringleader_net::auth::unhex(mac)?;
+    let tag = ringleader_transport::auth::unhex(mac)?;
     secret
-        .verify(ringleader_net::auth::CONTROL, &[nonce.as_bytes(), command.as_bytes()], &tag)
+        .verify(ringleader_transport::auth::CONTROL, &[nonce.as_bytes(), command.as_bytes()], &tag)
         .then_some(command)
 }
 
@@ -629,7 +640,7 @@ async fn launch(args: ClusterArgs) -> crate::CommandResult {
             Some(path) => path.clone(),
             None => default_secret_file(args.api_base_port)?,
         };
-        let secret = ringleader_net::auth::Secret::generate();
+        let secret = ringleader_transport::auth::Secret::generate();
         secret.write_file(&path).with_context(|| format!("writing the cluster secret {}", path.display()))?;
         Some((path, secret))
     };
@@ -716,7 +727,7 @@ async fn launch(args: ClusterArgs) -> crate::CommandResult {
                 tokio::spawn(async move {
                     let _slot = slot;
                     let (r, mut w) = stream.into_split();
-                    let nonce = ringleader_net::auth::hex(&ringleader_net::auth::nonce());
+                    let nonce = ringleader_transport::auth::hex(&ringleader_transport::auth::nonce());
                     let greeting = if launcher.secret.is_some() { nonce.as_str() } else { "insecure" };
                     if w.write_all(format!("ringleader-ctl {greeting}\n").as_bytes()).await.is_err() {
                         return;

@@ -187,11 +187,11 @@ impl ServeArgs {
         }
         cfg.insecure_api = self.insecure;
         if let Some(path) = &self.api_token_file {
-            cfg.api_token = Some(ringleader_net::api::ApiToken::read_file(path)?);
+            cfg.api_token = Some(ringleader_transport::http::ApiToken::read_file(path)?);
         }
         cfg.secret = match (&self.secret_file, self.insecure) {
             (Some(_), true) => bail!("--secret-file and --insecure contradict each other; give one"),
-            (Some(path), false) => Some(ringleader_net::auth::Secret::read_file(path)?),
+            (Some(path), false) => Some(ringleader_transport::auth::Secret::read_file(path)?),
             (None, true) => None,
             (None, false) if self.peer.is_empty() => None,
             (None, false) => bail!(

@@ -16,13 +16,14 @@
 //! ([`Time`]), the topology a node may know ([`Topology`]), the [`Context`] a handler reads, the
 //! [`Outbox`] it writes, and the shared vocabulary of application [`Request`]s, observable
 //! [`Event`]s and the [`FencingToken`]s entries carry, that checkers, traces and the HTTP API
-//! all speak.
+//! all speak, and the logical clocks drivers stamp their traces with ([`stamp`]).
 
 #![warn(missing_docs)]
 mod event;
 mod fencing;
 pub mod harness;
 mod process;
+pub mod stamp;
 pub mod time;
 mod topology;
 pub mod trace;

@@ -1,9 +1,10 @@
 //! Writing the trace: JSON lines, with Lamport and vector timestamps computed by the driver.
 //!
-//! The driver, not the algorithm, stamps every record: each local event (a timer, a request,
-//! an emitted event) ticks the node's Lamport clock and its own vector entry; a send ticks and
-//! attaches the stamp to the message; a delivery takes the maximum with the attached stamp and
-//! ticks. Vector timestamps are kept only for runs of at most [`MAX_VECTOR_NODES`] nodes.
+//! The driver, not the algorithm, stamps every record, by the rules of
+//! [`ringleader_core::stamp`]: each local event (a timer, a request, an emitted event) ticks the
+//! node's clocks; a send ticks and attaches the stamp to the message; a delivery takes the
+//! maximum with the attached stamp and ticks. Vector timestamps are kept only for runs of at
+//! most [`MAX_VECTOR_NODES`] nodes.
 //!
 //! A tracer that keeps records in memory may keep only the first ones
 //! ([`Tracer::keep_at_most`]): a page or a diagram draws a bounded prefix of a run, and a run of
@@ -17,6 +18,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use ringleader_core::stamp::{LogicalClocks, Stamp};
 use ringleader_core::trace::{RecordKind, TraceRecord};
 
 /// Above this many nodes, records carry no vector timestamp (it would be O(N) per line).
@@ -29,9 +31,8 @@ pub struct Tracer {
     kept: Option<Vec<TraceRecord>>,
     keep_limit: usize,
     recorded: u64,
-    lamport: Vec<u64>,
-    vector: Option<Vec<Vec<u64>>>,
-    in_flight: HashMap<u64, (u64, Option<Vec<u64>>)>,
+    clocks: Vec<LogicalClocks>,
+    in_flight: HashMap<u64, Stamp>,
     error: Option<std::io::Error>,
 }
 
@@ -47,8 +48,7 @@ impl Tracer {
             kept: keep.then(Vec::new),
             keep_limit: usize::MAX,
             recorded: 0,
-            lamport: vec![0; n],
-            vector: (n <= MAX_VECTOR_NODES).then(|| vec![vec![0; n]; n]),
+            clocks: (0..n).map(|me| LogicalClocks::new(me, n, n <= MAX_VECTOR_NODES)).collect(),
             in_flight: HashMap::new(),
             error: None,
         })
@@ -71,13 +71,6 @@ impl Tracer {
         self.sink.is_some() || self.kept.as_ref().is_some_and(|k| k.len() < self.keep_limit)
     }
 
-    fn tick(&mut self, node: usize) {
-        self.lamport[node] += 1;
-        if let Some(v) = self.vector.as_mut() {
-            v[node][node] += 1;
-        }
-    }
-
     /// Counts one record and, if it would be written or kept, builds it with `make`, stamps and
     /// records it.
     pub fn record_with(&mut self, make: impl FnOnce() -> TraceRecord) {
@@ -94,34 +87,26 @@ impl Tracer {
         self.recorded += 1;
         if let Some(node) = rec.node.map(|n| n as usize) {
             match rec.kind {
-                RecordKind::Send => {
-                    self.tick(node);
-                    if let Some(id) = rec.msg_id {
-                        let v = self.vector.as_ref().map(|v| v[node].clone());
-                        self.in_flight.insert(id, (self.lamport[node], v));
+                RecordKind::Send => match rec.msg_id {
+                    Some(id) => {
+                        let stamp = self.clocks[node].send();
+                        self.in_flight.insert(id, stamp);
                     }
-                }
+                    None => self.clocks[node].tick(),
+                },
                 RecordKind::Deliver => {
-                    if let Some((l, v)) = rec.msg_id.and_then(|id| self.in_flight.remove(&id)) {
-                        self.lamport[node] = self.lamport[node].max(l);
-                        if let (Some(mine), Some(theirs)) = (self.vector.as_mut(), v) {
-                            for (a, b) in mine[node].iter_mut().zip(theirs) {
-                                *a = (*a).max(b);
-                            }
-                        }
-                    }
-                    self.tick(node);
+                    let sent = rec.msg_id.and_then(|id| self.in_flight.remove(&id));
+                    self.clocks[node].receive(sent.as_ref());
                 }
                 RecordKind::Drop => {
                     if let Some(id) = rec.msg_id {
                         self.in_flight.remove(&id);
                     }
                 }
-                RecordKind::Timer | RecordKind::Request | RecordKind::Emit => self.tick(node),
+                RecordKind::Timer | RecordKind::Request | RecordKind::Emit => self.clocks[node].tick(),
                 _ => {}
             }
-            rec.lamport = Some(self.lamport[node]);
-            rec.vector = self.vector.as_ref().map(|v| v[node].clone());
+            self.clocks[node].write_to(&mut rec);
         }
         if let Some(sink) = self.sink.as_mut()
             && self.error.is_none()

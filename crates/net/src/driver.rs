@@ -7,14 +7,16 @@
 //! that a cancelled or re-armed timer never fires stale, events are traced, published to
 //! `/events` subscribers and folded into the node's view (leader, term, suspicions, lock).
 //!
-//! The driver keeps a Lamport clock and a vector clock for the trace: every step (start,
-//! delivery, timer, request, send) ticks them, a send carries them in its envelope and a
-//! delivery merges them.
+//! The driver keeps a Lamport clock and a vector clock for the trace
+//! ([`ringleader_core::stamp::LogicalClocks`], the rules every driver shares): every step
+//! (start, delivery, timer, request, send) ticks them, a send carries them in its envelope and
+//! a delivery merges them.
 //!
 //! The module is split by concern:
 //! - the state a node's tasks share ([`Shared`], [`View`], [`PeerLink`]), the `/status`
 //!   document built from it and the loop's [`Input`] live in the leaf module `shared`, which
-//!   the transport and the API use without depending on the driver;
+//!   the API uses without depending on the driver (the peer transport's readers hand the loop
+//!   [`Input`]s through `From<Inbound<Envelope>>`);
 //! - [`launch`]: configuring the algorithm, binding the sockets and spawning the tasks;
 //! - [`event_loop`]: the loop itself — handlers, the outbox, clocks and the trace;
 //! - [`lock`]: the HTTP lock session (`POST` / `DELETE /lock`) between the API and the loop,

@@ -10,10 +10,14 @@
 //!   HTTP API (axum) ── requests ────────┘   owns the Process └─▶ trace (JSON lines), events (SSE)
 //! ```
 //!
-//! - [`wire`]: the frame format and the versioned handshake;
+//! The sockets are the peer transport's (`ringleader-transport`: the listener, the inbound
+//! connection readers, the outbound writers, the handshake with the cluster secret, and the
+//! hardened HTTP server); this crate is the textbook-node driver on top of it:
+//!
+//! - [`wire`]: the envelope a node sends its peers (the message, its id and the Lamport and
+//!   vector stamps), in the transport's frames;
 //! - [`driver`]: the loop that owns the algorithm, its timers, its Lamport and vector clocks
 //!   and its trace;
-//! - [`transport`]: the listener, the inbound connection readers and the outbound writers;
 //! - [`api`]: the HTTP API (`/health`, `/ready`, `/status`, `/election`, `/lock`, `/events`,
 //!   `/metrics`);
 //! - [`shared`]: what the node's tasks share: the driver loop's inputs, the node's view, its peer
@@ -28,14 +32,16 @@
 #![warn(missing_docs)]
 
 pub mod api;
-pub mod auth;
 pub mod driver;
 pub mod metrics;
 pub mod shared;
 pub mod storage;
-pub mod transport;
 pub mod verify;
 pub mod wire;
+
+/// The cluster secret and the challenge–response, from the peer transport (a node's
+/// [`NodeConfig::secret`] is one).
+pub use ringleader_transport::auth;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -103,7 +109,7 @@ pub struct NodeConfig {
 }
 
 /// How long an inbound peer connection may stay silent (see [`NodeConfig::peer_idle_timeout`]).
-pub const DEFAULT_PEER_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+pub const DEFAULT_PEER_IDLE_TIMEOUT: std::time::Duration = ringleader_transport::DEFAULT_PEER_IDLE_TIMEOUT;
 
 /// The heartbeat period real nodes give the elections that watch their coordinator (`bully`,
 /// `ring`, `majority`) when the parameters name no detector (see [`driver`]).
@@ -132,8 +138,8 @@ impl NodeConfig {
             trace: None,
             max_delay: DEFAULT_MAX_DELAY,
             max_frame: wire::DEFAULT_MAX_FRAME,
-            queue_capacity: 4096,
-            max_connections: 64,
+            queue_capacity: ringleader_transport::DEFAULT_QUEUE_CAPACITY,
+            max_connections: ringleader_transport::DEFAULT_MAX_CONNECTIONS,
             elect_at_start: true,
             secret: None,
             api_token: None,
@@ -152,6 +158,18 @@ impl NodeConfig {
         let mut ids: Vec<Uid> = self.peers.iter().map(|p| p.0).chain([self.id]).collect();
         ids.sort_unstable();
         ids
+    }
+
+    /// What the peer transport needs of this configuration: the hello names the algorithm.
+    pub fn peer_config(&self) -> ringleader_transport::PeerConfig {
+        ringleader_transport::PeerConfig {
+            id: self.id,
+            protocol: self.algorithm.clone(),
+            secret: self.secret.clone(),
+            max_frame: self.max_frame,
+            max_connections: self.max_connections,
+            peer_idle_timeout: self.peer_idle_timeout,
+        }
     }
 
     /// Checks the membership: distinct ids, no peer with our own id.
@@ -196,13 +214,8 @@ pub enum NetError {
     )]
     OpenApi(SocketAddr),
     /// The API token file is unusable.
-    #[error("API token file {}: {reason}", path.display())]
-    ApiToken {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with its token.
-        reason: String,
-    },
+    #[error(transparent)]
+    ApiToken(#[from] ringleader_transport::http::TokenError),
     /// A peer idle timeout under 40 ms.
     #[error("the peer idle timeout must be at least 40 ms")]
     IdleTimeoutTooShort,

@@ -1,10 +1,12 @@
-//! What a node counts and shows: transport counters, lock wait and hold times, and the status
-//! the HTTP API serves.
+//! What a node counts and shows: transport counters (the peer transport's
+//! [`Counted`] things among them, counted here), lock wait and hold times, and the status the
+//! HTTP API serves.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use ringleader_transport::Counted;
 
 use ringleader_core::{NodeId, Uid};
 use serde::Serialize;
@@ -58,6 +60,26 @@ impl Counters {
     /// Adds one to `c`.
     pub fn bump(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl ringleader_transport::TransportCounts for Counters {
+    fn add(&self, what: Counted, n: u64) {
+        let c = match what {
+            Counted::MessagesSent => &self.messages_sent,
+            Counted::MessagesDroppedQueueFull => &self.messages_dropped_queue_full,
+            Counted::MessagesDroppedConnection => &self.messages_dropped_connection,
+            Counted::ConnectionsAccepted => &self.connections_accepted,
+            Counted::ConnectionsRejected => &self.connections_rejected,
+            Counted::HandshakeErrors => &self.handshake_errors,
+            Counted::FrameErrors => &self.frame_errors,
+            Counted::ConnectionsOverLimit => &self.connections_over_limit,
+            Counted::HandshakesEvicted => &self.handshakes_evicted,
+            Counted::ConnectionsIdleClosed => &self.connections_idle_closed,
+            Counted::AuthFailures => &self.auth_failures,
+            Counted::Reconnects => &self.reconnects,
+        };
+        c.fetch_add(n, Ordering::Relaxed);
     }
 }
 

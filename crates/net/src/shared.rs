@@ -1,20 +1,24 @@
 //! What a node's tasks share: the inputs of its driver loop, its view of the algorithm's state,
 //! its peer links and the status document built from them.
 //!
-//! The driver loop (`driver`) owns the algorithm; the transport's readers (`transport`) and the
-//! HTTP API (`api`) hand it [`Input`]s and read the [`Shared`] state it keeps up to date. This
-//! module depends on none of them.
+//! The driver loop (`driver`) owns the algorithm; the peer transport's readers
+//! (`ringleader_transport::peer`) and the HTTP API (`api`) hand it [`Input`]s and read the
+//! [`Shared`] state it keeps up to date. This module depends on neither the driver nor the API.
 
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use bytes::Bytes;
 use ringleader_algorithms::Family;
 use ringleader_core::{Event, NodeId, Request, Uid};
+use ringleader_transport::{Inbound, LinkState};
 use tokio::sync::{broadcast, mpsc, oneshot};
+
+pub use ringleader_transport::wall_ns;
 
 use crate::metrics::{Counters, LockHistograms, PeerStatus, StatusDocument};
 use crate::wire::Envelope;
@@ -119,6 +123,13 @@ pub enum Input<M, T> {
     /// Every peer is connected (or the settle time passed): an election node that knows no
     /// leader yet starts an election.
     ElectAtStart,
+}
+
+impl<M, T> From<Inbound<Envelope<M>, NodeId>> for Input<M, T> {
+    /// A peer's envelope, as the transport's reader delivers it.
+    fn from(m: Inbound<Envelope<M>, NodeId>) -> Input<M, T> {
+        Input::Message { from: m.from, env: m.msg }
+    }
 }
 
 impl Input<Infallible, Infallible> {
@@ -239,18 +250,12 @@ pub struct View {
 
 /// One peer link, shared by the driver, its writer task and the API.
 pub struct PeerLink {
-    /// The peer's id.
-    pub id: Uid,
     /// Its position.
     pub position: NodeId,
-    /// Its address.
-    pub addr: String,
-    /// True while the outgoing connection is up.
-    pub connected: AtomicBool,
-    /// While not connected: since when (ns since the Unix epoch; the node's start if it never
-    /// was). 0 while connected.
-    pub down_since_ns: AtomicU64,
-    /// The outgoing queue.
+    /// The writer's view of the link: the peer's id and address, whether it is connected and
+    /// since when it is not.
+    pub state: Arc<LinkState>,
+    /// The outgoing queue (encoded envelopes).
     pub queue: mpsc::Sender<Bytes>,
 }
 
@@ -283,6 +288,12 @@ pub struct Shared {
     pub api_tx: mpsc::Sender<Input<Infallible, Infallible>>,
     /// HTTP API connections open now (a gauge; see [`crate::api::ConnectionLimits`]).
     pub api_connections: std::sync::atomic::AtomicU64,
+}
+
+impl ringleader_transport::TransportCounts for Shared {
+    fn add(&self, what: ringleader_transport::Counted, n: u64) {
+        self.counters.add(what, n);
+    }
 }
 
 impl Shared {
@@ -324,9 +335,9 @@ impl Shared {
             .iter()
             .flatten()
             .map(|p| PeerStatus {
-                id: p.id,
-                addr: p.addr.clone(),
-                connected: p.connected.load(Ordering::Relaxed),
+                id: p.state.id,
+                addr: p.state.addr.clone(),
+                connected: p.state.connected.load(Ordering::Relaxed),
                 suspected: view.suspected.contains_key(&p.position),
                 queued: p.queue.max_capacity() - p.queue.capacity(),
             })
@@ -346,9 +357,4 @@ impl Shared {
             counters,
         }
     }
-}
-
-/// The OS wall clock, ns since the Unix epoch (what traces and `/status` times are in).
-pub fn wall_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }

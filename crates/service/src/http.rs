@@ -346,7 +346,7 @@ async fn metrics(State(node): State<Arc<Node>>) -> Result<Response, ApiError> {
         applied: status.applied,
     };
     let text = crate::metrics::exposition(&node.metrics, &position, holdings);
-    let kind = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    let kind = ringleader_transport::http::OPENMETRICS_CONTENT_TYPE;
     Ok(([(axum::http::header::CONTENT_TYPE, kind)], text).into_response())
 }
 

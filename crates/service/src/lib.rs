@@ -10,8 +10,9 @@
 //! - [`disk`]: the durable Raft log, raft-rs's `Storage` on one redb file; each `Ready` is
 //!   written in one transaction with one fsync (group commit).
 //! - [`identity`]: the cluster and node a data directory belongs to, checked at every start.
-//! - [`server`]: one node — the loop that owns the replica, the authenticated TCP transport of
-//!   real nodes to its peers, and the commands the API sends the loop.
+//! - [`server`]: one node — the loop that owns the replica, its peers over the authenticated
+//!   peer transport of real nodes (`ringleader-transport`; raft-rs's messages, no stamps), and
+//!   the commands the API sends the loop.
 //! - [`ops`]: the operations both APIs translate to — the blocking lock and campaign waits
 //!   (subscribe, propose, wait on notices, withdraw, check the grant again) written once, with
 //!   typed answers and errors.
@@ -29,7 +30,7 @@ pub mod server;
 
 /// Starts a service node ([`server::start`]) and serves its HTTP API ([`http::router`]) until
 /// the node shuts down, hardened as a real node's API is
-/// ([`ringleader_net::api::serve_router`]): connection limits, idle and write-stall timeouts,
+/// ([`ringleader_transport::http::serve_router`]): connection limits, idle and write-stall timeouts,
 /// the `Host` check on a loopback bind, and the bearer token when one is configured.
 pub async fn start(cfg: server::ServerConfig) -> Result<server::Running, server::ServeError> {
     start_with_grpc(cfg, None).await.map(|(running, _)| running)
@@ -56,11 +57,19 @@ pub async fn start_with_grpc(
     let (running, api) = server::start(cfg).await?;
     let node = running.node.clone();
     let shutdown = node.shutdown.clone();
-    let counts = std::sync::Arc::new(ringleader_net::api::ConnectionCounters::default());
+    let counts = std::sync::Arc::new(ringleader_transport::http::ConnectionCounters::default());
     tokio::spawn(async move {
         let label = format!("service node {id}");
-        ringleader_net::api::serve_router(api, http::router(node), counts, token, limits, shutdown, &label)
-            .await
+        ringleader_transport::http::serve_router(
+            api,
+            http::router(node),
+            counts,
+            token,
+            limits,
+            shutdown,
+            &label,
+        )
+        .await
     });
     let bound = grpc.map(|(l, bound)| {
         tokio::spawn(etcd::serve(l, running.node.clone(), grpc_token));

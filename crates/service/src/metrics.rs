@@ -5,7 +5,8 @@
 //! `Ready` to the log (one fsync); the HTTP API counts the requests it refuses, by reason. The
 //! gauges (term, commit and applied index, leases, locks) are read when the page is scraped.
 //! The families are built with prometheus-client, as the textbook nodes' are
-//! (`ringleader_net::api::exposition`).
+//! (`ringleader_net::api::exposition`); the page's content type is the transport's
+//! ([`OPENMETRICS_CONTENT_TYPE`](ringleader_transport::http::OPENMETRICS_CONTENT_TYPE)).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;

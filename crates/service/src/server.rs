@@ -1,5 +1,9 @@
 //! A service node: one [`Replica`] over a [`DiskLog`], its peers over the authenticated TCP
-//! transport of real nodes, and the HTTP API ([`crate::http`]).
+//! transport of real nodes ([`ringleader_transport::peer`]), and the HTTP API ([`crate::http`]).
+//!
+//! Peers send each other raft-rs's messages alone, one per frame ([`Msg`]): no envelope, no
+//! Lamport or vector stamps (a service node keeps no trace to stamp; the stamps belong to the
+//! textbook nodes' traces).
 //!
 //! One task owns the replica (the *loop*, `run_loop`). Everything else talks to it through
 //! channels: the transport's readers hand it peer messages, HTTP handlers send it
@@ -33,7 +37,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -42,7 +45,6 @@ use raft::StateRole;
 use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Message as RaftMessage};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use ringleader_algorithms::Family;
 use ringleader_core::{NodeId, Time};
 use ringleader_lock_service::process::Msg;
 use ringleader_lock_service::replica::{
@@ -51,11 +53,10 @@ use ringleader_lock_service::replica::{
 use ringleader_lock_service::state::{
     Applied, DeadlockPolicy, IdempotencyKey, Notice, Op, RequestId, StateMachine,
 };
-use ringleader_net::auth::Secret;
-use ringleader_net::metrics::Counters;
-use ringleader_net::shared::{EventLog, Input, PeerLink, Shared, View};
-use ringleader_net::wire::Envelope;
-use ringleader_net::{NodeConfig, transport};
+use ringleader_transport::auth::Secret;
+use ringleader_transport::{
+    Counted, Inbound, LinkState, PeerConfig, TransportCounters, TransportCounts, peer, wire,
+};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -66,8 +67,21 @@ use crate::metrics::{ServiceMetrics, Timed};
 /// The replica's log: the redb file, its writes timed for `/metrics`.
 type Log = Timed<DiskLog>;
 
-/// The name the service's peers say in their hello: only service nodes talk to service nodes.
-pub const PROTOCOL: &str = "lock-service";
+/// The name the service's peers say in their hello, with the version of what they send (2:
+/// raft-rs's messages alone, one per frame): only service nodes of this version talk to each
+/// other. The cluster id follows it (`lock-service/2/ID`).
+pub const PROTOCOL: &str = "lock-service/2";
+
+/// What a peer's reader hands the loop: a message, from the position its connection proved.
+type PeerInput = Inbound<Msg, NodeId>;
+
+/// Capacity of each peer's outgoing queue (messages); beyond it messages are dropped.
+const QUEUE_CAPACITY: usize = ringleader_transport::DEFAULT_QUEUE_CAPACITY;
+
+/// Adds one to a counter of the loop's ([`ServiceMetrics`]).
+fn bump(c: &std::sync::atomic::AtomicU64) {
+    c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// The highest node id (the replica numbers nodes with a `u8`-sized range of positions).
 pub const MAX_ID: u64 = 255;
@@ -180,9 +194,9 @@ pub struct ServerConfig {
     /// [`crate::identity`]).
     pub cluster_id: Option<String>,
     /// The bearer token the HTTP API's clients must send (`None`: none asked).
-    pub api_token: Option<ringleader_net::api::ApiToken>,
+    pub api_token: Option<ringleader_transport::http::ApiToken>,
     /// The HTTP API's connection limits (open connections, idle and write-stall timeouts).
-    pub api_limits: ringleader_net::api::ConnectionLimits,
+    pub api_limits: ringleader_transport::http::ConnectionLimits,
     /// Serve the API beyond the loopback without a token.
     pub insecure_api: bool,
     /// The largest write request the etcd API takes, in bytes (etcd's `--max-request-bytes`).
@@ -205,7 +219,7 @@ pub struct ServerConfig {
 /// member waiting for ever for a snapshot that can never be written (its frame refused, the
 /// connection reset, the snapshot sent again). At least 8 MiB; at most 4 GiB − 1, the frame
 /// format's limit. Only a peer that proved itself may send frames this large
-/// (`ringleader_net::transport::HANDSHAKE_MAX_FRAME` before).
+/// ([`HANDSHAKE_MAX_FRAME`](ringleader_transport::peer::HANDSHAKE_MAX_FRAME) before).
 pub fn max_frame(quota_backend_bytes: u64) -> usize {
     const SLACK: u64 = 64 * 1024 * 1024;
     let bound = quota_backend_bytes
@@ -252,7 +266,7 @@ impl ServerConfig {
             bootstrap: false,
             cluster_id: None,
             api_token: None,
-            api_limits: ringleader_net::api::ConnectionLimits::default(),
+            api_limits: ringleader_transport::http::ConnectionLimits::default(),
             insecure_api: false,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             quota_backend_bytes: DEFAULT_QUOTA_BACKEND_BYTES,
@@ -609,8 +623,8 @@ pub struct Node {
     pub notices: broadcast::Sender<Published>,
     /// The status, as of the loop's last turn.
     pub status: Arc<Mutex<Status>>,
-    /// The transport's counters (authentication failures, dropped messages, …).
-    pub shared: Arc<Shared>,
+    /// The peer transport's counters (authentication failures, dropped messages, …).
+    pub peer_counters: Arc<TransportCounters>,
     /// How long a request may wait for its commit.
     pub request_timeout: Duration,
     /// Cancelled to stop the node.
@@ -842,8 +856,6 @@ fn open_data_dir(cfg: &ServerConfig) -> Result<(DiskLog, Identity, bool), ServeE
 pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListener), ServeError> {
     cfg.validate()?;
     let (log, identity, fresh) = open_data_dir(&cfg)?;
-    let mut ids: Vec<u64> = cfg.members.iter().map(|m| m.0).collect();
-    ids.sort_unstable();
     // The address table: the one written beside the log when there is one (it follows the
     // applied changes; the flags may be stale), else the flags' (see `MemberTable`).
     let table: MemberTable = match read_members(&cfg.data_dir)? {
@@ -875,51 +887,30 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
     let mut cfg = cfg;
     cfg.client_urls.insert(cfg.id, format!("http://{api}"));
 
-    // The transport of real nodes, reused: uids are the node ids. The peer links are the
-    // loop's own (they change with the members), not the fixed table of `Shared`.
-    // The cluster id is part of the protocol name the hello carries: nodes of two clusters
-    // refuse each other's connections.
-    let mut net = NodeConfig::new(
-        cfg.id,
-        listen,
-        cfg.members.iter().filter(|m| m.0 != cfg.id).map(|m| (m.0, m.1.clone())).collect(),
-        &format!("{PROTOCOL}/{}", identity.cluster),
-    );
-    net.secret = cfg.secret.clone();
-    net.max_frame = max_frame(cfg.quota_backend_bytes);
-    let (input_tx, input_rx) = mpsc::channel::<Input<Msg, ()>>(4096);
-    let (api_tx, _api_rx) = mpsc::channel(1);
-    let (events, _) = broadcast::channel(16);
-    let shared = Arc::new(Shared {
-        id: cfg.id,
-        position: me,
-        members: ids.clone(),
-        algorithm: PROTOCOL,
-        family: Family::Mutex,
-        counters: Counters::default(),
-        view: Mutex::new(View::default()),
-        events,
-        event_log: Mutex::new(EventLog::default()),
-        lock_times: Default::default(),
-        api_connections: Default::default(),
-        peers: Vec::new(),
-        api_tx,
-    });
+    // The peer transport of real nodes: ids are the node ids, a message comes from the
+    // replica's position of the id its connection proved. The peer links are the loop's own
+    // (they change with the members). The cluster id is part of the protocol name the hello
+    // carries: nodes of two clusters refuse each other's connections.
+    let mut peer_cfg = PeerConfig::new(cfg.id, &format!("{PROTOCOL}/{}", identity.cluster));
+    peer_cfg.secret = cfg.secret.clone();
+    peer_cfg.max_frame = max_frame(cfg.quota_backend_bytes);
+    let (input_tx, input_rx) = mpsc::channel::<PeerInput>(4096);
+    let peer_counters = Arc::new(TransportCounters::default());
     let shutdown = CancellationToken::new();
     let known = Arc::new(Mutex::new(table.keys().copied().collect::<BTreeSet<u64>>()));
-    let admit: transport::Admit = {
+    let admit: peer::Admit<NodeId> = {
         let known = known.clone();
         // Peers are let in while they are in the address table; the secret, when there is one,
         // still has to be proven.
         Arc::new(move |u| known.lock().contains(&u).then(|| (u - 1) as NodeId))
     };
-    tokio::spawn(transport::listen_admitting::<Msg, ()>(
+    tokio::spawn(peer::listen::<Msg, NodeId, PeerInput>(
         listener,
-        shared.clone(),
-        input_tx,
-        net.clone(),
-        shutdown.clone(),
+        peer_cfg.clone(),
+        peer_counters.clone(),
         admit,
+        input_tx,
+        shutdown.clone(),
     ));
 
     let (calls_tx, calls_rx) = mpsc::channel(4096);
@@ -935,7 +926,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         calls: calls_tx,
         notices: notices.clone(),
         status: status.clone(),
-        shared: shared.clone(),
+        peer_counters: peer_counters.clone(),
         request_timeout: cfg.request_timeout,
         shutdown: shutdown.clone(),
         metrics: metrics.clone(),
@@ -952,7 +943,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
     });
     let state = LoopState {
         cfg: cfg.clone(),
-        shared,
+        peer_counters,
         notices,
         status,
         rng: Xoshiro256PlusPlus::seed_from_u64(seed),
@@ -961,11 +952,10 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         next_request: 0,
         reads: BTreeMap::new(),
         next_read: 0,
-        msg_count: 0,
         table: MemberTable::new(),
         known,
         links: BTreeMap::new(),
-        net,
+        peer: peer_cfg,
         shutdown: shutdown.clone(),
         change: None,
         removed: removed_at_start,
@@ -1008,7 +998,7 @@ struct Link {
     stop: CancellationToken,
     /// The writer's view of the link: `connected` once the peer proved the cluster secret on
     /// this node's connection to it.
-    peer: Arc<PeerLink>,
+    peer: Arc<LinkState>,
 }
 
 /// A membership change of this node's, waiting to be seen applied.
@@ -1023,7 +1013,8 @@ struct PendingChange {
 /// The loop's own state (everything but the replica).
 struct LoopState {
     cfg: ServerConfig,
-    shared: Arc<Shared>,
+    /// What the peer transport counts.
+    peer_counters: Arc<TransportCounters>,
     notices: broadcast::Sender<Published>,
     status: Arc<Mutex<Status>>,
     rng: Xoshiro256PlusPlus,
@@ -1032,14 +1023,14 @@ struct LoopState {
     next_request: RequestId,
     reads: BTreeMap<u64, PendingRead>,
     next_read: u64,
-    msg_count: u64,
     /// Every known node's peer address (see [`MemberTable`]).
     table: MemberTable,
     /// The ids of `table`, for the listener's admission.
     known: Arc<Mutex<BTreeSet<u64>>>,
     /// The links to the peers of `table`.
     links: BTreeMap<u64, Link>,
-    net: NodeConfig,
+    /// The peer transport's settings (the hello's protocol name, the secret, the limits).
+    peer: PeerConfig,
     shutdown: CancellationToken,
     change: Option<PendingChange>,
     /// This node applied its own removal.
@@ -1077,24 +1068,17 @@ impl LoopState {
         if let Some(old) = self.links.remove(&id) {
             old.stop.cancel();
         }
-        let (tx, rx) = mpsc::channel(self.net.queue_capacity);
-        // The writer reads `rx`; the link's own sender is a stand-in that nothing reads, so
-        // that dropping `tx` alone closes the queue (see `forget`).
-        let (stand_in, _) = mpsc::channel(1);
-        let link = Arc::new(PeerLink {
-            id,
-            position: (id - 1) as NodeId,
-            addr,
-            connected: AtomicBool::new(false),
-            down_since_ns: AtomicU64::new(0),
-            queue: stand_in,
-        });
+        // The writer reads `rx`; `tx` is the queue's only sender, so that dropping it closes
+        // the queue (see `forget`).
+        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        let link = Arc::new(LinkState::new(id, addr));
         let stop = self.shutdown.child_token();
-        tokio::spawn(transport::link_writer(
-            self.shared.clone(),
+        tokio::spawn(peer::writer(
+            self.peer.clone(),
+            self.peer_counters.clone(),
             link.clone(),
             rx,
-            self.net.clone(),
+            || {},
             stop.clone(),
         ));
         self.links.insert(id, Link { queue: tx, stop, peer: link });
@@ -1138,20 +1122,17 @@ struct ServerHost<'a> {
 
 impl Host for ServerHost<'_> {
     fn leader_changed(&mut self, _: Option<NodeId>, _: u64) {
-        Counters::bump(&self.state.metrics.leader_changes);
+        bump(&self.state.metrics.leader_changes);
     }
 
     fn send(&mut self, to: NodeId, msg: RaftMessage) -> Result<(), Unreachable> {
         let s = &mut *self.state;
         if msg.get_msg_type() == raft::eraftpb::MessageType::MsgSnapshot {
-            Counters::bump(&s.metrics.snapshots_sent);
+            bump(&s.metrics.snapshots_sent);
         }
         let Some(link) = s.links.get(&(to as u64 + 1)) else { return Err(Unreachable) };
-        s.msg_count += 1;
-        let msg_id = ((self.me as u64) << 40) | (s.msg_count & ((1 << 40) - 1));
-        let env = Envelope { msg_id, lamport: 0, vector: Vec::new(), msg: Msg::new(&msg) };
-        if link.queue.try_send(ringleader_net::wire::encode(&env)).is_err() {
-            Counters::bump(&s.shared.counters.messages_dropped_queue_full);
+        if link.queue.try_send(wire::encode(&Msg::new(&msg))).is_err() {
+            s.peer_counters.bump(Counted::MessagesDroppedQueueFull);
             return Err(Unreachable);
         }
         Ok(())
@@ -1262,7 +1243,7 @@ impl Host for ServerHost<'_> {
 async fn run_loop(
     mut replica: Replica<Log>,
     mut state: LoopState,
-    mut peers: mpsc::Receiver<Input<Msg, ()>>,
+    mut peers: mpsc::Receiver<PeerInput>,
     mut calls: mpsc::Receiver<Call>,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
@@ -1376,12 +1357,10 @@ fn after_changes(replica: &mut Replica<Log>, state: &mut LoopState) -> Result<()
 /// Steps a peer's message. A heartbeat whose commit index lies past this log's end proves the
 /// log lost entries it acknowledged (raft-rs would panic in `commit_to`): the node stops with
 /// [`ServeError::StaleLog`] rather than go on with a log that forgot its votes.
-fn on_peer(replica: &mut Replica<Log>, state: &LoopState, input: Input<Msg, ()>) -> Result<(), ServeError> {
-    if let Input::Message { env, .. } = input
-        && let Some(m) = env.msg.decode()
-    {
+fn on_peer(replica: &mut Replica<Log>, state: &LoopState, input: PeerInput) -> Result<(), ServeError> {
+    if let Some(m) = input.msg.decode() {
         if m.get_msg_type() == raft::eraftpb::MessageType::MsgSnapshot {
-            Counters::bump(&state.metrics.snapshots_received);
+            bump(&state.metrics.snapshots_received);
         }
         let last_index = raft::Storage::last_index(replica.log()).unwrap_or(0);
         if m.get_msg_type() == raft::eraftpb::MessageType::MsgHeartbeat
@@ -1482,7 +1461,7 @@ fn on_call(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Call) {
             state.change = Some(PendingChange { change, reply, first_sent: now, applied: false });
         }
         Call::Propose { op, key, reply } => {
-            Counters::bump(&state.metrics.proposals);
+            bump(&state.metrics.proposals);
             let request = state.next_request;
             state.next_request += 1;
             let mut proposal = Proposal::of_node(replica.id(), replica.incarnation(), request, op);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ringleader_algorithms::PlainAlgorithm;
+use ringleader_core::stamp::{LogicalClocks, Stamp};
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Command, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
 use tokio::sync::mpsc;
@@ -44,8 +45,8 @@ pub(super) struct Driver<A: PlainAlgorithm> {
     pub(super) generation: u64,
     pub(super) clock_offset: i64,
     pub(super) rng: SplitMix,
-    pub(super) lamport: u64,
-    pub(super) vector: Vec<u64>,
+    /// The Lamport and vector clocks the trace and the envelopes carry.
+    pub(super) clocks: LogicalClocks,
     pub(super) step: u64,
     pub(super) next_msg_id: u64,
     pub(super) trace: Option<std::io::BufWriter<std::fs::File>>,
@@ -73,8 +74,7 @@ impl<A: PlainAlgorithm> Driver<A> {
             self.members.iter().map(|u| u.to_string()).collect::<Vec<_>>().join(",")
         ));
         self.tick();
-        start.lamport = Some(self.lamport);
-        start.vector = Some(self.vector.clone());
+        self.clocks.write_to(&mut start);
         self.write(&start);
         if self.recovered {
             // The state was loaded from stable storage: the node crashed in it and recovers now,
@@ -122,18 +122,16 @@ impl<A: PlainAlgorithm> Driver<A> {
                     return;
                 }
                 Counters::bump(&self.shared.counters.messages_received);
-                self.lamport = self.lamport.max(env.lamport);
-                for (mine, theirs) in self.vector.iter_mut().zip(&env.vector) {
-                    *mine = (*mine).max(*theirs);
-                }
-                self.tick();
+                let Envelope { msg_id, lamport, vector, msg } = env;
+                self.step += 1;
+                self.clocks.receive(Some(&Stamp { lamport, vector: Some(vector) }));
                 let mut r = self.record(RecordKind::Deliver);
                 r.peer = Some(from);
-                r.msg_id = Some(env.msg_id);
-                r.msg_kind = Some(env.msg.kind().to_string());
-                r.msg = serde_json::to_value(&env.msg).ok();
+                r.msg_id = Some(msg_id);
+                r.msg_kind = Some(msg.kind().to_string());
+                r.msg = serde_json::to_value(&msg).ok();
                 self.write(&r);
-                self.with_cx(|p, cx, out| p.on_message(cx, from, env.msg, out));
+                self.with_cx(|p, cx, out| p.on_message(cx, from, msg, out));
             }
             Input::Timer { timer, generation } => {
                 if self.timers.get(&timer) != Some(&generation) {
@@ -206,10 +204,10 @@ impl<A: PlainAlgorithm> Driver<A> {
         self.with_cx(|p, cx, out| p.on_request(cx, req, out));
     }
 
+    /// A local step: the step count and the clocks advance.
     fn tick(&mut self) {
         self.step += 1;
-        self.lamport += 1;
-        self.vector[self.me as usize] += 1;
+        self.clocks.tick();
     }
 
     fn now(&self) -> Time {
@@ -294,7 +292,8 @@ impl<A: PlainAlgorithm> Driver<A> {
     }
 
     fn send(&mut self, to: NodeId, msg: A::Msg) {
-        self.tick();
+        self.step += 1;
+        let stamp = self.clocks.send();
         self.next_msg_id += 1;
         let msg_id = (self.shared.id << 40) | self.next_msg_id;
         let mut r = self.record(RecordKind::Send);
@@ -305,7 +304,7 @@ impl<A: PlainAlgorithm> Driver<A> {
         self.write(&r);
         if to == self.me {
             // A message to oneself is delivered through the input queue like any other.
-            let env = Envelope { msg_id, lamport: self.lamport, vector: self.vector.clone(), msg };
+            let env = Envelope::stamped(msg_id, stamp, msg);
             if self.input_tx.try_send(Input::Message { from: to, env }).is_err() {
                 self.drop_record(to, msg_id, "input queue full");
             }
@@ -315,7 +314,7 @@ impl<A: PlainAlgorithm> Driver<A> {
             self.drop_record(to, msg_id, "no such position");
             return;
         };
-        let env = Envelope { msg_id, lamport: self.lamport, vector: self.vector.clone(), msg };
+        let env = Envelope::stamped(msg_id, stamp, msg);
         if link.queue.try_send(crate::wire::encode(&env)).is_err() {
             Counters::bump(&self.shared.counters.messages_dropped_queue_full);
             self.drop_record(to, msg_id, "outgoing queue full");
@@ -374,8 +373,7 @@ impl<A: PlainAlgorithm> Driver<A> {
         let mut r = TraceRecord::new(self.step, wall_ns(), kind);
         r.node = Some(self.me);
         r.uid = Some(self.shared.id);
-        r.lamport = Some(self.lamport);
-        r.vector = Some(self.vector.clone());
+        self.clocks.write_to(&mut r);
         r
     }
 

@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use parking_lot::Mutex;
 use std::time::Duration;
@@ -21,7 +21,8 @@ use super::wall_ns;
 use crate::metrics::{Counters, LockHistograms};
 use crate::shared::{EventLog, Input, PeerLink, Shared, View};
 use crate::storage::{Identity, Storage};
-use crate::{NetError, NodeConfig, NodeHandle, transport};
+use crate::{NetError, NodeConfig, NodeHandle};
+use ringleader_transport::{LinkState, TransportCounts, peer};
 
 /// Starts a node running algorithm `A` (see [`crate::start`]).
 pub struct StartVisitor {
@@ -192,15 +193,9 @@ pub(super) async fn launch<A: PlainAlgorithm>(
             }
             let addr = cfg.peers.iter().find(|p| p.0 == id).expect("peer is a member").1.clone();
             let (tx, rx) = mpsc::channel(cfg.queue_capacity);
-            writers.push((pos, rx));
-            Some(PeerLink {
-                id,
-                position: pos as NodeId,
-                addr,
-                connected: AtomicBool::new(false),
-                down_since_ns: AtomicU64::new(0),
-                queue: tx,
-            })
+            let state = Arc::new(LinkState::new(id, addr));
+            writers.push((pos, state.clone(), rx));
+            Some(PeerLink { position: pos as NodeId, state, queue: tx })
         })
         .collect();
     let (events, _) = broadcast::channel(1024);
@@ -222,15 +217,26 @@ pub(super) async fn launch<A: PlainAlgorithm>(
     let shutdown = CancellationToken::new();
     let stopped = CancellationToken::new();
 
-    // Outbound writers and the inbound listener.
-    for (pos, rx) in writers {
-        tokio::spawn(transport::writer(shared.clone(), pos, rx, cfg.clone(), shutdown.clone()));
+    // Outbound writers and the inbound listener. A lost connection tells the driver (waiting
+    // lock clients may need that peer); the listener admits the members, delivering their
+    // envelopes from their positions.
+    let peer_cfg = cfg.peer_config();
+    let counts: Arc<dyn TransportCounts> = shared.clone();
+    for (pos, state, rx) in writers {
+        let api_tx = shared.api_tx.clone();
+        let on_lost = move || drop(api_tx.try_send(Input::PeerDown(pos as NodeId)));
+        tokio::spawn(peer::writer(peer_cfg.clone(), counts.clone(), state, rx, on_lost, shutdown.clone()));
     }
-    tokio::spawn(transport::listen::<A::Msg, A::Timer>(
+    let admit: peer::Admit<NodeId> = {
+        let members = shared.members.clone();
+        Arc::new(move |u| members.iter().position(|&m| m == u).map(|p| p as NodeId))
+    };
+    tokio::spawn(peer::listen::<crate::wire::Envelope<A::Msg>, NodeId, Input<A::Msg, A::Timer>>(
         listener,
-        shared.clone(),
+        peer_cfg,
+        counts,
+        admit,
         input_tx.clone(),
-        cfg.clone(),
         shutdown.clone(),
     ));
     // API requests are forwarded into the typed input channel.
@@ -257,7 +263,7 @@ pub(super) async fn launch<A: PlainAlgorithm>(
         tokio::spawn(async move {
             let settle = tokio::time::Instant::now() + crate::ELECTION_SETTLE;
             let connected =
-                |s: &Shared| s.peers.iter().flatten().all(|p| p.connected.load(Ordering::Relaxed));
+                |s: &Shared| s.peers.iter().flatten().all(|p| p.state.connected.load(Ordering::Relaxed));
             while !connected(&shared) && tokio::time::Instant::now() < settle {
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
@@ -303,8 +309,7 @@ pub(super) async fn launch<A: PlainAlgorithm>(
         generation: 0,
         clock_offset: 0,
         rng: SplitMix(wall_ns() ^ cfg.id.rotate_left(32)),
-        lamport: 0,
-        vector: vec![0; shared.members.len()],
+        clocks: ringleader_core::stamp::LogicalClocks::new(me as usize, shared.members.len(), true),
         step: 0,
         next_msg_id: 0,
         trace,

@@ -183,11 +183,11 @@ impl<A: PlainAlgorithm> Driver<A> {
         };
         for link in self.shared.peers.iter().flatten().filter(|l| needs.includes(l.position)) {
             if let Some(&since) = suspected.get(&link.position) {
-                return Some(refuse(link.id, "suspected by the failure detector", since));
+                return Some(refuse(link.state.id, "suspected by the failure detector", since));
             }
-            let down = link.down_since_ns.load(Ordering::Relaxed);
-            if down != 0 && !link.connected.load(Ordering::Relaxed) {
-                return Some(refuse(link.id, "unreachable (its connection was lost)", down));
+            let down = link.state.down_since_ns.load(Ordering::Relaxed);
+            if down != 0 && !link.state.connected.load(Ordering::Relaxed) {
+                return Some(refuse(link.state.id, "unreachable (its connection was lost)", down));
             }
         }
         None

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use ringleader_net::api::ApiToken;
+use ringleader_transport::http::ApiToken;
 use subtle::ConstantTimeEq;
 use tonic::service::Interceptor;
 use tonic::{Request, Response, Status};

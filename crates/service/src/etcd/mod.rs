@@ -282,7 +282,7 @@ fn unimplemented(path: &str) -> axum::response::Response {
 
 /// The gRPC routes: each served method to its service, everything else to UNIMPLEMENTED. With
 /// `api_token`, every method but Authenticate needs the auth token ([`auth`]).
-pub fn router(ctx: Ctx, api_token: Option<ringleader_net::api::ApiToken>) -> axum::Router {
+pub fn router(ctx: Ctx, api_token: Option<ringleader_transport::http::ApiToken>) -> axum::Router {
     use pb::etcdserverpb::auth_server::AuthServer;
     use pb::etcdserverpb::cluster_server::ClusterServer;
     use pb::etcdserverpb::lease_server::LeaseServer;
@@ -327,7 +327,7 @@ pub fn router(ctx: Ctx, api_token: Option<ringleader_net::api::ApiToken>) -> axu
 pub async fn serve(
     listener: tokio::net::TcpListener,
     node: Arc<Node>,
-    api_token: Option<ringleader_net::api::ApiToken>,
+    api_token: Option<ringleader_transport::http::ApiToken>,
 ) {
     let Ok(addr) = listener.local_addr() else { return };
     let shutdown = node.shutdown.clone();

@@ -1,45 +1,47 @@
-//! TCP transport: one outbound writer per peer, one listener, one reader per inbound connection.
+//! Peer links over TCP: one outbound writer per peer, one listener, one reader per inbound
+//! connection. Generic over the payload: a writer writes the frames its queue holds (encoded by
+//! its user, [`crate::wire::encode`]), a reader decodes each frame as the listener's payload
+//! type and hands it on as an [`Inbound`].
 //!
 //! - **Writers** dial their peer, send the [`Hello`], then write the frames
 //!   of the peer's bounded queue. When the connection fails they redial with exponential backoff
-//!   (50 ms doubling to 2 s); messages queued meanwhile wait in the queue, and the driver drops
+//!   (50 ms doubling to 2 s); messages queued meanwhile wait in the queue, and the user drops
 //!   (and counts) what does not fit. The frame being written when a connection breaks is lost
-//!   and counted — as in any real network, the algorithms must tolerate loss.
+//!   and counted — as in any real network, the protocols above must tolerate loss.
 //! - **Readers** accept at most `max_connections` connections at once, require a valid hello
 //!   within [`HANDSHAKE_TIMEOUT`], then deliver each frame to the driver. Garbage, a truncated
 //!   or oversized frame, a wrong version, algorithm or sender: logged, counted, connection
 //!   closed. The node keeps serving everyone else.
 //! - **Idle connections** do not hold a slot for good: a writer with nothing to send writes an
-//!   empty keep-alive frame every quarter of [`NodeConfig::peer_idle_timeout`], and a reader
+//!   empty keep-alive frame every quarter of [`PeerConfig::peer_idle_timeout`], and a reader
 //!   that receives no frame for the whole timeout (a stranger that said hello and nothing more,
 //!   a peer gone from the network) closes the connection and counts it.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use parking_lot::Mutex;
-use ringleader_core::{Message, NodeId};
+use serde::de::DeserializeOwned;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 
-use crate::NodeConfig;
+use crate::PeerConfig;
 use crate::auth;
-use crate::metrics::Counters;
-use crate::shared::{Input, PeerLink, Shared};
-use crate::wire::{self, Challenge, Envelope, FrameError, Hello, Proof};
+use crate::counters::{Counted, TransportCounts};
+use crate::wire::{self, Challenge, FrameError, Hello, Proof};
 
 /// How long an inbound connection may take to send its hello.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The largest frame read before a connection's handshake is done (hello, challenge, proof are
-/// small): only a peer that proved itself may send frames up to [`NodeConfig::max_frame`],
+/// small): only a peer that proved itself may send frames up to [`PeerConfig::max_frame`],
 /// whose buffer the codec reserves from the frame's length prefix alone.
 pub const HANDSHAKE_MAX_FRAME: usize = 64 * 1024;
 
@@ -50,45 +52,57 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
 
-/// Keeps a connection to peer `pos` and writes its queue into it.
+/// One outbound link as its writer keeps it: the peer, its address, and whether the connection
+/// is up (shared with the user, who shows it and decides by it).
+#[derive(Debug)]
+pub struct LinkState {
+    /// The peer's id.
+    pub id: u64,
+    /// Its address, `host:port` (resolved at every connection attempt).
+    pub addr: String,
+    /// True while the outgoing connection is up (and, with a secret, the peer proved itself).
+    pub connected: AtomicBool,
+    /// While not connected: since when (ns since the Unix epoch); 0 while connected, and
+    /// before the first connection is lost.
+    pub down_since_ns: AtomicU64,
+}
+
+impl LinkState {
+    /// A link to peer `id` at `addr`, not connected yet.
+    pub fn new(id: u64, addr: String) -> LinkState {
+        LinkState { id, addr, connected: AtomicBool::new(false), down_since_ns: AtomicU64::new(0) }
+    }
+
+    /// True while the outgoing connection is up.
+    pub fn is_connected(&self) -> bool {
+        self.connected.load(Ordering::Relaxed)
+    }
+
+    /// Marks the link down since now.
+    fn lost(&self) {
+        self.connected.store(false, Ordering::Relaxed);
+        self.down_since_ns.store(crate::wall_ns().max(1), Ordering::Relaxed);
+    }
+}
+
+/// Keeps a connection to the peer of `link` and writes the frames of `queue` into it. It ends
+/// when `shutdown` is cancelled, or when the queue's senders are gone and what they queued is
+/// written. `on_lost` is called each time an established connection is lost (after the link
+/// is marked down).
 pub async fn writer(
-    shared: Arc<Shared>,
-    pos: usize,
-    queue: mpsc::Receiver<Bytes>,
-    cfg: NodeConfig,
-    shutdown: CancellationToken,
-) {
-    let link = shared.peers[pos].as_ref().expect("writer for a peer");
-    write_link(&shared, link, Some(pos), queue, cfg, shutdown).await
-}
-
-/// Keeps a connection to a peer outside the fixed table `shared.peers` (a node whose members
-/// change while it runs keeps its own links) and writes its queue into it. It ends when
-/// `shutdown` is cancelled or when the queue's senders are gone and what they queued is
-/// written.
-pub async fn link_writer(
-    shared: Arc<Shared>,
-    link: Arc<PeerLink>,
-    queue: mpsc::Receiver<Bytes>,
-    cfg: NodeConfig,
-    shutdown: CancellationToken,
-) {
-    write_link(&shared, &link, None, queue, cfg, shutdown).await
-}
-
-async fn write_link(
-    shared: &Shared,
-    link: &PeerLink,
-    pos: Option<usize>,
+    cfg: PeerConfig,
+    counts: Arc<dyn TransportCounts>,
+    link: Arc<LinkState>,
     mut queue: mpsc::Receiver<Bytes>,
-    cfg: NodeConfig,
+    on_lost: impl Fn() + Send + 'static,
     shutdown: CancellationToken,
 ) {
+    let me = cfg.id;
     let mut backoff = BACKOFF_MIN;
     let mut first = true;
     loop {
         if !first {
-            Counters::bump(&shared.counters.reconnects);
+            counts.bump(Counted::Reconnects);
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 _ = tokio::time::sleep(backoff) => {}
@@ -108,7 +122,7 @@ async fn write_link(
         let (read_half, write_half) = stream.into_split();
         let mut framed = FramedWrite::new(write_half, wire::codec(cfg.max_frame));
         let my_nonce = auth::nonce();
-        let hello = Hello::new(&cfg.algorithm, shared.id).with_nonce(my_nonce);
+        let hello = Hello::new(&cfg.protocol, me).with_nonce(my_nonce);
         if framed.send(wire::encode(&hello)).await.is_err() {
             continue;
         }
@@ -119,19 +133,19 @@ async fn write_link(
                     _ = shutdown.cancelled() => return,
                     a = tokio::time::timeout(
                         HANDSHAKE_TIMEOUT,
-                        prove(read_half, &mut framed, secret, my_nonce, shared.id, link.id, &cfg),
+                        prove(read_half, &mut framed, secret, my_nonce, me, link.id, &cfg),
                     ) => a,
                 };
                 match answer {
                     Ok(Ok(r)) => r,
                     Ok(Err(e)) => {
-                        Counters::bump(&shared.counters.auth_failures);
-                        eprintln!("[id {}] handshake with id {} failed: {e}; redialling", shared.id, link.id);
+                        counts.bump(Counted::AuthFailures);
+                        eprintln!("[id {me}] handshake with id {} failed: {e}; redialling", link.id);
                         continue;
                     }
                     Err(_) => {
-                        Counters::bump(&shared.counters.auth_failures);
-                        eprintln!("[id {}] id {} sent no challenge; redialling", shared.id, link.id);
+                        counts.bump(Counted::AuthFailures);
+                        eprintln!("[id {me}] id {} sent no challenge; redialling", link.id);
                         continue;
                     }
                 }
@@ -153,8 +167,9 @@ async fn write_link(
                 _ = tokio::time::sleep(keepalive) => Some(Bytes::new()),
             };
             let Some(frame) = frame else {
-                lost(shared, link, pos);
-                eprintln!("[id {}] connection to id {} closed by the peer; redialling", shared.id, link.id);
+                link.lost();
+                on_lost();
+                eprintln!("[id {me}] connection to id {} closed by the peer; redialling", link.id);
                 break;
             };
             // Write everything already queued, then flush once.
@@ -174,24 +189,15 @@ async fn write_link(
                 }
             }
             if ok && SinkExt::<Bytes>::flush(&mut framed).await.is_ok() {
-                shared.counters.messages_sent.fetch_add(n, Ordering::Relaxed);
+                counts.add(Counted::MessagesSent, n);
             } else {
-                shared.counters.messages_dropped_connection.fetch_add(n, Ordering::Relaxed);
-                lost(shared, link, pos);
-                eprintln!("[id {}] connection to id {} broke; redialling", shared.id, link.id);
+                counts.add(Counted::MessagesDroppedConnection, n);
+                link.lost();
+                on_lost();
+                eprintln!("[id {me}] connection to id {} broke; redialling", link.id);
                 break;
             }
         }
-    }
-}
-
-/// Marks `link` down since now and, for a link of the fixed table (at `pos`), tells the driver
-/// (waiting lock clients may need that peer).
-fn lost(shared: &Shared, link: &PeerLink, pos: Option<usize>) {
-    link.connected.store(false, Ordering::Relaxed);
-    link.down_since_ns.store(crate::shared::wall_ns().max(1), Ordering::Relaxed);
-    if let Some(pos) = pos {
-        let _ = shared.api_tx.try_send(Input::PeerDown(pos as NodeId));
     }
 }
 
@@ -204,7 +210,7 @@ async fn prove(
     my_nonce: [u8; auth::NONCE_LEN],
     me: u64,
     peer: u64,
-    cfg: &NodeConfig,
+    cfg: &PeerConfig,
 ) -> Result<tokio::net::tcp::OwnedReadHalf, FrameError> {
     let small = cfg.max_frame.min(HANDSHAKE_MAX_FRAME);
     let mut frames = FramedRead::new(read_half, wire::codec(small));
@@ -215,7 +221,7 @@ async fn prove(
     };
     let challenge: Challenge = wire::decode(&frame)?;
     let ids = auth::ids(me, peer);
-    let t = auth::transcript(&my_nonce, &challenge.nonce, &ids, &cfg.algorithm);
+    let t = auth::transcript(&my_nonce, &challenge.nonce, &ids, &cfg.protocol);
     if !secret.verify(auth::ACCEPTOR, &t, &challenge.mac) {
         return Err(FrameError::Unauthenticated(peer));
     }
@@ -244,33 +250,34 @@ fn set_user_timeout(stream: &TcpStream) {
     }
 }
 
-/// Which senders a listener lets in, and the position their messages are delivered from
-/// (`None`: refused as an unknown sender).
-pub type Admit = Arc<dyn Fn(u64) -> Option<NodeId> + Send + Sync>;
+/// Which senders a listener lets in, and what their messages are delivered as coming from
+/// (`None`: refused as an unknown sender). Asked at each hello, so the members may change while
+/// the listener runs.
+pub type Admit<P> = Arc<dyn Fn(u64) -> Option<P> + Send + Sync>;
 
-/// Accepts inbound connections until shutdown, from the members of `shared.members`.
-pub async fn listen<M: Message, T: Send + 'static>(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    input: mpsc::Sender<Input<M, T>>,
-    cfg: NodeConfig,
-    shutdown: CancellationToken,
-) {
-    let members = shared.members.clone();
-    let admit: Admit = Arc::new(move |u| members.iter().position(|&m| m == u).map(|p| p as NodeId));
-    listen_admitting(listener, shared, input, cfg, shutdown, admit).await
+/// A message a reader decoded, from the sender its connection proved (as [`Admit`] names it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inbound<M, P> {
+    /// The sender, as the listener's [`Admit`] named it.
+    pub from: P,
+    /// The message.
+    pub msg: M,
 }
 
-/// Accepts inbound connections until shutdown, from the senders `admit` lets in, asked at each
-/// hello (a node whose members change while it runs).
-pub async fn listen_admitting<M: Message, T: Send + 'static>(
+/// Accepts inbound connections until shutdown, from the senders `admit` lets in; each frame of
+/// an admitted connection is decoded as an `M` and sent on `input` as an [`Inbound`].
+pub async fn listen<M, P, T>(
     listener: TcpListener,
-    shared: Arc<Shared>,
-    input: mpsc::Sender<Input<M, T>>,
-    cfg: NodeConfig,
+    cfg: PeerConfig,
+    counts: Arc<dyn TransportCounts>,
+    admit: Admit<P>,
+    input: mpsc::Sender<T>,
     shutdown: CancellationToken,
-    admit: Admit,
-) {
+) where
+    M: DeserializeOwned + Send + 'static,
+    P: Copy + Send + Sync + 'static,
+    T: From<Inbound<M, P>> + Send + 'static,
+{
     let open = Arc::new(AtomicUsize::new(0));
     // Connections not through their handshake yet, oldest first, each with the switch that
     // closes it. At the limit, the oldest of them makes room for the newcomer: a flood of
@@ -291,13 +298,13 @@ pub async fn listen_admitting<M: Message, T: Send + 'static>(
             oldest.map(|(_, close)| close.cancel()).is_some()
         };
         if evicted {
-            Counters::bump(&shared.counters.handshakes_evicted);
+            counts.bump(Counted::HandshakesEvicted);
         } else if at_limit {
-            Counters::bump(&shared.counters.connections_over_limit);
-            Counters::bump(&shared.counters.connections_rejected);
+            counts.bump(Counted::ConnectionsOverLimit);
+            counts.bump(Counted::ConnectionsRejected);
             eprintln!(
                 "[id {}] refused connection from {addr}: {} connections open",
-                shared.id, cfg.max_connections
+                cfg.id, cfg.max_connections
             );
             drop(stream);
             continue;
@@ -307,8 +314,8 @@ pub async fn listen_admitting<M: Message, T: Send + 'static>(
         next_key += 1;
         let close = CancellationToken::new();
         handshakes.lock().push_back((key, close.clone()));
-        let (shared, input, cfg, shutdown, open, admit, handshakes) = (
-            shared.clone(),
+        let (counts, input, cfg, shutdown, open, admit, handshakes) = (
+            counts.clone(),
             input.clone(),
             cfg.clone(),
             shutdown.clone(),
@@ -323,39 +330,43 @@ pub async fn listen_admitting<M: Message, T: Send + 'static>(
                 _ = close.cancelled() => Err(FrameError::Decode(
                     "closed during its handshake to make room for a newer connection".into(),
                 )),
-                r = read_connection(stream, &shared, &input, &cfg, &admit, &through) => r,
+                r = read_connection::<M, P, T>(stream, &*counts, &input, &cfg, &admit, &through) => r,
             };
             through();
             if let Err(e) = result {
-                let c = &shared.counters;
-                Counters::bump(&c.connections_rejected);
+                counts.bump(Counted::ConnectionsRejected);
                 match e {
                     FrameError::Magic(_)
                     | FrameError::Version { .. }
                     | FrameError::Algorithm { .. }
-                    | FrameError::UnknownSender(_) => Counters::bump(&c.handshake_errors),
+                    | FrameError::UnknownSender(_) => counts.bump(Counted::HandshakeErrors),
                     FrameError::Unauthenticated(_) => {
-                        Counters::bump(&c.handshake_errors);
-                        Counters::bump(&c.auth_failures);
+                        counts.bump(Counted::HandshakeErrors);
+                        counts.bump(Counted::AuthFailures);
                     }
-                    _ => Counters::bump(&c.frame_errors),
+                    _ => counts.bump(Counted::FrameErrors),
                 }
-                eprintln!("[id {}] closed connection from {addr}: {e}", shared.id);
+                eprintln!("[id {}] closed connection from {addr}: {e}", cfg.id);
             }
             open.fetch_sub(1, Ordering::Relaxed);
         });
     }
 }
 
-/// Reads one inbound connection: the hello, then envelopes until the peer closes.
-async fn read_connection<M: Message, T>(
+/// Reads one inbound connection: the hello, then messages until the peer closes.
+async fn read_connection<M, P, T>(
     stream: TcpStream,
-    shared: &Shared,
-    input: &mpsc::Sender<Input<M, T>>,
-    cfg: &NodeConfig,
-    admit: &Admit,
+    counts: &dyn TransportCounts,
+    input: &mpsc::Sender<T>,
+    cfg: &PeerConfig,
+    admit: &Admit<P>,
     through: &(dyn Fn() + Sync),
-) -> Result<(), FrameError> {
+) -> Result<(), FrameError>
+where
+    M: DeserializeOwned,
+    P: Copy,
+    T: From<Inbound<M, P>>,
+{
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
     let small = cfg.max_frame.min(HANDSHAKE_MAX_FRAME);
@@ -367,14 +378,14 @@ async fn read_connection<M: Message, T>(
         Ok(Some(Err(e))) => return Err(wire::codec_error(&e, small)),
         Ok(Some(Ok(f))) => f,
     };
-    let hello = wire::check_hello_with(&first, &cfg.algorithm, |u| u != shared.id && admit(u).is_some())?;
+    let hello = wire::check_hello_with(&first, &cfg.protocol, |u| u != cfg.id && admit(u).is_some())?;
     if let Some(secret) = &cfg.secret {
         // Challenge the claimed sender; only a proof for this connection's nonces and these
         // two ids lets its frames through.
         use tokio::io::AsyncWriteExt;
         let nonce = auth::nonce();
-        let ids = auth::ids(hello.sender, shared.id);
-        let t = auth::transcript(&hello.nonce, &nonce, &ids, &cfg.algorithm);
+        let ids = auth::ids(hello.sender, cfg.id);
+        let t = auth::transcript(&hello.nonce, &nonce, &ids, &cfg.protocol);
         let challenge = wire::encode(&Challenge { nonce, mac: secret.mac(auth::ACCEPTOR, &t) });
         let mut framed = Vec::with_capacity(challenge.len() + 4);
         framed.extend_from_slice(&(challenge.len() as u32).to_be_bytes());
@@ -392,16 +403,16 @@ async fn read_connection<M: Message, T>(
     }
     let from = admit(hello.sender).ok_or(FrameError::UnknownSender(hello.sender))?;
     through();
-    Counters::bump(&shared.counters.connections_accepted);
+    counts.bump(Counted::ConnectionsAccepted);
     // Admitted (and, with a secret, proven): its frames may be as large as the node takes.
     frames.decoder_mut().set_max_frame_length(cfg.max_frame);
     loop {
         let frame = match tokio::time::timeout(cfg.peer_idle_timeout, frames.next()).await {
             Err(_) => {
-                Counters::bump(&shared.counters.connections_idle_closed);
+                counts.bump(Counted::ConnectionsIdleClosed);
                 eprintln!(
                     "[id {}] closed the connection of id {}: no frame for {:?}",
-                    shared.id, hello.sender, cfg.peer_idle_timeout
+                    cfg.id, hello.sender, cfg.peer_idle_timeout
                 );
                 return Ok(());
             }
@@ -411,8 +422,8 @@ async fn read_connection<M: Message, T>(
         if frame.is_empty() {
             continue; // a keep-alive
         }
-        let env: Envelope<M> = wire::decode(&frame)?;
-        if input.send(Input::Message { from, env }).await.is_err() {
+        let msg: M = wire::decode(&frame)?;
+        if input.send(T::from(Inbound { from, msg })).await.is_err() {
             return Ok(());
         }
     }
