@@ -570,8 +570,8 @@ impl<A: Algorithm> Simulation<A> {
         }
         let id = self.seq;
         self.trace(RecordKind::Send, Some(from), |r| with_message(r, to, id, &msg));
-        let mut rng = self.draws.next_network(self.cfg.seed, from);
-        match self.net.schedule(&mut rng, self.now, from, to) {
+        let mut rng = self.draws.next_network(self.cfg.seed, from, self.net.draws());
+        match self.net.schedule_with(rng.as_mut(), self.now, from, to) {
             None => {
                 self.counters.dropped += 1;
                 let kind = msg.kind();
@@ -579,12 +579,12 @@ impl<A: Algorithm> Simulation<A> {
                 self.trace(RecordKind::Drop, Some(to), |r| with_drop(r, from, id, kind, "lost"));
             }
             Some(at) => {
-                let dup = self.net.duplicate(&mut rng).then(|| msg.clone());
+                let dup = rng.as_mut().is_some_and(|rng| self.net.duplicate(rng)).then(|| msg.clone());
                 self.in_flight += 1;
                 self.algo_in_flight += u64::from(!detection);
                 self.schedule(at, Item::Deliver { from, to, msg });
                 if let Some(copy) = dup {
-                    let at2 = self.net.schedule(&mut rng, self.now, from, to).unwrap_or(at);
+                    let at2 = self.net.schedule_with(rng.as_mut(), self.now, from, to).unwrap_or(at);
                     let id2 = self.seq;
                     self.trace(RecordKind::Send, Some(from), |r| {
                         with_message(r, to, id2, &copy);
@@ -778,16 +778,21 @@ impl<A: Algorithm> Simulation<A> {
         }
     }
 
-    /// Hints the CPU to fetch the state of a node that receives a message a few events from now:
+    /// Hints the CPU to fetch the state (and the draw count) of a node that receives a message a
+    /// few events from now:
     /// on a large ring consecutive deliveries touch scattered nodes, and the cache miss on the
     /// receiver's state is most of the cost of a step.
     #[inline]
     fn prefetch_upcoming(&self) {
         #[cfg(target_arch = "x86_64")]
         if let Some(Item::Deliver { to, .. }) = self.queue.peek_ahead(PREFETCH_DISTANCE) {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
             let p = self.states.as_ptr().wrapping_add(*to as usize) as *const i8;
             // SAFETY: prefetching is a hint; it never faults and reads nothing observable.
-            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p) };
+            unsafe { _mm_prefetch::<{ _MM_HINT_T0 }>(p) };
+            // The receiver's draw count, which its handler call reads.
+            // SAFETY: as above.
+            unsafe { _mm_prefetch::<{ _MM_HINT_T0 }>(self.draws.slot(*to) as *const i8) };
         }
     }
 

@@ -114,13 +114,47 @@ impl Network {
         if self.loss > 0.0 && rng.random_bool(self.loss) {
             return None;
         }
-        let mut at = now + self.latency.sample(rng);
-        if let Some(last) = self.fifo.as_mut() {
-            let slot = last.entry((from, to)).or_insert(0);
-            at = at.max(*slot);
-            *slot = at;
+        let at = now + self.latency.sample(rng);
+        Some(self.in_order(from, to, at))
+    }
+
+    /// True when a send draws randomness: a random latency, loss or duplication.
+    #[inline]
+    pub fn draws(&self) -> bool {
+        !matches!(self.latency, Sampler::Constant(_)) || self.loss > 0.0 || self.dup > 0.0
+    }
+
+    /// [`Network::schedule`] for a send that may have no stream: `rng` is `None` only when
+    /// [`Network::draws`] is false (constant latency, nothing lost).
+    #[inline]
+    pub fn schedule_with(
+        &mut self,
+        rng: Option<&mut Xoshiro256PlusPlus>,
+        now: Time,
+        from: NodeId,
+        to: NodeId,
+    ) -> Option<Time> {
+        match (rng, &self.latency) {
+            (Some(rng), _) => self.schedule(rng, now, from, to),
+            (None, Sampler::Constant(d)) => {
+                let at = now + d;
+                Some(self.in_order(from, to, at))
+            }
+            (None, _) => unreachable!("a random latency draws randomness"),
         }
-        Some(at)
+    }
+
+    /// `at`, or later to keep the link's messages in order when it is FIFO.
+    #[inline]
+    fn in_order(&mut self, from: NodeId, to: NodeId, at: Time) -> Time {
+        match self.fifo.as_mut() {
+            Some(last) => {
+                let slot = last.entry((from, to)).or_insert(0);
+                *slot = at.max(*slot);
+                *slot
+            }
+            None => at,
+        }
     }
 
     /// True when this send should be delivered a second time.

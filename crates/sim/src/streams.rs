@@ -64,31 +64,47 @@ pub(crate) fn node(seed: u64, node: NodeId, k: u64) -> u64 {
     mix(mix(seed ^ SALT_HANDLER, u64::from(node)), k)
 }
 
-/// How many draws each node has made of its own streams.
+/// How many draws each node has made of its own streams: handler calls and messages, side by
+/// side (one cache line per node, prefetched with the node's state).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Counters {
-    sends: Vec<u64>,
-    calls: Vec<u64>,
+    draws: Vec<[u64; 2]>,
 }
 
 impl Counters {
     /// Counters for `n` nodes, all at zero.
     pub(crate) fn new(n: u32) -> Self {
-        Counters { sends: vec![0; n as usize], calls: vec![0; n as usize] }
+        Counters { draws: vec![[0; 2]; n as usize] }
     }
 
-    /// The stream of `from`'s next message.
-    pub(crate) fn next_network(&mut self, seed: u64, from: NodeId) -> Xoshiro256PlusPlus {
-        let k = &mut self.sends[from as usize];
+    /// `node`'s count of handler calls (`which` 0) or of messages (1), then one more.
+    fn next(&mut self, node: NodeId, which: usize) -> u64 {
+        let k = &mut self.draws[node as usize][which];
         *k += 1;
-        network(seed, from, *k - 1)
+        *k - 1
+    }
+
+    /// The stream of `from`'s next message, or `None` (the count still moves) when the network
+    /// draws nothing (constant latency, no loss, no duplication).
+    pub(crate) fn next_network(
+        &mut self,
+        seed: u64,
+        from: NodeId,
+        draws: bool,
+    ) -> Option<Xoshiro256PlusPlus> {
+        let k = self.next(from, 1);
+        draws.then(|| network(seed, from, k))
     }
 
     /// The random value of `node`'s next handler call.
     pub(crate) fn next_node(&mut self, seed: u64, node: NodeId) -> u64 {
-        let k = &mut self.calls[node as usize];
-        *k += 1;
-        self::node(seed, node, *k - 1)
+        let k = self.next(node, 0);
+        self::node(seed, node, k)
+    }
+
+    /// Where `node`'s count lives (to prefetch it with the node's state).
+    pub(crate) fn slot(&self, node: NodeId) -> *const [u64; 2] {
+        self.draws.as_ptr().wrapping_add(node as usize)
     }
 }
 
@@ -124,11 +140,12 @@ mod tests {
         // In `b`, node 2 draws five times first; node 1's draws are unchanged.
         for _ in 0..5 {
             b.next_node(9, 2);
-            b.next_network(9, 2);
+            b.next_network(9, 2, true);
         }
         for _ in 0..4 {
             assert_eq!(a.next_node(9, 1), b.next_node(9, 1));
-            assert_eq!(a.next_network(9, 1).next_u64(), b.next_network(9, 1).next_u64());
+            let (mut x, mut y) = (a.next_network(9, 1, true).unwrap(), b.next_network(9, 1, true).unwrap());
+            assert_eq!(x.next_u64(), y.next_u64());
         }
     }
 }
