@@ -311,7 +311,9 @@ pub fn resolve_config(args: &SimArgs, extra: Scenario) -> anyhow::Result<ringlea
 pub fn run(command: SimCommand) -> crate::CommandResult {
     let SimCommand { args, threads } = command;
     let cfg = resolve_config(&args, Scenario::default())?;
-    if let Some(most) = ringleader_sim::input::interactive_nodes(&cfg.algorithm)
+    let info =
+        ringleader_registry::find(&cfg.algorithm).expect("a resolved run names a registered algorithm");
+    if let Some(most) = ringleader_sim::input::interactive_nodes(&info)
         && cfg.nodes > most
     {
         eprintln!(
@@ -319,10 +321,7 @@ pub fn run(command: SimCommand) -> crate::CommandResult {
              grows as N³; above {most} nodes it passes 2 s)",
             cfg.nodes,
             cfg.algorithm,
-            ringleader_sim::input::seconds(ringleader_sim::input::startup_estimate(
-                &cfg.algorithm,
-                cfg.nodes
-            ))
+            ringleader_sim::input::seconds(ringleader_sim::input::startup_estimate(&info, cfg.nodes))
         );
     }
     let show_progress = !args.json && std::io::stderr().is_terminal();
