@@ -1,6 +1,8 @@
-//! What a run accepts: the range of every numeric input, the flags each family reads, fault
-//! plans that can happen, and the memory a run would need — checked before anything is built,
-//! so that bad input gets one line naming what was wrong and what is allowed.
+//! What a run accepts: the range of every numeric input (a simple range is declared with its
+//! setting in [`crate::settings`] and checked here, once; a rule that involves other settings
+//! is written here), the flags each family reads, fault plans that can happen, and the memory
+//! a run would need — checked before anything is built, so that bad input gets one line naming
+//! what was wrong and what is allowed.
 //!
 //! Every range keeps a run finite: virtual time is bounded by `--duration`, and no input can
 //! make the events per unit of virtual time unbounded (timer periods have a floor, clock rates
@@ -17,6 +19,7 @@ use ringleader_core::{Time, Uid};
 
 use crate::notation::{Latency, format_duration};
 use crate::scenario::{Initiators, Origin, Scenario, ScenarioError, WorkloadKind};
+use crate::settings;
 
 const SECOND: Time = 1_000_000_000;
 const HOUR: Time = 3_600 * SECOND;
@@ -42,18 +45,6 @@ pub const MEMORY_LIMIT: u64 = 4 << 30;
 /// The longest a run may be estimated to spend building its nodes before its first event
 /// ([`startup_estimate`]) before it is refused: ten minutes.
 pub const STARTUP_LIMIT_SECONDS: f64 = 600.0;
-
-/// The flag that sets scenario field `key`.
-fn flag_of(key: &str) -> String {
-    let leaf = match key {
-        "algorithm" => "algo",
-        "workload.kind" => "workload",
-        "clocks.offset" => "clock-offset",
-        "expect.violations" => "expect",
-        other => other.rsplit('.').next().unwrap_or(other),
-    };
-    format!("--{}", leaf.replace('_', "-"))
-}
 
 /// Builds input errors that name the flag, or the file position when the value came from the
 /// scenario file.
@@ -82,7 +73,11 @@ impl<'a> Blame<'a> {
                 message: format!("field `{leaf}` = {value}: {reason}"),
             };
         }
-        ScenarioError::Flag { flag: flag_of(key), value: value.into(), reason: reason.into() }
+        ScenarioError::Flag {
+            flag: crate::settings::flag_of(key),
+            value: value.into(),
+            reason: reason.into(),
+        }
     }
 }
 
@@ -201,14 +196,7 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
     let fmt = format_duration;
 
     // Size.
-    if nodes == 0 || nodes > MAX_NODES {
-        return Err(blame.error(
-            "nodes",
-            &nodes.to_string(),
-            false,
-            &format!("a run has at least 1 and at most {MAX_NODES} nodes"),
-        ));
-    }
+    settings::NODES.check(&blame, nodes.into(), &nodes.to_string())?;
     let need = memory_estimate(info, nodes);
     if need > MEMORY_LIMIT {
         let largest = largest_below(|n| memory_estimate(info, n) <= MEMORY_LIMIT);
@@ -241,15 +229,8 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
     }
 
     // Time.
-    if let Some(d) = s.duration
-        && (d.0 == 0 || d.0 > MAX_DURATION)
-    {
-        return Err(blame.error(
-            "duration",
-            &fmt(d.0),
-            false,
-            &format!("the run's virtual time must be above 0 and at most {}", fmt(MAX_DURATION)),
-        ));
+    if let Some(d) = s.duration {
+        settings::DURATION.check_time(&blame, d.0)?;
     }
 
     // Network.
@@ -278,15 +259,13 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
             ));
         }
     }
-    for (key, p) in [
-        ("network.loss", s.network.loss),
-        ("network.dup", s.network.dup),
-        ("workload.cycles", s.workload.cycles),
+    for (setting, p) in [
+        (settings::LOSS, s.network.loss),
+        (settings::DUP, s.network.dup),
+        (settings::CYCLES, s.workload.cycles),
     ] {
-        if let Some(p) = p
-            && !(0.0..=1.0).contains(&p)
-        {
-            return Err(blame.error(key, &p.to_string(), false, "a probability must be between 0 and 1"));
+        if let Some(p) = p {
+            setting.check(&blame, p, &p.to_string())?;
         }
     }
     if let Some(m) = s.network.max_delay {
@@ -362,14 +341,7 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
                 "has no workload (--entries is for mutex, clock and deadlock runs)",
             );
         }
-        if e > MAX_ENTRIES {
-            return Err(blame.error(
-                "workload.entries",
-                &e.to_string(),
-                false,
-                &format!("entries must be 0..{MAX_ENTRIES}"),
-            ));
-        }
+        settings::ENTRIES.check(&blame, e as f64, &e.to_string())?;
     }
     if let Some(h) = s.workload.hold {
         if !matches!(family, Family::Mutex | Family::Deadlock) {
@@ -379,14 +351,7 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
                 "holds nothing (--hold is for mutex and deadlock runs)",
             );
         }
-        if h.0 > MAX_HOLD {
-            return Err(blame.error(
-                "workload.hold",
-                &fmt(h.0),
-                false,
-                &format!("a hold time must be 0..{}", fmt(MAX_HOLD)),
-            ));
-        }
+        settings::HOLD.check_time(&blame, h.0)?;
     }
     if let Some(r) = s.workload.rate {
         if !matches!(kind, Some(WorkloadKind::Poisson | WorkloadKind::Messages)) {
@@ -396,14 +361,7 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
                 "its workload has no rate (--rate is for --workload poisson and clock runs)",
             );
         }
-        if !(r.is_finite() && r > 0.0 && r <= MAX_RATE) {
-            return Err(blame.error(
-                "workload.rate",
-                &r.to_string(),
-                false,
-                &format!("requests per second per node must be above 0 and at most {MAX_RATE}"),
-            ));
-        }
+        settings::RATE.check(&blame, r, &r.to_string())?;
     }
     if let Some(r) = &s.workload.requesters
         && !matches!(family, Family::Mutex | Family::Clock)
@@ -461,38 +419,14 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
             ));
         }
     }
-    if let Some(o) = s.clocks.offset
-        && o.0 > MAX_HOLD
-    {
-        return Err(blame.error(
-            "clocks.offset",
-            &fmt(o.0),
-            false,
-            &format!("an offset must be 0..{}", fmt(MAX_HOLD)),
-        ));
+    if let Some(o) = s.clocks.offset {
+        settings::CLOCK_OFFSET.check_time(&blame, o.0)?;
     }
-    if let Some(d) = s.clocks.drift_ppm
-        && d > MAX_DRIFT_PPM
-    {
-        return Err(blame.error(
-            "clocks.drift_ppm",
-            &d.to_string(),
-            false,
-            &format!("drift must be 0..{MAX_DRIFT_PPM} ppm (10 %), so that no clock stops or runs backwards"),
-        ));
+    if let Some(d) = s.clocks.drift_ppm {
+        settings::DRIFT_PPM.check(&blame, d.into(), &d.to_string())?;
     }
-    if let Some(r) = s.clocks.slew_ppm
-        && !(1..=crate::clock::MAX_SLEW_PPM).contains(&r)
-    {
-        return Err(blame.error(
-            "clocks.slew_ppm",
-            &r.to_string(),
-            false,
-            &format!(
-                "a slew rate must be 1..{} ppm, so that a slewing clock never stops or runs backwards",
-                crate::clock::MAX_SLEW_PPM
-            ),
-        ));
+    if let Some(r) = s.clocks.slew_ppm {
+        settings::SLEW_PPM.check(&blame, r.into(), &r.to_string())?;
     }
     let properties = properties_of(info);
     for v in &s.expect.violations {

@@ -24,6 +24,7 @@ pub mod queue;
 pub mod report;
 pub mod resolve;
 pub mod scenario;
+pub mod settings;
 pub mod stories;
 mod streams;
 pub mod sweep;
