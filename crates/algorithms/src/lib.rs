@@ -124,6 +124,15 @@ pub trait Algorithm: Process + serde::Serialize {
     /// pending is never served. The simulator then says that no progress is possible rather
     /// than advise a longer run.
     const NEEDS_MAJORITY: bool = false;
+    /// What one operation of the algorithm is, and how a run counts them: the unit of the
+    /// per-operation costs the simulator reports and `ringleader table` compares with the
+    /// textbook's formulas. Default: the family's ([`OperationUnit::of_family`]).
+    const OPERATION: OperationUnit =
+        OperationUnit::of_family(Self::FAMILY, Self::LEADER_RULE, Self::PREVENTION);
+    /// How the memory and start-up time of a run grow with its node count, beyond the
+    /// constant per node every run has; a run estimated above its limits is refused before
+    /// anything is built. Default: nothing beyond linear ([`Footprint::LINEAR`]).
+    const FOOTPRINT: Footprint = Footprint::LINEAR;
 
     /// Validated, shared configuration.
     type Config: Clone + std::fmt::Debug + Send + Sync + 'static;
@@ -185,6 +194,85 @@ pub trait PlainAlgorithm: Algorithm + ringleader_core::PlainState + serde::de::D
 
 impl<A: Algorithm + ringleader_core::PlainState + serde::de::DeserializeOwned> PlainAlgorithm for A {}
 
+/// How operations of an algorithm are counted (see [`OperationUnit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OperationCount {
+    /// The family checker's count (elections, entries, detections, rounds, stamped events).
+    Checker,
+    /// Sends of one message kind (one REQUEST = one synchronisation or poll).
+    Sends(&'static str),
+    /// Bursts of one message kind (one POLL broadcast = one round).
+    Bursts(&'static str),
+    /// Bursts of one message kind by every node, rounded up (a failure detector's period: each
+    /// node sends one burst of heartbeats per period).
+    BurstsPerNode(&'static str),
+    /// Nodes that are not super-peers (a super-peer election's cost is per joining node).
+    NormalNodes,
+}
+
+/// What one operation of an algorithm is ([`Algorithm::OPERATION`]): its name, singular
+/// (`election`, `entry`, `sync`, …), and how a run counts them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OperationUnit {
+    /// The operation, singular (`election`, `entry`, `poll`).
+    pub name: &'static str,
+    /// How a run counts them.
+    pub count: OperationCount,
+}
+
+impl OperationUnit {
+    /// One operation per event the family's checker counts, called `name`.
+    pub const fn checked(name: &'static str) -> OperationUnit {
+        OperationUnit { name, count: OperationCount::Checker }
+    }
+
+    /// The unit of a family, as its checker counts it: an election (a round, for super-peer
+    /// sets), an entry, a stamped event, a detection (a request, for prevention schemes), a
+    /// failure detector's period.
+    pub const fn of_family(family: Family, leader_rule: LeaderRule, prevention: bool) -> OperationUnit {
+        match family {
+            Family::Election => match leader_rule {
+                LeaderRule::Set => OperationUnit::checked("round"),
+                _ => OperationUnit::checked("election"),
+            },
+            Family::Mutex => OperationUnit::checked("entry"),
+            Family::Clock => OperationUnit::checked("stamped event"),
+            Family::Deadlock if prevention => OperationUnit::checked("request"),
+            Family::Deadlock => OperationUnit::checked("detection"),
+            Family::Detector => {
+                OperationUnit { name: "period", count: OperationCount::BurstsPerNode("heartbeat") }
+            }
+        }
+    }
+}
+
+/// How a run's cost grows with its node count N beyond the constant per node every run has
+/// ([`Algorithm::FOOTPRINT`]). The coefficients are measured (docs/PERFORMANCE.md has the
+/// figures) and rounded up; the simulator turns them into estimates and refuses a run that
+/// would outgrow its limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Footprint {
+    /// Bytes per pair of nodes, for state or messages in flight that grow as N² (O(N) state
+    /// per node, or O(N²) messages at once).
+    pub bytes_per_pair: u64,
+    /// Bytes per node and member of its quorum, for quorums of 2√N − 1 ids per node (N√N).
+    pub bytes_per_quorum_member: u64,
+    /// Nanoseconds per N³ of building the nodes before the first event, for a start-up that
+    /// grows as N³.
+    pub startup_ns_per_n3: u64,
+}
+
+impl Footprint {
+    /// Nothing beyond a constant per node (and per neighbour).
+    pub const LINEAR: Footprint =
+        Footprint { bytes_per_pair: 0, bytes_per_quorum_member: 0, startup_ns_per_n3: 0 };
+
+    /// State or messages that grow as N², `bytes` per pair of nodes.
+    pub const fn quadratic(bytes: u64) -> Footprint {
+        Footprint { bytes_per_pair: bytes, ..Footprint::LINEAR }
+    }
+}
+
 /// What `ringleader list` shows about an algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Info {
@@ -202,6 +290,10 @@ pub struct Info {
     pub prevention: bool,
     /// Completes nothing without a majority of its nodes up ([`Algorithm::NEEDS_MAJORITY`]).
     pub needs_majority: bool,
+    /// What one operation is and how it is counted ([`Algorithm::OPERATION`]).
+    pub operation: OperationUnit,
+    /// How its cost grows with N ([`Algorithm::FOOTPRINT`]).
+    pub footprint: Footprint,
 }
 
 impl Info {
@@ -215,6 +307,8 @@ impl Info {
             leader_rule: A::LEADER_RULE,
             prevention: A::PREVENTION,
             needs_majority: A::NEEDS_MAJORITY,
+            operation: A::OPERATION,
+            footprint: A::FOOTPRINT,
         }
     }
 }

@@ -11,6 +11,7 @@ use ringleader_sim::scenario::{
     ClocksSection, ExpectSection, FaultsSection, IdArrangement, Initiators, NetworkSection, TimeSpan,
     WorkloadKind, WorkloadSection,
 };
+use ringleader_sim::settings;
 use ringleader_sim::topologies::ShapeSpec;
 use ringleader_sim::{Progress, RunOptions, Scenario};
 
@@ -49,124 +50,96 @@ pub struct SimArgs {
     /// Algorithm to run (see `ringleader list`).
     #[arg(long, value_name = "NAME")]
     pub algo: Option<String>,
-    /// Number of nodes, 1..1000000 [default: 5]. Algorithms whose state or messages grow as N²
-    /// (bully, lamport, suzuki-kasami, vector-clock, chandy-misra-haas, heartbeat, phi-accrual)
-    /// are refused up front when their estimated memory exceeds 4 GiB.
-    #[arg(long, value_name = "N")]
+    /// The run setting [`settings::NODES`].
+    #[arg(long, value_name = settings::NODES.value_name, help = settings::NODES.help)]
     pub nodes: Option<u32>,
-    /// Seed of the run's random streams (one per purpose and node, derived from it), any 64-bit number [default: 1].
-    #[arg(long, value_name = "S")]
+    /// The run setting [`settings::SEED`].
+    #[arg(long, value_name = settings::SEED.value_name, help = settings::SEED.help)]
     pub seed: Option<u64>,
-    /// How ids are laid out over positions [default: ascending].
-    #[arg(long, value_name = "ARRANGEMENT", value_enum)]
+    /// The run setting [`settings::IDS`].
+    #[arg(long, value_name = settings::IDS.value_name, value_enum, help = settings::IDS.help)]
     pub ids: Option<IdsArg>,
-    /// Who starts an election at time 0: all, lowest, highest, none, or ids like 3 or 1,4
-    /// (lowest/highest mean the lowest/highest live id); elections only [default: lowest].
-    #[arg(long, value_name = "WHO")]
+    /// The run setting [`settings::INITIATORS`].
+    #[arg(long, value_name = settings::INITIATORS.value_name, help = settings::INITIATORS.help)]
     pub initiators: Option<Initiators>,
-    /// Crash node ID at TIME (repeatable), e.g. --crash 7@0; TIME at most --duration, and a
-    /// node already down cannot crash again.
-    #[arg(long, value_name = "ID@TIME")]
+    /// The run setting [`settings::CRASH`].
+    #[arg(long, value_name = settings::CRASH.value_name, help = settings::CRASH.help)]
     pub crash: Vec<At>,
-    /// Recover node ID at TIME (repeatable); the node must be down (crashed earlier).
-    #[arg(long, value_name = "ID@TIME")]
+    /// The run setting [`settings::RECOVER`].
+    #[arg(long, value_name = settings::RECOVER.value_name, help = settings::RECOVER.help)]
     pub recover: Vec<At>,
-    /// Pause node ID (slow, not dead) from FROM to TO (repeatable), e.g. --pause 3@10ms..200ms;
-    /// FROM before TO and before the end, pauses of one node do not overlap.
-    #[arg(long, value_name = "ID@FROM..TO")]
+    /// The run setting [`settings::PAUSE`].
+    #[arg(long, value_name = settings::PAUSE.value_name, help = settings::PAUSE.help)]
     pub pause: Vec<Pause>,
-    /// Cut A,B from C,D from FROM to TO (repeatable); A,B>C,D cuts one way only. Each id once,
-    /// FROM before TO and before the end.
-    #[arg(long, value_name = "A,B|C,D@FROM..TO")]
+    /// The run setting [`settings::PARTITION`].
+    #[arg(long, value_name = settings::PARTITION.value_name, help = settings::PARTITION.help)]
     pub partition: Vec<Partition>,
-    /// Probability that a message is lost, 0..1 [default: 0].
-    #[arg(long, value_name = "P")]
+    /// The run setting [`settings::LOSS`].
+    #[arg(long, value_name = settings::LOSS.value_name, help = settings::LOSS.help)]
     pub loss: Option<f64>,
-    /// Probability that a message is delivered twice, 0..1 [default: 0].
-    #[arg(long, value_name = "P")]
+    /// The run setting [`settings::DUP`].
+    #[arg(long, value_name = settings::DUP.value_name, help = settings::DUP.help)]
     pub dup: Option<f64>,
-    /// One-way latency: constant:D, uniform:A..B, exponential:MEAN, normal:MEAN,SD,
-    /// lognormal:MEDIAN,SIGMA (SIGMA 0..3); its bound (maximum, or 99.99th percentile) at
-    /// most 60s [default: constant:1ms].
-    #[arg(long, value_name = "SPEC")]
+    /// The run setting [`settings::LATENCY`].
+    #[arg(long, value_name = settings::LATENCY.value_name, help = settings::LATENCY.help)]
     pub latency: Option<Latency>,
-    /// Deliver messages on each link in the order they were sent.
-    #[arg(long)]
+    /// The run setting [`settings::FIFO`].
+    #[arg(long, help = settings::FIFO.help)]
     pub fifo: bool,
-    /// The delay bound algorithms may assume (Ttrans in timeouts), from the latency's bound to
-    /// 60s [default: the latency's bound].
-    #[arg(long, value_name = "TIME")]
+    /// The run setting [`settings::MAX_DELAY`].
+    #[arg(long, value_name = settings::MAX_DELAY.value_name, help = settings::MAX_DELAY.help)]
     pub max_delay: Option<TimeSpan>,
-    /// Stop runs that never go quiet after this much virtual time, above 0 and at most 24h
-    /// [default: 1h = 3600s; 10s for failure detectors].
-    #[arg(long, value_name = "TIME")]
+    /// The run setting [`settings::DURATION`].
+    #[arg(long, value_name = settings::DURATION.value_name, help = settings::DURATION.help)]
     pub duration: Option<TimeSpan>,
-    /// The communication graph, for algorithms that run on arbitrary graphs (yoyo: any shape)
-    /// or trees (raymond: tree, line, star, random-tree, or a file holding a tree); ring and
-    /// complete-graph algorithms take none. SHAPE: random (a random connected graph with
-    /// --edges edges), grid (⌊√N⌋ rows filled row by row, 4-neighbour), tree (balanced binary,
-    /// rooted at position 1), line, star (position 1 in the middle), random-tree (each position
-    /// joins a uniformly chosen earlier one), or file:PATH (one `A B` pair of 1-based positions
-    /// per line, # comments; N is --nodes) [default: random for graph algorithms, tree for tree
-    /// algorithms].
-    #[arg(long, value_name = "SHAPE")]
+    /// The run setting [`settings::GRAPH`].
+    #[arg(long, value_name = settings::GRAPH.value_name, help = settings::GRAPH.help)]
     pub graph: Option<ShapeSpec>,
-    /// Edges of the random connected graph (--graph random only), between N − 1 and N(N − 1)/2
-    /// [default: 2N, or N(N − 1)/2 when smaller].
-    #[arg(long, value_name = "M")]
+    /// The run setting [`settings::EDGES`].
+    #[arg(long, value_name = settings::EDGES.value_name, help = settings::EDGES.help)]
     pub edges: Option<u64>,
-    /// Workload: sequential, saturated, poisson (mutual exclusion); messages (clocks: local
-    /// events and sends) [default: sequential for mutex, messages for clock algorithms].
-    /// Elections and detectors have no workload and take none of the workload flags.
-    #[arg(long, value_name = "KIND", value_enum)]
+    /// The run setting [`settings::WORKLOAD`].
+    #[arg(long, value_name = settings::WORKLOAD.value_name, value_enum, help = settings::WORKLOAD.help)]
     pub workload: Option<WorkloadArg>,
-    /// Critical-section entries (mutex), transactions (deadlock) or events (messages workload)
-    /// to request in total, 0..10000000 [default: 10].
-    #[arg(long, value_name = "E")]
+    /// The run setting [`settings::ENTRIES`].
+    #[arg(long, value_name = settings::ENTRIES.value_name, help = settings::ENTRIES.help)]
     pub entries: Option<u64>,
-    /// Time a holder stays in the critical section (mean, under poisson; the mean hold and
-    /// think time of deadlock transactions), 0..1h; mutex and deadlock runs [default: 1ms].
-    #[arg(long, value_name = "TIME")]
+    /// The run setting [`settings::HOLD`].
+    #[arg(long, value_name = settings::HOLD.value_name, help = settings::HOLD.help)]
     pub hold: Option<TimeSpan>,
-    /// Requests (poisson) or events (clock messages workload) per second per node, above 0 and
-    /// at most 1000000 [default: 10].
-    #[arg(long, value_name = "R")]
+    /// The run setting [`settings::RATE`].
+    #[arg(long, value_name = settings::RATE.value_name, help = settings::RATE.help)]
     pub rate: Option<f64>,
-    /// Which ids make requests (mutex and clock runs), each once, e.g. 2,3,4 [default: all; all
-    /// but node 0 under sequential].
-    #[arg(long, value_name = "IDS")]
+    /// The run setting [`settings::REQUESTERS`].
+    #[arg(long, value_name = settings::REQUESTERS.value_name, help = settings::REQUESTERS.help)]
     pub requesters: Option<Initiators>,
-    /// Deadlock workload: probability that a request closes a wait-for cycle, 0..1 [default: 0.3].
-    #[arg(long, value_name = "P")]
+    /// The run setting [`settings::CYCLES`].
+    #[arg(long, value_name = settings::CYCLES.value_name, help = settings::CYCLES.help)]
     pub cycles: Option<f64>,
-    /// Destinations of each send event (messages workload of clock runs), 1..N−1 [default: 1].
-    #[arg(long, value_name = "K")]
+    /// The run setting [`settings::FANOUT`].
+    #[arg(long, value_name = settings::FANOUT.value_name, help = settings::FANOUT.help)]
     pub fanout: Option<u32>,
-    /// Deadlock workload: the most holders one request waits for, 1..N−1 [default: 2].
-    #[arg(long, value_name = "K")]
+    /// The run setting [`settings::HOLDERS`].
+    #[arg(long, value_name = settings::HOLDERS.value_name, help = settings::HOLDERS.help)]
     pub holders: Option<u32>,
-    /// Draw each node's initial clock offset uniformly from ±TIME, 0..1h [default: 0].
-    #[arg(long, value_name = "TIME")]
+    /// The run setting [`settings::CLOCK_OFFSET`].
+    #[arg(long, value_name = settings::CLOCK_OFFSET.value_name, help = settings::CLOCK_OFFSET.help)]
     pub clock_offset: Option<TimeSpan>,
-    /// Draw each node's clock drift uniformly from ±PPM parts per million, 0..100000 (10 %)
-    /// [default: 0].
-    #[arg(long, value_name = "PPM")]
+    /// The run setting [`settings::DRIFT_PPM`].
+    #[arg(long, value_name = settings::DRIFT_PPM.value_name, help = settings::DRIFT_PPM.help)]
     pub drift_ppm: Option<u32>,
-    /// Slew clock corrections in at PPM parts per million, 1..500000 [default: 500, the
-    /// `adjtime` rate: 0.5 ms per second].
-    #[arg(long, value_name = "PPM")]
+    /// The run setting [`settings::SLEW_PPM`].
+    #[arg(long, value_name = settings::SLEW_PPM.value_name, help = settings::SLEW_PPM.help)]
     pub slew_ppm: Option<u32>,
-    /// Let a forward clock correction step at once (a backward one always slews: a clock never
-    /// reads a time it has already shown).
-    #[arg(long)]
+    /// The run setting [`settings::STEP_FORWARD`].
+    #[arg(long, help = settings::STEP_FORWARD.help)]
     pub step_forward: bool,
     /// Algorithm parameter (repeatable), e.g. --param timeout=20ms; a time-valued parameter other
     /// than its default lies in 100us..1h.
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_param)]
     pub param: Vec<(String, String)>,
-    /// A property of the algorithm's family whose violation the run is expected to find
-    /// (repeatable).
-    #[arg(long, value_name = "PROPERTY")]
+    /// The run setting [`settings::EXPECT`].
+    #[arg(long, value_name = settings::EXPECT.value_name, help = settings::EXPECT.help)]
     pub expect: Vec<String>,
     /// Use the generic defaults (no fault, perfect clocks, …) for every setting left unset,
     /// instead of the algorithm's default story (docs/ lists each story; scenario files never
@@ -311,7 +284,9 @@ pub fn resolve_config(args: &SimArgs, extra: Scenario) -> anyhow::Result<ringlea
 pub fn run(command: SimCommand) -> crate::CommandResult {
     let SimCommand { args, threads } = command;
     let cfg = resolve_config(&args, Scenario::default())?;
-    if let Some(most) = ringleader_sim::input::interactive_nodes(&cfg.algorithm)
+    let info =
+        ringleader_registry::find(&cfg.algorithm).expect("a resolved run names a registered algorithm");
+    if let Some(most) = ringleader_sim::input::interactive_nodes(&info)
         && cfg.nodes > most
     {
         eprintln!(
@@ -319,10 +294,7 @@ pub fn run(command: SimCommand) -> crate::CommandResult {
              grows as N³; above {most} nodes it passes 2 s)",
             cfg.nodes,
             cfg.algorithm,
-            ringleader_sim::input::seconds(ringleader_sim::input::startup_estimate(
-                &cfg.algorithm,
-                cfg.nodes
-            ))
+            ringleader_sim::input::seconds(ringleader_sim::input::startup_estimate(&info, cfg.nodes))
         );
     }
     let show_progress = !args.json && std::io::stderr().is_terminal();
@@ -411,4 +383,36 @@ pub fn html_page(result: &ringleader_sim::RunResult, scenario: Option<&str>) -> 
         ok: report.as_expected(),
         violation_window: result.violation_window,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args as _, Command};
+
+    use super::*;
+
+    /// Every run setting of the table is a flag of `sim` (and so of `sweep` and the
+    /// playground), with the table's value name and help text.
+    #[test]
+    fn every_run_setting_is_a_flag_with_the_tables_help() {
+        let command = SimArgs::augment_args(Command::new("sim"));
+        for setting in settings::ALL {
+            let arg = command
+                .get_arguments()
+                .find(|a| a.get_long() == Some(setting.long()))
+                .unwrap_or_else(|| panic!("{} is not a flag of sim", setting.flag));
+            assert_eq!(
+                arg.get_help().map(|h| h.to_string()).as_deref(),
+                Some(setting.help),
+                "{}",
+                setting.flag
+            );
+            let names: Vec<String> =
+                arg.get_value_names().unwrap_or_default().iter().map(|n| n.to_string()).collect();
+            let expected: Vec<String> = setting.value_name.iter().map(|n| n.to_string()).collect();
+            if setting.value_name.is_some() {
+                assert_eq!(names, expected, "{}", setting.flag);
+            }
+        }
+    }
 }

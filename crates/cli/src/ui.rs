@@ -135,7 +135,9 @@ fn execute(req: RunRequest) -> Result<RunResponse, String> {
                 cfg.nodes
             );
         }
-        if let Some(most) = ringleader_sim::input::interactive_nodes(&cfg.algorithm)
+        let info =
+            ringleader_registry::find(&cfg.algorithm).expect("a resolved run names a registered algorithm");
+        if let Some(most) = ringleader_sim::input::interactive_nodes(&info)
             && cfg.nodes > most
         {
             anyhow::bail!(
@@ -298,7 +300,9 @@ mod tests {
             scenario: None,
         })
         .unwrap_err();
-        let most = ringleader_sim::input::interactive_nodes("lock-service").unwrap();
+        let most =
+            ringleader_sim::input::interactive_nodes(&ringleader_registry::find("lock-service").unwrap())
+                .unwrap();
         assert!(
             slow.contains("start-up grows as N³") && slow.contains(&format!("up to {most} nodes")),
             "{slow}"

@@ -1,6 +1,8 @@
-//! What a run accepts: the range of every numeric input, the flags each family reads, fault
-//! plans that can happen, and the memory a run would need — checked before anything is built,
-//! so that bad input gets one line naming what was wrong and what is allowed.
+//! What a run accepts: the range of every numeric input (a simple range is declared with its
+//! setting in [`crate::settings`] and checked here, once; a rule that involves other settings
+//! is written here), the flags each family reads, fault plans that can happen, and the memory
+//! a run would need — checked before anything is built, so that bad input gets one line naming
+//! what was wrong and what is allowed.
 //!
 //! Every range keeps a run finite: virtual time is bounded by `--duration`, and no input can
 //! make the events per unit of virtual time unbounded (timer periods have a floor, clock rates
@@ -17,6 +19,7 @@ use ringleader_core::{Time, Uid};
 
 use crate::notation::{Latency, format_duration};
 use crate::scenario::{Initiators, Origin, Scenario, ScenarioError, WorkloadKind};
+use crate::settings;
 
 const SECOND: Time = 1_000_000_000;
 const HOUR: Time = 3_600 * SECOND;
@@ -42,18 +45,6 @@ pub const MEMORY_LIMIT: u64 = 4 << 30;
 /// The longest a run may be estimated to spend building its nodes before its first event
 /// ([`startup_estimate`]) before it is refused: ten minutes.
 pub const STARTUP_LIMIT_SECONDS: f64 = 600.0;
-
-/// The flag that sets scenario field `key`.
-fn flag_of(key: &str) -> String {
-    let leaf = match key {
-        "algorithm" => "algo",
-        "workload.kind" => "workload",
-        "clocks.offset" => "clock-offset",
-        "expect.violations" => "expect",
-        other => other.rsplit('.').next().unwrap_or(other),
-    };
-    format!("--{}", leaf.replace('_', "-"))
-}
 
 /// Builds input errors that name the flag, or the file position when the value came from the
 /// scenario file.
@@ -82,7 +73,11 @@ impl<'a> Blame<'a> {
                 message: format!("field `{leaf}` = {value}: {reason}"),
             };
         }
-        ScenarioError::Flag { flag: flag_of(key), value: value.into(), reason: reason.into() }
+        ScenarioError::Flag {
+            flag: crate::settings::flag_of(key),
+            value: value.into(),
+            reason: reason.into(),
+        }
     }
 }
 
@@ -111,84 +106,50 @@ pub fn properties_of(info: &Info) -> &'static [&'static str] {
     }
 }
 
-/// Estimated peak memory of `algorithm` on `n` nodes, in bytes, before anything is built.
+/// Estimated peak memory of a run of `info` on `n` nodes, in bytes, before anything is built.
 ///
-/// Most algorithms keep O(1) or O(degree) state per node. These keep O(N) state per node, or
-/// put O(N²) messages in flight at once, so the whole run needs O(N²) bytes (coefficients
-/// measured as peak RSS with `/usr/bin/time -f %M` on the default run at N = 1000, 2000 and
-/// 3000, rounded up; docs/PERFORMANCE.md has the figures):
-/// - bully: every process that notices the crash starts an election, and each election from
-///   below makes every higher id start its own (N²/2 ELECTION and ANSWER messages in flight),
-///   ≈ 240 bytes per pair of nodes (measured 222–235);
-/// - lamport (last timestamp seen from every peer), ≈ 40 (measured 35–43);
-/// - suzuki-kasami (RN per node), vector-clock (a vector per node and per message),
-///   chandy-misra-haas (probe numbers per initiator), ≈ 16;
-/// - heartbeat (last heartbeat and suspicion per peer, N² heartbeats per period), ≈ 250;
-/// - phi-accrual (a window of 100 inter-arrival times per peer), ≈ 900.
-///
-/// maekawa keeps each node's grid quorum (2√N − 1 ids): O(N√N), ≈ 8 bytes per node and
-/// quorum member ([`MAEKAWA_BYTES_PER_QUORUM_MEMBER`]; measured 3.3 on the default run at
-/// N = 10⁴ and 10⁵, with 700 bytes per node besides; doubled for runs with more requests in
-/// flight).
+/// Most algorithms keep O(1) or O(degree) state per node. Some keep O(N) state per node, or
+/// put O(N²) messages in flight at once, so the whole run needs O(N²) bytes; maekawa keeps
+/// each node's grid quorum of 2√N − 1 ids, O(N√N). Each algorithm declares its coefficients
+/// beside its code ([`ringleader_algorithms::Algorithm::FOOTPRINT`]: bytes per pair of nodes,
+/// per node and quorum member), measured as peak RSS with `/usr/bin/time -f %M` on the default
+/// run and rounded up (docs/PERFORMANCE.md has the figures).
 ///
 /// Every run also has per-node state, queues and checkers: ≈ 2 KB per node.
-pub fn memory_estimate(algorithm: &str, n: u32) -> u64 {
+pub fn memory_estimate(info: &Info, n: u32) -> u64 {
     let n = n as u64;
-    let per_pair: u64 = match algorithm {
-        "bully" => 240,
-        "lamport" => 40,
-        "suzuki-kasami" | "vector-clock" | "chandy-misra-haas" => 16,
-        "heartbeat" => 250,
-        "phi-accrual" => 900,
-        _ => 0,
-    };
-    let per_quorum_member = if algorithm == "maekawa" { MAEKAWA_BYTES_PER_QUORUM_MEMBER } else { 0 };
+    let footprint = info.footprint;
     let quorum = 2 * n.isqrt() + 1;
-    per_pair
+    footprint
+        .bytes_per_pair
         .saturating_mul(n)
         .saturating_mul(n)
-        .saturating_add(per_quorum_member.saturating_mul(n).saturating_mul(quorum))
+        .saturating_add(footprint.bytes_per_quorum_member.saturating_mul(n).saturating_mul(quorum))
         .saturating_add(2048 * n)
 }
 
-/// maekawa's memory per node and quorum member (see [`memory_estimate`]).
-pub const MAEKAWA_BYTES_PER_QUORUM_MEMBER: u64 = 8;
-
-/// How `algorithm`'s memory grows with N, for the refusal's message.
-fn memory_growth(algorithm: &str) -> &'static str {
-    match algorithm {
-        "maekawa" => "its quorums grow as N√N",
-        _ => "its state or messages grow as N²",
+/// How a run's memory grows with N, for the refusal's message.
+fn memory_growth(info: &Info) -> &'static str {
+    if info.footprint.bytes_per_quorum_member > 0 {
+        "its quorums grow as N√N"
+    } else {
+        "its state or messages grow as N²"
     }
 }
 
-/// Estimated wall-clock seconds `algorithm` spends building `n` nodes before the first event,
-/// when that cost is more than linear (0 otherwise).
-///
-/// `lock-service` builds a Raft replica per node, and raft-rs builds each replica's
-/// configuration from its voters one voter at a time, checking the whole configuration after
-/// each (`confchange::restore`): O(N²) per replica, O(N³) for the run. The cost is in the
-/// dependency, so it is estimated and bounded here: [`LOCK_SERVICE_STARTUP_NS_PER_N3`]
-/// nanoseconds per N³, measured (docs/PERFORMANCE.md).
-pub fn startup_estimate(algorithm: &str, n: u32) -> f64 {
+/// Estimated wall-clock seconds a run of `info` spends building `n` nodes before the first
+/// event, when that cost is more than linear (0 otherwise): the algorithm's declared
+/// nanoseconds per N³ ([`ringleader_algorithms::Footprint::startup_ns_per_n3`]; the lock
+/// service's Raft replicas, measured in docs/PERFORMANCE.md).
+pub fn startup_estimate(info: &Info, n: u32) -> f64 {
     let n = n as f64;
-    match algorithm {
-        "lock-service" => LOCK_SERVICE_STARTUP_NS_PER_N3 * n * n * n / 1e9,
-        _ => 0.0,
-    }
+    info.footprint.startup_ns_per_n3 as f64 * n * n * n / 1e9
 }
-
-/// lock-service's start-up per N³, in nanoseconds (see [`startup_estimate`]): 30 s at 1,000
-/// nodes in the release build (its dependencies, raft-rs among them, at opt-level 1). The
-/// test build, with dependencies at opt-level 2, is faster: 3.2 s at 800 nodes, 26.4 s at
-/// 1,600 (6.4 ns per N³).
-pub const LOCK_SERVICE_STARTUP_NS_PER_N3: f64 = 30.0;
 
 /// The most nodes worth starting interactively (the playground refuses more; `sim` warns):
 /// where [`startup_estimate`] passes 2 seconds.
-pub fn interactive_nodes(algorithm: &str) -> Option<u32> {
-    (startup_estimate(algorithm, MAX_NODES) > 2.0)
-        .then(|| largest_below(|n| startup_estimate(algorithm, n) <= 2.0))
+pub fn interactive_nodes(info: &Info) -> Option<u32> {
+    (startup_estimate(info, MAX_NODES) > 2.0).then(|| largest_below(|n| startup_estimate(info, n) <= 2.0))
 }
 
 /// The largest N in 1..=MAX_NODES for which `fits(N)` holds (`fits` is monotone, and holds
@@ -235,17 +196,10 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
     let fmt = format_duration;
 
     // Size.
-    if nodes == 0 || nodes > MAX_NODES {
-        return Err(blame.error(
-            "nodes",
-            &nodes.to_string(),
-            false,
-            &format!("a run has at least 1 and at most {MAX_NODES} nodes"),
-        ));
-    }
-    let need = memory_estimate(name, nodes);
+    settings::NODES.check(&blame, nodes.into(), &nodes.to_string())?;
+    let need = memory_estimate(info, nodes);
     if need > MEMORY_LIMIT {
-        let largest = largest_below(|n| memory_estimate(name, n) <= MEMORY_LIMIT);
+        let largest = largest_below(|n| memory_estimate(info, n) <= MEMORY_LIMIT);
         return Err(blame.error(
             "nodes",
             &nodes.to_string(),
@@ -253,14 +207,14 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
             &format!(
                 "{name} needs about {} on {nodes} nodes ({}); the limit is {}, which allows at most {largest} nodes",
                 bytes(need),
-                memory_growth(name),
+                memory_growth(info),
                 bytes(MEMORY_LIMIT)
             ),
         ));
     }
-    let startup = startup_estimate(name, nodes);
+    let startup = startup_estimate(info, nodes);
     if startup > STARTUP_LIMIT_SECONDS {
-        let largest = largest_below(|n| startup_estimate(name, n) <= STARTUP_LIMIT_SECONDS);
+        let largest = largest_below(|n| startup_estimate(info, n) <= STARTUP_LIMIT_SECONDS);
         return Err(blame.error(
             "nodes",
             &nodes.to_string(),
@@ -275,15 +229,8 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
     }
 
     // Time.
-    if let Some(d) = s.duration
-        && (d.0 == 0 || d.0 > MAX_DURATION)
-    {
-        return Err(blame.error(
-            "duration",
-            &fmt(d.0),
-            false,
-            &format!("the run's virtual time must be above 0 and at most {}", fmt(MAX_DURATION)),
-        ));
+    if let Some(d) = s.duration {
+        settings::DURATION.check_time(&blame, d.0)?;
     }
 
     // Network.
@@ -312,15 +259,13 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
             ));
         }
     }
-    for (key, p) in [
-        ("network.loss", s.network.loss),
-        ("network.dup", s.network.dup),
-        ("workload.cycles", s.workload.cycles),
+    for (setting, p) in [
+        (settings::LOSS, s.network.loss),
+        (settings::DUP, s.network.dup),
+        (settings::CYCLES, s.workload.cycles),
     ] {
-        if let Some(p) = p
-            && !(0.0..=1.0).contains(&p)
-        {
-            return Err(blame.error(key, &p.to_string(), false, "a probability must be between 0 and 1"));
+        if let Some(p) = p {
+            setting.check(&blame, p, &p.to_string())?;
         }
     }
     if let Some(m) = s.network.max_delay {
@@ -396,14 +341,7 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
                 "has no workload (--entries is for mutex, clock and deadlock runs)",
             );
         }
-        if e > MAX_ENTRIES {
-            return Err(blame.error(
-                "workload.entries",
-                &e.to_string(),
-                false,
-                &format!("entries must be 0..{MAX_ENTRIES}"),
-            ));
-        }
+        settings::ENTRIES.check(&blame, e as f64, &e.to_string())?;
     }
     if let Some(h) = s.workload.hold {
         if !matches!(family, Family::Mutex | Family::Deadlock) {
@@ -413,14 +351,7 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
                 "holds nothing (--hold is for mutex and deadlock runs)",
             );
         }
-        if h.0 > MAX_HOLD {
-            return Err(blame.error(
-                "workload.hold",
-                &fmt(h.0),
-                false,
-                &format!("a hold time must be 0..{}", fmt(MAX_HOLD)),
-            ));
-        }
+        settings::HOLD.check_time(&blame, h.0)?;
     }
     if let Some(r) = s.workload.rate {
         if !matches!(kind, Some(WorkloadKind::Poisson | WorkloadKind::Messages)) {
@@ -430,14 +361,7 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
                 "its workload has no rate (--rate is for --workload poisson and clock runs)",
             );
         }
-        if !(r.is_finite() && r > 0.0 && r <= MAX_RATE) {
-            return Err(blame.error(
-                "workload.rate",
-                &r.to_string(),
-                false,
-                &format!("requests per second per node must be above 0 and at most {MAX_RATE}"),
-            ));
-        }
+        settings::RATE.check(&blame, r, &r.to_string())?;
     }
     if let Some(r) = &s.workload.requesters
         && !matches!(family, Family::Mutex | Family::Clock)
@@ -495,38 +419,14 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
             ));
         }
     }
-    if let Some(o) = s.clocks.offset
-        && o.0 > MAX_HOLD
-    {
-        return Err(blame.error(
-            "clocks.offset",
-            &fmt(o.0),
-            false,
-            &format!("an offset must be 0..{}", fmt(MAX_HOLD)),
-        ));
+    if let Some(o) = s.clocks.offset {
+        settings::CLOCK_OFFSET.check_time(&blame, o.0)?;
     }
-    if let Some(d) = s.clocks.drift_ppm
-        && d > MAX_DRIFT_PPM
-    {
-        return Err(blame.error(
-            "clocks.drift_ppm",
-            &d.to_string(),
-            false,
-            &format!("drift must be 0..{MAX_DRIFT_PPM} ppm (10 %), so that no clock stops or runs backwards"),
-        ));
+    if let Some(d) = s.clocks.drift_ppm {
+        settings::DRIFT_PPM.check(&blame, d.into(), &d.to_string())?;
     }
-    if let Some(r) = s.clocks.slew_ppm
-        && !(1..=crate::clock::MAX_SLEW_PPM).contains(&r)
-    {
-        return Err(blame.error(
-            "clocks.slew_ppm",
-            &r.to_string(),
-            false,
-            &format!(
-                "a slew rate must be 1..{} ppm, so that a slewing clock never stops or runs backwards",
-                crate::clock::MAX_SLEW_PPM
-            ),
-        ));
+    if let Some(r) = s.clocks.slew_ppm {
+        settings::SLEW_PPM.check(&blame, r.into(), &r.to_string())?;
     }
     let properties = properties_of(info);
     for v in &s.expect.violations {
@@ -660,23 +560,27 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
 mod tests {
     use super::*;
 
+    fn info(name: &str) -> Info {
+        ringleader_registry::find(name).expect("a registered algorithm")
+    }
+
     #[test]
     fn the_memory_estimate_refuses_quadratic_state_only() {
-        assert!(memory_estimate("lamport", 100_000) > MEMORY_LIMIT);
-        assert!(memory_estimate("phi-accrual", 100_000) > MEMORY_LIMIT);
-        assert!(memory_estimate("chang-roberts", MAX_NODES) <= MEMORY_LIMIT);
-        assert!(memory_estimate("ricart-agrawala", 100_000) <= MEMORY_LIMIT);
+        assert!(memory_estimate(&info("lamport"), 100_000) > MEMORY_LIMIT);
+        assert!(memory_estimate(&info("phi-accrual"), 100_000) > MEMORY_LIMIT);
+        assert!(memory_estimate(&info("chang-roberts"), MAX_NODES) <= MEMORY_LIMIT);
+        assert!(memory_estimate(&info("ricart-agrawala"), 100_000) <= MEMORY_LIMIT);
     }
 
     /// maekawa's quorums grow as N√N: 10⁵ nodes fit (≈ 0.3 GB measured), 10⁶ do not (each of
     /// them holds 2,001 ids), and the largest allowed size is found exactly.
     #[test]
     fn maekawa_is_refused_where_its_quorums_outgrow_the_limit() {
-        assert!(memory_estimate("maekawa", 100_000) <= MEMORY_LIMIT);
-        assert!(memory_estimate("maekawa", MAX_NODES) > MEMORY_LIMIT);
-        let largest = largest_below(|n| memory_estimate("maekawa", n) <= MEMORY_LIMIT);
-        assert!(memory_estimate("maekawa", largest) <= MEMORY_LIMIT);
-        assert!(memory_estimate("maekawa", largest + 1) > MEMORY_LIMIT);
+        assert!(memory_estimate(&info("maekawa"), 100_000) <= MEMORY_LIMIT);
+        assert!(memory_estimate(&info("maekawa"), MAX_NODES) > MEMORY_LIMIT);
+        let largest = largest_below(|n| memory_estimate(&info("maekawa"), n) <= MEMORY_LIMIT);
+        assert!(memory_estimate(&info("maekawa"), largest) <= MEMORY_LIMIT);
+        assert!(memory_estimate(&info("maekawa"), largest + 1) > MEMORY_LIMIT);
         assert!((300_000..400_000).contains(&largest), "{largest}");
     }
 
@@ -684,14 +588,14 @@ mod tests {
     /// would pass ten minutes; algorithms without a superlinear start-up are never bounded.
     #[test]
     fn the_startup_estimate_bounds_lock_service_only() {
-        let interactive = interactive_nodes("lock-service").expect("lock-service is bounded");
+        let interactive = interactive_nodes(&info("lock-service")).expect("lock-service is bounded");
         assert!((200..1_000).contains(&interactive), "{interactive}");
-        assert!(startup_estimate("lock-service", interactive) <= 2.0);
-        assert!(startup_estimate("lock-service", interactive + 1) > 2.0);
-        assert!(startup_estimate("lock-service", 1_000) < STARTUP_LIMIT_SECONDS);
-        assert!(startup_estimate("lock-service", 5_000) > STARTUP_LIMIT_SECONDS);
-        assert_eq!(interactive_nodes("maekawa"), None);
-        assert_eq!(startup_estimate("ricart-agrawala", MAX_NODES), 0.0);
+        assert!(startup_estimate(&info("lock-service"), interactive) <= 2.0);
+        assert!(startup_estimate(&info("lock-service"), interactive + 1) > 2.0);
+        assert!(startup_estimate(&info("lock-service"), 1_000) < STARTUP_LIMIT_SECONDS);
+        assert!(startup_estimate(&info("lock-service"), 5_000) > STARTUP_LIMIT_SECONDS);
+        assert_eq!(interactive_nodes(&info("maekawa")), None);
+        assert_eq!(startup_estimate(&info("ricart-agrawala"), MAX_NODES), 0.0);
     }
 
     #[test]

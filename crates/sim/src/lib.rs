@@ -24,6 +24,7 @@ pub mod queue;
 pub mod report;
 pub mod resolve;
 pub mod scenario;
+pub mod settings;
 pub mod stories;
 mod streams;
 pub mod sweep;
@@ -32,7 +33,7 @@ pub mod workload;
 
 use std::path::PathBuf;
 
-use ringleader_algorithms::{Algorithm, Visitor};
+use ringleader_algorithms::{Algorithm, OperationCount, Visitor};
 use ringleader_core::Message;
 use ringleader_core::trace::TraceRecord;
 use ringleader_judge::checkers::NodeStatus;
@@ -188,44 +189,6 @@ pub fn run_algorithm<A: Algorithm>(cfg: &RunConfig, mut opts: RunOptions) -> Res
     Ok(RunResult { report, records, total_records, uids: sim.uids().to_vec(), violation_window })
 }
 
-/// What one operation of `per_operation` is, for algorithm `name` of family `family`, and
-/// how it is counted: the unit of the textbook formula `ringleader table` prints.
-enum OpCount {
-    /// The checker's count (elections, entries, detections, rounds, stamped events).
-    Checker,
-    /// Sends of one kind (one REQUEST = one synchronisation or poll).
-    Sends(&'static str),
-    /// Bursts of one kind (one POLL broadcast = one round).
-    Bursts(&'static str),
-    /// Bursts of one kind by every node (a failure detector's period: each node sends one
-    /// burst of heartbeats per period), rounded up.
-    BurstsPerNode(&'static str),
-    /// Nodes that are not super-peers (the DHT election's cost is per joining node).
-    NormalNodes,
-}
-
-fn operation_unit(
-    name: &str,
-    info: &ringleader_algorithms::Info,
-    prevention: bool,
-) -> (&'static str, OpCount) {
-    use ringleader_algorithms::{Family, LeaderRule};
-    match (info.family, name) {
-        (Family::Election, "superpeer-dht") => ("normal node", OpCount::NormalNodes),
-        (Family::Election, _) if info.leader_rule == LeaderRule::Set => ("round", OpCount::Checker),
-        (Family::Election, _) => ("election", OpCount::Checker),
-        (Family::Mutex, _) => ("entry", OpCount::Checker),
-        (Family::Clock, "cristian") => ("sync", OpCount::Sends("request")),
-        (Family::Clock, "ntp") => ("poll", OpCount::Sends("request")),
-        (Family::Clock, "berkeley") => ("round", OpCount::Bursts("poll")),
-        (Family::Clock, "make") => ("adjustment", OpCount::Checker),
-        (Family::Clock, _) => ("stamped event", OpCount::Checker),
-        (Family::Deadlock, _) if prevention => ("request", OpCount::Checker),
-        (Family::Deadlock, _) => ("detection", OpCount::Checker),
-        (Family::Detector, _) => ("period", OpCount::BurstsPerNode("heartbeat")),
-    }
-}
-
 /// Why no progress is possible any more at the end of a run cut off at `--duration`, when the
 /// run proves it: the algorithm needs a majority of its nodes up, and more than half of them
 /// are crashed with no recovery planned after the end (a paused node counts as up: it
@@ -317,17 +280,16 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
         c.sent() - c.detection
     };
     let outcome = fam.outcome;
-    let prevention = outcome.prevention().is_some();
-    let (unit, count) = operation_unit(A::NAME, &sim.info, prevention);
+    let ringleader_algorithms::OperationUnit { name: unit, count } = A::OPERATION;
     let kind_index = |k: &str| kinds.iter().position(|&x| x == k);
     let operations = match count {
-        OpCount::Checker => fam.operations,
-        OpCount::Sends(k) => kind_index(k).map_or(0, |i| c.sent_by_kind[i]),
-        OpCount::Bursts(k) => kind_index(k).map_or(0, |i| c.bursts_by_kind[i]),
-        OpCount::BurstsPerNode(k) => {
+        OperationCount::Checker => fam.operations,
+        OperationCount::Sends(k) => kind_index(k).map_or(0, |i| c.sent_by_kind[i]),
+        OperationCount::Bursts(k) => kind_index(k).map_or(0, |i| c.bursts_by_kind[i]),
+        OperationCount::BurstsPerNode(k) => {
             kind_index(k).map_or(0, |i| c.bursts_by_kind[i].div_ceil(u64::from(cfg.nodes)))
         }
-        OpCount::NormalNodes => {
+        OperationCount::NormalNodes => {
             let super_peers = outcome.super_peers().map_or(0, |o| o.super_peers);
             u64::from(cfg.nodes).saturating_sub(super_peers)
         }

@@ -1,7 +1,7 @@
-//! From a scenario to a run: [`Scenario::resolve`] fills in the defaults and checks every
-//! value (with the ranges of [`crate::input`]), and [`RunConfig::repro`] writes the run back as
-//! the command line that replays it (adding `--plain` when [`crate::stories`] says a story
-//! would otherwise come back).
+//! From a scenario to a run: [`Scenario::resolve`] checks every value (once, in
+//! [`crate::input`]) and fills in the defaults, and [`RunConfig::repro`] writes the run back as
+//! the command line that replays it, with the flags of [`crate::settings`] (adding `--plain`
+//! when [`crate::stories`] says a story would otherwise come back).
 
 use std::path::PathBuf;
 
@@ -11,16 +11,12 @@ use crate::notation::{Latency, format_duration};
 use crate::scenario::{
     Initiators, RunConfig, Scenario, ScenarioError, WorkloadKind, default_duration, default_initiators,
 };
+use crate::settings;
 use crate::topologies::{self, Shape};
 
 impl Scenario {
     /// Fills in defaults and checks every value.
     pub fn resolve(self, source: Option<PathBuf>) -> Result<RunConfig, ScenarioError> {
-        let bad = |flag: &str, value: String, reason: &str| ScenarioError::Flag {
-            flag: flag.into(),
-            value,
-            reason: reason.into(),
-        };
         let Some(algorithm) = self.algorithm.clone() else {
             return Err(ScenarioError::NoAlgorithm);
         };
@@ -75,18 +71,16 @@ impl Scenario {
                 Some(ids)
             }
             Some(other) => {
-                return Err(bad("--requesters", other.to_string(), "give ids like 2,3,4 (or all)"));
+                return Err(ScenarioError::Flag {
+                    flag: settings::REQUESTERS.flag.into(),
+                    value: other.to_string(),
+                    reason: "give ids like 2,3,4 (or all)".into(),
+                });
             }
         };
-        let prob = |v: Option<f64>, what: &str| -> Result<f64, ScenarioError> {
-            match v {
-                None => Ok(0.0),
-                Some(p) if (0.0..=1.0).contains(&p) => Ok(p),
-                Some(p) => Err(bad(what, p.to_string(), "a probability must be between 0 and 1")),
-            }
-        };
-        let loss = prob(self.network.loss, "--loss")?;
-        let dup = prob(self.network.dup, "--dup")?;
+        // Every range was checked by `input::check`, once: what is left is to fill in defaults.
+        let loss = self.network.loss.unwrap_or(0.0);
+        let dup = self.network.dup.unwrap_or(0.0);
         let latency = self.network.latency.unwrap_or_default();
         let max_delay = self.network.max_delay.map(|d| d.0).unwrap_or_else(|| latency.bound());
         let workload_kind = match (self.workload.kind, info.family) {
@@ -96,22 +90,9 @@ impl Scenario {
             (None, _) => None,
         };
         let rate = self.workload.rate.unwrap_or(10.0);
-        if !(rate.is_finite() && rate > 0.0) {
-            return Err(bad("--rate", rate.to_string(), "requests per second must be a positive number"));
-        }
         let cycles = self.workload.cycles.unwrap_or(0.3);
-        if !(0.0..=1.0).contains(&cycles) {
-            return Err(bad("--cycles", cycles.to_string(), "a probability must be between 0 and 1"));
-        }
         let holders = self.workload.holders.unwrap_or(default_holders(&algorithm));
-        if holders == 0 {
-            return Err(bad("--holders", "0".into(), "a request waits for at least one holder"));
-        }
         let fanout = self.workload.fanout.unwrap_or(1);
-        if fanout == 0 || fanout >= nodes.max(2) {
-            let reason = format!("each send goes to 1..{} other nodes", nodes.saturating_sub(1).max(1));
-            return Err(bad("--fanout", fanout.to_string(), &reason));
-        }
         for v in &self.expect.violations {
             if v.parse::<ringleader_judge::checkers::Property>().is_err() {
                 return Err(ScenarioError::UnknownProperty {
@@ -188,10 +169,13 @@ impl RunConfig {
     /// The command line that reproduces this run exactly, without the scenario file.
     pub fn repro(&self) -> String {
         let mut s = format!(
-            "ringleader sim --algo {} --nodes {} --seed {} --ids {}",
+            "ringleader sim --algo {} {} {} {} {} {} {}",
             self.algorithm,
+            settings::NODES.flag,
             self.nodes,
+            settings::SEED.flag,
             self.seed,
+            settings::IDS.flag,
             self.ids.name()
         );
         let family = ringleader_registry::find(&self.algorithm).map(|i| i.family);
@@ -199,93 +183,105 @@ impl RunConfig {
         if let Some(f) = family
             && self.initiators != default_initiators(f)
         {
-            s += &format!(" --initiators {}", shell_word(&self.initiators.to_string()));
+            s += &format!(" {} {}", settings::INITIATORS.flag, shell_word(&self.initiators.to_string()));
         }
         for a in &self.crash {
-            s += &format!(" --crash {a}");
+            s += &format!(" {} {a}", settings::CRASH.flag);
         }
         for a in &self.recover {
-            s += &format!(" --recover {a}");
+            s += &format!(" {} {a}", settings::RECOVER.flag);
         }
         for p in &self.pause {
-            s += &format!(" --pause {p}");
+            s += &format!(" {} {p}", settings::PAUSE.flag);
         }
         for p in &self.partition {
-            s += &format!(" --partition '{p}'");
+            s += &format!(" {} '{p}'", settings::PARTITION.flag);
         }
         if self.latency != Latency::default() {
-            s += &format!(" --latency {}", self.latency);
+            s += &format!(" {} {}", settings::LATENCY.flag, self.latency);
         }
         if self.loss > 0.0 {
-            s += &format!(" --loss {}", self.loss);
+            s += &format!(" {} {}", settings::LOSS.flag, self.loss);
         }
         if self.dup > 0.0 {
-            s += &format!(" --dup {}", self.dup);
+            s += &format!(" {} {}", settings::DUP.flag, self.dup);
         }
         if self.fifo {
-            s += " --fifo";
+            s += &format!(" {}", settings::FIFO.flag);
         }
         if self.max_delay_given {
-            s += &format!(" --max-delay {}", format_duration(self.max_delay));
+            s += &format!(" {} {}", settings::MAX_DELAY.flag, format_duration(self.max_delay));
         }
         if family.is_none_or(|f| self.duration != default_duration(f)) {
-            s += &format!(" --duration {}", format_duration(self.duration));
+            s += &format!(" {} {}", settings::DURATION.flag, format_duration(self.duration));
         }
         if let Some(g) = &self.graph {
-            s += &format!(" --graph {}", shell_word(&g.to_string()));
+            s += &format!(" {} {}", settings::GRAPH.flag, shell_word(&g.to_string()));
         }
         if let Some(e) = self.edges {
-            s += &format!(" --edges {e}");
+            s += &format!(" {} {e}", settings::EDGES.flag);
         }
         if let Some(w) = self.workload {
-            s += &format!(" --workload {} --entries {}", w.name(), self.entries);
+            s += &format!(
+                " {} {} {} {}",
+                settings::WORKLOAD.flag,
+                w.name(),
+                settings::ENTRIES.flag,
+                self.entries
+            );
             // The messages workload holds nothing.
             if w != WorkloadKind::Messages {
-                s += &format!(" --hold {}", format_duration(self.hold));
+                s += &format!(" {} {}", settings::HOLD.flag, format_duration(self.hold));
             }
             if matches!(w, WorkloadKind::Poisson | WorkloadKind::Messages) {
-                s += &format!(" --rate {}", self.rate);
+                s += &format!(" {} {}", settings::RATE.flag, self.rate);
             }
             if w == WorkloadKind::Messages && self.fanout != 1 {
-                s += &format!(" --fanout {}", self.fanout);
+                s += &format!(" {} {}", settings::FANOUT.flag, self.fanout);
             }
             if let Some(r) = &self.requesters {
-                s += &format!(" --requesters {}", Initiators::Ids(r.clone()));
+                s += &format!(" {} {}", settings::REQUESTERS.flag, Initiators::Ids(r.clone()));
             }
         }
         if self.workload.is_none()
             && ringleader_registry::find(&self.algorithm)
                 .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock)
         {
-            s += &format!(" --entries {} --hold {}", self.entries, format_duration(self.hold));
+            s += &format!(
+                " {} {} {} {}",
+                settings::ENTRIES.flag,
+                self.entries,
+                settings::HOLD.flag,
+                format_duration(self.hold)
+            );
         }
         if self.cycles != 0.3 {
-            s += &format!(" --cycles {}", self.cycles);
+            s += &format!(" {} {}", settings::CYCLES.flag, self.cycles);
         }
         // The deadlock workload's holders per request (default 2, 1 for chandy-misra-haas); no
         // other run reads them.
         let deadlock = ringleader_registry::find(&self.algorithm)
             .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock);
         if deadlock && self.holders != default_holders(&self.algorithm) {
-            s += &format!(" --holders {}", self.holders);
+            s += &format!(" {} {}", settings::HOLDERS.flag, self.holders);
         }
         if self.clock_offset > 0 {
-            s += &format!(" --clock-offset {}", format_duration(self.clock_offset));
+            s += &format!(" {} {}", settings::CLOCK_OFFSET.flag, format_duration(self.clock_offset));
         }
         if self.clock_drift_ppm > 0 {
-            s += &format!(" --drift-ppm {}", self.clock_drift_ppm);
+            s += &format!(" {} {}", settings::DRIFT_PPM.flag, self.clock_drift_ppm);
         }
         if self.clock_slew_ppm != crate::clock::SLEW_PPM {
-            s += &format!(" --slew-ppm {}", self.clock_slew_ppm);
+            s += &format!(" {} {}", settings::SLEW_PPM.flag, self.clock_slew_ppm);
         }
         if self.clock_step_forward {
-            s += " --step-forward";
+            s += &format!(" {}", settings::STEP_FORWARD.flag);
         }
         for (k, v) in &self.params {
             s += &format!(" --param {}", shell_word(&format!("{k}={v}")));
         }
         for v in &self.expect {
-            s += &format!(" --expect {}", shell_word(v));
+            s += &format!(" {} {}", settings::EXPECT.flag, shell_word(v));
         }
         // A run without its algorithm's default story (a scenario file, or flags that set a
         // story's setting back to the generic value) must not get it back on replay.

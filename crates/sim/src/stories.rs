@@ -22,58 +22,122 @@
 use crate::scenario::{RunConfig, Scenario, ScenarioError};
 
 /// The story of `algorithm` on `n` nodes as scenario-file text, or `None` when the generic
-/// defaults already show the algorithm. `n` is the node count the run will have (the user's,
-/// else the story's own, else 5): a story that crashes "the highest id" names it.
+/// defaults already show the algorithm (or no algorithm has that name). `n` is the node count
+/// the run will have (the user's, else the story's own, else 5): a story that crashes "the
+/// highest id" names it.
 pub fn text(algorithm: &str, n: u32) -> Option<String> {
-    let clocks = "duration = \"60s\"\n\
-                  [network]\nlatency = \"uniform:0.8ms..1.2ms\"\n\
-                  [clocks]\noffset = \"10ms\"\ndrift_ppm = 20\n\
-                  [workload]\nentries = 0\n";
-    let detector = format!(
-        "duration = \"3s\"\n\
-         [network]\nlatency = \"uniform:1ms..3ms\"\n\
-         [faults]\npause = [\"{p}@1s..1.2s\"]\ncrash = [\"{n}@2s\"]\n",
-        p = (n / 2 + 1).min(n.saturating_sub(1)).max(1)
-    );
-    let story = match algorithm {
-        // The textbook run: the coordinator is elected, crashes, the others notice (heartbeats)
-        // and elect the next highest id.
-        "bully" => format!(
+    STORIES.iter().find(|(name, _)| *name == algorithm).and_then(|(_, story)| story(n))
+}
+
+/// A story: the scenario-file text for a run on `n` nodes, or `None` when the generic defaults
+/// already show the algorithm on that many.
+type Story = fn(u32) -> Option<String>;
+
+/// No story: the generic defaults already show the algorithm.
+fn none(_: u32) -> Option<String> {
+    None
+}
+
+/// Clock synchronisation with clocks that start apart and drift, on a jittery network.
+fn clocks(_: u32) -> Option<String> {
+    Some(
+        "duration = \"60s\"\n\
+         [network]\nlatency = \"uniform:0.8ms..1.2ms\"\n\
+         [clocks]\noffset = \"10ms\"\ndrift_ppm = 20\n\
+         [workload]\nentries = 0\n"
+            .into(),
+    )
+}
+
+/// A failure detector's run: a pause (a false suspicion, then trust again) and a crash (a true
+/// one).
+fn detector(n: u32) -> Option<String> {
+    (n >= 2).then(|| {
+        format!(
+            "duration = \"3s\"\n\
+             [network]\nlatency = \"uniform:1ms..3ms\"\n\
+             [faults]\npause = [\"{p}@1s..1.2s\"]\ncrash = [\"{n}@2s\"]\n",
+            p = (n / 2 + 1).min(n.saturating_sub(1)).max(1)
+        )
+    })
+}
+
+/// Every algorithm by its `--algo` name, with its story. The stories are scenario files —
+/// fault plans, workloads, clocks, expected violations — which are the simulator's notions,
+/// not the algorithms': so they are kept here, in one table, rather than beside each
+/// algorithm. A test checks that the table names exactly the registered algorithms, so that
+/// a new algorithm says here whether it has a story.
+const STORIES: &[(&str, Story)] = &[
+    ("chang-roberts", none),
+    // The textbook run: the coordinator is elected, crashes, the others notice (heartbeats)
+    // and elect the next highest id.
+    ("bully", |n| {
+        Some(format!(
             "duration = \"300ms\"\nparams = {{ detector = \"heartbeat\" }}\n\
              [faults]\ncrash = [\"{n}@50ms\"]\n"
-        ),
-        // Raft-style terms never go quiet: a short steady state after the election.
-        "majority" => "duration = \"300ms\"\n".into(),
-        // On five nodes the random graph has 2N = 10 edges: the complete graph. Twelve nodes
-        // give 24 of 66 possible edges.
-        "yoyo" => "nodes = 12\n".into(),
-        // Enough nodes for several super-peers (1 % and 2 % of 500).
-        "superpeer-dht" | "superpeer-geometric" => "nodes = 500\n".into(),
-        // The coordinator's holder timeout fires on a holder that is slow, not dead: two
-        // holders at once, the flaw declared expected.
-        "central-timeout" => "nodes = 3\nparams = { timeout = \"10ms\" }\n\
+        ))
+    }),
+    ("ring", none),
+    ("ring-min", none),
+    // Raft-style terms never go quiet: a short steady state after the election.
+    ("majority", |_| Some("duration = \"300ms\"\n".into())),
+    ("hirschberg-sinclair", none),
+    // On five nodes the random graph has 2N = 10 edges: the complete graph. Twelve nodes give
+    // 24 of 66 possible edges.
+    ("yoyo", |_| Some("nodes = 12\n".into())),
+    // Enough nodes for several super-peers (1 % and 2 % of 500).
+    ("superpeer-dht", |_| Some("nodes = 500\n".into())),
+    ("superpeer-geometric", |_| Some("nodes = 500\n".into())),
+    ("central", none),
+    // The coordinator's holder timeout fires on a holder that is slow, not dead: two holders
+    // at once, the flaw declared expected.
+    ("central-timeout", |_| {
+        Some(
+            "nodes = 3\nparams = { timeout = \"10ms\" }\n\
              [workload]\nkind = \"saturated\"\nentries = 2\nrequesters = \"2,3\"\nhold = \"5ms\"\n\
              [faults]\npause = [\"2@2.5ms..100ms\"]\n\
              [expect]\nviolations = [\"safety\"]\n"
-            .into(),
-        "cristian" | "berkeley" | "ntp" => clocks.into(),
-        // The editor's clock behind the builder's (seed 7 draws it so): make skips a rebuild.
-        "make" => "nodes = 2\nseed = 7\nduration = \"2s\"\n[clocks]\noffset = \"10ms\"\n\
+                .into(),
+        )
+    }),
+    ("token-ring", none),
+    ("quorum", none),
+    ("lamport", none),
+    ("ricart-agrawala", none),
+    ("roucairol-carvalho", none),
+    ("maekawa", none),
+    ("suzuki-kasami", none),
+    ("raymond", none),
+    ("lamport-clock", none),
+    ("vector-clock", none),
+    ("cristian", clocks),
+    ("berkeley", clocks),
+    ("ntp", clocks),
+    // The editor's clock behind the builder's (seed 7 draws it so): make skips a rebuild.
+    ("make", |_| {
+        Some(
+            "nodes = 2\nseed = 7\nduration = \"2s\"\n[clocks]\noffset = \"10ms\"\n\
              [expect]\nviolations = [\"make_rebuilds\"]\n"
-            .into(),
-        // The phantom deadlock of `scenarios/cmh-phantom-deadlock.toml`, shown on purpose: a
-        // process gives up its wait while a probe of the cycle it was on is in flight, and the
-        // probe comes back to report a cycle that no longer exists. Declared expected.
-        "chandy-misra-haas" => "nodes = 4\nseed = 17\nparams = { give_up = \"5ms\", resolve = false }\n\
+                .into(),
+        )
+    }),
+    // The phantom deadlock of `scenarios/cmh-phantom-deadlock.toml`, shown on purpose: a
+    // process gives up its wait while a probe of the cycle it was on is in flight, and the
+    // probe comes back to report a cycle that no longer exists. Declared expected.
+    ("chandy-misra-haas", |_| {
+        Some(
+            "nodes = 4\nseed = 17\nparams = { give_up = \"5ms\", resolve = false }\n\
              [workload]\nentries = 10\nhold = \"1ms\"\ncycles = 0.8\nholders = 1\n\
              [expect]\nviolations = [\"soundness\"]\n"
-            .into(),
-        // A pause (a false suspicion, then trust again) and a crash (a true one).
-        "heartbeat" | "phi-accrual" if n >= 2 => detector,
-        _ => return None,
-    };
-    Some(story)
-}
+                .into(),
+        )
+    }),
+    ("wait-die", none),
+    ("wound-wait", none),
+    ("heartbeat", detector),
+    ("phi-accrual", detector),
+    ("lock-service", none),
+];
 
 /// The story of `algorithm` for a run whose node count the user set to `nodes` (if at all).
 pub fn story(algorithm: &str, nodes: Option<u32>) -> Result<Option<Scenario>, ScenarioError> {
@@ -189,6 +253,15 @@ mod tests {
 
     fn flags(algo: &str) -> Scenario {
         Scenario { algorithm: Some(algo.into()), ..Scenario::default() }
+    }
+
+    #[test]
+    fn the_table_names_every_registered_algorithm_once() {
+        let registered: Vec<&str> = ringleader_registry::all().iter().map(|i| i.name).collect();
+        let mut named: Vec<&str> = STORIES.iter().map(|(name, _)| *name).collect();
+        assert_eq!(named, registered, "the stories in the order `ringleader list` prints them");
+        named.dedup();
+        assert_eq!(named.len(), registered.len());
     }
 
     #[test]

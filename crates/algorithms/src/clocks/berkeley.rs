@@ -229,6 +229,9 @@ impl Algorithm for Berkeley {
     const FAMILY: Family = Family::Clock;
     const SUMMARY: &'static str =
         "a master polls every clock, averages the offsets without outliers and sends each node its delta";
+    /// One operation is one round of the master: one POLL broadcast.
+    const OPERATION: crate::OperationUnit =
+        crate::OperationUnit { name: "round", count: crate::OperationCount::Bursts("poll") };
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {

@@ -186,6 +186,9 @@ impl Algorithm for Cristian {
     const FAMILY: Family = Family::Clock;
     const SUMMARY: &'static str =
         "clients ask a time server and set T + RTT/2, keeping the minimum-RTT sample";
+    /// One operation is one synchronisation with the time server: one REQUEST.
+    const OPERATION: crate::OperationUnit =
+        crate::OperationUnit { name: "sync", count: crate::OperationCount::Sends("request") };
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {

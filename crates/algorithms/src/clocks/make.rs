@@ -230,6 +230,8 @@ impl Algorithm for Make {
     const FAMILY: Family = Family::Clock;
     const SUMMARY: &'static str =
         "the textbook's make story: an edit stamped by a lagging clock looks older than the object file";
+    /// One operation is one clock adjustment the checker sees.
+    const OPERATION: crate::OperationUnit = crate::OperationUnit::checked("adjustment");
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {

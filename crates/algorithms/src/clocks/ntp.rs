@@ -214,6 +214,9 @@ impl Algorithm for Ntp {
     const FAMILY: Family = Family::Clock;
     const SUMMARY: &'static str =
         "four timestamps give offset and delay; the minimum-delay sample of the last 8 is used";
+    /// One operation is one poll of the server: one REQUEST.
+    const OPERATION: crate::OperationUnit =
+        crate::OperationUnit { name: "poll", count: crate::OperationCount::Sends("request") };
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {

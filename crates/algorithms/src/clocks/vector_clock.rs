@@ -138,6 +138,8 @@ impl Algorithm for VectorClock {
     const FAMILY: Family = Family::Clock;
     const SUMMARY: &'static str =
         "vector clocks: one counter per process, componentwise max on receive; a → b ⇔ V(a) < V(b)";
+    /// A vector per node and per message: ≈ 16 bytes per pair of nodes.
+    const FOOTPRINT: crate::Footprint = crate::Footprint::quadratic(16);
     type Config = ();
 
     fn configure(_setup: &Setup) -> Result<(), ParamError> {

@@ -316,6 +316,8 @@ impl Algorithm for ChandyMisraHaas {
     const FAMILY: Family = Family::Deadlock;
     const SUMMARY: &'static str =
         "edge-chasing probe(i, j, k) along the wait-for graph; a returning probe means deadlock";
+    /// Probe numbers per initiator at every node: ≈ 16 bytes per pair of nodes.
+    const FOOTPRINT: crate::Footprint = crate::Footprint::quadratic(16);
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {

@@ -195,6 +195,9 @@ impl Algorithm for Heartbeat {
     const NAME: &'static str = "heartbeat";
     const FAMILY: Family = Family::Detector;
     const SUMMARY: &'static str = "HEARTBEAT every T to everyone; suspect a peer silent for T + D";
+    /// The last heartbeat and suspicion per peer, N² heartbeats per period: ≈ 250 bytes per
+    /// pair of nodes.
+    const FOOTPRINT: crate::Footprint = crate::Footprint::quadratic(250);
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {

@@ -356,6 +356,8 @@ impl Algorithm for PhiAccrual {
     const FAMILY: Family = Family::Detector;
     const SUMMARY: &'static str =
         "HEARTBEAT every T; suspect when φ = −log10(1 − F(Δt)) ≥ Φ, F a normal fitted to recent intervals";
+    /// A window of 100 inter-arrival times per peer: ≈ 900 bytes per pair of nodes.
+    const FOOTPRINT: crate::Footprint = crate::Footprint::quadratic(900);
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {

@@ -264,6 +264,10 @@ impl Algorithm for SuperPeerDht {
         "elects a set of super-peers: the nodes responsible for the keys with k leading bits reserved (DHT)";
     const TOPOLOGY: TopologyKind = TopologyKind::Complete;
     const LEADER_RULE: LeaderRule = LeaderRule::Set;
+    /// The election's cost is per joining node: one operation is one node that is not a
+    /// super-peer.
+    const OPERATION: crate::OperationUnit =
+        crate::OperationUnit { name: "normal node", count: crate::OperationCount::NormalNodes };
     type Config = Config;
 
     fn configure(setup: &Setup) -> Result<Config, ParamError> {

@@ -220,6 +220,8 @@ impl Algorithm for SuzukiKasami {
     const FAMILY: Family = Family::Mutex;
     const SUMMARY: &'static str =
         "broadcast REQUEST(j, sn); the token carries LN and a queue; N messages per entry, 0 to re-enter";
+    /// RN, one request number per peer at every node: ≈ 16 bytes per pair of nodes.
+    const FOOTPRINT: crate::Footprint = crate::Footprint::quadratic(16);
     type Config = ();
 
     /// Request numbers start at 1; the token has one LN entry per process, a queue of distinct
