@@ -18,68 +18,22 @@ use ringleader_algorithms::{Family, Info, LeaderRule};
 use ringleader_core::{Time, Uid};
 
 use crate::notation::{Latency, format_duration};
-use crate::scenario::{Initiators, Origin, Scenario, ScenarioError, WorkloadKind};
-use crate::settings;
+use crate::scenario::{Initiators, Scenario, ScenarioError, WorkloadKind};
+use crate::settings::{self, Blame};
 
 const SECOND: Time = 1_000_000_000;
-const HOUR: Time = 3_600 * SECOND;
-
-/// The most nodes a run may have.
-pub const MAX_NODES: u32 = 1_000_000;
-/// The longest `--duration`: one day of virtual time.
-pub const MAX_DURATION: Time = 24 * HOUR;
 /// The largest one-way delay a latency law may produce (its bound): one minute.
 pub const MAX_LATENCY: Time = 60 * SECOND;
 /// The largest σ of a log-normal latency (its 99.99th percentile is median·e^(3.72σ)).
 pub const MAX_SIGMA: f64 = 3.0;
-/// The most critical-section entries, transactions or clock events one run may request.
-pub const MAX_ENTRIES: u64 = 10_000_000;
-/// The longest `--hold` and `--clock-offset`: one hour.
-pub const MAX_HOLD: Time = HOUR;
-/// The highest `--rate`, requests or events per second per node.
-pub const MAX_RATE: f64 = 1_000_000.0;
-/// The largest `--drift-ppm`: 10 % (a clock never runs backwards or stops).
-pub const MAX_DRIFT_PPM: u32 = 100_000;
+
+pub use crate::settings::{MAX_DRIFT_PPM, MAX_DURATION, MAX_ENTRIES, MAX_HOLD, MAX_NODES, MAX_RATE};
+
 /// The memory a run may be estimated to need before it is refused: 4 GiB.
 pub const MEMORY_LIMIT: u64 = 4 << 30;
 /// The longest a run may be estimated to spend building its nodes before its first event
 /// ([`startup_estimate`]) before it is refused: ten minutes.
 pub const STARTUP_LIMIT_SECONDS: f64 = 600.0;
-
-/// Builds input errors that name the flag, or the file position when the value came from the
-/// scenario file.
-pub(crate) struct Blame<'a> {
-    origin: Option<&'a Origin>,
-    from_flags: &'a std::collections::BTreeSet<String>,
-}
-
-impl<'a> Blame<'a> {
-    pub(crate) fn new(s: &'a Scenario) -> Self {
-        Blame { origin: s.origin.as_ref(), from_flags: &s.overridden }
-    }
-
-    /// `value` of field `key` is wrong because `reason`; `element` when the value is one
-    /// element of a list (a fault, say).
-    pub(crate) fn error(&self, key: &str, value: &str, element: bool, reason: &str) -> ScenarioError {
-        if !self.from_flags.contains(key)
-            && let Some(origin) = self.origin
-            && let Some((line, column)) = origin.locate(key, element.then_some(value))
-        {
-            let leaf = key.rsplit('.').next().unwrap_or(key);
-            return ScenarioError::Parse {
-                path: origin.path.clone(),
-                line,
-                column,
-                message: format!("field `{leaf}` = {value}: {reason}"),
-            };
-        }
-        ScenarioError::Flag {
-            flag: crate::settings::flag_of(key),
-            value: value.into(),
-            reason: reason.into(),
-        }
-    }
-}
 
 /// The properties a run of `info` may judge (what `--expect` may name).
 pub fn properties_of(info: &Info) -> &'static [&'static str] {
@@ -559,6 +513,7 @@ pub(crate) fn check(s: &Scenario, info: &Info, nodes: u32, duration: Time) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::Origin;
 
     fn info(name: &str) -> Info {
         ringleader_registry::find(name).expect("a registered algorithm")

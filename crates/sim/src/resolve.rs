@@ -28,7 +28,7 @@ impl Scenario {
         let end = self.duration.map(|d| d.0).unwrap_or(default_duration(info.family));
         crate::input::check(&self, &info, nodes, end)?;
         // A node id that does not exist, blamed on its flag or on its line in the file.
-        let blame = crate::input::Blame::new(&self);
+        let blame = crate::settings::Blame::new(&self);
         let check_uid = |u: Uid, key: &str, value: String, element: bool| -> Result<(), ScenarioError> {
             if u == 0 || u > nodes as Uid {
                 Err(blame.error(

@@ -16,8 +16,54 @@
 
 use ringleader_core::Time;
 
-use crate::input::{Blame, MAX_DRIFT_PPM, MAX_DURATION, MAX_ENTRIES, MAX_HOLD, MAX_NODES, MAX_RATE};
-use crate::scenario::ScenarioError;
+use crate::scenario::{Origin, Scenario, ScenarioError};
+
+const SECOND: Time = 1_000_000_000;
+const HOUR: Time = 3_600 * SECOND;
+
+/// The most nodes a run may have.
+pub const MAX_NODES: u32 = 1_000_000;
+/// The longest `--duration`: one day of virtual time.
+pub const MAX_DURATION: Time = 24 * HOUR;
+/// The most critical-section entries, transactions or clock events one run may request.
+pub const MAX_ENTRIES: u64 = 10_000_000;
+/// The longest `--hold` and `--clock-offset`: one hour.
+pub const MAX_HOLD: Time = HOUR;
+/// The highest `--rate`, requests or events per second per node.
+pub const MAX_RATE: f64 = 1_000_000.0;
+/// The largest `--drift-ppm`: 10 % (a clock never runs backwards or stops).
+pub const MAX_DRIFT_PPM: u32 = 100_000;
+
+/// Builds input errors that name the flag, or the file position when the value came from the
+/// scenario file.
+pub(crate) struct Blame<'a> {
+    origin: Option<&'a Origin>,
+    from_flags: &'a std::collections::BTreeSet<String>,
+}
+
+impl<'a> Blame<'a> {
+    pub(crate) fn new(s: &'a Scenario) -> Self {
+        Blame { origin: s.origin.as_ref(), from_flags: &s.overridden }
+    }
+
+    /// `value` of field `key` is wrong because `reason`; `element` when the value is one
+    /// element of a list (a fault, say).
+    pub(crate) fn error(&self, key: &str, value: &str, element: bool, reason: &str) -> ScenarioError {
+        if !self.from_flags.contains(key)
+            && let Some(origin) = self.origin
+            && let Some((line, column)) = origin.locate(key, element.then_some(value))
+        {
+            let leaf = key.rsplit('.').next().unwrap_or(key);
+            return ScenarioError::Parse {
+                path: origin.path.clone(),
+                line,
+                column,
+                message: format!("field `{leaf}` = {value}: {reason}"),
+            };
+        }
+        ScenarioError::Flag { flag: flag_of(key), value: value.into(), reason: reason.into() }
+    }
+}
 
 /// What a setting's value counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
