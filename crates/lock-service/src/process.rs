@@ -684,6 +684,8 @@ impl Algorithm for LockService {
     /// Raft commits an entry only once a majority stored it, and elects a leader only with a
     /// majority's votes.
     const NEEDS_MAJORITY: bool = true;
+    /// Its clients' acquire and release answers form a history judged for linearizability.
+    const LINEARIZABLE: bool = true;
 
     /// Each node builds a Raft replica, and raft-rs builds each replica's configuration from
     /// its voters one voter at a time, checking the whole configuration after each
