@@ -516,7 +516,11 @@ impl Client {
         let pending = self.outstanding.values().any(|(p, _)| matches!(p.op, Op::Grant { .. }));
         if !pending {
             let request = self.next_request;
-            self.propose(cx, Op::Grant { ttl: self.config.ttl, origin: self.me, request }, submit);
+            self.propose(
+                cx,
+                Op::Grant { ttl: self.config.ttl, origin: self.me, request, owner: None },
+                submit,
+            );
         }
     }
 

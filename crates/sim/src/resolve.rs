@@ -150,8 +150,14 @@ impl Scenario {
             fanout,
             holders,
             clock_offset: self.clocks.offset.map_or_else(|| settings::CLOCK_OFFSET.default_time(), |d| d.0),
-            clock_drift_ppm: self.clocks.drift_ppm.unwrap_or_else(|| settings::DRIFT_PPM.default_number() as u32),
-            clock_slew_ppm: self.clocks.slew_ppm.unwrap_or_else(|| settings::SLEW_PPM.default_number() as u32),
+            clock_drift_ppm: self
+                .clocks
+                .drift_ppm
+                .unwrap_or_else(|| settings::DRIFT_PPM.default_number() as u32),
+            clock_slew_ppm: self
+                .clocks
+                .slew_ppm
+                .unwrap_or_else(|| settings::SLEW_PPM.default_number() as u32),
             clock_step_forward: self.clocks.step_forward.unwrap_or(false),
             expect: self.expect.violations.into_iter().collect(),
             source,

@@ -158,9 +158,9 @@ impl Setting {
     /// The default of a numeric setting, read from the table (`--loss`'s 0, `--rate`'s 10).
     /// Every numeric default parses: `every_default_a_run_fills_in_parses_and_is_in_range`.
     pub fn default_number(&self) -> f64 {
-        self.default_text().and_then(|d| d.parse().ok()).unwrap_or_else(|| {
-            panic!("the settings table gives {} a numeric default", self.flag)
-        })
+        self.default_text()
+            .and_then(|d| d.parse().ok())
+            .unwrap_or_else(|| panic!("the settings table gives {} a numeric default", self.flag))
     }
 
     /// The default of a time setting, read from the table (`--hold`'s 1ms).
