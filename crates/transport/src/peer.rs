@@ -24,7 +24,7 @@
 //!   that receives no frame for the whole timeout (a stranger that said hello and nothing more,
 //!   a peer gone from the network) closes the connection and counts it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;

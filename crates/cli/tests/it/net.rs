@@ -556,9 +556,22 @@ fn another_local_user_can_neither_plant_nor_read_the_secret_or_the_data() {
     let hex = ringleader_net::auth::Secret::generate().to_hex();
     let out = as_intruder(&format!("umask 077; echo {hex} > {}", planted.display()));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = run(Command::new(env!("CARGO_BIN_EXE_ringleader"))
-        .args(["node", "--id", "1", "--listen", "127.0.0.1:0", "--algo", "central", "--secret-file"])
-        .arg(&planted));
+    let mut node = spawn(
+        Command::new(env!("CARGO_BIN_EXE_ringleader"))
+            .args(["node", "--id", "1", "--listen", "127.0.0.1:0", "--algo", "central", "--secret-file"])
+            .arg(&planted)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
+    let t0 = Instant::now();
+    while node.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = node.kill();
+            panic!("the node started with a secret file of another user's");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = node.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains(&format!("owned by uid {uid}, not by this user (uid 0)")), "{err}");
@@ -824,7 +837,7 @@ fn the_control_port_bounds_what_a_stranger_can_send_and_hold() {
     let c = Cluster::start_with("central", 1, &[], &["--no-data-dir"]);
     let ctl = ("127.0.0.1", c.api);
     let connect = || {
-        let mut s = TcpStream::connect(ctl).unwrap();
+        let s = TcpStream::connect(ctl).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
         s
