@@ -53,7 +53,7 @@ trap 'exit 130' INT TERM
 
 api() { echo $((18100 + $1)); }
 # curl with the API's bearer token.
-acurl() { curl -H "Authorization: Bearer $(cat "$API_TOKEN_FILE")" "$@"; }
+acurl() { curl -H "Authorization: Bearer $(cat "$API_TOKEN_FILE")" -H "X-Ringleader: 1" "$@"; }
 status() { acurl -s -m 2 "http://127.0.0.1:$(api "$1")/status" || true; }
 field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2; }
 

@@ -25,7 +25,10 @@
 //! peers, and that a control client proves it holds too: the launcher greets each control
 //! connection with `ringleader-ctl NONCE`, and the client's line is `HMAC COMMAND` (HMAC-SHA-256
 //! over the nonce and the command, see `ringleader_transport::auth`). With `--insecure` there is no
-//! secret, the greeting is `ringleader-ctl insecure` and the line is the bare command.
+//! secret, the greeting is `ringleader-ctl insecure` and the line is the bare command. A stranger
+//! can hold little of it: a line is at most 4 KiB (a longer one is answered with an error and
+//! nothing more of it is read), it must come within 3 s of the greeting, and at most 8
+//! connections are served at once (one more is answered with an error line and closed).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -529,14 +532,28 @@ const CTL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// far shorter. A longer line is refused without being read further.
 const CTL_MAX_LINE: u64 = 4096;
 
-/// The most control connections the launcher serves at once; more wait to be accepted.
+/// The most control connections the launcher serves at once; one more is answered with an
+/// error line and closed.
 const CTL_MAX_CONNECTIONS: usize = 8;
 
+/// How long the launcher waits for a connection's command once it has greeted it (`cluster
+/// ctl` sends it at once): a connection that says nothing holds its slot no longer.
+const CTL_COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 async fn read_line_timeout<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> anyhow::Result<String> {
+    read_line_within(r, CTL_TIMEOUT).await
+}
+
+/// Reads one line of at most [`CTL_MAX_LINE`] bytes within `limit`; a longer line is refused
+/// once its first `CTL_MAX_LINE + 1` bytes are read, and nothing more of it is read.
+async fn read_line_within<R: tokio::io::AsyncBufRead + Unpin>(
+    r: &mut R,
+    limit: std::time::Duration,
+) -> anyhow::Result<String> {
     use tokio::io::AsyncReadExt;
     let mut line = String::new();
     let mut bounded = r.take(CTL_MAX_LINE + 1);
-    tokio::time::timeout(CTL_TIMEOUT, bounded.read_line(&mut line))
+    tokio::time::timeout(limit, bounded.read_line(&mut line))
         .await
         .context("the other end of the control channel went silent")??;
     if line.len() as u64 > CTL_MAX_LINE {
@@ -717,33 +734,33 @@ async fn launch(args: ClusterArgs) -> crate::CommandResult {
     {
         let launcher = launcher.clone();
         tokio::spawn(async move {
-            let slots = Arc::new(tokio::sync::Semaphore::new(CTL_MAX_CONNECTIONS));
+            let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             loop {
-                // A connection slot first: a flood of idle connections waits here, in the
-                // listen queue, instead of holding a task and a buffer each.
-                let Ok(slot) = slots.clone().acquire_owned().await else { return };
-                let Ok((stream, _)) = ctl.accept().await else { continue };
-                let launcher = launcher.clone();
-                tokio::spawn(async move {
-                    let _slot = slot;
-                    let (r, mut w) = stream.into_split();
-                    let nonce = ringleader_transport::auth::hex(&ringleader_transport::auth::nonce());
-                    let greeting = if launcher.secret.is_some() { nonce.as_str() } else { "insecure" };
-                    if w.write_all(format!("ringleader-ctl {greeting}\n").as_bytes()).await.is_err() {
-                        return;
+                let (stream, peer) = match ctl.accept().await {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // Out of descriptors, typically: let connections close.
+                        eprintln!("[cluster] control channel accept failed: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
                     }
-                    let Ok(line) = read_line_timeout(&mut BufReader::new(r)).await else { return };
-                    let answer = match &launcher.secret {
-                        None => launcher.control(&line).await,
-                        Some((_, secret)) => match authenticate(secret, &nonce, &line) {
-                            Some(command) => launcher.control(command).await,
-                            None => "error: not authenticated (the command must carry the cluster \
-                                     secret's HMAC; `ringleader cluster ctl` does this)"
-                                .to_string(),
-                        },
-                    };
-                    eprintln!("[cluster] {line} -> {answer}");
-                    let _ = w.write_all(format!("{answer}\n").as_bytes()).await;
+                };
+                if open.load(std::sync::atomic::Ordering::Relaxed) >= CTL_MAX_CONNECTIONS {
+                    // One line into a fresh socket's empty buffer: never blocks.
+                    let _ = stream.try_write(
+                        format!("error: {CTL_MAX_CONNECTIONS} control connections are open already; retry\n")
+                            .as_bytes(),
+                    );
+                    eprintln!(
+                        "[cluster] refused a control connection from {peer}: {CTL_MAX_CONNECTIONS} open"
+                    );
+                    continue;
+                }
+                open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let (launcher, open) = (launcher.clone(), open.clone());
+                tokio::spawn(async move {
+                    control_connection(&launcher, stream).await;
+                    open.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                 });
             }
         });
@@ -762,6 +779,36 @@ async fn launch(args: ClusterArgs) -> crate::CommandResult {
         }
     }
     Ok(crate::ExitStatus::Ok)
+}
+
+/// Serves one control connection: the greeting, one command line (bounded in length and in
+/// time, authenticated with the secret), one answer.
+async fn control_connection(launcher: &Arc<Launcher>, stream: tokio::net::TcpStream) {
+    let (r, mut w) = stream.into_split();
+    let nonce = ringleader_transport::auth::hex(&ringleader_transport::auth::nonce());
+    let greeting = if launcher.secret.is_some() { nonce.as_str() } else { "insecure" };
+    if w.write_all(format!("ringleader-ctl {greeting}\n").as_bytes()).await.is_err() {
+        return;
+    }
+    let line = match read_line_within(&mut BufReader::new(r), CTL_COMMAND_TIMEOUT).await {
+        Ok(line) => line,
+        Err(e) => {
+            eprintln!("[cluster] refused a control connection: {e:#}");
+            let _ = w.write_all(format!("error: {e:#}\n").as_bytes()).await;
+            return;
+        }
+    };
+    let answer = match &launcher.secret {
+        None => launcher.control(&line).await,
+        Some((_, secret)) => match authenticate(secret, &nonce, &line) {
+            Some(command) => launcher.control(command).await,
+            None => "error: not authenticated (the command must carry the cluster secret's HMAC; \
+                     `ringleader cluster ctl` does this)"
+                .to_string(),
+        },
+    };
+    eprintln!("[cluster] {line} -> {answer}");
+    let _ = w.write_all(format!("{answer}\n").as_bytes()).await;
 }
 
 #[cfg(test)]

@@ -72,7 +72,8 @@ pub struct NodeArgs {
     /// Capacity of each peer's outgoing queue, in messages, 1..1000000 [default: 4096].
     #[arg(long, value_name = "N")]
     pub queue: Option<usize>,
-    /// Maximum simultaneous inbound peer connections, 1..65536 [default: 64].
+    /// Maximum simultaneous inbound connections of proven peers (one per peer id), 1..65536
+    /// [default: 64]; connections still in their handshake are capped apart (64).
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
     /// Maximum simultaneous HTTP API connections (SSE subscribers included), 1..65536

@@ -21,6 +21,13 @@
 //! with 421. With an [`ApiToken`] every request but `GET /health` must carry
 //! `Authorization: Bearer TOKEN` (401 otherwise).
 //!
+//! No web page can make the operator's browser change anything (CSRF): a request that may change
+//! state (any method but GET, HEAD, OPTIONS) from a page of another origin (`Origin`) is refused
+//! with 403 by the transport's HTTP server, and one that says neither `Content-Type:
+//! application/json` nor `X-Ringleader: …` is refused with 415 ([`form_refusal`]): those are
+//! the only requests a page can send without the browser's CORS preflight, which the node never
+//! grants.
+//!
 //! Connections are served by hyper's HTTP/1.1 server with a header-read timeout
 //! ([`NodeConfig::api_idle_timeout`](crate::NodeConfig::api_idle_timeout)): a connection that
 //! sends no complete request head within it — idle between requests, or trickling its headers —
@@ -87,9 +94,49 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/lock/{handle}/keepalive", post(keep_alive))
         .route("/events", get(events))
         .route("/metrics", get(metrics))
+        .route_layer(axum::middleware::from_fn(not_a_form))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(shared)
+}
+
+/// The header a client may send instead of `Content-Type: application/json` on a request that
+/// changes state (any value): a browser sends it only after a CORS preflight, which the node
+/// never grants.
+pub const CLIENT_HEADER: &str = "x-ringleader";
+
+/// Why a request that may change state must be refused as one a web page could have made a
+/// browser send (`None`: it may go on). A request with any method but GET, HEAD and OPTIONS
+/// must say `Content-Type: application/json` or carry the [`CLIENT_HEADER`]: a page on another
+/// site can make a browser send a POST without a preflight only with no content type or a
+/// form's (`text/plain`, `application/x-www-form-urlencoded`, `multipart/form-data`) and no
+/// custom header. (A foreign `Origin` is refused before, by the transport's HTTP server.)
+pub fn form_refusal(method: &str, content_type: Option<&str>, client_header: bool) -> Option<String> {
+    if matches!(method, "GET" | "HEAD" | "OPTIONS") || client_header {
+        return None;
+    }
+    let media = content_type.map(|c| c.split(';').next().unwrap_or("").trim());
+    match media {
+        Some(m) if m.eq_ignore_ascii_case("application/json") => None,
+        _ => Some(format!(
+            "{method} with {} is refused: a request that changes state must say `Content-Type: \
+             application/json` or carry an `X-Ringleader` header (so that no web page can send it \
+             through a browser)",
+            match content_type {
+                Some(c) => format!("Content-Type {c:?}"),
+                None => "no Content-Type".to_string(),
+            }
+        )),
+    }
+}
+
+async fn not_a_form(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let h = request.headers();
+    let content_type = h.get(header::CONTENT_TYPE).map(|v| v.to_str().unwrap_or("?"));
+    match form_refusal(request.method().as_str(), content_type, h.contains_key(CLIENT_HEADER)) {
+        Some(why) => ApiError(StatusCode::UNSUPPORTED_MEDIA_TYPE, why).into_response(),
+        None => next.run(request).await,
+    }
 }
 
 /// Serves the API on `listener` until shutdown: HTTP/1.1 with the [`ConnectionLimits`], the
@@ -486,4 +533,28 @@ pub fn exposition(s: &Shared) -> String {
 
 async fn metrics(State(s): State<AppState>) -> Response {
     ([(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)], exposition(&s)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::form_refusal;
+
+    #[test]
+    fn only_json_or_the_client_header_may_change_state() {
+        // What a page can make a browser send without a preflight.
+        for form in
+            [None, Some("text/plain"), Some("application/x-www-form-urlencoded"), Some("multipart/form-data")]
+        {
+            assert!(form_refusal("POST", form, false).is_some(), "{form:?}");
+            assert!(form_refusal("DELETE", form, false).is_some(), "{form:?}");
+        }
+        assert!(
+            form_refusal("POST", Some("text/plain"), false).unwrap().contains("Content-Type \"text/plain\"")
+        );
+        for ok in ["application/json", "Application/JSON; charset=utf-8"] {
+            assert_eq!(form_refusal("POST", Some(ok), false), None, "{ok}");
+        }
+        assert_eq!(form_refusal("POST", None, true), None);
+        assert_eq!(form_refusal("GET", Some("text/plain"), false), None);
+    }
 }

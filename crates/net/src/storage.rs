@@ -126,7 +126,12 @@ impl Storage {
         wipe: bool,
     ) -> Result<(Storage, Option<A>), StorageError> {
         let io = |what| move |source| StorageError::Io { dir: dir.to_path_buf(), what, source };
-        std::fs::create_dir_all(dir).map_err(io("creating it"))?;
+        // The owner's alone (mode 0700, and so are the parents it makes): the state says who
+        // holds a lock and which fencing token comes next. The state file is 0600 (tempfile's).
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(io("creating it"))?;
+        }
         let path = dir.join(STATE_FILE);
         if wipe {
             match std::fs::remove_file(&path) {

@@ -10,8 +10,13 @@ use ringleader_net::wire::{self, Envelope, Hello};
 use ringleader_net::{NodeConfig, NodeHandle};
 
 async fn node(max_connections: usize) -> NodeHandle {
-    let mut cfg =
-        NodeConfig::new(1, "127.0.0.1:0".parse().unwrap(), vec![(2, "127.0.0.1:9".into())], "central");
+    node_of(max_connections, 2..=2).await
+}
+
+/// [`node`] with peers of the ids `peers` (all unreachable).
+async fn node_of(max_connections: usize, peers: std::ops::RangeInclusive<u64>) -> NodeHandle {
+    let peers = peers.map(|id| (id, "127.0.0.1:9".to_string())).collect();
+    let mut cfg = NodeConfig::new(1, "127.0.0.1:0".parse().unwrap(), peers, "central");
     cfg.api = Some("127.0.0.1:0".parse().unwrap());
     cfg.max_frame = 1024;
     cfg.max_connections = max_connections;
@@ -145,40 +150,45 @@ async fn a_valid_peer_is_delivered_to_the_algorithm() {
     drop(s);
 }
 
+/// Connections in their handshake and proven peers' connections are capped apart: strangers
+/// beyond the handshake cap each close the oldest stranger, never a peer; a peer's newer
+/// connection replaces its older one; only proven peers fill the peers' cap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_flood_cannot_keep_a_real_peer_out() {
-    let limit = 8;
-    let h = node(limit).await;
+    use ringleader_transport::peer::MAX_HANDSHAKES;
+    let h = node_of(1, 2..=3).await;
     let addr = h.listen;
-    // Silent connections beyond the limit each close the oldest one still in its handshake.
+    // Silent connections beyond the handshake cap each close the oldest one.
     let flood = tokio::task::spawn_blocking(move || {
-        (0..limit + 40).map(|_| TcpStream::connect(addr).unwrap()).collect::<Vec<_>>()
+        (0..MAX_HANDSHAKES + 40).map(|_| TcpStream::connect(addr).unwrap()).collect::<Vec<_>>()
     })
     .await
     .unwrap();
     wait_counter(&h, "handshakes_evicted", 40).await;
     assert_eq!(api_status(&h).await["counters"]["handshakes_evicted"].as_u64().unwrap(), 40);
-    // While the flood's last connections hold every slot, a real peer still gets in.
-    let hello_from_2 = || {
-        let bytes = hello(wire::PROTOCOL_VERSION, "central", 2);
+    // While the flood's last connections fill the handshake pool, a real peer still gets in.
+    let hello_from = |id: u64| {
+        let bytes = hello(wire::PROTOCOL_VERSION, "central", id);
         tokio::task::spawn_blocking(move || {
             let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             s.write_all(&bytes).unwrap();
             s
         })
     };
-    let peer = hello_from_2().await.unwrap();
+    let mut first = hello_from(2).await.unwrap();
     wait_counter(&h, "connections_accepted", 1).await;
     assert_eq!(counter(&h, "connections_over_limit"), 0);
-    // Only proven peers hold their slots: with every slot taken by one, a newcomer is refused.
-    let mut peers = vec![peer];
-    for _ in 1..limit {
-        peers.push(hello_from_2().await.unwrap());
-    }
-    wait_counter(&h, "connections_accepted", limit as u64).await;
-    let late = tokio::task::spawn_blocking(move || TcpStream::connect(addr).unwrap()).await.unwrap();
+    // The same peer again (it restarted): its newer connection replaces the older one.
+    let second = hello_from(2).await.unwrap();
+    wait_counter(&h, "connections_accepted", 2).await;
+    let n = tokio::task::spawn_blocking(move || first.read(&mut [0u8; 4]).unwrap_or(0)).await.unwrap();
+    assert_eq!(n, 0, "the older connection of id 2 was closed");
+    // Another peer while id 2 holds the only slot of the peers' pool: refused.
+    let late = hello_from(3).await.unwrap();
     wait_counter(&h, "connections_over_limit", 1).await;
-    drop((flood, peers, late));
+    assert_eq!(counter(&h, "connections_accepted"), 2);
+    drop((flood, second, late));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -221,19 +231,20 @@ async fn a_full_outgoing_queue_drops_and_counts() {
     drop(s);
 }
 
-/// Issue 13 §5: strangers that say a valid hello and then nothing no longer hold the node's
-/// connection slots for good. 64 of them fill the limit (the 65th is refused); within the idle
-/// timeout the node closes every one, counts it, and a real peer gets in again. (Before the
-/// idle timeout existed the slots stayed taken forever and the reads below timed out.)
+/// Issue 13 §5: peers that say a valid hello and then nothing no longer hold the node's
+/// connection slots for good. 64 of them fill the peers' cap (a 65th peer is refused); within
+/// the idle timeout the node closes every one, counts it, and a real peer gets in again.
+/// (Before the idle timeout existed the slots stayed taken forever and the reads below timed
+/// out.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_peers_are_closed_after_the_idle_timeout() {
-    let h = node(64).await;
+    let h = node_of(64, 2..=66).await;
     let addr = h.listen;
     let silent = tokio::task::spawn_blocking(move || {
-        (0..64)
-            .map(|_| {
+        (2..=65)
+            .map(|id| {
                 let mut s = TcpStream::connect(addr).unwrap();
-                s.write_all(&hello(wire::PROTOCOL_VERSION, "central", 2)).unwrap();
+                s.write_all(&hello(wire::PROTOCOL_VERSION, "central", id)).unwrap();
                 s
             })
             .collect::<Vec<_>>()
@@ -241,7 +252,13 @@ async fn silent_peers_are_closed_after_the_idle_timeout() {
     .await
     .unwrap();
     wait_counter(&h, "connections_accepted", 64).await;
-    let extra = tokio::task::spawn_blocking(move || TcpStream::connect(addr).unwrap()).await.unwrap();
+    let extra = tokio::task::spawn_blocking(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(&hello(wire::PROTOCOL_VERSION, "central", 66)).unwrap();
+        s
+    })
+    .await
+    .unwrap();
     wait_counter(&h, "connections_over_limit", 1).await;
     drop(extra);
     let limit = ringleader_net::DEFAULT_PEER_IDLE_TIMEOUT + Duration::from_secs(10);
@@ -258,7 +275,7 @@ async fn silent_peers_are_closed_after_the_idle_timeout() {
     wait_counter(&h, "connections_idle_closed", 64).await;
     assert_eq!(counter(&h, "frame_errors"), 0, "silence is not a bad frame");
     let s = {
-        let bytes = hello(wire::PROTOCOL_VERSION, "central", 2);
+        let bytes = hello(wire::PROTOCOL_VERSION, "central", 66);
         tokio::task::spawn_blocking(move || {
             let mut s = TcpStream::connect(addr).unwrap();
             s.write_all(&bytes).unwrap();
@@ -337,6 +354,13 @@ async fn the_api_needs_its_bearer_token() {
     let (answer, _) = api_exchange(
         api,
         b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s3cret-token-0123456789\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // The scheme name in any case (RFC 9110 §11.1).
+    let (answer, _) = api_exchange(
+        api,
+        b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nauthorization: bearer s3cret-token-0123456789\r\nConnection: close\r\n\r\n",
     )
     .await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
@@ -505,4 +529,207 @@ async fn an_events_subscriber_that_stops_reading_is_disconnected() {
     assert!(read.is_ok(), "the connection is closed: the read ends");
     assert_eq!(counter(&h, "api_write_stalls"), 1);
     assert_eq!(api_status(&h).await["id"], 1, "the node keeps serving");
+}
+
+/// Sends one request with `headers` (each ending in `\r\n`) and a small body to the API; returns
+/// the answer.
+async fn api_request(addr: SocketAddr, method: &str, path: &str, headers: &str) -> String {
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n{headers}Content-Length: 2\r\nConnection: close\r\n\r\n{{}}",
+        addr.port()
+    );
+    let bytes: &'static [u8] = Box::leak(request.into_bytes().into_boxed_slice());
+    api_exchange(addr, bytes).await.0
+}
+
+/// Issue 31 §4 (CSRF): a web page the operator opens cannot take the lock. What a page can make
+/// a browser send to the node without a preflight — a POST with a form's content type, from
+/// its own origin — is refused: 403 with a foreign `Origin`, 415 without JSON or the client
+/// header (a browser that sent no `Origin`, or a page of the node's own origin posting a form).
+/// The node's real clients (JSON, or `X-Ringleader`) take and release the lock as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_web_page_cannot_make_a_browser_take_the_lock() {
+    let mut cfg = NodeConfig::new(1, "127.0.0.1:0".parse().unwrap(), vec![], "central");
+    cfg.api = Some("127.0.0.1:0".parse().unwrap());
+    let h = ringleader_net::start(cfg).await.expect("node starts");
+    let api = h.api.unwrap();
+    let own = format!("Origin: http://127.0.0.1:{}\r\n", api.port());
+    let attacks = [
+        ("Origin: http://evil.example\r\nContent-Type: text/plain\r\n".to_string(), "403"),
+        ("Origin: http://evil.example\r\nContent-Type: application/json\r\n".to_string(), "403"),
+        ("Content-Type: text/plain\r\n".to_string(), "415"),
+        ("Content-Type: application/x-www-form-urlencoded\r\n".to_string(), "415"),
+        (format!("{own}Content-Type: multipart/form-data; boundary=x\r\n"), "415"),
+        (String::new(), "415"),
+    ];
+    for (headers, code) in &attacks {
+        for path in ["/lock?timeout=1s&ttl=3600s", "/election"] {
+            let answer = api_request(api, "POST", path, headers).await;
+            assert!(answer.starts_with(&format!("HTTP/1.1 {code}")), "{headers:?} {path}: {answer}");
+        }
+    }
+    assert_eq!(counter(&h, "lock_grants"), 0, "no attack took the lock");
+    // The client of the node: JSON, or the client header.
+    let answer = api_request(api, "POST", "/lock?timeout=5s", "Content-Type: application/json\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let body: serde_json::Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    let handle = body["handle"].as_str().unwrap().to_string();
+    let release = format!("/lock/{handle}");
+    let answer = api_request(api, "DELETE", &release, "Content-Type: text/plain\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 415"), "a form cannot release it either: {answer}");
+    let answer = api_request(api, "DELETE", &release, "X-Ringleader: 1\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(counter(&h, "lock_grants"), 1);
+}
+
+/// A node (id 1, central, with an API) with the cluster secret `secret` and `peers`.
+async fn secret_node(secret: &ringleader_net::auth::Secret, peers: Vec<(u64, String)>) -> NodeHandle {
+    let mut cfg = NodeConfig::new(1, "127.0.0.1:0".parse().unwrap(), peers, "central");
+    cfg.api = Some("127.0.0.1:0".parse().unwrap());
+    cfg.secret = Some(secret.clone());
+    ringleader_net::start(cfg).await.expect("node starts")
+}
+
+/// Issue 31 §4: before it has proved anything, a connection may announce no frame larger than
+/// a hello needs. One announcing 4 KiB (far below the 64 KiB of a proven peer's frame) is cut
+/// off at once, without waiting for the bytes (nor reserving room for them); the handshake
+/// timeout is not what closes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_announcing_more_than_a_hello_is_cut_off_at_once() {
+    let secret = ringleader_net::auth::Secret::generate();
+    let h = secret_node(&secret, vec![(2, "127.0.0.1:9".into())]).await;
+    let addr = h.listen;
+    let t0 = Instant::now();
+    let n = tokio::task::spawn_blocking(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s.write_all(&4096u32.to_be_bytes()).unwrap();
+        s.write_all(&[0; 16]).unwrap();
+        let mut buf = [0u8; 16];
+        s.read(&mut buf).unwrap_or(0)
+    })
+    .await
+    .unwrap();
+    let took = t0.elapsed();
+    assert_eq!(n, 0, "the node closed the connection");
+    assert!(
+        took < ringleader_transport::peer::HANDSHAKE_TIMEOUT / 2,
+        "closed after {took:?}: it waited for the frame instead of refusing its length"
+    );
+    wait_counter(&h, "frame_errors", 1).await;
+}
+
+/// Issue 31 §4: a peer in the middle of its handshake (hello sent, challenge received, proof
+/// on its way over a slow network) is not closed to make room for strangers that said nothing:
+/// more than a whole handshake pool of them arrive meanwhile, and its proof still lets it in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_strangers_make_room_for_each_other_not_for_a_peer_in_its_handshake() {
+    use ringleader_net::auth;
+    use ringleader_net::wire::{Challenge, Proof};
+    use ringleader_transport::peer::MAX_HANDSHAKES;
+    let secret = auth::Secret::generate();
+    let h = secret_node(&secret, vec![(2, "127.0.0.1:9".into())]).await;
+    let addr = h.listen;
+    let secret2 = secret.clone();
+    let (peer, strangers) = tokio::task::spawn_blocking(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let nonce = auth::nonce();
+        s.write_all(&frame(&wire::encode(&Hello::new("central", 2).with_nonce(nonce)))).unwrap();
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len).unwrap();
+        let mut challenge = vec![0u8; u32::from_be_bytes(len) as usize];
+        s.read_exact(&mut challenge).unwrap();
+        let challenge: Challenge = wire::decode(&challenge).unwrap();
+        // Strangers arrive while the proof is on its way.
+        let strangers: Vec<TcpStream> =
+            (0..MAX_HANDSHAKES + 16).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        let ids = auth::ids(2, 1);
+        let t = auth::transcript(&nonce, &challenge.nonce, &ids, "central");
+        (s, strangers, Proof { mac: secret2.mac(auth::DIALLER, &t) })
+    })
+    .await
+    .map(|(mut s, strangers, proof)| {
+        // The proof is sent once the node has made room for the last strangers.
+        (
+            move || {
+                let _ = s.write_all(&frame(&wire::encode(&proof)));
+                s
+            },
+            strangers,
+        )
+    })
+    .unwrap();
+    wait_counter(&h, "handshakes_evicted", 16).await;
+    let peer = tokio::task::spawn_blocking(peer).await.unwrap();
+    wait_counter(&h, "connections_accepted", 1).await;
+    assert_eq!(counter(&h, "auth_failures"), 0);
+    drop((peer, strangers));
+}
+
+/// Issue 31 §4: a flood of strangers — silent connections and hellos that never prove
+/// themselves — neither closes a proven peer's connection nor keeps a peer that restarts from
+/// getting back in: node 2 proves itself, the flood goes on, node 2 restarts (a new connection,
+/// a new handshake) and is connected again within a bounded wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_strangers_cannot_keep_a_restarted_peer_out() {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    let secret = ringleader_net::auth::Secret::generate();
+    // Node 2 is started first on a port of its own; node 1 knows it there.
+    let start2 = |peer1: String| {
+        let mut cfg = NodeConfig::new(2, "127.0.0.1:0".parse().unwrap(), vec![(1, peer1)], "central");
+        cfg.secret = Some(secret.clone());
+        ringleader_net::start(cfg)
+    };
+    let one = secret_node(&secret, vec![(2, "127.0.0.1:9".into())]).await;
+    let addr = one.listen;
+    let two = start2(addr.to_string()).await.expect("node 2 starts");
+    wait_counter(&one, "connections_accepted", 1).await;
+    // The flood: two threads opening connections to node 1 as fast as they can, half silent,
+    // half saying a valid hello as id 2 and nothing more, each held until the flood ends.
+    let stop = Arc::new(AtomicBool::new(false));
+    let flood: Vec<_> = (0..2)
+        .map(|t| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut held = std::collections::VecDeque::new();
+                let mut opened = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok(mut s) = TcpStream::connect(addr) else { continue };
+                    if (opened + t) % 2 == 0 {
+                        let _ = s.write_all(&hello(wire::PROTOCOL_VERSION, "central", 2));
+                    }
+                    opened += 1;
+                    held.push_back(s);
+                    if held.len() > 200 {
+                        held.pop_front();
+                    }
+                }
+                opened
+            })
+        })
+        .collect();
+    wait_counter(&one, "handshakes_evicted", 500).await;
+    let accepted = counter(&one, "connections_accepted");
+    assert_eq!(accepted, 1, "only node 2 got through");
+    // Node 2 restarts: its old connection ends, its new one must get through the flood.
+    two.shutdown.cancel();
+    let two = start2(addr.to_string()).await.expect("node 2 restarts");
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs(15);
+    while counter(&one, "connections_accepted") < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted node 2 did not get back in within 15 s of flood ({} evicted)",
+            counter(&one, "handshakes_evicted")
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let took = t0.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let opened: u64 = flood.into_iter().map(|t| t.join().unwrap()).sum();
+    println!("node 2 got back in after {took:?} of a flood of {opened} connections");
+    assert_eq!(counter(&one, "connections_over_limit"), 0, "no proven peer was refused");
+    two.shutdown.cancel();
 }

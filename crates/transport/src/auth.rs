@@ -73,6 +73,18 @@ pub enum SecretError {
         /// The file.
         path: String,
     },
+    /// Another user owns the file (and could have chosen the secret, or read it).
+    #[error(
+        "secret file {path}: owned by uid {owner}, not by this user (uid {me}); use a secret file of your own"
+    )]
+    Owner {
+        /// The file.
+        path: String,
+        /// Its owner.
+        owner: u32,
+        /// This process's effective uid.
+        me: u32,
+    },
     /// Others may read the file.
     #[error("secret file {path}: readable by others (mode {mode:o}); chmod 600 it")]
     Permissions {
@@ -109,19 +121,28 @@ impl Secret {
         hex(&self.0)
     }
 
-    /// Reads a secret file, refusing one that others may read.
+    /// Reads a secret file, refusing one that another user owns or that others may read (the
+    /// checks are made on the file opened, not on its name).
     pub fn read_file(path: &Path) -> Result<Secret, SecretError> {
-        use std::os::unix::fs::PermissionsExt;
+        use std::io::Read;
+        use std::os::unix::fs::MetadataExt;
         let shown = path.display().to_string();
-        let meta =
-            std::fs::metadata(path).map_err(|source| SecretError::Io { path: shown.clone(), source })?;
-        let mode = meta.permissions().mode() & 0o777;
+        let io = |source| SecretError::Io { path: shown.clone(), source };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me {
+            return Err(SecretError::Owner { path: shown, owner: meta.uid(), me });
+        }
+        let mode = meta.mode() & 0o777;
         if mode & 0o077 != 0 {
             return Err(SecretError::Permissions { path: shown, mode });
         }
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| SecretError::Io { path: shown.clone(), source })?;
-        Secret::from_hex(&text).ok_or(SecretError::Format { path: shown })
+        // A secret is 64 hex digits; a file far larger is not one (and is not read whole).
+        let mut text = String::new();
+        file.take(4097).read_to_string(&mut text).map_err(io)?;
+        Secret::from_hex(&text).filter(|_| text.len() <= 4096).ok_or(SecretError::Format { path: shown })
     }
 
     /// Writes the secret to a new file with mode 0600 (replacing an older file).
@@ -217,6 +238,17 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         let err = Secret::read_file(&path).unwrap_err().to_string();
         assert!(err.contains("readable by others (mode 644)"), "{err}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // Another user's file: only root can make one here (chown); elsewhere the check is
+        // shown by the launcher's tests with a second OS user.
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+            let err = Secret::read_file(&path).unwrap_err().to_string();
+            assert!(err.contains("owned by uid 65534, not by this user (uid 0)"), "{err}");
+        } else {
+            println!("skipped the owner check: it needs root to give the file to another user");
+        }
         let _ = std::fs::remove_file(&path);
     }
 }

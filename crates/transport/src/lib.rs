@@ -39,7 +39,7 @@ pub use peer::{Admit, Inbound, LinkState};
 /// How long an inbound peer connection may stay silent (see [`PeerConfig::peer_idle_timeout`]).
 pub const DEFAULT_PEER_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Inbound peer connections open at once by default.
+/// Proven peers' inbound connections open at once by default.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
 
 /// Capacity of a peer's outgoing queue by default (messages; its user drops what does not fit).
@@ -58,7 +58,8 @@ pub struct PeerConfig {
     pub secret: Option<auth::Secret>,
     /// Maximum frame size in bytes, taken from a peer once it is through its handshake.
     pub max_frame: usize,
-    /// Maximum simultaneous inbound connections.
+    /// Maximum simultaneous inbound connections of proven peers (one per peer id); connections
+    /// still in their handshake have a cap of their own ([`peer::MAX_HANDSHAKES`]).
     pub max_connections: usize,
     /// An inbound peer connection that delivers no frame for this long is closed; writers send
     /// an empty keep-alive frame after a quarter of it without traffic.

@@ -8,10 +8,17 @@
 //!   (50 ms doubling to 2 s); messages queued meanwhile wait in the queue, and the user drops
 //!   (and counts) what does not fit. The frame being written when a connection breaks is lost
 //!   and counted — as in any real network, the protocols above must tolerate loss.
-//! - **Readers** accept at most `max_connections` connections at once, require a valid hello
-//!   within [`HANDSHAKE_TIMEOUT`], then deliver each frame to the driver. Garbage, a truncated
-//!   or oversized frame, a wrong version, algorithm or sender: logged, counted, connection
-//!   closed. The node keeps serving everyone else.
+//! - **Readers** require a valid hello within [`HANDSHAKE_TIMEOUT`], then deliver each frame to
+//!   the driver. Garbage, a truncated or oversized frame, a wrong version, algorithm or sender:
+//!   logged, counted, connection closed. The node keeps serving everyone else.
+//! - **Two pools of connections, capped separately.** At most [`MAX_HANDSHAKES`] connections
+//!   are in their handshake at once, each reading frames of at most [`HANDSHAKE_MAX_FRAME`]
+//!   bytes (what a hello needs); at the cap the oldest of them is closed for the newcomer,
+//!   those that have not even sent a valid hello first. Peers through their handshake (proven,
+//!   with a secret) hold their slots in a pool of their own, at most
+//!   [`PeerConfig::max_connections`]; when it is full, a peer's newer connection replaces its
+//!   oldest one (left by a restart), and only a peer with none there is refused. No number of
+//!   strangers can thus close, or keep out, a peer that proved itself.
 //! - **Idle connections** do not hold a slot for good: a writer with nothing to send writes an
 //!   empty keep-alive frame every quarter of [`PeerConfig::peer_idle_timeout`], and a reader
 //!   that receives no frame for the whole timeout (a stranger that said hello and nothing more,
@@ -19,7 +26,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -40,10 +47,19 @@ use crate::wire::{self, Challenge, FrameError, Hello, Proof};
 /// How long an inbound connection may take to send its hello.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The largest frame read before a connection's handshake is done (hello, challenge, proof are
-/// small): only a peer that proved itself may send frames up to [`PeerConfig::max_frame`],
-/// whose buffer the codec reserves from the frame's length prefix alone.
-pub const HANDSHAKE_MAX_FRAME: usize = 64 * 1024;
+/// The largest frame read before a connection's handshake is done: what a hello needs (its
+/// magic, version, nonce, sender and a protocol name of at most [`MAX_PROTOCOL_LEN`] bytes;
+/// a challenge and a proof are smaller). Only a peer that proved itself may send frames up to
+/// [`PeerConfig::max_frame`], whose buffer the codec reserves from the frame's length prefix
+/// alone: a stranger announcing a larger frame is cut off before anything is allocated for it.
+pub const HANDSHAKE_MAX_FRAME: usize = 512;
+
+/// The longest protocol name a hello may carry (see [`HANDSHAKE_MAX_FRAME`]).
+pub const MAX_PROTOCOL_LEN: usize = 256;
+
+/// Inbound connections in their handshake at once (not proven yet); at the cap the oldest is
+/// closed for the newcomer, those that sent no valid hello first.
+pub const MAX_HANDSHAKES: usize = 64;
 
 /// How long one dial may take (an unreachable host would otherwise hold it for minutes).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -278,61 +294,69 @@ pub async fn listen<M, P, T>(
     P: Copy + Send + Sync + 'static,
     T: From<Inbound<M, P>> + Send + 'static,
 {
-    let open = Arc::new(AtomicUsize::new(0));
-    // Connections not through their handshake yet, oldest first, each with the switch that
-    // closes it. At the limit, the oldest of them makes room for the newcomer: a flood of
-    // connections that say nothing (or say hello and prove nothing) then holds no slot for
-    // long, and a real peer's handshake, which takes a round trip, gets through. Only when
-    // every open connection is a proven peer is a newcomer refused.
-    let handshakes: Arc<Mutex<VecDeque<(u64, CancellationToken)>>> = Default::default();
+    let slots: Arc<Mutex<Slots>> = Default::default();
     let mut next_key = 0u64;
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => return,
             a = listener.accept() => a,
         };
-        let Ok((stream, addr)) = accepted else { continue };
-        let at_limit = open.load(Ordering::Relaxed) >= cfg.max_connections;
-        let evicted = at_limit && {
-            let oldest = handshakes.lock().pop_front();
-            oldest.map(|(_, close)| close.cancel()).is_some()
+        let (stream, addr) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // Out of descriptors, typically: give connections a moment to close rather
+                // than spin on the error.
+                eprintln!("[id {}] peer accept failed: {e}", cfg.id);
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_millis(50)) => continue,
+                }
+            }
         };
-        if evicted {
-            counts.bump(Counted::HandshakesEvicted);
-        } else if at_limit {
-            counts.bump(Counted::ConnectionsOverLimit);
-            counts.bump(Counted::ConnectionsRejected);
-            eprintln!(
-                "[id {}] refused connection from {addr}: {} connections open",
-                cfg.id, cfg.max_connections
-            );
-            drop(stream);
-            continue;
-        }
-        open.fetch_add(1, Ordering::Relaxed);
         let key = next_key;
         next_key += 1;
         let close = CancellationToken::new();
-        handshakes.lock().push_back((key, close.clone()));
-        let (counts, input, cfg, shutdown, open, admit, handshakes) = (
-            counts.clone(),
-            input.clone(),
-            cfg.clone(),
-            shutdown.clone(),
-            open.clone(),
-            admit.clone(),
-            handshakes.clone(),
-        );
+        let hello_ok = Arc::new(AtomicBool::new(false));
+        let evicted = slots.lock().enter(Pending { key, close: close.clone(), hello_ok: hello_ok.clone() });
+        if evicted {
+            counts.bump(Counted::HandshakesEvicted);
+        }
+        let (counts, input, cfg, shutdown, admit, slots) =
+            (counts.clone(), input.clone(), cfg.clone(), shutdown.clone(), admit.clone(), slots.clone());
         tokio::spawn(async move {
-            let through = || handshakes.lock().retain(|(k, _)| *k != key);
+            let proven = AtomicBool::new(false);
+            let sender = AtomicU64::new(0);
+            let step = |s: Step| match s {
+                Step::Hello => {
+                    hello_ok.store(true, Ordering::Relaxed);
+                    true
+                }
+                Step::Proven(id) => {
+                    sender.store(id, Ordering::Relaxed);
+                    let ok = slots.lock().prove(key, id, &close, cfg.max_connections);
+                    proven.store(ok, Ordering::Relaxed);
+                    ok
+                }
+            };
             let result = tokio::select! {
                 _ = shutdown.cancelled() => Ok(()),
-                _ = close.cancelled() => Err(FrameError::Decode(
-                    "closed during its handshake to make room for a newer connection".into(),
-                )),
-                r = read_connection::<M, P, T>(stream, &*counts, &input, &cfg, &admit, &through) => r,
+                _ = close.cancelled() => {
+                    if proven.load(Ordering::Relaxed) {
+                        eprintln!(
+                            "[id {}] closed the connection of id {} from {addr}: replaced by its newer one",
+                            cfg.id,
+                            sender.load(Ordering::Relaxed)
+                        );
+                        Ok(())
+                    } else {
+                        Err(FrameError::Decode(
+                            "closed during its handshake to make room for a newer connection".into(),
+                        ))
+                    }
+                }
+                r = read_connection::<M, P, T>(stream, &*counts, &input, &cfg, &admit, &step) => r,
             };
-            through();
+            slots.lock().leave(key);
             if let Err(e) = result {
                 counts.bump(Counted::ConnectionsRejected);
                 match e {
@@ -344,13 +368,74 @@ pub async fn listen<M, P, T>(
                         counts.bump(Counted::HandshakeErrors);
                         counts.bump(Counted::AuthFailures);
                     }
+                    FrameError::OverLimit(_) => counts.bump(Counted::ConnectionsOverLimit),
                     _ => counts.bump(Counted::FrameErrors),
                 }
                 eprintln!("[id {}] closed connection from {addr}: {e}", cfg.id);
             }
-            open.fetch_sub(1, Ordering::Relaxed);
         });
     }
+}
+
+/// A connection in its handshake, as the listener keeps it.
+struct Pending {
+    key: u64,
+    /// Cancelled to close it.
+    close: CancellationToken,
+    /// Set once it sent a valid hello (it is then evicted after those that did not).
+    hello_ok: Arc<AtomicBool>,
+}
+
+/// The listener's two pools: connections in their handshake and proven peers' connections,
+/// each oldest first.
+#[derive(Default)]
+struct Slots {
+    pending: VecDeque<Pending>,
+    /// (connection key, peer id, the switch that closes it).
+    proven: VecDeque<(u64, u64, CancellationToken)>,
+}
+
+impl Slots {
+    /// Lets a new connection into the handshake pool; at [`MAX_HANDSHAKES`], the oldest that
+    /// sent no valid hello, else the oldest, is closed for it (returns true then).
+    fn enter(&mut self, newcomer: Pending) -> bool {
+        let evicted = self.pending.len() >= MAX_HANDSHAKES && {
+            let at = self.pending.iter().position(|p| !p.hello_ok.load(Ordering::Relaxed)).unwrap_or(0);
+            self.pending.remove(at).map(|p| p.close.cancel()).is_some()
+        };
+        self.pending.push_back(newcomer);
+        evicted
+    }
+
+    /// Moves connection `key` to the proven pool as peer `id`'s. With `max` proven connections
+    /// open, the oldest other connection of the same peer (left by a restart) is closed for it;
+    /// when that peer has none, false: the connection must close.
+    fn prove(&mut self, key: u64, id: u64, close: &CancellationToken, max: usize) -> bool {
+        self.pending.retain(|p| p.key != key);
+        if self.proven.len() >= max {
+            let Some(at) = self.proven.iter().position(|(_, peer, _)| *peer == id) else { return false };
+            if let Some((_, _, older)) = self.proven.remove(at) {
+                older.cancel();
+            }
+        }
+        self.proven.push_back((key, id, close.clone()));
+        true
+    }
+
+    /// Forgets connection `key`.
+    fn leave(&mut self, key: u64) {
+        self.pending.retain(|p| p.key != key);
+        self.proven.retain(|(k, _, _)| *k != key);
+    }
+}
+
+/// How far a connection's handshake got, as [`read_connection`] tells the listener.
+enum Step {
+    /// It sent a valid hello.
+    Hello,
+    /// It proved itself (or, without a secret, said hello) as this peer id; the answer says
+    /// whether it may stay.
+    Proven(u64),
 }
 
 /// Reads one inbound connection: the hello, then messages until the peer closes.
@@ -360,7 +445,7 @@ async fn read_connection<M, P, T>(
     input: &mpsc::Sender<T>,
     cfg: &PeerConfig,
     admit: &Admit<P>,
-    through: &(dyn Fn() + Sync),
+    step: &(dyn Fn(Step) -> bool + Sync),
 ) -> Result<(), FrameError>
 where
     M: DeserializeOwned,
@@ -370,7 +455,7 @@ where
     let _ = stream.set_nodelay(true);
     let (read_half, mut write_half) = stream.into_split();
     let small = cfg.max_frame.min(HANDSHAKE_MAX_FRAME);
-    let mut frames = FramedRead::new(read_half, wire::codec(small));
+    let mut frames = FramedRead::with_capacity(read_half, wire::codec(small), small + 4);
     let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
     let first = match tokio::time::timeout_at(deadline, frames.next()).await {
         Err(_) => return Err(FrameError::Decode("no hello within the handshake timeout".into())),
@@ -379,6 +464,7 @@ where
         Ok(Some(Ok(f))) => f,
     };
     let hello = wire::check_hello_with(&first, &cfg.protocol, |u| u != cfg.id && admit(u).is_some())?;
+    step(Step::Hello);
     if let Some(secret) = &cfg.secret {
         // Challenge the claimed sender; only a proof for this connection's nonces and these
         // two ids lets its frames through.
@@ -402,7 +488,9 @@ where
         }
     }
     let from = admit(hello.sender).ok_or(FrameError::UnknownSender(hello.sender))?;
-    through();
+    if !step(Step::Proven(hello.sender)) {
+        return Err(FrameError::OverLimit(cfg.max_connections));
+    }
     counts.bump(Counted::ConnectionsAccepted);
     // Admitted (and, with a secret, proven): its frames may be as large as the node takes.
     frames.decoder_mut().set_max_frame_length(cfg.max_frame);
@@ -426,5 +514,67 @@ where
         if input.send(T::from(Inbound { from, msg })).await.is_err() {
             return Ok(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_largest_hello_fits_the_handshake_frame() {
+        let hello = Hello::new(&"p".repeat(MAX_PROTOCOL_LEN), u64::MAX).with_nonce([0xff; 32]);
+        let len = wire::encode(&hello).len();
+        assert!(len <= HANDSHAKE_MAX_FRAME, "a hello of {len} bytes");
+        let challenge = Challenge { nonce: [0xff; 32], mac: [0xff; 32] };
+        assert!(wire::encode(&challenge).len() <= HANDSHAKE_MAX_FRAME);
+    }
+
+    fn pending(key: u64, hello: bool) -> (Pending, CancellationToken) {
+        let close = CancellationToken::new();
+        (Pending { key, close: close.clone(), hello_ok: Arc::new(AtomicBool::new(hello)) }, close)
+    }
+
+    #[test]
+    fn strangers_make_room_for_each_other_silent_ones_first_never_for_proven_peers() {
+        let mut slots = Slots::default();
+        let (first, first_close) = pending(0, false);
+        assert!(!slots.enter(first));
+        // A peer's connection that said its hello, then enough silent ones to fill the pool.
+        let (peer, peer_close) = pending(1, true);
+        assert!(!slots.enter(peer));
+        for key in 2..MAX_HANDSHAKES as u64 {
+            assert!(!slots.enter(pending(key, false).0));
+        }
+        // Each newcomer now closes the oldest silent connection, never the one that said hello
+        // while a silent one is left.
+        assert!(slots.enter(pending(1000, false).0));
+        assert!(first_close.is_cancelled());
+        for key in 1001..1000 + MAX_HANDSHAKES as u64 {
+            assert!(slots.enter(pending(key, false).0));
+        }
+        assert!(!peer_close.is_cancelled(), "the peer's handshake survived {MAX_HANDSHAKES} strangers");
+        assert!(slots.prove(1, 7, &peer_close, 1));
+        // Proven peers have their own pool: strangers never close them.
+        for key in 2000..2000 + 4 * MAX_HANDSHAKES as u64 {
+            slots.enter(pending(key, true).0);
+        }
+        assert!(!peer_close.is_cancelled());
+        // One more peer than the proven pool takes is refused; the same peer again, with the
+        // pool full, replaces its older connection.
+        let other = CancellationToken::new();
+        assert!(!slots.prove(3000, 8, &other, 1));
+        let newer = CancellationToken::new();
+        assert!(slots.prove(3001, 7, &newer, 1));
+        assert!(peer_close.is_cancelled());
+        slots.leave(1);
+        assert_eq!(
+            slots.proven.iter().map(|(k, _, _)| *k).collect::<Vec<_>>(),
+            [3001],
+            "the older one leaving keeps the newer"
+        );
+        // With room, a peer may have two connections (its restart's old one times out).
+        assert!(slots.prove(3002, 7, &CancellationToken::new(), 2));
+        assert!(!newer.is_cancelled());
     }
 }

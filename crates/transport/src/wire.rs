@@ -120,6 +120,9 @@ pub enum FrameError {
     /// The peer did not prove that it holds the cluster secret for the id it claimed.
     #[error("peer claiming id {0} did not prove it holds the cluster secret")]
     Unauthenticated(u64),
+    /// Every slot for proven peers' connections is taken (by other peers).
+    #[error("{0} peer connections are open already, the most this node takes")]
+    OverLimit(usize),
 }
 
 /// The codec for frames of at most `max_frame` bytes.

@@ -39,8 +39,8 @@ fn try_http(port: u16, method: &str, path: &str) -> Option<(u16, serde_json::Val
     let url = format!("http://127.0.0.1:{port}{path}");
     let response = AGENT.with(|a| match method {
         "GET" => a.get(&url).call(),
-        "POST" => a.post(&url).send_empty(),
-        "DELETE" => a.delete(&url).call(),
+        "POST" => a.post(&url).header("X-Ringleader", "1").send_empty(),
+        "DELETE" => a.delete(&url).header("X-Ringleader", "1").call(),
         other => panic!("the tests speak GET, POST and DELETE, not {other}"),
     });
     let mut response = response.ok()?;
@@ -488,6 +488,119 @@ fn the_default_secret_directory_must_be_private() {
     std::fs::remove_dir_all(&run_dir).unwrap();
 }
 
+/// The name of the second OS user the tests below play the attacker with.
+const INTRUDER: &str = "rl-intruder";
+
+/// The uid of a second OS user (made with `useradd` if needed), when this process may make
+/// one (it runs as root); `None`, with a message saying the test was skipped, otherwise.
+fn intruder(test: &str) -> Option<u32> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("{test}: skipped, it needs root to create a second OS user");
+        return None;
+    }
+    let uid = || {
+        let out = Command::new("id").args(["-u", INTRUDER]).output().ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse::<u32>().ok().filter(|_| out.status.success())
+    };
+    if uid().is_none() {
+        // Another test may be making it at the same time: what counts is that it exists after.
+        let _ = Command::new("useradd")
+            .args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", INTRUDER])
+            .stderr(Stdio::null())
+            .status();
+    }
+    let found = uid();
+    if found.is_none() {
+        println!("{test}: skipped, `useradd {INTRUDER}` did not make a second OS user");
+    }
+    found
+}
+
+/// Runs `script` with `sh` as the second OS user (with that user's groups only).
+fn as_intruder(script: &str) -> Output {
+    Command::new("runuser").args(["-u", INTRUDER, "--", "sh", "-c", script]).output().expect("runuser runs")
+}
+
+/// Issue 31 §4, played by a second OS user on the same host: it can neither plant the default
+/// secret directory (where a launcher would then write the secret into its hands), nor hand a
+/// node a secret file of its own, nor read a running cluster's secret or its nodes' data.
+#[test]
+fn another_local_user_can_neither_plant_nor_read_the_secret_or_the_data() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(uid) = intruder("another_local_user_can_neither_plant_nor_read_the_secret_or_the_data") else {
+        return;
+    };
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    // A runtime directory both users may write to, as /tmp is.
+    let shared = std::env::temp_dir().join(format!("ringleader-shared-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&shared);
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    // 1. It makes the launcher's default secret directory first, private to itself.
+    let out = as_intruder(&format!("mkdir -m 700 {}/ringleader", shared.display()));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (api, peer) = (free_base(1, LANE), free_base(1, LANE));
+    let out = run(Command::new(env!("CARGO_BIN_EXE_ringleader"))
+        .args(["cluster", "--nodes", "1", "--algo", "central", "--no-data-dir"])
+        .args(["--api-base-port", &api.to_string(), "--peer-base-port", &peer.to_string()])
+        .env("XDG_RUNTIME_DIR", &shared));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("is not a private directory of this user (owner {uid}, mode 700)")),
+        "{err}"
+    );
+    // 2. It writes a secret file of its own, mode 0600, and offers it to a node.
+    let planted = shared.join("planted.secret");
+    let hex = ringleader_net::auth::Secret::generate().to_hex();
+    let out = as_intruder(&format!("umask 077; echo {hex} > {}", planted.display()));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut node = spawn(
+        Command::new(env!("CARGO_BIN_EXE_ringleader"))
+            .args(["node", "--id", "1", "--listen", "127.0.0.1:0", "--algo", "central", "--secret-file"])
+            .arg(&planted)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
+    let t0 = Instant::now();
+    while node.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = node.kill();
+            panic!("the node started with a secret file of another user's");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = node.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("owned by uid {uid}, not by this user (uid 0)")), "{err}");
+    std::fs::remove_dir_all(&shared).unwrap();
+    // 3. A running cluster: its secret and its nodes' data are the launcher's user's alone.
+    let c = Cluster::start("central", 2, &[]);
+    lock_and_unlock(c.port(1));
+    let secret = default_secret_dir().join(format!("cluster-{}.secret", c.api));
+    let data = c.dir.join("data");
+    let node = data.join("node-1");
+    let state = node.join("state.json");
+    c.wait_until("node 1 wrote its state", Duration::from_secs(10), || state.exists());
+    assert_eq!((mode(&secret), mode(&data), mode(&node), mode(&state)), (0o600, 0o700, 0o700, 0o600));
+    // The trace directory is the test's own (0755): the data directory is what keeps it out.
+    assert_eq!(mode(&c.dir) & 0o005, 0o005);
+    for (what, script) in [
+        ("the secret", format!("cat {}", secret.display())),
+        ("the data directory", format!("ls {}", data.display())),
+        ("node 1's state", format!("cat {}", state.display())),
+    ] {
+        let out = as_intruder(&script);
+        assert!(
+            !out.status.success(),
+            "the other user read {what}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
 #[test]
 fn node_flags_are_checked() {
     let run = |args: &[&str]| {
@@ -696,6 +809,95 @@ fn an_unauthenticated_control_command_is_refused() {
     assert!(c.status(2).is_some(), "node 2 still runs");
     c.ctl("kill", 2); // `cluster ctl` reads the secret file
     c.wait_until("node 2 is down", Duration::from_secs(10), || c.status(2).is_none());
+}
+
+/// Reads one line (up to `\n`) from a control connection.
+fn ctl_line(s: &mut TcpStream) -> String {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while s.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    String::from_utf8_lossy(&line).to_string()
+}
+
+/// The resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process runs");
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS");
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Issue 31 §4: what a stranger can do to the launcher's control port. An endless line is
+/// refused after 4 KiB (the launcher used to read 400 MiB of one in 1.7 s) and costs it no
+/// memory; a forged HMAC obeys nothing; a ninth connection while eight are open is refused at
+/// once; a connection that says nothing is closed within seconds; `cluster ctl` still works.
+#[test]
+fn the_control_port_bounds_what_a_stranger_can_send_and_hold() {
+    let c = Cluster::start_with("central", 1, &[], &["--no-data-dir"]);
+    let ctl = ("127.0.0.1", c.api);
+    let connect = || {
+        let s = TcpStream::connect(ctl).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    };
+    let before = rss_kib(c.child.id());
+    // An endless line: the launcher stops reading and closes; our writes fail long before the
+    // 256 MiB we would send.
+    let mut s = connect();
+    assert!(ctl_line(&mut s).starts_with("ringleader-ctl "));
+    let chunk = vec![b'k'; 1 << 20];
+    let mut sent = 0usize;
+    let refused = loop {
+        match s.write(&chunk) {
+            Ok(n) => sent += n,
+            Err(e) => {
+                assert!(
+                    !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+                    "{e}"
+                );
+                break true;
+            }
+        }
+        if sent >= 256 << 20 {
+            break false;
+        }
+    };
+    assert!(refused && sent < 64 << 20, "the launcher took {sent} bytes of one line");
+    let grown = rss_kib(c.child.id()).saturating_sub(before);
+    assert!(grown < 16 << 10, "the launcher grew by {grown} KiB");
+    // A command with a forged HMAC.
+    let mut s = connect();
+    ctl_line(&mut s);
+    s.write_all(format!("{} kill 1\n", "00".repeat(32)).as_bytes()).unwrap();
+    assert!(ctl_line(&mut s).contains("error: not authenticated"));
+    assert!(c.status(1).is_some(), "node 1 still runs");
+    // Eight connections that say nothing fill the control port; a ninth is refused at once.
+    let mut held: Vec<TcpStream> = (0..8).map(|_| connect()).collect();
+    for s in &mut held {
+        assert!(ctl_line(s).starts_with("ringleader-ctl "));
+    }
+    let t0 = Instant::now();
+    let answer = ctl_line(&mut connect());
+    assert!(answer.contains("8 control connections are open already"), "{answer:?}");
+    assert!(t0.elapsed() < Duration::from_secs(2), "refused after {:?}", t0.elapsed());
+    // A silent connection holds its slot for seconds, not for good.
+    let answer = ctl_line(&mut held[0]);
+    assert!(answer.contains("went silent"), "{answer:?}");
+    assert!(t0.elapsed() < Duration::from_secs(8), "closed after {:?}", t0.elapsed());
+    drop(held);
+    c.wait_until("cluster ctl is served again", Duration::from_secs(10), || {
+        run(Command::new(env!("CARGO_BIN_EXE_ringleader")).args([
+            "cluster",
+            "ctl",
+            "status",
+            "--ctl",
+            &format!("127.0.0.1:{}", c.api),
+        ]))
+        .status
+        .success()
+    });
 }
 
 /// A loopback API refuses a request whose Host is another site (DNS rebinding).
@@ -991,8 +1193,8 @@ fn try_http_with_token(port: u16, method: &str, path: &str, token: &str) -> Opti
     let bearer = format!("Bearer {token}");
     let response = AGENT.with(|a| match method {
         "GET" => a.get(&url).header("Authorization", &bearer).call(),
-        "POST" => a.post(&url).header("Authorization", &bearer).send_empty(),
-        "DELETE" => a.delete(&url).header("Authorization", &bearer).call(),
+        "POST" => a.post(&url).header("Authorization", &bearer).header("X-Ringleader", "1").send_empty(),
+        "DELETE" => a.delete(&url).header("Authorization", &bearer).header("X-Ringleader", "1").call(),
         other => panic!("the tests speak GET, POST and DELETE, not {other}"),
     });
     let mut response = response.ok()?;

@@ -843,6 +843,17 @@ fn the_launcher_gives_service_nodes_the_api_token_the_scheme_name_is_case_insens
             .map(|r| r.status().as_u16())
     });
     assert_eq!(cross, Some(403));
+    // A form post with no `Origin` (what a page could make a browser send without a
+    // preflight) is refused too: every request that changes state takes a JSON body.
+    let form = AGENT.with(|a| {
+        a.post(&grant)
+            .header("authorization", &format!("Bearer {token}"))
+            .header("content-type", "text/plain")
+            .send(r#"{"ttl_ms":3600000}"#)
+            .ok()
+            .map(|r| r.status().as_u16())
+    });
+    assert_eq!(form, Some(400));
 }
 
 /// `serve --planted` (deploy/nemesis.sh) reaches the node's state machine in the test build:
