@@ -120,6 +120,10 @@ pub enum FrameError {
     /// The peer did not prove that it holds the cluster secret for the id it claimed.
     #[error("peer claiming id {0} did not prove it holds the cluster secret")]
     Unauthenticated(u64),
+    /// The TLS handshake failed (no certificate, one the peer CA did not sign, another name,
+    /// or not TLS at all).
+    #[error("TLS handshake refused: {0}")]
+    Tls(String),
 }
 
 /// The codec for frames of at most `max_frame` bytes.
