@@ -218,12 +218,14 @@ impl TlsCluster {
         format!("https://127.0.0.1:{}", self.api + id)
     }
 
-    /// `ringleader ARGS --endpoints ENDPOINTS` with the cluster's client files.
+    /// `ringleader VERB --endpoints ENDPOINTS` with the cluster's client files, then the rest
+    /// of `args` (a `--` and a command among them).
     fn client(&self, args: &[&str], endpoints: &str) -> Command {
         let mut cmd = ringleader();
-        cmd.args(args).args(["--endpoints", endpoints]);
+        cmd.arg(args[0]).args(["--endpoints", endpoints]);
         cmd.arg("--cacert").arg(self.tls("ca.pem"));
         cmd.arg("--cert").arg(self.tls("client.pem")).arg("--key").arg(self.tls("client-key.pem"));
+        cmd.args(&args[1..]);
         cmd
     }
 
@@ -350,7 +352,7 @@ fn a_tls_cluster_serves_verified_clients_only() {
     assert!(out.status.success(), "ringleader lock over TLS: {}", text(&out));
     // Without --cacert an https endpoint is refused, in one line that names the flag.
     let out = ringleader()
-        .args(["lock", "tls-lock", "--ttl", "5s", "--endpoints", &c.endpoint(1), "--", "true"])
+        .args(["lock", "--endpoints", &c.endpoint(1), "tls-lock", "--ttl", "5s", "--", "true"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -376,7 +378,7 @@ fn a_tls_cluster_serves_verified_clients_only() {
     let fake = FakeServer::start(c.api + 3, &fake_cert, &fake_key);
     let lock = |endpoints: &str, ca: &Path| {
         let mut cmd = ringleader();
-        cmd.args(["lock", "victim", "--ttl", "5s", "--timeout", "5s", "--endpoints", endpoints])
+        cmd.args(["lock", "--endpoints", endpoints, "victim", "--ttl", "5s", "--timeout", "5s"])
             .arg("--cacert")
             .arg(ca)
             .arg("--cert")
