@@ -222,7 +222,9 @@ pub fn run(args: BenchServiceArgs) -> crate::CommandResult {
         .with_context(|| format!("--duration {:?}: expected a duration such as 5s", args.duration))?;
     let duration = Duration::from_nanos(ns);
     let sessions: Vec<Session> = (0..args.clients)
-        .map(|i| Session::open(args.endpoints[i % args.endpoints.len()].trim_end_matches('/'), args.target, &tls))
+        .map(|i| {
+            Session::open(args.endpoints[i % args.endpoints.len()].trim_end_matches('/'), args.target, &tls)
+        })
         .collect::<anyhow::Result<_>>()?;
     let stop = Arc::new(AtomicBool::new(false));
     let start = Instant::now();

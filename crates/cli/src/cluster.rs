@@ -709,7 +709,11 @@ async fn launch(args: ClusterArgs) -> crate::CommandResult {
             .grpc_base_port
             .map(|g| {
                 let at = format!("{}:{}", a.host, g as u64 + id);
-                if launcher.tls.is_some() { format!("  etcd gRPC https://{at}") } else { format!("  etcd gRPC {at}") }
+                if launcher.tls.is_some() {
+                    format!("  etcd gRPC https://{at}")
+                } else {
+                    format!("  etcd gRPC {at}")
+                }
             })
             .unwrap_or_default();
         println!(

@@ -199,7 +199,9 @@ impl ServeArgs {
         match (&self.cert_file, &self.key_file) {
             (None, None) => {
                 if self.trusted_ca_file.is_some() || self.client_cert_auth {
-                    bail!("--trusted-ca-file and --client-cert-auth need TLS: give --cert-file and --key-file too");
+                    bail!(
+                        "--trusted-ca-file and --client-cert-auth need TLS: give --cert-file and --key-file too"
+                    );
                 }
                 Ok(None)
             }
@@ -207,7 +209,9 @@ impl ServeArgs {
             (None, Some(_)) => bail!("--key-file needs --cert-file (the certificate it is the key of)"),
             (Some(cert), Some(key)) => {
                 if self.client_cert_auth && self.trusted_ca_file.is_none() {
-                    bail!("--client-cert-auth needs --trusted-ca-file (the CA client certificates are verified with)");
+                    bail!(
+                        "--client-cert-auth needs --trusted-ca-file (the CA client certificates are verified with)"
+                    );
                 }
                 Ok(Some(ringleader_transport::tls::ServerFiles {
                     cert: cert.clone(),

@@ -80,7 +80,8 @@ pub fn generate(dir: &Path, nodes: u64, host: &str) -> anyhow::Result<ClusterTls
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.distinguished_name.push(DnType::CommonName, "ringleader cluster CA (throwaway)");
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca.key_usages =
+        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
     let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
     let issuer = Issuer::new(ca, ca_key);
     let tls = ClusterTls { dir: dir.to_path_buf() };
@@ -91,7 +92,8 @@ pub fn generate(dir: &Path, nodes: u64, host: &str) -> anyhow::Result<ClusterTls
         let key = KeyPair::generate().map_err(err)?;
         let mut p = CertificateParams::new(names.clone()).map_err(err)?;
         p.distinguished_name.push(DnType::CommonName, format!("ringleader node {id}"));
-        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+        p.extended_key_usages =
+            vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
         let cert = p.signed_by(&key, &issuer).map_err(err)?;
         write(&tls.node_cert(id), &cert.pem(), 0o644)?;
         write(&tls.node_key(id), &key.serialize_pem(), 0o600)?;

@@ -104,8 +104,9 @@ impl ClientTls {
                 if chain.is_empty() {
                     return Err(ClientError::Tls("the client certificate file holds no certificate".into()));
                 }
-                let key = PrivateKey::from_pem(key)
-                    .map_err(|e| ClientError::Tls(format!("the client key file holds no private key: {e}")))?;
+                let key = PrivateKey::from_pem(key).map_err(|e| {
+                    ClientError::Tls(format!("the client key file holds no private key: {e}"))
+                })?;
                 Some(ClientCert::new_with_certs(&chain, key))
             }
         };
@@ -803,8 +804,7 @@ mod tests {
     fn endpoints_are_http_host_port() {
         assert_eq!(normalize("http://127.0.0.1:4100/").unwrap(), "http://127.0.0.1:4100");
         assert_eq!(normalize(" http://node-1:80 ").unwrap(), "http://node-1:80");
-        for bad in
-            ["127.0.0.1:4100", "ftp://a:1", "http://a", "http://:1", "http://a:99999", "https://a:1/x"]
+        for bad in ["127.0.0.1:4100", "ftp://a:1", "http://a", "http://:1", "http://a:99999", "https://a:1/x"]
         {
             assert!(matches!(normalize(bad), Err(ClientError::BadEndpoint(_))), "{bad}");
         }

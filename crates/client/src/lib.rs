@@ -59,8 +59,8 @@ mod session;
 pub mod sse;
 
 pub use client::{
-    Client, ClientTls, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, Leader, LeaseGrant,
-    LeaseInfo, Member, Members, Status, check_scheme,
+    Client, ClientTls, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, Leader,
+    LeaseGrant, LeaseInfo, Member, Members, Status, check_scheme,
 };
 pub use error::ClientError;
 pub use events::{LeaseEvent, LeaseEvents, LossReason, Observe};

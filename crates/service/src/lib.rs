@@ -57,7 +57,9 @@ pub async fn start_with_grpc(
     // Both client APIs' TLS, built before anything starts: a bad file is one error line.
     let tls_error = |e: ringleader_transport::tls::TlsError| server::ServeError::Config(e.to_string());
     let api_tls = match &cfg.tls {
-        Some(files) => Some(ringleader_transport::tls::server_config(files, &[b"http/1.1"]).map_err(tls_error)?),
+        Some(files) => {
+            Some(ringleader_transport::tls::server_config(files, &[b"http/1.1"]).map_err(tls_error)?)
+        }
         None => None,
     };
     let grpc_tls = match (&cfg.tls, &grpc) {

@@ -206,7 +206,9 @@ impl PeerTls {
         let rename = |e: TlsError| match e {
             TlsError::Read { flag, path, source } => TlsError::Read { flag: peer_flag(flag), path, source },
             TlsError::Pem { flag, path, reason } => TlsError::Pem { flag: peer_flag(flag), path, reason },
-            TlsError::Config { what, reason } => TlsError::Config { what: what.replace("--", "--peer-"), reason },
+            TlsError::Config { what, reason } => {
+                TlsError::Config { what: what.replace("--", "--peer-"), reason }
+            }
             other => other,
         };
         let files = ServerFiles {
@@ -216,7 +218,11 @@ impl PeerTls {
             client_cert_auth: true,
         };
         let server = server_config(&files, &[]).map_err(rename)?;
-        let client = client_config(ca, Some((cert, key)), ("--peer-trusted-ca-file", "--peer-cert-file", "--peer-key-file"))?;
+        let client = client_config(
+            ca,
+            Some((cert, key)),
+            ("--peer-trusted-ca-file", "--peer-cert-file", "--peer-key-file"),
+        )?;
         Ok(PeerTls {
             acceptor: tokio_rustls::TlsAcceptor::from(server),
             connector: tokio_rustls::TlsConnector::from(client),

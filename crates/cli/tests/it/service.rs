@@ -661,7 +661,10 @@ fn the_api_asks_for_its_bearer_token_and_a_loopback_host() {
         .unwrap();
     assert_eq!(open.status.code(), Some(1));
     let err = String::from_utf8_lossy(&open.stderr);
-    assert!(err.contains("needs TLS") && err.contains("--insecure") && err.trim().lines().count() == 1, "{err}");
+    assert!(
+        err.contains("needs TLS") && err.contains("--insecure") && err.trim().lines().count() == 1,
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -91,14 +91,13 @@ impl FakeServer {
         let certs: Vec<CertificateDer<'static>> =
             CertificateDer::pem_file_iter(cert).unwrap().collect::<Result<_, _>>().unwrap();
         let key = PrivateKeyDer::from_pem_file(key).unwrap();
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap();
+        let config =
+            rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(certs, key)
+                .unwrap();
         let config = Arc::new(config);
         let listener = until(BOUND, "the stopped node's port to be free", || {
             TcpListener::bind(("127.0.0.1", port)).ok()
@@ -190,7 +189,9 @@ impl TlsCluster {
         let mut printed = String::new();
         let t0 = Instant::now();
         loop {
-            let line = rx.recv_timeout(BOUND.saturating_sub(t0.elapsed())).expect("the launcher printed no client flags");
+            let line = rx
+                .recv_timeout(BOUND.saturating_sub(t0.elapsed()))
+                .expect("the launcher printed no client flags");
             printed.push_str(&line);
             printed.push('\n');
             if line.contains("client flags:") {
@@ -204,7 +205,11 @@ impl TlsCluster {
             if out.status.success() {
                 break;
             }
-            assert!(t0.elapsed() < START, "the TLS cluster granted no lease within {START:?}: {}", text(&out));
+            assert!(
+                t0.elapsed() < START,
+                "the TLS cluster granted no lease within {START:?}: {}",
+                text(&out)
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         c
@@ -291,7 +296,12 @@ fn a_tls_cluster_serves_verified_clients_only() {
     let (cert, key) = (c.tls("client.pem"), c.tls("client-key.pem"));
     // The launcher prints the client's flags; the keys are the user's alone.
     assert!(
-        c.printed.contains(&format!("--cacert {} --cert {} --key {}", ca.display(), cert.display(), key.display())),
+        c.printed.contains(&format!(
+            "--cacert {} --cert {} --key {}",
+            ca.display(),
+            cert.display(),
+            key.display()
+        )),
         "{}",
         c.printed
     );
@@ -305,7 +315,8 @@ fn a_tls_cluster_serves_verified_clients_only() {
 
     // etcdctl with --cacert --cert --key: served.
     let s = |p: &Path| p.to_str().unwrap().to_string();
-    let flags = [format!("--cacert={}", s(&ca)), format!("--cert={}", s(&cert)), format!("--key={}", s(&key))];
+    let flags =
+        [format!("--cacert={}", s(&ca)), format!("--cert={}", s(&cert)), format!("--key={}", s(&key))];
     let with = |extra: &[&str]| {
         let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
         args.extend_from_slice(extra);
@@ -344,7 +355,11 @@ fn a_tls_cluster_serves_verified_clients_only() {
     // A plain-TCP client gets no answer from the TLS listeners (a plain one says HTTP/1.1).
     for port in [c.api + 1, c.grpc + 1] {
         let answer = plain_http_answer(port);
-        assert!(!answer.starts_with(b"HTTP/"), "port {port} answered plain HTTP: {:?}", String::from_utf8_lossy(&answer));
+        assert!(
+            !answer.starts_with(b"HTTP/"),
+            "port {port} answered plain HTTP: {:?}",
+            String::from_utf8_lossy(&answer)
+        );
     }
 
     // `ringleader lock` with the files: granted, the command run.
@@ -474,7 +489,11 @@ fn peers_with_another_ca_refuse_each_other() {
         seen.push(line);
     }
     let three = status(3).expect("node 3 answers its API");
-    assert_ne!(three["leader"].as_u64(), Some(leader), "node 3 followed a leader it could not verify: {three}");
+    assert_ne!(
+        three["leader"].as_u64(),
+        Some(leader),
+        "node 3 followed a leader it could not verify: {three}"
+    );
     for mut n in nodes {
         // SAFETY: signalling our own child.
         unsafe { libc::kill(n.id() as i32, libc::SIGTERM) };

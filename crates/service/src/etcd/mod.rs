@@ -369,10 +369,8 @@ pub async fn serve(
             }
         };
     }
-    let _ = server
-        .add_routes(routes)
-        .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
-        .await;
+    let _ =
+        server.add_routes(routes).serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned()).await;
 }
 
 #[cfg(test)]
