@@ -501,3 +501,109 @@ fn peers_with_another_ca_refuse_each_other() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs `cmd` to its exit, failing the test if it does not exit within [`BOUND`].
+fn bounded(cmd: &mut Command) -> Output {
+    let mut child = {
+        let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    };
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > BOUND {
+            let _ = child.kill();
+            panic!("{cmd:?}: no exit within {BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Bad TLS files and flags: one line naming the flag (and the file), exit 1, never a panic;
+/// a listener beyond the loopback without TLS is refused unless --insecure.
+#[test]
+fn bad_tls_input_is_one_line() {
+    let dir = std::env::temp_dir().join(format!("ringleader-tls-bad-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = TestCa::new(&dir, "ca");
+    let (cert, _) = ca.leaf(&dir, "a");
+    let (_, other_key) = ca.leaf(&dir, "b");
+    let junk = dir.join("junk.pem");
+    std::fs::write(&junk, "not a certificate\n").unwrap();
+    let data = dir.join("data");
+    let p = |p: &Path| p.to_str().unwrap().to_string();
+    let cases: Vec<(Vec<String>, &[&str])> = vec![
+        (
+            vec!["--cert-file".into(), p(&dir.join("missing.pem")), "--key-file".into(), p(&junk)],
+            &["--cert-file", "missing.pem"],
+        ),
+        (
+            vec!["--cert-file".into(), p(&junk), "--key-file".into(), p(&junk)],
+            &["--cert-file", "no certificate"],
+        ),
+        (
+            vec!["--cert-file".into(), p(&cert), "--key-file".into(), p(&junk)],
+            &["--key-file", "no private key"],
+        ),
+        (
+            vec!["--cert-file".into(), p(&cert), "--key-file".into(), p(&other_key)],
+            &["--cert-file", "--key-file"],
+        ),
+        (vec!["--cert-file".into(), p(&cert)], &["--cert-file needs --key-file"]),
+        (vec!["--peer-cert-file".into(), p(&cert)], &["--peer-key-file", "--peer-trusted-ca-file"]),
+        (vec!["--api".into(), "0.0.0.0:0".into()], &["--api", "TLS", "--insecure"]),
+        (vec!["--listen".into(), "0.0.0.0:0".into()], &["--listen", "--peer-cert-file", "--insecure"]),
+    ];
+    for (args, says) in cases {
+        // Bounded: a node that started after all would serve until killed.
+        let mut cmd = ringleader();
+        cmd.arg("serve").args(&args);
+        for flag in ["--listen", "--api"] {
+            if !args.iter().any(|a| a == flag) {
+                cmd.args([flag, "127.0.0.1:0"]);
+            }
+        }
+        let out = bounded(cmd.arg("--data-dir").arg(&data));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "serve {args:?}: {}", text(&out));
+        assert_eq!(err.trim().lines().count(), 1, "serve {args:?}: one line: {err}");
+        assert!(says.iter().all(|s| err.contains(s)), "serve {args:?}: {err}");
+    }
+    for (args, says) in [
+        (vec!["lease", "--endpoints", "https://127.0.0.1:1", "grant", "--ttl", "1s"], &["--cacert"][..]),
+        (
+            vec![
+                "lease",
+                "--endpoints",
+                "http://127.0.0.1:1",
+                "--cacert",
+                &p(&ca.pem),
+                "grant",
+                "--ttl",
+                "1s",
+            ],
+            &["https://"],
+        ),
+        (
+            vec![
+                "lease",
+                "--endpoints",
+                "https://127.0.0.1:1",
+                "--cacert",
+                &p(&junk),
+                "grant",
+                "--ttl",
+                "1s",
+            ],
+            &["--cacert", "junk.pem"],
+        ),
+    ] {
+        let out = ringleader().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(says.iter().all(|s| err.contains(s)), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
