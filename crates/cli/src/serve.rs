@@ -24,6 +24,11 @@ use ringleader_service::server::ServerConfig;
 ///       --data-dir node-1 --secret-file cluster.secret --bootstrap --cluster-id prod
 ///   curl -s localhost:4100/status
 ///
+/// With TLS on every listener (etcd's flags; docs/SERVICE.md, "Deploying with TLS"):
+///   ringleader serve ... --cert-file node-1.pem --key-file node-1-key.pem \
+///       --trusted-ca-file ca.pem --client-cert-auth \
+///       --peer-cert-file node-1.pem --peer-key-file node-1-key.pem --peer-trusted-ca-file ca.pem
+///
 /// The data directory keeps the log and the directory's identity (cluster id, node id). A
 /// member of a multi-node cluster starts only from its own log: the first start of a new
 /// cluster says --bootstrap (every member), a new member says --join, and a restart needs
@@ -49,8 +54,9 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:4100", value_name = "ADDR")]
     pub api: String,
     /// Also serve the etcd-compatible gRPC API (leases, locks, elections; docs/ETCD.md) on
-    /// this host:port. Off by default; loopback only unless --api-token-file (clients then
-    /// authenticate as user root with the token as password) or --insecure.
+    /// this host:port. Off by default; loopback only unless TLS (--cert-file, --key-file) with
+    /// client authentication (--client-cert-auth, or --api-token-file: clients then
+    /// authenticate as user root with the token as password), or --insecure.
     #[arg(long, value_name = "ADDR")]
     pub grpc: Option<String>,
     /// Another member as ID=HOST:PORT (repeatable). None: a one-node service.
@@ -87,8 +93,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
     /// Clients of the HTTP API must send `Authorization: Bearer TOKEN` with the token in this
-    /// file (at least 16 visible characters); required to serve the API on a non-loopback
-    /// address unless --insecure.
+    /// file (at least 16 visible characters). An API on a non-loopback address needs TLS and
+    /// client authentication (this token, or --client-cert-auth) unless --insecure.
     #[arg(long, value_name = "FILE")]
     pub api_token_file: Option<PathBuf>,
     /// Let listeners beyond the loopback go without TLS: the HTTP and gRPC APIs without TLS or
