@@ -121,11 +121,13 @@ failover_trials() { # TRIALS: kill -9 the leader of 3 nodes; time until a lock+u
     leader=$(curl -s http://127.0.0.1:14101/status | sed -n 's/.*"leader":\([0-9]*\).*/\1/p')
     other=$(( leader % 3 + 1 ))
     ep="http://127.0.0.1:$((14100 + other))"
-    lease=$(curl -s -H 'content-type: application/json' -d '{"ttl_ms":10000}' "$ep/v1/lease/grant" | sed -n 's/.*"lease":\([0-9]*\).*/\1/p')
+    granted=$(curl -s -H 'content-type: application/json' -d '{"ttl_ms":10000}' "$ep/v1/lease/grant")
+    lease=$(echo "$granted" | sed -n 's/.*"lease":\([0-9]*\).*/\1/p')
+    key=$(echo "$granted" | sed -n 's/.*"key":"\([0-9a-f]*\)".*/\1/p')
     t0=$(ms)
     "$BIN" cluster ctl kill "$leader" $ctl >/dev/null
-    until [ "$(post "$ep/v1/lock/acquire" "{\"name\":\"f\",\"lease\":$lease}")" = 200 ] &&
-          [ "$(post "$ep/v1/lock/release" "{\"name\":\"f\",\"lease\":$lease}")" = 200 ]; do :; done
+    until [ "$(post "$ep/v1/lock/acquire" "{\"name\":\"f\",\"lease\":$lease,\"key\":\"$key\"}")" = 200 ] &&
+          [ "$(post "$ep/v1/lock/release" "{\"name\":\"f\",\"lease\":$lease,\"key\":\"$key\"}")" = 200 ]; do :; done
     times+=($(( $(ms) - t0 )))
     "$BIN" cluster ctl restart "$leader" $ctl >/dev/null
     for _ in $(seq 1 300); do curl -s "http://127.0.0.1:$((14100 + leader))/status" | grep -q '"leader":[0-9]' && break; sleep 0.1; done

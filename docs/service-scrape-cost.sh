@@ -25,8 +25,8 @@ def post(path, body):
     c.request("POST", path, json.dumps(body), {"content-type": "application/json"})
     r = c.getresponse(); return json.loads(r.read())
 for i in range(100):
-    lease = post("/v1/lease/grant", {"ttl_ms": 600000})["lease"]
-    post("/v1/lock/acquire", {"name": f"l{i}", "lease": lease, "wait": False})
+    g = post("/v1/lease/grant", {"ttl_ms": 600000})
+    post("/v1/lock/acquire", {"name": f"l{i}", "lease": g["lease"], "key": g["key"], "wait": False})
 c.request("GET", "/metrics"); page = c.getresponse().read()
 t0 = time.perf_counter()
 for _ in range(n):

@@ -124,6 +124,13 @@ pub trait Algorithm: Process + serde::Serialize {
     /// pending is never served. The simulator then says that no progress is possible rather
     /// than advise a longer run.
     const NEEDS_MAJORITY: bool = false;
+    /// The algorithm is a lock service whose clients' answers are judged for linearizability
+    /// (the `linearizable` property, beside mutual exclusion's), not only its critical sections.
+    const LINEARIZABLE: bool = false;
+    /// For deadlock algorithms: how many resources a request of the deadlock workload waits
+    /// on when the run does not say (`--holders`). Two make cycles overlap; an algorithm whose
+    /// resolution misbehaves on overlapping cycles declares what it was written for.
+    const WORKLOAD_HOLDERS: u32 = 2;
     /// What one operation of the algorithm is, and how a run counts them: the unit of the
     /// per-operation costs the simulator reports and `ringleader table` compares with the
     /// textbook's formulas. Default: the family's ([`OperationUnit::of_family`]).
@@ -290,6 +297,10 @@ pub struct Info {
     pub prevention: bool,
     /// Completes nothing without a majority of its nodes up ([`Algorithm::NEEDS_MAJORITY`]).
     pub needs_majority: bool,
+    /// Judged for linearizability as a lock service ([`Algorithm::LINEARIZABLE`]).
+    pub linearizable: bool,
+    /// The deadlock workload's default holders per request ([`Algorithm::WORKLOAD_HOLDERS`]).
+    pub workload_holders: u32,
     /// What one operation is and how it is counted ([`Algorithm::OPERATION`]).
     pub operation: OperationUnit,
     /// How its cost grows with N ([`Algorithm::FOOTPRINT`]).
@@ -307,6 +318,8 @@ impl Info {
             leader_rule: A::LEADER_RULE,
             prevention: A::PREVENTION,
             needs_majority: A::NEEDS_MAJORITY,
+            linearizable: A::LINEARIZABLE,
+            workload_holders: A::WORKLOAD_HOLDERS,
             operation: A::OPERATION,
             footprint: A::FOOTPRINT,
         }

@@ -87,6 +87,8 @@ struct Session {
     base: String,
     target: Target,
     lease: String,
+    /// The key acting on a ringleader lease takes (`Null` for etcd's).
+    key: Value,
     /// The lease's TTL as the service granted it.
     ttl: Duration,
 }
@@ -128,14 +130,15 @@ impl Session {
             .timeout_global(Some(Duration::from_secs(30)))
             .build()
             .into();
-        let (lease, granted_ms) = match target {
+        let (lease, key, granted_ms) = match target {
             Target::Ringleader => {
                 let v = post(
                     &agent,
                     &format!("{base}/v1/lease/grant"),
                     &json!({ "ttl_ms": ttl.as_millis() as u64 }),
                 )?;
-                (v["lease"].to_string(), v["ttl_ms"].as_u64().context("the grant has no ttl_ms")?)
+                let ttl_ms = v["ttl_ms"].as_u64().context("the grant has no ttl_ms")?;
+                (v["lease"].to_string(), v["key"].clone(), ttl_ms)
             }
             Target::Etcd => {
                 let secs = ttl.as_secs_f64().ceil().max(1.0) as u64;
@@ -143,10 +146,11 @@ impl Session {
                 let id = v["ID"].as_str().map(str::to_string).context("etcd's grant has no ID")?;
                 // The gateway writes 64-bit integers as strings; etcd may raise a short TTL.
                 let granted = v["TTL"].as_str().and_then(|t| t.parse::<u64>().ok()).unwrap_or(secs);
-                (id, granted * 1000)
+                (id, Value::Null, granted * 1000)
             }
         };
-        Ok(Session { agent, base: base.to_string(), target, lease, ttl: Duration::from_millis(granted_ms) })
+        let ttl = Duration::from_millis(granted_ms);
+        Ok(Session { agent, base: base.to_string(), target, lease, key, ttl })
     }
 
     /// Acquires `name`, waiting in its queue; returns what releases it.
@@ -154,7 +158,7 @@ impl Session {
         match self.target {
             Target::Ringleader => {
                 let lease: u64 = self.lease.parse()?;
-                let body = json!({ "name": name, "lease": lease });
+                let body = json!({ "name": name, "lease": lease, "key": self.key });
                 post(&self.agent, &format!("{}/v1/lock/acquire", self.base), &body)?;
                 Ok(body)
             }
@@ -188,7 +192,8 @@ impl Session {
         match self.target {
             Target::Ringleader => {
                 let lease: u64 = self.lease.parse()?;
-                post(&self.agent, &format!("{}/v1/lease/keepalive", self.base), &json!({ "lease": lease }))?;
+                let body = json!({ "lease": lease, "key": self.key });
+                post(&self.agent, &format!("{}/v1/lease/keepalive", self.base), &body)?;
             }
             Target::Etcd => {
                 post(

@@ -12,7 +12,7 @@ use crate::service_client::{self, EndpointArgs, HoldEnd};
 ///
 /// Grants a lease, campaigns with VALUE and waits to lead (the earliest live candidate leads).
 /// When leader, prints `elected NAME value=V lease=L`, then holds leadership until Ctrl-C, or
-/// runs COMMAND (with RINGLEADER_ELECTION, RINGLEADER_LEASE and RINGLEADER_VALUE in its
+/// runs COMMAND (with RINGLEADER_ELECTION, RINGLEADER_LEASE, RINGLEADER_LEASE_KEY and RINGLEADER_VALUE in its
 /// environment) and resigns when it ends, exiting with its status. If the session is lost
 /// while leading, COMMAND is sent SIGTERM and the exit status is 1.
 ///
@@ -67,6 +67,7 @@ pub fn run(args: ElectArgs) -> crate::CommandResult {
     let env = [
         ("RINGLEADER_ELECTION", args.name.clone()),
         ("RINGLEADER_LEASE", lease.to_string()),
+        ("RINGLEADER_LEASE_KEY", session.client().lease_key(lease).unwrap_or_default()),
         ("RINGLEADER_VALUE", value.clone()),
     ];
     let end = service_client::run_while(&session, None, &args.command, &env);

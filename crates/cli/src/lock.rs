@@ -11,7 +11,7 @@ use crate::service_client::{self, EndpointArgs, HoldEnd};
 /// Hold a named lock of the coordination service while a command runs
 ///
 /// Grants a lease (a session kept alive every third of --ttl), waits for the lock (FIFO), then
-/// runs COMMAND with RINGLEADER_FENCING_TOKEN, RINGLEADER_LOCK and RINGLEADER_LEASE in its
+/// runs COMMAND with RINGLEADER_FENCING_TOKEN, RINGLEADER_LOCK, RINGLEADER_LEASE and RINGLEADER_LEASE_KEY in its
 /// environment, releases the lock, revokes the lease, and exits with COMMAND's status.
 /// Pass the fencing token to whatever the lock protects, so that it can refuse a holder whose
 /// token is older than one it has seen.
@@ -67,6 +67,7 @@ pub fn run(args: LockArgs) -> crate::CommandResult {
         ("RINGLEADER_FENCING_TOKEN", fencing.to_string()),
         ("RINGLEADER_LOCK", args.name.clone()),
         ("RINGLEADER_LEASE", lease.to_string()),
+        ("RINGLEADER_LEASE_KEY", session.client().lease_key(lease).unwrap_or_default()),
     ];
     // The lock is watched, not only the lease: it can be taken from a lease that lives
     // (wound-wait, an operator's release). A failed check (no node reachable) is not a loss;

@@ -341,7 +341,7 @@ fn stale_writer_run<W: Write>(
         t.sessions += 1;
         let lock = plan.locks[rng.below(plan.locks.len())].as_str();
         let invoked = unix_ns();
-        let body = json!({ "name": lock, "lease": grant.lease, "timeout_ms": plan.acquire_timeout.min(Duration::from_secs(1)).as_millis() as u64 });
+        let body = json!({ "name": lock, "lease": grant.lease, "key": client.lease_key(grant.lease), "timeout_ms": plan.acquire_timeout.min(Duration::from_secs(1)).as_millis() as u64 });
         let mut request = agent
             .post(&format!("{}/v1/lock/acquire", client.current_endpoint()))
             .header("content-type", "application/json");

@@ -1,7 +1,8 @@
 //! [`Client`]: endpoints, failover, and the requests that need no session.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -55,6 +56,19 @@ struct Inner {
     /// next request that carries a key (shared by every clone).
     session: u64,
     seq: Arc<AtomicU64>,
+    /// The keys of the leases this client was granted or told about, by lease id (shared by
+    /// every clone): sent with every request that acts on the lease.
+    keys: Arc<Mutex<BTreeMap<u64, LeaseKey>>>,
+}
+
+/// A lease's key (64 hex digits), kept out of `Debug` output.
+#[derive(Clone)]
+struct LeaseKey(String);
+
+impl std::fmt::Debug for LeaseKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LeaseKey(redacted)")
+    }
 }
 
 /// What a client verifies `https://` servers with: only the CA it is given (no system roots),
@@ -237,6 +251,15 @@ pub struct LeaseGrant {
     pub ttl_ms: u64,
 }
 
+/// A grant's answer, key included.
+#[derive(Deserialize)]
+struct Granted {
+    lease: u64,
+    ttl_ms: u64,
+    #[serde(default)]
+    key: Option<String>,
+}
+
 /// A lease's time to live and what remains of it (`GET /v1/lease/ID`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 pub struct LeaseInfo {
@@ -318,6 +341,7 @@ impl Client {
                 connect_timeout: DEFAULT_CONNECT_TIMEOUT,
                 session,
                 seq: Arc::new(AtomicU64::new(1)),
+                keys: Arc::default(),
             }),
         })
     }
@@ -385,6 +409,7 @@ impl Client {
             connect_timeout: self.inner.connect_timeout,
             session: self.inner.session,
             seq: Arc::clone(&self.inner.seq),
+            keys: Arc::clone(&self.inner.keys),
         };
         change(&mut inner);
         Client { inner: Arc::new(inner) }
@@ -429,10 +454,50 @@ impl Client {
     /// cut), the same grant is sent to the next endpoint with the same key, and the service
     /// applies it at most once — a retry of a grant that was applied answers with the same
     /// lease.
+    ///
+    /// The client draws the lease's key (a retry must answer the same one), sends it with the
+    /// grant, and from then on with every request that acts on the lease: the service lets no
+    /// one without it act on the lease. [`Client::lease_key`] hands it to another process.
     pub fn grant(&self, ttl: Duration) -> Result<LeaseGrant, ClientError> {
         let ttl_ms = whole_ms(ttl).max(1);
-        let key = self.next_idempotency_key();
-        self.call_keyed("POST", "/v1/lease/grant", Some(json!({ "ttl_ms": ttl_ms })), Some(&key))
+        let retry = self.next_idempotency_key();
+        let mut b = [0u8; 32];
+        getrandom::fill(&mut b).map_err(|e| ClientError::Protocol(format!("no random lease key: {e}")))?;
+        let key: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        let body = json!({ "ttl_ms": ttl_ms, "key": key });
+        let g: Granted = self.call_keyed("POST", "/v1/lease/grant", Some(body), Some(&retry))?;
+        if g.key.as_deref().is_some_and(|k| k != key) {
+            return Err(ClientError::Protocol(format!(
+                "lease {} was granted with another key than sent",
+                g.lease
+            )));
+        }
+        self.keys().insert(g.lease, LeaseKey(key));
+        Ok(LeaseGrant { lease: g.lease, ttl_ms: g.ttl_ms })
+    }
+
+    /// Acts on `lease`, granted elsewhere, with `key`, the key its grant answered (what
+    /// [`Client::lease_key`] gives in the process that was granted it).
+    pub fn use_lease_key(&self, lease: u64, key: &str) {
+        self.keys().insert(lease, LeaseKey(key.trim().to_string()));
+    }
+
+    /// The key of `lease`, if this client was granted it or told it.
+    pub fn lease_key(&self, lease: u64) -> Option<String> {
+        self.keys().get(&lease).map(|k| k.0.clone())
+    }
+
+    fn keys(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, LeaseKey>> {
+        // The map is only inserted into and read: a panic elsewhere cannot leave it half-done.
+        self.inner.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `body`, a request that acts on `lease`, with the lease's key when this client has it.
+    pub(crate) fn with_lease_key(&self, lease: u64, mut body: Value) -> Value {
+        if let Some(k) = self.keys().get(&lease) {
+            body["key"] = json!(k.0);
+        }
+        body
     }
 
     /// A new idempotency key of this client's session, as the `Idempotency-Key` header takes
@@ -457,12 +522,15 @@ impl Client {
 
     /// Keeps `lease` alive once (its time to live starts again).
     pub fn keep_alive(&self, lease: u64) -> Result<LeaseGrant, ClientError> {
-        self.post("/v1/lease/keepalive", json!({ "lease": lease }), Retry::Always)
+        self.post("/v1/lease/keepalive", self.with_lease_key(lease, json!({ "lease": lease })), Retry::Always)
     }
 
     /// Revokes `lease`: every lock it holds is released, every candidacy withdrawn.
     pub fn revoke(&self, lease: u64) -> Result<(), ClientError> {
-        self.post::<Value>("/v1/lease/revoke", json!({ "lease": lease }), Retry::Always).map(drop)
+        let body = self.with_lease_key(lease, json!({ "lease": lease }));
+        self.post::<Value>("/v1/lease/revoke", body, Retry::Always)?;
+        self.keys().remove(&lease);
+        Ok(())
     }
 
     /// `lease`'s time to live and what remains of it.

@@ -210,7 +210,9 @@ impl Session {
     pub fn lock(&self, name: &str, timeout: Option<Duration>) -> Result<LockGuard<'_>, ClientError> {
         path_segment(name)?;
         self.check_alive()?;
-        let mut body = json!({ "name": name, "lease": self.lease, "wait": true });
+        let mut body = self
+            .client
+            .with_lease_key(self.lease, json!({ "name": name, "lease": self.lease, "wait": true }));
         if let Some(t) = timeout {
             body["timeout_ms"] = json!(whole_ms(t).max(1));
         }
@@ -223,7 +225,9 @@ impl Session {
     pub fn try_lock(&self, name: &str) -> Result<LockGuard<'_>, ClientError> {
         path_segment(name)?;
         self.check_alive()?;
-        let body = json!({ "name": name, "lease": self.lease, "wait": false });
+        let body = self
+            .client
+            .with_lease_key(self.lease, json!({ "name": name, "lease": self.lease, "wait": false }));
         let a: Acquired = self.client.post("/v1/lock/acquire", body, Retry::Always)?;
         LockGuard::new(self, name, a.fencing)
     }
@@ -242,7 +246,9 @@ impl Session {
         }
         path_segment(election)?;
         self.check_alive()?;
-        let mut body = json!({ "election": election, "lease": self.lease, "value": value });
+        let mut body = self
+            .client
+            .with_lease_key(self.lease, json!({ "election": election, "lease": self.lease, "value": value }));
         if let Some(t) = timeout {
             body["timeout_ms"] = json!(whole_ms(t).max(1));
         }
@@ -492,7 +498,10 @@ impl<'s> LockGuard<'s> {
     }
 
     fn send_release(&self) -> Result<(), ClientError> {
-        let body = json!({ "name": self.name, "lease": self.session.lease });
+        let body = self
+            .session
+            .client
+            .with_lease_key(self.session.lease, json!({ "name": self.name, "lease": self.session.lease }));
         self.session.client.post::<Value>("/v1/lock/release", body, Retry::Always).map(drop)
     }
 }
@@ -593,7 +602,11 @@ impl Leadership<'_> {
 
     /// Announces a new value as leader.
     pub fn proclaim(&mut self, value: &str) -> Result<(), ClientError> {
-        let body = json!({ "election": self.election, "lease": self.session.lease, "value": value });
+        let lease = self.session.lease;
+        let body = self
+            .session
+            .client
+            .with_lease_key(lease, json!({ "election": self.election, "lease": lease, "value": value }));
         self.session.client.post::<Value>("/v1/election/proclaim", body, Retry::Always)?;
         self.leader.value = value.to_string();
         Ok(())
@@ -606,7 +619,9 @@ impl Leadership<'_> {
     }
 
     fn send_resign(&self) -> Result<(), ClientError> {
-        let body = json!({ "election": self.election, "lease": self.session.lease });
+        let lease = self.session.lease;
+        let body =
+            self.session.client.with_lease_key(lease, json!({ "election": self.election, "lease": lease }));
         self.session.client.post::<Value>("/v1/election/resign", body, Retry::Always).map(drop)
     }
 }

@@ -128,10 +128,17 @@ fn a_refused_connection_goes_to_the_next_endpoint_which_is_remembered() {
     let (up, rx) = serve(Box::new(|_| ok(r#"{"lease": 17, "ttl_ms": 2000}"#)));
     let client = Client::new([down.as_str(), up.as_str()]).unwrap();
     assert_eq!(client.grant(Duration::from_secs(2)).unwrap().lease, 17);
-    assert_eq!(next(&rx).body, r#"{"ttl_ms":2000}"#);
+    // The grant carries the key the client drew, and the keep-alive that key.
+    let grant: serde_json::Value = serde_json::from_str(&next(&rx).body).unwrap();
+    let key = grant["key"].as_str().expect("the grant sends a key").to_string();
+    assert!(key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit()), "{key}");
+    assert_eq!(grant["ttl_ms"], 2000);
+    assert_eq!(client.lease_key(17), Some(key.clone()));
     assert_eq!(client.current_endpoint(), up);
     client.keep_alive(17).unwrap();
-    assert_eq!(next(&rx).path, "/v1/lease/keepalive");
+    let kept = next(&rx);
+    assert_eq!(kept.path, "/v1/lease/keepalive");
+    assert_eq!(kept.body, serde_json::json!({ "lease": 17, "key": key }).to_string());
 }
 
 #[test]

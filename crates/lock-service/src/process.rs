@@ -516,7 +516,11 @@ impl Client {
         let pending = self.outstanding.values().any(|(p, _)| matches!(p.op, Op::Grant { .. }));
         if !pending {
             let request = self.next_request;
-            self.propose(cx, Op::Grant { ttl: self.config.ttl, origin: self.me, request }, submit);
+            self.propose(
+                cx,
+                Op::Grant { ttl: self.config.ttl, origin: self.me, request, owner: None },
+                submit,
+            );
         }
     }
 
@@ -684,6 +688,8 @@ impl Algorithm for LockService {
     /// Raft commits an entry only once a majority stored it, and elects a leader only with a
     /// majority's votes.
     const NEEDS_MAJORITY: bool = true;
+    /// Its clients' acquire and release answers form a history judged for linearizability.
+    const LINEARIZABLE: bool = true;
 
     /// Each node builds a Raft replica, and raft-rs builds each replica's configuration from
     /// its voters one voter at a time, checking the whole configuration after each

@@ -165,6 +165,11 @@ impl IdempotencyKey {
 /// lock (the textbook algorithms' (epoch, counter) token is `ringleader_core::FencingToken`).
 pub type GrantIndex = u64;
 
+/// The SHA-256 digest of a lease's key: the secret its grant answered, which only the
+/// grantee holds. The state keeps the digest, never the key; the service's operations layer
+/// checks a caller's key against it before acting on the lease.
+pub type KeyDigest = [u8; 32];
+
 /// One replicated command. `Op`s come out of the Raft log in commit order.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Op {
@@ -186,6 +191,9 @@ pub enum Op {
         origin: NodeId,
         /// The proposer's request id.
         request: RequestId,
+        /// Who may act on the lease: the digest of the key its grant answers (`None`: whoever
+        /// names it, as etcd's leases without auth).
+        owner: Option<KeyDigest>,
     },
     /// Renew `lease`: its deadline becomes `now + ttl`.
     KeepAlive {
@@ -503,6 +511,8 @@ pub struct Lease {
     pub deadline: Time,
     /// The node that serves its client.
     pub origin: NodeId,
+    /// The digest of the key that acting on it takes (`None`: none).
+    pub owner: Option<KeyDigest>,
 }
 
 /// A lock's holder.
@@ -663,7 +673,7 @@ impl StateMachine {
         };
         let reply = match op {
             Op::Tick { elapsed } => self.tick(*elapsed, &mut step),
-            Op::Grant { ttl, origin, .. } => self.grant(*ttl, *origin, index),
+            Op::Grant { ttl, origin, owner, .. } => self.grant(*ttl, *origin, *owner, index),
             Op::KeepAlive { lease } => self.keep_alive(*lease),
             Op::Revoke { lease } => {
                 if self.leases.contains_key(lease) {
@@ -821,12 +831,12 @@ impl StateMachine {
         Reply::Done
     }
 
-    fn grant(&mut self, ttl: Time, origin: NodeId, index: u64) -> Reply {
+    fn grant(&mut self, ttl: Time, origin: NodeId, owner: Option<KeyDigest>, index: u64) -> Reply {
         if ttl == 0 {
             return Reply::Refused { reason: Refusal::ZeroTtl };
         }
         let deadline = self.now.saturating_add(ttl);
-        self.leases.insert(index, Lease { ttl, deadline, origin });
+        self.leases.insert(index, Lease { ttl, deadline, origin, owner });
         Reply::Granted { lease: index, ttl }
     }
 
@@ -1288,7 +1298,7 @@ mod tests {
         /// Grants a lease of `ttl` for node `origin`; returns its id.
         fn lease(&mut self, ttl: Time, origin: NodeId) -> LeaseId {
             let index = self.next;
-            let applied = self.apply(Op::Grant { ttl, origin, request: index });
+            let applied = self.apply(Op::Grant { ttl, origin, request: index, owner: None });
             assert_eq!(applied.reply, Reply::Granted { lease: index, ttl });
             index
         }
@@ -1526,7 +1536,7 @@ mod tests {
         let request = g.below(1000);
         match g.below(14) {
             0 | 1 => Op::Tick { elapsed: g.below(4) },
-            2 | 3 => Op::Grant { ttl: g.below(12), origin: g.below(3) as NodeId, request },
+            2 | 3 => Op::Grant { ttl: g.below(12), origin: g.below(3) as NodeId, request, owner: None },
             4 => Op::KeepAlive { lease },
             5 => Op::Revoke { lease },
             6..=8 => Op::Acquire { name, lease, request, wait: g.below(4) != 0 },
@@ -2154,10 +2164,12 @@ mod tests {
     fn rule_10_a_restored_snapshot_still_recognises_a_retry() {
         let mut log = Log::new(0, DeadlockPolicy::Report);
         let key = IdempotencyKey { client: 42, seq: 7 };
-        let granted = log.once(key, Op::Grant { ttl: 10, origin: 1, request: 7 });
+        let granted = log.once(key, Op::Grant { ttl: 10, origin: 1, request: 7, owner: Some([7; 32]) });
         let mut restored: StateMachine =
             postcard::from_bytes(&postcard::to_allocvec(&log.sm).unwrap()).unwrap();
-        let again = restored.apply_once(2, Some(key), &Op::Grant { ttl: 10, origin: 1, request: 7 }).unwrap();
+        let again = restored
+            .apply_once(2, Some(key), &Op::Grant { ttl: 10, origin: 1, request: 7, owner: Some([7; 32]) })
+            .unwrap();
         assert_eq!(again.reply, Reply::Duplicate { first: Box::new(granted.reply) });
         assert_eq!(restored.leases(), vec![1]);
     }
@@ -2215,7 +2227,7 @@ mod tests {
         let mut log = Log::new(u64::MAX, DeadlockPolicy::Report);
         // Zero ttl: refused, no lease.
         assert_eq!(
-            log.apply(Op::Grant { ttl: 0, origin: 1, request: 1 }),
+            log.apply(Op::Grant { ttl: 0, origin: 1, request: 1, owner: None }),
             quiet(Reply::Refused { reason: Refusal::ZeroTtl })
         );
         assert_eq!(log.sm.leases(), Vec::<LeaseId>::new());

@@ -41,8 +41,9 @@ use ringleader_lock_service::replica::StableLog;
 /// The name of the log's file inside the directory given to [`DiskLog::open`].
 pub const FILE_NAME: &str = "raft.redb";
 
-/// The on-disk format this build writes and reads; a file of another version is refused.
-pub const FORMAT_VERSION: u64 = 1;
+/// The on-disk format this build writes and reads; a file of another version is refused. 2: a
+/// lease's grant and its snapshot carry its owner (the digest of its key).
+pub const FORMAT_VERSION: u64 = 2;
 
 /// The name of the file a new log is built in before it is renamed to [`FILE_NAME`], so that a
 /// crash during creation never leaves a `raft.redb` without a format version.

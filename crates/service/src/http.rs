@@ -22,12 +22,12 @@ use futures_util::Stream;
 use ringleader_core::Time;
 use ringleader_core::time::MILLISECOND;
 use ringleader_lock_service::state::{
-    Candidate, IdempotencyKey, LeaseId, LossReason, Notice, Op, Refusal, Reply, StateMachine,
+    Candidate, IdempotencyKey, LeaseId, LossReason, Notice, Refusal, Reply, StateMachine,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::ops::{self, Grant, OpError, Until};
+use crate::ops::{self, Grant, LeaseKey, OpError, Until};
 use crate::server::{ChangeRefused, MAX_ID, MemberChange, Members, Node, Unavailable};
 
 /// The longest name of a lock or an election, in bytes.
@@ -140,12 +140,6 @@ fn no_idempotency_key(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Refuses a write that would take the store past the backend quota: 507 `no_space` (a lease
-/// grant, a lock or a candidacy counts as a put of its name and value, as in etcd).
-fn check_space(node: &Node, name: &str, value: &str) -> Result<(), ApiError> {
-    Ok(ops::check_space(node, name, value)?)
-}
-
 impl From<OpError> for ApiError {
     fn from(e: OpError) -> ApiError {
         let message = e.to_string();
@@ -153,6 +147,8 @@ impl From<OpError> for ApiError {
             OpError::Unavailable(e) => e.into(),
             OpError::NoSpace(e) => e.into(),
             OpError::NoSuchLease(lease) => ApiError::no_lease(lease),
+            OpError::NotOwner(_) => ApiError::new(StatusCode::FORBIDDEN, "not_owner", message),
+            OpError::NotLeader { .. } => ApiError::conflict("not_leader", message),
             OpError::Busy { .. } => ApiError::conflict("busy", message),
             OpError::LockDelay { until, .. } => {
                 let mut e = ApiError::conflict("lock_delay", message);
@@ -440,12 +436,23 @@ async fn member_remove(State(node): State<Arc<Node>>, Path(id): Path<String>) ->
 #[serde(deny_unknown_fields)]
 struct GrantBody {
     ttl_ms: u64,
+    /// The lease's key, chosen by the client (so that a retried grant answers the same key);
+    /// drawn by the node when absent.
+    #[serde(default)]
+    key: Option<String>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LeaseBody {
     lease: LeaseId,
+    #[serde(default)]
+    key: Option<String>,
+}
+
+/// The lease key a body carries (`None`: none).
+fn lease_key(key: Option<&str>) -> Result<Option<LeaseKey>, ApiError> {
+    key.map(|k| LeaseKey::parse(k).map_err(|e| ApiError::bad(format!("key: {e}")))).transpose()
 }
 
 async fn lease_grant(
@@ -453,18 +460,24 @@ async fn lease_grant(
     headers: axum::http::HeaderMap,
     b: Result<Json<GrantBody>, JsonRejection>,
 ) -> Answer {
-    let key = idempotency_key(&headers)?;
+    let retry = idempotency_key(&headers)?;
     let b = body(b)?;
     let ttl = check_ms("ttl_ms", b.ttl_ms, MIN_TTL_MS)?;
-    check_space(&node, "", "")?;
-    let origin = node.me;
-    let (_, applied) =
-        node.propose_keyed(Op::Grant { ttl: ttl.as_nanos() as Time, origin, request: 0 }, key).await?;
-    match applied.reply {
-        Reply::Granted { lease, ttl } => Ok(Json(json!({ "lease": lease, "ttl_ms": ms(ttl) }))),
-        Reply::Refused { reason } => Err(refused(reason)),
-        other => Err(unexpected(&other)),
-    }
+    let key = match lease_key(b.key.as_deref())? {
+        Some(k) => k,
+        // A retry of a grant that was applied answers the first grant's lease, whose key only
+        // the client can know: a keyed grant must bring its own.
+        None if retry.is_some() => {
+            return Err(ApiError::bad(
+                "a grant with an Idempotency-Key needs a key of its own (64 hex digits, from a random source),                  so that a retry answers the same key",
+            ));
+        }
+        None => LeaseKey::random()
+            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "no_randomness", e.to_string()))?,
+    };
+    let g = ops::grant(&node, ttl.as_nanos() as Time, Some(key), retry).await?;
+    let key = g.key.map(|k| k.to_string());
+    Ok(Json(json!({ "lease": g.lease, "ttl_ms": ms(g.ttl), "key": key })))
 }
 
 async fn lease_keepalive(
@@ -472,13 +485,10 @@ async fn lease_keepalive(
     headers: axum::http::HeaderMap,
     b: Result<Json<LeaseBody>, JsonRejection>,
 ) -> Answer {
-    let key = idempotency_key(&headers)?;
-    let lease = body(b)?.lease;
-    match node.propose_keyed(Op::KeepAlive { lease }, key).await?.1.reply {
-        Reply::KeptAlive { ttl_left } => Ok(Json(json!({ "lease": lease, "ttl_ms": ms(ttl_left) }))),
-        Reply::NoSuchLease => Err(ApiError::no_lease(lease)),
-        other => Err(unexpected(&other)),
-    }
+    let retry = idempotency_key(&headers)?;
+    let b = body(b)?;
+    let ttl_left = ops::keep_alive(&node, b.lease, lease_key(b.key.as_deref())?.as_ref(), retry).await?;
+    Ok(Json(json!({ "lease": b.lease, "ttl_ms": ms(ttl_left) })))
 }
 
 async fn lease_revoke(
@@ -486,13 +496,10 @@ async fn lease_revoke(
     headers: axum::http::HeaderMap,
     b: Result<Json<LeaseBody>, JsonRejection>,
 ) -> Answer {
-    let key = idempotency_key(&headers)?;
-    let lease = body(b)?.lease;
-    match node.propose_keyed(Op::Revoke { lease }, key).await?.1.reply {
-        Reply::Done => Ok(Json(json!({ "lease": lease }))),
-        Reply::NoSuchLease => Err(ApiError::no_lease(lease)),
-        other => Err(unexpected(&other)),
-    }
+    let retry = idempotency_key(&headers)?;
+    let b = body(b)?;
+    ops::revoke(&node, b.lease, lease_key(b.key.as_deref())?.as_ref(), retry).await?;
+    Ok(Json(json!({ "lease": b.lease })))
 }
 
 fn parse_id(text: &str) -> Result<LeaseId, ApiError> {
@@ -514,6 +521,8 @@ struct AcquireBody {
     name: String,
     lease: LeaseId,
     #[serde(default)]
+    key: Option<String>,
+    #[serde(default)]
     wait: Option<bool>,
     #[serde(default)]
     timeout_ms: Option<u64>,
@@ -524,6 +533,8 @@ struct AcquireBody {
 struct ReleaseBody {
     name: String,
     lease: LeaseId,
+    #[serde(default)]
+    key: Option<String>,
 }
 
 fn until_of(timeout_ms: Option<u64>) -> Result<Until, ApiError> {
@@ -542,7 +553,9 @@ async fn lock_acquire(
     let b = body(b)?;
     check_name("name", &b.name)?;
     let until = until_of(b.timeout_ms)?;
-    let Grant { fencing } = ops::acquire(&node, &b.name, b.lease, b.wait.unwrap_or(true), until).await?;
+    let key = lease_key(b.key.as_deref())?;
+    let Grant { fencing } =
+        ops::acquire(&node, &b.name, b.lease, key.as_ref(), b.wait.unwrap_or(true), until).await?;
     Ok(Json(json!({ "name": b.name, "lease": b.lease, "fencing": fencing })))
 }
 
@@ -551,15 +564,11 @@ async fn lock_release(
     headers: axum::http::HeaderMap,
     b: Result<Json<ReleaseBody>, JsonRejection>,
 ) -> Answer {
-    let key = idempotency_key(&headers)?;
+    let retry = idempotency_key(&headers)?;
     let b = body(b)?;
     check_name("name", &b.name)?;
-    match node.propose_keyed(Op::Release { name: b.name.clone(), lease: b.lease }, key).await?.1.reply {
-        Reply::Done => Ok(Json(json!({ "name": b.name, "lease": b.lease }))),
-        Reply::NoSuchLease => Err(ApiError::no_lease(b.lease)),
-        Reply::Refused { reason } => Err(refused(reason)),
-        other => Err(unexpected(&other)),
-    }
+    ops::release(&node, &b.name, b.lease, lease_key(b.key.as_deref())?.as_ref(), retry).await?;
+    Ok(Json(json!({ "name": b.name, "lease": b.lease })))
 }
 
 async fn lock_get(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Answer {
@@ -577,6 +586,8 @@ struct CampaignBody {
     lease: LeaseId,
     value: String,
     #[serde(default)]
+    key: Option<String>,
+    #[serde(default)]
     timeout_ms: Option<u64>,
 }
 
@@ -586,6 +597,8 @@ struct ProclaimBody {
     election: String,
     lease: LeaseId,
     value: String,
+    #[serde(default)]
+    key: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -593,6 +606,8 @@ struct ProclaimBody {
 struct ResignBody {
     election: String,
     lease: LeaseId,
+    #[serde(default)]
+    key: Option<String>,
 }
 
 fn check_value(value: &str) -> Result<(), ApiError> {
@@ -612,7 +627,8 @@ async fn campaign(
     check_name("election", &b.election)?;
     check_value(&b.value)?;
     let until = until_of(b.timeout_ms)?;
-    let leader = ops::campaign(&node, &b.election, b.lease, b.value, until).await?;
+    let key = lease_key(b.key.as_deref())?;
+    let leader = ops::campaign(&node, &b.election, b.lease, key.as_ref(), b.value, until).await?;
     Ok(Json(json!({ "election": b.election, "leader": candidate(&leader) })))
 }
 
@@ -621,22 +637,13 @@ async fn proclaim(
     headers: axum::http::HeaderMap,
     b: Result<Json<ProclaimBody>, JsonRejection>,
 ) -> Answer {
-    let key = idempotency_key(&headers)?;
+    let retry = idempotency_key(&headers)?;
     let b = body(b)?;
     check_name("election", &b.election)?;
     check_value(&b.value)?;
-    check_space(&node, &b.election, &b.value)?;
-    let op = Op::Proclaim { election: b.election.clone(), lease: b.lease, value: b.value };
-    match node.propose_keyed(op, key).await?.1.reply {
-        Reply::Done => Ok(Json(json!({ "election": b.election, "lease": b.lease }))),
-        Reply::NotLeader => Err(ApiError::conflict(
-            "not_leader",
-            format!("lease {} does not lead {:?}; only the leader may proclaim", b.lease, b.election),
-        )),
-        Reply::NoSuchLease => Err(ApiError::no_lease(b.lease)),
-        Reply::Refused { reason } => Err(refused(reason)),
-        other => Err(unexpected(&other)),
-    }
+    let key = lease_key(b.key.as_deref())?;
+    ops::proclaim(&node, &b.election, b.lease, b.value, key.as_ref(), retry).await?;
+    Ok(Json(json!({ "election": b.election, "lease": b.lease })))
 }
 
 async fn resign(
@@ -644,16 +651,11 @@ async fn resign(
     headers: axum::http::HeaderMap,
     b: Result<Json<ResignBody>, JsonRejection>,
 ) -> Answer {
-    let key = idempotency_key(&headers)?;
+    let retry = idempotency_key(&headers)?;
     let b = body(b)?;
     check_name("election", &b.election)?;
-    match node.propose_keyed(Op::Resign { election: b.election.clone(), lease: b.lease }, key).await?.1.reply
-    {
-        Reply::Done => Ok(Json(json!({ "election": b.election, "lease": b.lease }))),
-        Reply::NoSuchLease => Err(ApiError::no_lease(b.lease)),
-        Reply::Refused { reason } => Err(refused(reason)),
-        other => Err(unexpected(&other)),
-    }
+    ops::resign(&node, &b.election, b.lease, lease_key(b.key.as_deref())?.as_ref(), retry).await?;
+    Ok(Json(json!({ "election": b.election, "lease": b.lease })))
 }
 
 async fn election_get(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Answer {

@@ -25,7 +25,7 @@
 //! one behind what the leader knows it acknowledged is refused when the leader's heartbeat says
 //! so (see the server).
 //!
-//! The cluster id travels in every peer's hello (the protocol name is `lock-service/2/ID`), so
+//! The cluster id travels in every peer's hello (the protocol name is `lock-service/3/ID`), so
 //! nodes of two clusters never exchange a message. A one-node bootstrap draws a random id
 //! (getrandom); a multi-node bootstrap is given one with `--cluster-id`, the same on every
 //! node (`ringleader cluster --service` passes a random one). A joining node is told it with

@@ -19,11 +19,27 @@
 //!
 //! Answers and errors are typed: nothing crosses the server loop as untyped data
 //! ([`Node::local`] and [`Node::read`] return what their closure returns).
+//!
+//! ## Who may act on a lease
+//!
+//! A lease granted through the HTTP API is a capability: its grant answers a [`LeaseKey`], a
+//! 256-bit secret that only the grantee sees, and the replicated state keeps its SHA-256 digest
+//! ([`Lease::owner`](ringleader_lock_service::state::Lease)). Every operation on the lease —
+//! keep-alive, revoke, acquire, release, campaign, proclaim, resign — passes [`authorize`]
+//! first, whichever API it came through: the lease id alone, as `GET /v1/lock/NAME` shows it,
+//! acts on nothing ([`OpError::NotOwner`]). A lease's owner never changes after its grant
+//! and lease ids are never reused, so checking it on this node's applied state before
+//! proposing is as good as checking it at apply time. Leases granted through the etcd gRPC API
+//! carry no key: as in etcd without auth, whoever can call the API may act on them.
 
 use std::sync::Arc;
 
 use ringleader_core::Time;
-use ringleader_lock_service::state::{Candidate, LeaseId, Notice, Op, Refusal, Reply};
+use ringleader_lock_service::state::{
+    Candidate, IdempotencyKey, KeyDigest, LeaseId, Notice, Op, Refusal, Reply, StateMachine,
+};
+use sha2::Digest as _;
+use subtle::ConstantTimeEq;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
@@ -46,6 +62,9 @@ pub enum OpError {
     /// The lease does not exist (never granted, expired or revoked).
     #[error("lease {0} not found (expired or revoked)")]
     NoSuchLease(LeaseId),
+    /// The caller did not show the key the lease's grant answered.
+    #[error("lease {0} needs the key its grant answered; the lease id alone acts on nothing")]
+    NotOwner(LeaseId),
     /// A lock asked for without waiting is held by another lease.
     #[error("lock {name:?} is held by another lease")]
     Busy {
@@ -78,6 +97,14 @@ pub enum OpError {
         /// The lock.
         name: String,
         /// The lease it was granted to.
+        lease: LeaseId,
+    },
+    /// Only an election's leader may proclaim.
+    #[error("lease {lease} does not lead {election:?}; only the leader may proclaim")]
+    NotLeader {
+        /// The election.
+        election: String,
+        /// The lease that is not its leader.
         lease: LeaseId,
     },
     /// The candidate was elected, but its candidacy ended before the answer.
@@ -129,6 +156,186 @@ pub struct Grant {
     pub fencing: u64,
 }
 
+/// The secret a lease's grant answers: 32 random bytes, written as 64 hex digits. Whoever
+/// shows it may act on the lease; its [`Debug`] form never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LeaseKey([u8; 32]);
+
+/// Why a text is not a lease key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a lease key is the 64 hex digits its grant answered")]
+pub struct BadLeaseKey;
+
+impl LeaseKey {
+    /// A new key from the operating system's random source.
+    pub fn random() -> Result<LeaseKey, getrandom::Error> {
+        let mut k = [0; 32];
+        getrandom::fill(&mut k)?;
+        Ok(LeaseKey(k))
+    }
+
+    /// The key written as `text` (64 hex digits, either case).
+    pub fn parse(text: &str) -> Result<LeaseKey, BadLeaseKey> {
+        let t = text.as_bytes();
+        if t.len() != 64 {
+            return Err(BadLeaseKey);
+        }
+        let mut k = [0; 32];
+        for (i, pair) in t.chunks(2).enumerate() {
+            let hex = std::str::from_utf8(pair).map_err(|_| BadLeaseKey)?;
+            k[i] = u8::from_str_radix(hex, 16).map_err(|_| BadLeaseKey)?;
+        }
+        Ok(LeaseKey(k))
+    }
+
+    /// Its SHA-256 digest, what the replicated state keeps.
+    pub fn digest(&self) -> KeyDigest {
+        sha2::Sha256::digest(self.0).into()
+    }
+}
+
+impl std::fmt::Display for LeaseKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl std::fmt::Debug for LeaseKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LeaseKey(..)")
+    }
+}
+
+/// Checks that the caller, showing `key` (or nothing), may act on `lease`: a lease granted
+/// with a key needs that key; one granted without needs nothing. A lease this node has not
+/// applied yet (granted through another node a moment ago) is looked up with a linearizable
+/// read. Errors: [`OpError::NoSuchLease`], [`OpError::NotOwner`].
+pub async fn authorize(node: &Node, lease: LeaseId, key: Option<&LeaseKey>) -> Result<(), OpError> {
+    let owner_of = move |m: &StateMachine| m.lease(lease).map(|l| l.owner);
+    let owner = match node.local(owner_of).await? {
+        Some(owner) => owner,
+        None => node.read(owner_of).await?.1.ok_or(OpError::NoSuchLease(lease))?,
+    };
+    match (owner, key) {
+        (None, _) => Ok(()),
+        (Some(want), Some(k)) if bool::from(k.digest().ct_eq(&want)) => Ok(()),
+        (Some(_), _) => Err(OpError::NotOwner(lease)),
+    }
+}
+
+/// A lease granted: its id, its time to live and, when it was granted with one, its key.
+#[derive(Clone, Debug)]
+pub struct Granted {
+    /// The lease id (the index of its grant's entry).
+    pub lease: LeaseId,
+    /// Its time to live.
+    pub ttl: Time,
+    /// The key acting on it takes (`None`: granted without one).
+    pub key: Option<LeaseKey>,
+}
+
+/// Grants a lease of `ttl` (more than zero), owned by `key` when given (see the module doc),
+/// applied at most once under the client's idempotency key `retry`.
+pub async fn grant(
+    node: &Node,
+    ttl: Time,
+    key: Option<LeaseKey>,
+    retry: Option<IdempotencyKey>,
+) -> Result<Granted, OpError> {
+    check_space(node, "", "")?;
+    let op = Op::Grant { ttl, origin: node.me, request: 0, owner: key.as_ref().map(LeaseKey::digest) };
+    match node.propose_keyed(op, retry).await?.1.reply {
+        Reply::Granted { lease, ttl } => Ok(Granted { lease, ttl, key }),
+        Reply::Refused { reason } => Err(OpError::Refused(reason)),
+        other => Err(OpError::Unexpected(other)),
+    }
+}
+
+/// Renews `lease` (its time to live starts again) and answers the time to live.
+pub async fn keep_alive(
+    node: &Node,
+    lease: LeaseId,
+    key: Option<&LeaseKey>,
+    retry: Option<IdempotencyKey>,
+) -> Result<Time, OpError> {
+    authorize(node, lease, key).await?;
+    match node.propose_keyed(Op::KeepAlive { lease }, retry).await?.1.reply {
+        Reply::KeptAlive { ttl_left } => Ok(ttl_left),
+        Reply::NoSuchLease => Err(OpError::NoSuchLease(lease)),
+        other => Err(OpError::Unexpected(other)),
+    }
+}
+
+/// Ends `lease` now: its locks are released, its waits and candidacies withdrawn.
+pub async fn revoke(
+    node: &Node,
+    lease: LeaseId,
+    key: Option<&LeaseKey>,
+    retry: Option<IdempotencyKey>,
+) -> Result<(), OpError> {
+    authorize(node, lease, key).await?;
+    match node.propose_keyed(Op::Revoke { lease }, retry).await?.1.reply {
+        Reply::Done => Ok(()),
+        Reply::NoSuchLease => Err(OpError::NoSuchLease(lease)),
+        other => Err(OpError::Unexpected(other)),
+    }
+}
+
+/// Releases lock `name` held by `lease`, or withdraws the lease's wait for it.
+pub async fn release(
+    node: &Node,
+    name: &str,
+    lease: LeaseId,
+    key: Option<&LeaseKey>,
+    retry: Option<IdempotencyKey>,
+) -> Result<(), OpError> {
+    authorize(node, lease, key).await?;
+    match node.propose_keyed(Op::Release { name: name.to_string(), lease }, retry).await?.1.reply {
+        Reply::Done => Ok(()),
+        Reply::NoSuchLease => Err(OpError::NoSuchLease(lease)),
+        Reply::Refused { reason } => Err(OpError::Refused(reason)),
+        other => Err(OpError::Unexpected(other)),
+    }
+}
+
+/// The leader of `election`, `lease`, announces `value`.
+pub async fn proclaim(
+    node: &Node,
+    election: &str,
+    lease: LeaseId,
+    value: String,
+    key: Option<&LeaseKey>,
+    retry: Option<IdempotencyKey>,
+) -> Result<(), OpError> {
+    authorize(node, lease, key).await?;
+    check_space(node, election, &value)?;
+    let op = Op::Proclaim { election: election.to_string(), lease, value };
+    match node.propose_keyed(op, retry).await?.1.reply {
+        Reply::Done => Ok(()),
+        Reply::NotLeader => Err(OpError::NotLeader { election: election.to_string(), lease }),
+        Reply::NoSuchLease => Err(OpError::NoSuchLease(lease)),
+        Reply::Refused { reason } => Err(OpError::Refused(reason)),
+        other => Err(OpError::Unexpected(other)),
+    }
+}
+
+/// `lease` stops being a candidate (or the leader) of `election`.
+pub async fn resign(
+    node: &Node,
+    election: &str,
+    lease: LeaseId,
+    key: Option<&LeaseKey>,
+    retry: Option<IdempotencyKey>,
+) -> Result<(), OpError> {
+    authorize(node, lease, key).await?;
+    match node.propose_keyed(Op::Resign { election: election.to_string(), lease }, retry).await?.1.reply {
+        Reply::Done => Ok(()),
+        Reply::NoSuchLease => Err(OpError::NoSuchLease(lease)),
+        Reply::Refused { reason } => Err(OpError::Refused(reason)),
+        other => Err(OpError::Unexpected(other)),
+    }
+}
+
 /// Acquires lock `name` for `lease`. With `wait`, blocks in the lock's FIFO queue until it is
 /// granted, the lease ends, wait-die drops the wait or `until` passes (then the wait is
 /// withdrawn); without, answers at once ([`OpError::Busy`] when another lease holds it).
@@ -137,9 +344,11 @@ pub async fn acquire(
     node: &Arc<Node>,
     name: &str,
     lease: LeaseId,
+    key: Option<&LeaseKey>,
     wait: bool,
     until: Until,
 ) -> Result<Grant, OpError> {
+    authorize(node, lease, key).await?;
     check_space(node, name, "")?;
     let mut rx = node.notices.subscribe();
     let op = Op::Acquire { name: name.to_string(), lease, request: 0, wait };
@@ -213,9 +422,11 @@ pub async fn campaign(
     node: &Arc<Node>,
     election: &str,
     lease: LeaseId,
+    key: Option<&LeaseKey>,
     value: String,
     until: Until,
 ) -> Result<Candidate, OpError> {
+    authorize(node, lease, key).await?;
     check_space(node, election, &value)?;
     let mut rx = node.notices.subscribe();
     let op = Op::Campaign { election: election.to_string(), lease, value, request: 0 };

@@ -67,10 +67,11 @@ use crate::metrics::{ServiceMetrics, Timed};
 /// The replica's log: the redb file, its writes timed for `/metrics`.
 type Log = Timed<DiskLog>;
 
-/// The name the service's peers say in their hello, with the version of what they send (2:
-/// raft-rs's messages alone, one per frame): only service nodes of this version talk to each
-/// other. The cluster id follows it (`lock-service/2/ID`).
-pub const PROTOCOL: &str = "lock-service/2";
+/// The name the service's peers say in their hello, with the version of what they send (3:
+/// raft-rs's messages alone, one per frame, whose lease grants carry their owner): only
+/// service nodes of this version talk to each other. The cluster id follows it
+/// (`lock-service/3/ID`).
+pub const PROTOCOL: &str = "lock-service/3";
 
 /// What a peer's reader hands the loop: a message, from the position its connection proved.
 type PeerInput = Inbound<Msg, NodeId>;

@@ -419,11 +419,11 @@ fn a_foreign_redb_file_or_another_format_version_is_refused() {
         txn.commit().unwrap();
     }
     let error = open_error(dir.path());
-    assert!(matches!(error, DiskError::Foreign { expected: 1, .. }), "{error:?}");
+    assert!(matches!(error, DiskError::Foreign { expected: FORMAT_VERSION, .. }), "{error:?}");
     assert_eq!(
         error.to_string(),
         format!(
-            "{} is not a ringleader Raft log: it has no format version (expected format 1)",
+            "{} is not a ringleader Raft log: it has no format version (expected format {FORMAT_VERSION})",
             path.display()
         )
     );
@@ -438,18 +438,22 @@ fn a_foreign_redb_file_or_another_format_version_is_refused() {
         {
             let meta: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("ringleader_raft_meta");
             let mut table = txn.open_table(meta).unwrap();
-            table.insert("format_version", 2u64.to_le_bytes().as_slice()).unwrap();
+            table.insert("format_version", (FORMAT_VERSION + 1).to_le_bytes().as_slice()).unwrap();
         }
         txn.commit().unwrap();
     }
     let error = open_error(dir.path());
     assert!(
-        matches!(error, DiskError::FormatVersion { found: 2, expected: FORMAT_VERSION, .. }),
+        matches!(error, DiskError::FormatVersion { found, expected: FORMAT_VERSION, .. } if found == FORMAT_VERSION + 1),
         "{error:?}"
     );
     assert_eq!(
         error.to_string(),
-        format!("{} holds Raft log format 2; this build reads format 1 only", path.display())
+        format!(
+            "{} holds Raft log format {}; this build reads format {FORMAT_VERSION} only",
+            path.display(),
+            FORMAT_VERSION + 1
+        )
     );
 }
 

@@ -40,7 +40,7 @@ pub fn properties_of(info: &Info) -> &'static [&'static str] {
     if info.leader_rule == LeaderRule::Set {
         return &["coverage", "fraction", "balanced_load"];
     }
-    if info.name == ringleader_judge::checkers::linearizable::LOCK_SERVICE {
+    if info.linearizable {
         return &[
             "safety",
             "liveness",

@@ -24,7 +24,7 @@ impl Scenario {
             let known = ringleader_registry::all().iter().map(|i| i.name).collect();
             return Err(ScenarioError::UnknownAlgorithm { name: algorithm, known });
         };
-        let nodes = self.nodes.unwrap_or(5);
+        let nodes = self.nodes.unwrap_or(settings::NODES.default_number() as u32);
         let end = self.duration.map(|d| d.0).unwrap_or(default_duration(info.family));
         crate::input::check(&self, &info, nodes, end)?;
         // A node id that does not exist, blamed on its flag or on its line in the file.
@@ -79,8 +79,8 @@ impl Scenario {
             }
         };
         // Every range was checked by `input::check`, once: what is left is to fill in defaults.
-        let loss = self.network.loss.unwrap_or(0.0);
-        let dup = self.network.dup.unwrap_or(0.0);
+        let loss = self.network.loss.unwrap_or_else(|| settings::LOSS.default_number());
+        let dup = self.network.dup.unwrap_or_else(|| settings::DUP.default_number());
         let latency = self.network.latency.unwrap_or_default();
         let max_delay = self.network.max_delay.map(|d| d.0).unwrap_or_else(|| latency.bound());
         let workload_kind = match (self.workload.kind, info.family) {
@@ -89,10 +89,10 @@ impl Scenario {
             (None, ringleader_algorithms::Family::Clock) => Some(WorkloadKind::Messages),
             (None, _) => None,
         };
-        let rate = self.workload.rate.unwrap_or(10.0);
-        let cycles = self.workload.cycles.unwrap_or(0.3);
-        let holders = self.workload.holders.unwrap_or(default_holders(&algorithm));
-        let fanout = self.workload.fanout.unwrap_or(1);
+        let rate = self.workload.rate.unwrap_or_else(|| settings::RATE.default_number());
+        let cycles = self.workload.cycles.unwrap_or_else(|| settings::CYCLES.default_number());
+        let holders = self.workload.holders.unwrap_or(info.workload_holders);
+        let fanout = self.workload.fanout.unwrap_or_else(|| settings::FANOUT.default_number() as u32);
         for v in &self.expect.violations {
             if v.parse::<ringleader_judge::checkers::Property>().is_err() {
                 return Err(ScenarioError::UnknownProperty {
@@ -124,7 +124,7 @@ impl Scenario {
             description: self.description,
             algorithm,
             nodes,
-            seed: self.seed.unwrap_or(1),
+            seed: self.seed.unwrap_or_else(|| settings::SEED.default_number() as u64),
             ids: self.ids.unwrap_or_default(),
             initiators,
             duration: end,
@@ -142,16 +142,22 @@ impl Scenario {
             pause: self.faults.pause,
             partition: self.faults.partition,
             workload: workload_kind,
-            entries: self.workload.entries.unwrap_or(10),
-            hold: self.workload.hold.map(|d| d.0).unwrap_or(1_000_000),
+            entries: self.workload.entries.unwrap_or_else(|| settings::ENTRIES.default_number() as u64),
+            hold: self.workload.hold.map_or_else(|| settings::HOLD.default_time(), |d| d.0),
             rate,
             requesters,
             cycles,
             fanout,
             holders,
-            clock_offset: self.clocks.offset.map(|d| d.0).unwrap_or(0),
-            clock_drift_ppm: self.clocks.drift_ppm.unwrap_or(0),
-            clock_slew_ppm: self.clocks.slew_ppm.unwrap_or(crate::clock::SLEW_PPM),
+            clock_offset: self.clocks.offset.map_or_else(|| settings::CLOCK_OFFSET.default_time(), |d| d.0),
+            clock_drift_ppm: self
+                .clocks
+                .drift_ppm
+                .unwrap_or_else(|| settings::DRIFT_PPM.default_number() as u32),
+            clock_slew_ppm: self
+                .clocks
+                .slew_ppm
+                .unwrap_or_else(|| settings::SLEW_PPM.default_number() as u32),
             clock_step_forward: self.clocks.step_forward.unwrap_or(false),
             expect: self.expect.violations.into_iter().collect(),
             source,
@@ -255,14 +261,16 @@ impl RunConfig {
                 format_duration(self.hold)
             );
         }
-        if self.cycles != 0.3 {
+        if self.cycles != settings::CYCLES.default_number() {
             s += &format!(" {} {}", settings::CYCLES.flag, self.cycles);
         }
-        // The deadlock workload's holders per request (default 2, 1 for chandy-misra-haas); no
+        // The deadlock workload's holders per request (each algorithm declares its default); no
         // other run reads them.
         let deadlock = ringleader_registry::find(&self.algorithm)
-            .is_some_and(|i| i.family == ringleader_algorithms::Family::Deadlock);
-        if deadlock && self.holders != default_holders(&self.algorithm) {
+            .filter(|i| i.family == ringleader_algorithms::Family::Deadlock);
+        if let Some(info) = deadlock
+            && self.holders != info.workload_holders
+        {
             s += &format!(" {} {}", settings::HOLDERS.flag, self.holders);
         }
         if self.clock_offset > 0 {
@@ -271,7 +279,7 @@ impl RunConfig {
         if self.clock_drift_ppm > 0 {
             s += &format!(" {} {}", settings::DRIFT_PPM.flag, self.clock_drift_ppm);
         }
-        if self.clock_slew_ppm != crate::clock::SLEW_PPM {
+        if self.clock_slew_ppm != settings::SLEW_PPM.default_number() as u32 {
             s += &format!(" {} {}", settings::SLEW_PPM.flag, self.clock_slew_ppm);
         }
         if self.clock_step_forward {
@@ -299,13 +307,4 @@ fn shell_word(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
-}
-
-/// The deadlock workload's default holders per request: 2, and 1 for Chandy-Misra-Haas. With
-/// two holders cycles overlap, and resolving one cycle's victim can break another whose victim
-/// is already told to abort: a phantom report (docs/DEADLOCK.md), on 11 of 400 seeds at 6 nodes.
-/// With one holder no two cycles share a process, and 1,600 seeded runs (3, 4, 6 and 8 nodes)
-/// report no phantom; the phantom is the default story's, declared.
-fn default_holders(algorithm: &str) -> u32 {
-    if algorithm == "chandy-misra-haas" { 1 } else { 2 }
 }

@@ -149,6 +149,28 @@ impl Setting {
         }
     }
 
+    /// The default's value, as the table writes it: the text before any comma (the rest
+    /// explains it), `None` for a setting without one.
+    fn default_text(&self) -> Option<&'static str> {
+        self.default.map(|d| d.split(',').next().unwrap_or(d).trim())
+    }
+
+    /// The default of a numeric setting, read from the table (`--loss`'s 0, `--rate`'s 10).
+    /// Every numeric default parses: `every_default_a_run_fills_in_parses_and_is_in_range`.
+    pub fn default_number(&self) -> f64 {
+        self.default_text()
+            .and_then(|d| d.parse().ok())
+            .unwrap_or_else(|| panic!("the settings table gives {} a numeric default", self.flag))
+    }
+
+    /// The default of a time setting, read from the table (`--hold`'s 1ms).
+    pub fn default_time(&self) -> Time {
+        self.default_text()
+            .and_then(|d| d.parse::<crate::scenario::TimeSpan>().ok())
+            .map(|t| t.0)
+            .unwrap_or_else(|| panic!("the settings table gives {} a time default", self.flag))
+    }
+
     /// [`Setting::check`] of a time, shown with its unit.
     pub(crate) fn check_time(&self, blame: &Blame, t: Time) -> Result<(), ScenarioError> {
         self.check(blame, t as f64, &crate::notation::format_duration(t))
@@ -334,7 +356,8 @@ pub const FANOUT: Setting = setting!(rule
 /// `--holders` (1..N−1: its range depends on the node count, checked in [`crate::input`]).
 pub const HOLDERS: Setting = setting!(rule
     "workload.holders", "--holders", "K", Count,
-    "Deadlock workload: the most holders one request waits for, 1..N−1", default "2"
+    "Deadlock workload: the most holders one request waits for, 1..N−1",
+    default "2, 1 for chandy-misra-haas (each algorithm declares its own)"
 );
 /// `--clock-offset`.
 pub const CLOCK_OFFSET: Setting = setting!(ranged
@@ -512,5 +535,30 @@ mod tests {
             let err = flags.resolve(None).unwrap_err().to_string();
             assert_eq!(err, format!("{} {shown}: {}", setting.flag, setting.out_of_range));
         }
+    }
+
+    /// The defaults a run fills in come from the table: each parses, lies in its setting's
+    /// range, and is what a scenario that says nothing resolves to.
+    #[test]
+    fn every_default_a_run_fills_in_parses_and_is_in_range() {
+        for s in [NODES, SEED, LOSS, DUP, ENTRIES, RATE, CYCLES, FANOUT, HOLDERS, DRIFT_PPM, SLEW_PPM] {
+            assert!(s.range.contains(s.default_number()), "{}", s.flag);
+        }
+        for s in [HOLD, CLOCK_OFFSET] {
+            assert!(s.range.contains(s.default_time() as f64), "{}", s.flag);
+        }
+        assert_eq!(
+            LATENCY.default.map(|d| d.parse::<crate::notation::Latency>().ok()),
+            Some(Some(crate::notation::Latency::default()))
+        );
+        assert_eq!(SLEW_PPM.default_number() as u32, crate::clock::SLEW_PPM);
+        let run = crate::scenario::RunConfig::new("ricart-agrawala", 5).unwrap();
+        assert_eq!(
+            (run.seed, run.loss, run.dup, run.entries, run.hold, run.rate, run.clock_slew_ppm),
+            (1, 0.0, 0.0, 10, 1_000_000, 10.0, 500)
+        );
+        let cmh = crate::scenario::RunConfig::new("chandy-misra-haas", 5).unwrap();
+        let wfg = crate::scenario::RunConfig::new("wait-die", 5).unwrap();
+        assert_eq!((cmh.holders, wfg.holders), (1, HOLDERS.default_number() as u32));
     }
 }

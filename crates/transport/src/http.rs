@@ -93,13 +93,13 @@ impl ApiToken {
     pub const MIN_LEN: usize = 16;
 
     /// A token from its text: at least [`ApiToken::MIN_LEN`] visible ASCII characters.
-    pub fn new(text: &str) -> Result<ApiToken, String> {
+    pub fn new(text: &str) -> Result<ApiToken, BadToken> {
         let t = text.trim();
         if t.len() < Self::MIN_LEN {
-            return Err(format!("the token has {} characters; give at least {}", t.len(), Self::MIN_LEN));
+            return Err(BadToken::TooShort { len: t.len() });
         }
         if !t.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err("the token must be visible ASCII characters (no spaces)".into());
+            return Err(BadToken::NotVisibleAscii);
         }
         Ok(ApiToken(t.to_string()))
     }
@@ -128,6 +128,20 @@ impl ApiToken {
     }
 }
 
+/// Why a text is not a usable API token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadToken {
+    /// Fewer than [`ApiToken::MIN_LEN`] characters once trimmed.
+    #[error("the token has {len} characters; give at least {}", ApiToken::MIN_LEN)]
+    TooShort {
+        /// Its length.
+        len: usize,
+    },
+    /// A character that is not visible ASCII inside the token.
+    #[error("the token must be visible ASCII characters (no spaces)")]
+    NotVisibleAscii,
+}
+
 /// Why an API token file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
@@ -145,7 +159,7 @@ pub enum TokenError {
         /// The file.
         path: PathBuf,
         /// What is wrong with its token.
-        reason: String,
+        reason: BadToken,
     },
 }
 
@@ -496,7 +510,7 @@ fn bearer_credentials(value: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{ApiToken, bearer_credentials, cross_site, is_loopback_host};
+    use super::{ApiToken, BadToken, bearer_credentials, cross_site, is_loopback_host};
 
     #[test]
     fn a_browser_request_from_another_site_may_read_but_not_change_anything() {
@@ -536,8 +550,8 @@ mod tests {
 
     #[test]
     fn tokens_are_checked_and_compared_whole() {
-        assert!(ApiToken::new("short").unwrap_err().contains("at least 16"));
-        assert!(ApiToken::new("with a space in the middle").unwrap_err().contains("no spaces"));
+        assert!(ApiToken::new("short").unwrap_err().to_string().contains("at least 16"));
+        assert_eq!(ApiToken::new("with a space in the middle").unwrap_err(), BadToken::NotVisibleAscii);
         let t = ApiToken::new(" 0123456789abcdef0123\n").unwrap();
         assert!(t.matches("0123456789abcdef0123"));
         assert!(!t.matches("0123456789abcdef012"));

@@ -15,7 +15,7 @@ use etcd_client::{
 };
 use tonic::Code;
 
-use crate::common::{FORK, free_base};
+use crate::common::{FORK, call, free_base};
 
 /// This module's lane of loopback ports ([`common::free_base`]).
 const LANE: u16 = 16;
@@ -38,6 +38,8 @@ fn status(e: Error) -> tonic::Status {
 
 struct Cluster {
     child: Child,
+    /// The HTTP API's base port (node i serves it on `api + i`).
+    api: u16,
     grpc: u16,
     dir: PathBuf,
 }
@@ -70,7 +72,7 @@ impl Cluster {
             let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
             cmd.spawn().expect("the ringleader binary starts")
         };
-        let c = Cluster { child, grpc, dir };
+        let c = Cluster { child, api, grpc, dir };
         c.agreed_leader().await;
         c
     }
@@ -609,6 +611,39 @@ async fn a_key_attached_to_a_lease_vanishes_when_the_lease_is_revoked() {
     assert_eq!((ev[0].0, ev[0].1.as_str()), (EventType::Delete, "leased"));
     assert_eq!(within("get", one.get("leased", None)).await.unwrap().count(), 0);
     assert_eq!(within("get", one.get("kept", None)).await.unwrap().count(), 1);
+}
+
+/// A lease granted through the HTTP API answers a key, and the etcd API asks for it too: with
+/// the lease id alone (what `GET /v1/lock/NAME` shows), Unlock, LeaseRevoke and Lock are
+/// refused PERMISSION_DENIED and the holder keeps its lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_granted_over_http_cannot_be_acted_on_over_grpc_without_its_key() {
+    let c = Cluster::start().await;
+    let api = c.api + 1;
+    let lease = tokio::task::spawn_blocking(move || {
+        let (code, g) = call(api, "POST", "/v1/lease/grant", Some(serde_json::json!({ "ttl_ms": 60_000 })));
+        assert_eq!(code, 200, "{g}");
+        let lease = g["lease"].as_u64().unwrap();
+        let body = serde_json::json!({ "name": "victim", "lease": lease });
+        let (code, got) = call(api, "POST", "/v1/lock/acquire", Some(body));
+        assert_eq!(code, 200, "{got}");
+        lease
+    })
+    .await
+    .unwrap();
+    let mut one = c.client(2).await;
+    let key = format!("victim/{lease:x}");
+    let e = within("unlock", one.unlock(key.as_str())).await.unwrap_err();
+    assert_eq!(status(e).code(), Code::PermissionDenied);
+    let e = within("revoke", one.lease_revoke(lease as i64)).await.unwrap_err();
+    assert_eq!(status(e).code(), Code::PermissionDenied);
+    let e = within("lock", one.lock("other", Some(LockOptions::new().with_lease(lease as i64))))
+        .await
+        .unwrap_err();
+    assert_eq!(status(e).code(), Code::PermissionDenied);
+    let (code, view) =
+        tokio::task::spawn_blocking(move || call(api, "GET", "/v1/lock/victim", None)).await.unwrap();
+    assert_eq!((code, &view["holder"]["lease"]), (200, &serde_json::json!(lease)), "{view}");
 }
 
 #[test]

@@ -332,7 +332,8 @@ fn lock_stops_its_command_when_the_lock_is_taken_from_its_live_lease() {
     let term_file = dir.join("term");
     // The command writes its lease, then runs until SIGTERM, which it records.
     let script = format!(
-        "trap 'echo term > {term}; exit 3' TERM; echo $RINGLEADER_LEASE > {lease}.tmp; mv {lease}.tmp {lease}; \
+        "trap 'echo term > {term}; exit 3' TERM; echo $RINGLEADER_LEASE $RINGLEADER_LEASE_KEY > {lease}.tmp; \
+         mv {lease}.tmp {lease}; \
          while true; do sleep 0.02; done",
         term = term_file.display(),
         lease = lease_file.display()
@@ -345,11 +346,15 @@ fn lock_stops_its_command_when_the_lock_is_taken_from_its_live_lease() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let child = spawn(&mut cmd);
-    let lease: u64 = common::until(Duration::from_secs(20), "the command's lease", || {
-        std::fs::read_to_string(&lease_file).ok()?.trim().parse().ok()
+    let (lease, key): (u64, String) = common::until(Duration::from_secs(20), "the command's lease", || {
+        let text = std::fs::read_to_string(&lease_file).ok()?;
+        let (lease, key) = text.trim().split_once(' ')?;
+        Some((lease.parse().ok()?, key.to_string()))
     });
-    // An operator releases the lock; the lease lives on (its keep-alives go on).
-    let (code, body) = post(s.port(2), "/v1/lock/release", json!({ "name": "taken", "lease": lease }));
+    // The command itself releases the lock with its lease's key; the lease lives on (its
+    // keep-alives go on).
+    let (code, body) =
+        post(s.port(2), "/v1/lock/release", json!({ "name": "taken", "lease": lease, "key": key }));
     assert_eq!(code, 200, "{body}");
     let out = ended_within(child, Duration::from_secs(20), "lock after its lock was taken");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -692,9 +697,11 @@ fn a_grant_retried_with_its_idempotency_key_on_another_node_is_applied_once() {
     // Read on node 3, which answers last and so has applied every grant.
     let leases = || sample(&metrics(s.port(3)), "ringleader_service_leases{id=\"3\"}");
     let before = leases();
-    let grant = json!({ "ttl_ms": 60_000 });
+    let own = "ab".repeat(32);
+    let grant = json!({ "ttl_ms": 60_000, "key": own });
     let (code, first) = post_keyed(s.port(1), "/v1/lease/grant", "4242:7", grant.clone());
     assert_eq!(code, 200, "{first}");
+    assert_eq!(first["key"], json!(own), "the grant answers the key the client chose");
     let (code, again) = post_keyed(s.port(2), "/v1/lease/grant", "4242:7", grant.clone());
     assert_eq!(code, 200, "{again}");
     assert_eq!(again["lease"], first["lease"], "the retry answers the first grant");
@@ -707,9 +714,62 @@ fn a_grant_retried_with_its_idempotency_key_on_another_node_is_applied_once() {
         let (code, body) = post_keyed(s.port(1), "/v1/lease/grant", bad, grant.clone());
         assert_eq!((code, body["reason"].as_str()), (400, Some("bad_request")), "{bad}: {body}");
     }
+    // A retried grant must bring its key: the node could not answer the first grant's key.
+    let (code, body) = post_keyed(s.port(1), "/v1/lease/grant", "4242:10", json!({ "ttl_ms": 60_000 }));
+    assert_eq!((code, body["reason"].as_str()), (400, Some("bad_request")), "{body}");
+    assert!(body["error"].as_str().unwrap_or("").contains("needs a key of its own"), "{body}");
     let acquire = json!({ "name": "k", "lease": first["lease"], "wait": false });
     let (code, body) = post_keyed(s.port(1), "/v1/lock/acquire", "4242:9", acquire);
     assert_eq!((code, body["reason"].as_str()), (400, Some("bad_request")), "{body}");
+}
+
+/// A lease is a capability: with its id alone, as `GET /v1/lock/NAME` shows it, or with a
+/// wrong key, nobody can release its lock, keep it alive, revoke it, queue or campaign with
+/// it, on any node; the grantee, with the key its grant answered, can. (An attacker once
+/// released a victim's lock with `{"name":"victim","lease":<id from GET>}` and was granted it
+/// while the victim's command still ran.)
+#[test]
+fn a_lease_id_alone_acts_on_nothing() {
+    let s = Service::start(3);
+    let victim = s.grant(1, 60_000);
+    let (code, got) = post(s.port(1), "/v1/lock/acquire", json!({ "name": "victim", "lease": victim }));
+    assert_eq!(code, 200, "{got}");
+    let (_, view) = call(s.port(2), "GET", "/v1/lock/victim", None);
+    let seen = view["holder"]["lease"].as_u64().expect("GET shows the holder's lease id");
+    let attacker = s.grant(2, 60_000);
+    let wrong = "00".repeat(32);
+    for key in [json!(null), json!(wrong)] {
+        let attempts = [
+            ("/v1/lock/release", json!({ "name": "victim", "lease": seen, "key": key })),
+            ("/v1/lease/revoke", json!({ "lease": seen, "key": key })),
+            ("/v1/lease/keepalive", json!({ "lease": seen, "key": key })),
+            ("/v1/lock/acquire", json!({ "name": "other", "lease": seen, "key": key, "wait": false })),
+            ("/v1/election/campaign", json!({ "election": "e", "lease": seen, "key": key, "value": "x" })),
+            ("/v1/election/resign", json!({ "election": "e", "lease": seen, "key": key })),
+        ];
+        for (path, body) in attempts {
+            for node in 1..=3 {
+                let (code, answer) = post(s.port(node), path, body.clone());
+                assert_eq!(
+                    (code, answer["reason"].as_str()),
+                    (403, Some("not_owner")),
+                    "{path} on {node}: {answer}"
+                );
+            }
+        }
+    }
+    let (code, body) =
+        post(s.port(3), "/v1/lock/acquire", json!({ "name": "victim", "lease": attacker, "wait": false }));
+    assert_eq!((code, body["reason"].as_str()), (409, Some("busy")), "the victim still holds it: {body}");
+    let (_, view) = call(s.port(3), "GET", "/v1/lock/victim", None);
+    assert_eq!(view["holder"]["lease"], json!(victim), "{view}");
+    // A malformed key is a bad request, not a refusal to guess at.
+    let (code, body) = post(s.port(1), "/v1/lease/keepalive", json!({ "lease": victim, "key": "zz" }));
+    assert_eq!((code, body["reason"].as_str()), (400, Some("bad_request")), "{body}");
+    // The grantee, with its key (added by `post`, as a client does), acts on it.
+    let (code, body) = post(s.port(2), "/v1/lock/release", json!({ "name": "victim", "lease": victim }));
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(post(s.port(3), "/v1/lease/revoke", json!({ "lease": victim })).0, 200);
 }
 
 /// A write whose name and value alone pass the backend quota is refused 507 `no_space`; a

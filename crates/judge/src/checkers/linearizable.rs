@@ -36,9 +36,6 @@ use super::{Checker, FamilyReport, Moment, NodeStatus, Property, Violations, Wor
 use crate::linearizability::lock::{LockInput, LockModel, LockOp, LockOperation, LockOutput};
 use crate::linearizability::{DEFAULT_BUDGET, LinearizabilityVerdict, Operation, check};
 
-/// The algorithm whose runs are judged `linearizable`.
-pub const LOCK_SERVICE: &str = "lock-service";
-
 /// The lock name the simulator's history uses (the workload's one lock).
 const LOCK: &str = "lock";
 

@@ -320,7 +320,7 @@ pub fn for_family(family: Family, n: usize) -> Box<dyn Checker + Send> {
 pub fn for_algorithm(info: &Info, n: usize) -> Box<dyn Checker + Send> {
     if info.leader_rule == LeaderRule::Set {
         Box::new(superpeer::SuperPeerChecker::new(n))
-    } else if info.name == linearizable::LOCK_SERVICE {
+    } else if info.linearizable {
         Box::new(linearizable::LinearizableChecker::new(mutex::MutexChecker::new(n)))
     } else if info.prevention {
         Box::new(deadlock::DeadlockChecker::for_prevention(n))

@@ -9,7 +9,7 @@
 use std::pin::Pin;
 
 use futures_util::Stream;
-use ringleader_lock_service::state::{Candidate, Notice, Op, Reply, StateMachine};
+use ringleader_lock_service::state::{Candidate, Notice, StateMachine};
 use tokio::sync::broadcast::error::RecvError;
 use tonic::{Request, Response, Status};
 
@@ -19,8 +19,8 @@ use super::pb::v3electionpb::{
     CampaignRequest, CampaignResponse, LeaderKey, LeaderRequest, LeaderResponse, ProclaimRequest,
     ProclaimResponse, ResignRequest, ResignResponse,
 };
-use super::{Ctx, key_of, lease_id, lease_not_found, name_of, op_status, unavailable};
-use crate::ops::{self, Until};
+use super::{Ctx, key_of, lease_id, lease_key_of, name_of, op_status, unavailable};
+use crate::ops::{self, OpError, Until};
 
 /// The Election service.
 pub struct ElectionApi(pub Ctx);
@@ -69,31 +69,29 @@ impl Election for ElectionApi {
     /// Blocks until the lease leads the election or its lease ends; a campaign whose client
     /// cancels while it waits is withdrawn (resigned).
     async fn campaign(&self, req: Request<CampaignRequest>) -> Result<Response<CampaignResponse>, Status> {
+        let key = lease_key_of(&req)?;
         let req = req.into_inner();
         let election = name_of("election name", &req.name)?;
         let lease = lease_id("lease", req.lease)?;
         let value = value_of(req.value)?;
         let ctx = &self.0;
-        let leader =
-            ops::campaign(&ctx.node, &election, lease, value, Until::Answered).await.map_err(op_status)?;
+        let leader = ops::campaign(&ctx.node, &election, lease, key.as_ref(), value, Until::Answered)
+            .await
+            .map_err(op_status)?;
         let leader = Some(leader_key(&election, &leader));
         Ok(Response::new(CampaignResponse { header: ctx.applied_header().await, leader }))
     }
 
     async fn proclaim(&self, req: Request<ProclaimRequest>) -> Result<Response<ProclaimResponse>, Status> {
+        let key = lease_key_of(&req)?;
         let req = req.into_inner();
         let (election, lease) = candidate_of(req.leader)?;
         let value = value_of(req.value)?;
         let ctx = &self.0;
-        super::check_space(
-            &ctx.node,
-            ringleader_lock_service::kv::put_growth(election.len() + 17, value.len()),
-        )?;
-        match ctx.node.propose(Op::Proclaim { election, lease, value }).await.map_err(unavailable)?.reply {
-            Reply::Done => Ok(Response::new(ProclaimResponse { header: ctx.applied_header().await })),
-            Reply::NotLeader => Err(Status::failed_precondition("election: not leader")),
-            Reply::NoSuchLease => Err(lease_not_found()),
-            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
+        match ops::proclaim(&ctx.node, &election, lease, value, key.as_ref(), None).await {
+            Ok(()) => Ok(Response::new(ProclaimResponse { header: ctx.applied_header().await })),
+            Err(OpError::NotLeader { .. }) => Err(Status::failed_precondition("election: not leader")),
+            Err(e) => Err(op_status(e)),
         }
     }
 
@@ -165,13 +163,15 @@ impl Election for ElectionApi {
 
     /// Removes the candidate; as etcd's Resign, succeeds when it is no longer a candidate.
     async fn resign(&self, req: Request<ResignRequest>) -> Result<Response<ResignResponse>, Status> {
+        let key = lease_key_of(&req)?;
         let (election, lease) = candidate_of(req.into_inner().leader)?;
         let ctx = &self.0;
-        match ctx.node.propose(Op::Resign { election, lease }).await.map_err(unavailable)?.reply {
-            Reply::Done | Reply::NoSuchLease | Reply::Refused { .. } => {
+        match ops::resign(&ctx.node, &election, lease, key.as_ref(), None).await {
+            // As etcd's Resign (a delete), it succeeds when there is nothing to resign.
+            Ok(()) | Err(OpError::NoSuchLease(_) | OpError::Refused(_)) => {
                 Ok(Response::new(ResignResponse { header: ctx.applied_header().await }))
             }
-            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
+            Err(e) => Err(op_status(e)),
         }
     }
 }

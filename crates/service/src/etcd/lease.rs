@@ -7,8 +7,7 @@ use std::pin::Pin;
 
 use futures_util::Stream;
 use ringleader_core::Time;
-use ringleader_lock_service::kv::put_growth;
-use ringleader_lock_service::state::{Op, Reply, StateMachine};
+use ringleader_lock_service::state::StateMachine;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::pb::etcdserverpb::lease_server::Lease;
@@ -17,7 +16,8 @@ use super::pb::etcdserverpb::{
     LeaseLeasesResponse, LeaseRevokeRequest, LeaseRevokeResponse, LeaseStatus, LeaseTimeToLiveRequest,
     LeaseTimeToLiveResponse,
 };
-use super::{Ctx, key_of, lease_id, lease_not_found, unavailable};
+use super::{Ctx, key_of, lease_id, lease_key_of, op_status, unavailable};
+use crate::ops::{self, OpError};
 
 /// The longest lease TTL, in seconds (the HTTP API's bound).
 pub const MAX_TTL_S: i64 = (crate::http::MAX_MS / 1000) as i64;
@@ -57,30 +57,25 @@ impl Lease for LeaseApi {
             )));
         }
         let ctx = &self.0;
-        super::check_space(&ctx.node, put_growth(0, 0))?;
-        let op = Op::Grant { ttl: req.ttl as Time * SECOND, origin: ctx.node.me, request: 0 };
-        match ctx.node.propose(op).await.map_err(unavailable)?.reply {
-            Reply::Granted { lease, ttl } => Ok(Response::new(LeaseGrantResponse {
-                header: ctx.applied_header().await,
-                id: lease as i64,
-                ttl: seconds_up(ttl),
-                error: String::new(),
-            })),
-            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
-        }
+        // etcd's clients have no way to carry a lease key: a lease granted here has none.
+        let granted = ops::grant(&ctx.node, req.ttl as Time * SECOND, None, None).await.map_err(op_status)?;
+        Ok(Response::new(LeaseGrantResponse {
+            header: ctx.applied_header().await,
+            id: granted.lease as i64,
+            ttl: seconds_up(granted.ttl),
+            error: String::new(),
+        }))
     }
 
     async fn lease_revoke(
         &self,
         req: Request<LeaseRevokeRequest>,
     ) -> Result<Response<LeaseRevokeResponse>, Status> {
+        let key = lease_key_of(&req)?;
         let lease = lease_id("lease ID", req.into_inner().id)?;
         let ctx = &self.0;
-        match ctx.node.propose(Op::Revoke { lease }).await.map_err(unavailable)?.reply {
-            Reply::Done => Ok(Response::new(LeaseRevokeResponse { header: ctx.applied_header().await })),
-            Reply::NoSuchLease => Err(lease_not_found()),
-            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
-        }
+        ops::revoke(&ctx.node, lease, key.as_ref(), None).await.map_err(op_status)?;
+        Ok(Response::new(LeaseRevokeResponse { header: ctx.applied_header().await }))
     }
 
     type LeaseKeepAliveStream = KeepAliveStream;
@@ -92,23 +87,27 @@ impl Lease for LeaseApi {
         req: Request<Streaming<LeaseKeepAliveRequest>>,
     ) -> Result<Response<Self::LeaseKeepAliveStream>, Status> {
         let ctx = self.0.clone();
+        let key = lease_key_of(&req)?;
         let requests = req.into_inner();
-        let stream = futures_util::stream::unfold((requests, ctx), |(mut requests, ctx)| async move {
-            let req = match requests.message().await {
-                Ok(Some(r)) => r,
-                Ok(None) | Err(_) => return None,
-            };
-            let answer = async {
-                let lease = lease_id("lease ID", req.id)?;
-                let ttl = match ctx.node.propose(Op::KeepAlive { lease }).await.map_err(unavailable)?.reply {
-                    Reply::KeptAlive { ttl_left } => seconds_up(ttl_left),
-                    Reply::NoSuchLease => 0,
-                    other => return Err(Status::internal(format!("unexpected reply {other:?}"))),
+        let stream = futures_util::stream::unfold((requests, ctx), move |(mut requests, ctx)| {
+            let key = key.clone();
+            async move {
+                let req = match requests.message().await {
+                    Ok(Some(r)) => r,
+                    Ok(None) | Err(_) => return None,
                 };
-                Ok(LeaseKeepAliveResponse { header: ctx.applied_header().await, id: req.id, ttl })
+                let answer = async {
+                    let lease = lease_id("lease ID", req.id)?;
+                    let ttl = match ops::keep_alive(&ctx.node, lease, key.as_ref(), None).await {
+                        Ok(ttl_left) => seconds_up(ttl_left),
+                        Err(OpError::NoSuchLease(_)) => 0,
+                        Err(e) => return Err(op_status(e)),
+                    };
+                    Ok(LeaseKeepAliveResponse { header: ctx.applied_header().await, id: req.id, ttl })
+                }
+                .await;
+                Some((answer, (requests, ctx)))
             }
-            .await;
-            Some((answer, (requests, ctx)))
         });
         Ok(Response::new(Box::pin(stream)))
     }

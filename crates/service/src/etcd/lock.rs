@@ -7,13 +7,12 @@
 //! takes the key back, releases, and — as etcd's Unlock, a delete — succeeds when the lease no
 //! longer holds the lock.
 
-use ringleader_lock_service::state::{Op, Reply};
 use tonic::{Request, Response, Status};
 
 use super::pb::v3lockpb::lock_server::Lock;
 use super::pb::v3lockpb::{LockRequest, LockResponse, UnlockRequest, UnlockResponse};
-use super::{Ctx, key_of, lease_id, name_of, op_status, parse_key, unavailable};
-use crate::ops::{self, Until};
+use super::{Ctx, key_of, lease_id, lease_key_of, name_of, op_status, parse_key};
+use crate::ops::{self, OpError, Until};
 
 /// The Lock service.
 pub struct LockApi(pub Ctx);
@@ -23,11 +22,13 @@ impl Lock for LockApi {
     /// Blocks in the lock's FIFO queue ([`ops::acquire`]); a call cancelled while it waits
     /// (its deadline, or a dropped connection) drops the future, which withdraws the wait.
     async fn lock(&self, req: Request<LockRequest>) -> Result<Response<LockResponse>, Status> {
+        let key = lease_key_of(&req)?;
         let req = req.into_inner();
         let name = name_of("lock name", &req.name)?;
         let lease = lease_id("lease", req.lease)?;
-        let grant =
-            ops::acquire(&self.0.node, &name, lease, true, Until::Answered).await.map_err(op_status)?;
+        let grant = ops::acquire(&self.0.node, &name, lease, key.as_ref(), true, Until::Answered)
+            .await
+            .map_err(op_status)?;
         Ok(Response::new(LockResponse {
             header: self.0.header(Some(grant.fencing)),
             key: key_of(&name, lease),
@@ -35,6 +36,7 @@ impl Lock for LockApi {
     }
 
     async fn unlock(&self, req: Request<UnlockRequest>) -> Result<Response<UnlockResponse>, Status> {
+        let lease_key = lease_key_of(&req)?;
         let key = req.into_inner().key;
         let (name, lease) = parse_key(&key).ok_or_else(|| {
             Status::invalid_argument(format!(
@@ -43,12 +45,12 @@ impl Lock for LockApi {
             ))
         })?;
         let ctx = &self.0;
-        match ctx.node.propose(Op::Release { name, lease }).await.map_err(unavailable)?.reply {
+        match ops::release(&ctx.node, &name, lease, lease_key.as_ref(), None).await {
             // etcd's Unlock deletes the key, which succeeds whether or not it still exists.
-            Reply::Done | Reply::NoSuchLease | Reply::Refused { .. } => {
+            Ok(()) | Err(OpError::NoSuchLease(_) | OpError::Refused(_)) => {
                 Ok(Response::new(UnlockResponse { header: ctx.applied_header().await }))
             }
-            other => Err(Status::internal(format!("unexpected reply {other:?}"))),
+            Err(e) => Err(op_status(e)),
         }
     }
 }

@@ -33,7 +33,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use ringleader_lock_service::state::{LeaseId, StateMachine};
-use tonic::Status;
+use tonic::{Request, Status};
 
 use crate::ops::OpError;
 use crate::server::{Node, Unavailable};
@@ -258,6 +258,8 @@ pub fn op_status(e: OpError) -> Status {
         OpError::Unavailable(e) => unavailable(e),
         OpError::NoSpace(_) => no_space(),
         OpError::NoSuchLease(_) => lease_not_found(),
+        OpError::NotOwner(_) => Status::permission_denied(message),
+        OpError::NotLeader { .. } => Status::failed_precondition("election: not leader"),
         OpError::WaitRefused | OpError::WaitDropped | OpError::LostLock { .. } | OpError::LostElection => {
             Status::aborted(message)
         }
@@ -267,6 +269,20 @@ pub fn op_status(e: OpError) -> Status {
         OpError::TimedOut(_) => Status::deadline_exceeded(message),
         OpError::Unexpected(_) => Status::internal(message),
     }
+}
+
+/// The metadata that carries a lease key: a lease granted through the HTTP API answers a key
+/// (crate::ops::LeaseKey), and acting on it through this API takes the key as this metadata.
+/// etcd's own clients never send it, and leases they grant here have no key.
+pub const LEASE_KEY_METADATA: &str = "lease-key";
+
+/// The lease key a call carries ([`LEASE_KEY_METADATA`]), if any.
+pub fn lease_key_of<T>(req: &Request<T>) -> Result<Option<crate::ops::LeaseKey>, Status> {
+    let Some(v) = req.metadata().get(LEASE_KEY_METADATA) else { return Ok(None) };
+    let text = v.to_str().map_err(|_| Status::invalid_argument("lease-key: not text"))?;
+    crate::ops::LeaseKey::parse(text)
+        .map(Some)
+        .map_err(|e| Status::invalid_argument(format!("lease-key: {e}")))
 }
 
 /// The answer to a method this API does not serve.

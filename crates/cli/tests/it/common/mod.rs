@@ -3,6 +3,7 @@
 //! bounded polls. Every test module of this binary uses a part of it.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::process::{Child, Command};
 use std::sync::Mutex;
@@ -37,6 +38,7 @@ pub fn free_base(n: u16, lane: u16) -> u16 {
         let base = 20000 + (seed * 64 + k * 64 + lane) % 12000;
         let held: Vec<_> = (0..=n).filter_map(|i| TcpListener::bind(("127.0.0.1", base + i)).ok()).collect();
         if held.len() == n as usize + 1 {
+            RANGES.lock().unwrap_or_else(|e| e.into_inner()).push((base, base + n));
             return base;
         }
     }
@@ -64,10 +66,39 @@ thread_local! {
         .into();
 }
 
+/// The port ranges [`free_base`] handed out, first and last port: one per cluster.
+static RANGES: Mutex<Vec<(u16, u16)>> = Mutex::new(Vec::new());
+
+/// The lease keys the service's grants answered, by the first port of their cluster's range
+/// and lease id.
+static LEASE_KEYS: Mutex<BTreeMap<(u16, u64), String>> = Mutex::new(BTreeMap::new());
+
+/// The first port of the range `port` lies in (the port itself when it was not handed out).
+fn cluster_of(port: u16) -> u16 {
+    let ranges = RANGES.lock().unwrap_or_else(|e| e.into_inner());
+    ranges.iter().rev().find(|(first, last)| (*first..=*last).contains(&port)).map_or(port, |r| r.0)
+}
+
+/// A lease's key, as its grant through [`try_call`] answered it.
+pub fn lease_key(port: u16, lease: u64) -> Option<String> {
+    LEASE_KEYS.lock().unwrap_or_else(|e| e.into_inner()).get(&(cluster_of(port), lease)).cloned()
+}
+
 /// One JSON request to a node's HTTP API on loopback: its status and body (`Null` when the
 /// body is not JSON), or `None` when the node cannot be reached.
-pub fn try_call(port: u16, method: &str, path: &str, body: Option<Value>) -> Option<(u16, Value)> {
+///
+/// It plays the lease's grantee, as a real client does: the key a grant answers is kept, and a
+/// body that names a lease and no `key` gets the lease's key added. A test that plays someone
+/// else sends `"key": null` (no key) or a wrong one.
+pub fn try_call(port: u16, method: &str, path: &str, mut body: Option<Value>) -> Option<(u16, Value)> {
     let url = format!("http://127.0.0.1:{port}{path}");
+    if let Some(b) = body.as_mut()
+        && b.get("key").is_none()
+        && let Some(lease) = b.get("lease").and_then(Value::as_u64)
+        && let Some(key) = lease_key(port, lease)
+    {
+        b["key"] = Value::String(key);
+    }
     let response = AGENT.with(|a| match (method, body) {
         ("GET", _) => a.get(&url).call(),
         ("DELETE", _) => a.delete(&url).call(),
@@ -78,7 +109,16 @@ pub fn try_call(port: u16, method: &str, path: &str, body: Option<Value>) -> Opt
     let mut response = response.ok()?;
     let status = response.status().as_u16();
     let text = response.body_mut().read_to_string().ok()?;
-    Some((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+    let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    if path == "/v1/lease/grant"
+        && let (Some(lease), Some(key)) = (answer["lease"].as_u64(), answer["key"].as_str())
+    {
+        LEASE_KEYS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((cluster_of(port), lease), key.to_string());
+    }
+    Some((status, answer))
 }
 
 /// [`try_call`], failing the test when the node cannot be reached.
