@@ -6,6 +6,7 @@
 #   SECONDS_EACH=2 RINGLEADER_BIN=target/debug/ringleader docs/service-bench.sh
 #   MEASURE=failover FAILOVER_TRIALS=40 docs/service-bench.sh    # only the leader-kill trials
 #   MEASURE=handover HANDOVER_TRIALS=20 docs/service-bench.sh    # only holder death -> next holder
+#   MEASURE=tls docs/service-bench.sh     # 3 nodes with and without TLS, ours then etcd's
 #
 # Installs Debian's etcd-server if etcd is missing. Both services fsync every commit (etcd by
 # default; ours with one fsync per batch of proposals). Prints one line per measurement.
@@ -49,13 +50,63 @@ etcd_cluster() { # N
   for i in $(seq 1 "$n"); do wait_http "http://127.0.0.1:$((12370 + i))/health"; done
 }
 
-ours_cluster() { # N
-  "$BIN" cluster --service --nodes "$1" --api-base-port 14100 --peer-base-port 14200 \
-    --data-dir "$work/ours-$1" --secret-file "$work/secret-$1" >"$work/ours-$1.log" 2>&1 &
+ours_cluster() { # N [--tls]: with --tls, $scheme and $client_tls are set for the clients
+  local n=$1; shift
+  "$BIN" cluster --service --nodes "$n" --api-base-port 14100 --peer-base-port 14200 \
+    --data-dir "$work/ours-$n$*" --secret-file "$work/secret-$n" "$@" >"$work/ours-$n.log" 2>&1 &
   pids+=($!)
-  for i in $(seq 1 "$1"); do
-    for _ in $(seq 1 300); do curl -s "http://127.0.0.1:$((14100 + i))/status" | grep -q '"leader":[0-9]' && break; sleep 0.1; done
+  scheme=http client_tls=() curl_tls=()
+  if [ "$*" = --tls ]; then
+    local t="$work/ours-$n--tls/tls"
+    for _ in $(seq 1 300); do [ -s "$t/client-key.pem" ] && break; sleep 0.1; done
+    scheme=https client_tls=(--cacert "$t/ca.pem" --cert "$t/client.pem" --key "$t/client-key.pem")
+    curl_tls=(--cacert "$t/ca.pem" --cert "$t/client.pem" --key "$t/client-key.pem")
+  fi
+  for i in $(seq 1 "$n"); do
+    for _ in $(seq 1 300); do curl -s "${curl_tls[@]}" "$scheme://127.0.0.1:$((14100 + i))/status" | grep -q '"leader":[0-9]' && break; sleep 0.1; done
   done
+}
+
+etcd_tls_cluster() { # N, with the CA and node certificates of the last `ours_cluster N --tls`
+  local n=$1 init="" i t="$work/ours-$1--tls/tls"
+  for i in $(seq 1 "$n"); do init+="e$i=https://127.0.0.1:$((12380 + i)),"; done
+  for i in $(seq 1 "$n"); do
+    etcd --name "e$i" --data-dir "$work/etcd-tls-$n-$i" \
+      --cert-file "$t/node-$i.pem" --key-file "$t/node-$i-key.pem" --trusted-ca-file "$t/ca.pem" --client-cert-auth \
+      --peer-cert-file "$t/node-$i.pem" --peer-key-file "$t/node-$i-key.pem" --peer-trusted-ca-file "$t/ca.pem" \
+      --peer-client-cert-auth \
+      --listen-client-urls "https://127.0.0.1:$((12370 + i))" --advertise-client-urls "https://127.0.0.1:$((12370 + i))" \
+      --listen-peer-urls "https://127.0.0.1:$((12380 + i))" --initial-advertise-peer-urls "https://127.0.0.1:$((12380 + i))" \
+      --initial-cluster "${init%,}" --initial-cluster-state new >"$work/etcd-tls-$n-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in $(seq 1 "$n"); do
+    for _ in $(seq 1 300); do curl -sf -o /dev/null --cacert "$t/ca.pem" --cert "$t/client.pem" --key "$t/client-key.pem" \
+      "https://127.0.0.1:$((12370 + i))/health" && break; sleep 0.1; done
+  done
+}
+
+tls_side_by_side() { # 3 nodes, plain then TLS (mutual TLS between peers, client certificates)
+  local mode leader ep
+  for mode in plain tls; do
+    if [ $mode = plain ]; then ours_cluster 3; else ours_cluster 3 --tls; fi
+    leader=$(curl -s "${curl_tls[@]}" "$scheme://127.0.0.1:14101/status" | sed -n 's/.*"leader":\([0-9]*\).*/\1/p')
+    ep="$scheme://127.0.0.1:$((14100 + leader))"
+    bench "ringleader 3 nodes $mode, 1 client" --endpoints "$ep" --clients 1 "${client_tls[@]}"
+    bench "ringleader 3 nodes $mode, 8 clients 8 names" --endpoints "$ep" --clients 8 --names 8 "${client_tls[@]}"
+    stop_all
+  done
+  [ "${ETCD_TLS:-1}" = 1 ] || return 0
+  etcd_cluster 3
+  bench "etcd 3 nodes plain, 1 client" --target etcd --endpoints http://127.0.0.1:12371 --clients 1
+  bench "etcd 3 nodes plain, 8 clients 8 names" --target etcd --endpoints http://127.0.0.1:12371 --clients 8 --names 8
+  stop_all
+  ours_cluster 3 --tls  # only for its certificates
+  stop_all
+  etcd_tls_cluster 3
+  bench "etcd 3 nodes tls, 1 client" --target etcd --endpoints https://127.0.0.1:12371 --clients 1 "${client_tls[@]}"
+  bench "etcd 3 nodes tls, 8 clients 8 names" --target etcd --endpoints https://127.0.0.1:12371 --clients 8 --names 8 "${client_tls[@]}"
+  stop_all
 }
 
 stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; pids=(); }
@@ -102,9 +153,10 @@ handover_trials() { # TRIALS: a holder dies (stops talking) just after a keep-al
 
 MEASURE=${MEASURE:-all}
 case $MEASURE in
-  all | throughput | failover | handover) ;;
-  *) echo "MEASURE=$MEASURE: give all, throughput, failover or handover" >&2; exit 2 ;;
+  all | throughput | failover | handover | tls) ;;
+  *) echo "MEASURE=$MEASURE: give all, throughput, failover, handover or tls" >&2; exit 2 ;;
 esac
+if [ "$MEASURE" = tls ]; then tls_side_by_side; exit 0; fi
 if [ "$MEASURE" = all ] || [ "$MEASURE" = failover ]; then failover_trials "${FAILOVER_TRIALS:-20}"; fi
 if [ "$MEASURE" = all ] || [ "$MEASURE" = handover ]; then handover_trials "${HANDOVER_TRIALS:-10}"; fi
 [ "$MEASURE" = all ] || [ "$MEASURE" = throughput ] || exit 0

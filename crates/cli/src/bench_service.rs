@@ -61,6 +61,8 @@ pub struct BenchServiceArgs {
     /// Print one JSON line instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub tls: crate::service_client::TlsArgs,
 }
 
 /// The service the endpoints run.
@@ -111,14 +113,20 @@ fn b64(s: &str) -> String {
 }
 
 impl Session {
-    fn open(base: &str, target: Target) -> anyhow::Result<Session> {
-        Session::with_ttl(base, target, Duration::from_secs(30))
+    fn open(base: &str, target: Target, tls: &ureq::tls::TlsConfig) -> anyhow::Result<Session> {
+        Session::with_ttl(base, target, Duration::from_secs(30), tls)
     }
 
     /// A session whose lease lives `ttl` unless kept alive (etcd: whole seconds, at least 1).
-    fn with_ttl(base: &str, target: Target, ttl: Duration) -> anyhow::Result<Session> {
+    fn with_ttl(
+        base: &str,
+        target: Target,
+        ttl: Duration,
+        tls: &ureq::tls::TlsConfig,
+    ) -> anyhow::Result<Session> {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            .tls_config(tls.clone())
             .timeout_global(Some(Duration::from_secs(30)))
             .build()
             .into();
@@ -210,14 +218,18 @@ pub fn run(args: BenchServiceArgs) -> crate::CommandResult {
     if args.endpoints.is_empty() {
         bail!("--endpoints: give at least one URL");
     }
+    args.tls.check(&args.endpoints)?;
+    let tls = args.tls.ureq_config()?;
     if args.measure == Measure::Handover {
-        return handover(&args);
+        return handover(&args, &tls);
     }
     let ns = ringleader_algorithms::params::parse_duration(&args.duration)
         .with_context(|| format!("--duration {:?}: expected a duration such as 5s", args.duration))?;
     let duration = Duration::from_nanos(ns);
     let sessions: Vec<Session> = (0..args.clients)
-        .map(|i| Session::open(args.endpoints[i % args.endpoints.len()].trim_end_matches('/'), args.target))
+        .map(|i| {
+            Session::open(args.endpoints[i % args.endpoints.len()].trim_end_matches('/'), args.target, &tls)
+        })
         .collect::<anyhow::Result<_>>()?;
     let stop = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
@@ -274,7 +286,7 @@ fn target_name(target: Target) -> &'static str {
 }
 
 /// `--measure handover`: the time from a holder's death to the next holder's grant.
-fn handover(args: &BenchServiceArgs) -> crate::CommandResult {
+fn handover(args: &BenchServiceArgs, tls: &ureq::tls::TlsConfig) -> crate::CommandResult {
     let ttl_ns = ringleader_algorithms::params::parse_duration(&args.ttl)
         .with_context(|| format!("--ttl {:?}: expected a duration such as 300ms", args.ttl))?;
     let ttl = Duration::from_nanos(ttl_ns);
@@ -292,13 +304,13 @@ fn handover(args: &BenchServiceArgs) -> crate::CommandResult {
     let mut granted_ttl = ttl;
     for trial in 0..args.trials {
         let name = format!("handover-{}-{trial}", std::process::id());
-        let holder = Session::with_ttl(&holder_at, args.target, ttl)?;
+        let holder = Session::with_ttl(&holder_at, args.target, ttl, tls)?;
         granted_ttl = holder.ttl;
         let ttl = holder.ttl;
         holder.acquire(&name)?;
         let (granted_tx, granted_rx) = std::sync::mpsc::channel();
         // A fresh waiter each trial: its 30 s lease is never kept alive.
-        let w = Session::open(&waiter_at, args.target)?;
+        let w = Session::open(&waiter_at, args.target, tls)?;
         let waiting = std::thread::spawn(move || -> anyhow::Result<()> {
             let held = w.acquire(&name);
             let at = Instant::now();

@@ -120,6 +120,12 @@ pub struct ClusterArgs {
     /// (docs/ETCD.md).
     #[arg(long, requires = "service", value_name = "PORT")]
     pub grpc_base_port: Option<u16>,
+    /// With --service: TLS everywhere, with a throwaway CA made at launch. The HTTP and gRPC
+    /// APIs serve https and require a client certificate (--client-cert-auth), peers use
+    /// mutual TLS. The client's files are DATA_DIR/tls/ca.pem, client.pem and client-key.pem;
+    /// the launcher prints the flags to give (`ringleader lock` and etcdctl alike).
+    #[arg(long, requires = "service")]
+    pub tls: bool,
 }
 
 /// The secret file a launcher whose control channel listens on `port` writes by default, in
@@ -230,6 +236,8 @@ struct Launcher {
     bootstrap: Option<String>,
     /// The secret file and the secret (none with `--insecure`).
     secret: Option<(PathBuf, ringleader_transport::auth::Secret)>,
+    /// `--tls`: the generated CA and certificates.
+    tls: Option<crate::tls_gen::ClusterTls>,
     algo: String,
     exe: PathBuf,
     slots: Mutex<Vec<Slot>>,
@@ -304,6 +312,12 @@ impl Launcher {
         };
         if let Some(token) = &a.api_token_file {
             cmd.arg("--api-token-file").arg(token);
+        }
+        if let Some(tls) = &self.tls {
+            cmd.arg("--cert-file").arg(tls.node_cert(id)).arg("--key-file").arg(tls.node_key(id));
+            cmd.arg("--trusted-ca-file").arg(tls.ca()).arg("--client-cert-auth");
+            cmd.arg("--peer-cert-file").arg(tls.node_cert(id)).arg("--peer-key-file").arg(tls.node_key(id));
+            cmd.arg("--peer-trusted-ca-file").arg(tls.ca());
         }
         let dir = self
             .data_dir
@@ -689,10 +703,16 @@ async fn launch(args: ClusterArgs) -> crate::CommandResult {
         }
         _ => None,
     };
+    let tls = match (&data_dir, args.tls) {
+        (Some(dir), true) => Some(crate::tls_gen::generate(&dir.join("tls"), n, &args.host)?),
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let launcher = Arc::new(Launcher {
         data_dir,
         bootstrap,
         secret,
+        tls,
         slots: Mutex::new((0..=n).map(|_| Slot::default()).collect()),
         algo: algo.clone(),
         exe,
@@ -702,10 +722,19 @@ async fn launch(args: ClusterArgs) -> crate::CommandResult {
     for id in 1..=n {
         launcher.spawn(id, true)?;
         let a = &launcher.args;
-        let grpc =
-            a.grpc_base_port.map(|g| format!("  etcd gRPC {}:{}", a.host, g as u64 + id)).unwrap_or_default();
+        let grpc = a
+            .grpc_base_port
+            .map(|g| {
+                let at = format!("{}:{}", a.host, g as u64 + id);
+                if launcher.tls.is_some() {
+                    format!("  etcd gRPC https://{at}")
+                } else {
+                    format!("  etcd gRPC {at}")
+                }
+            })
+            .unwrap_or_default();
         println!(
-            "  node {id}: peers {}:{}  api http://{}:{}{grpc}",
+            "  node {id}: peers {}:{}  api {scheme}://{}:{}{grpc}",
             a.host,
             a.peer_base_port as u64 + id,
             a.host,
@@ -730,6 +759,13 @@ async fn launch(args: ClusterArgs) -> crate::CommandResult {
             println!("  secret: {} (mode 0600; nodes and `cluster ctl` read it)", path.display())
         }
         None => println!("  insecure: peers and control commands are not authenticated"),
+    }
+    if let Some(tls) = &launcher.tls {
+        println!(
+            "  tls: a throwaway CA in {} (mutual TLS between peers; clients need a certificate)",
+            tls.dir.display()
+        );
+        println!("  client flags: {}", tls.client_flags());
     }
     {
         let launcher = launcher.clone();

@@ -30,6 +30,7 @@ mod service_load;
 mod sim;
 mod sweep;
 mod table;
+mod tls_gen;
 mod ui;
 mod verify;
 

@@ -24,6 +24,11 @@ use ringleader_service::server::ServerConfig;
 ///       --data-dir node-1 --secret-file cluster.secret --bootstrap --cluster-id prod
 ///   curl -s localhost:4100/status
 ///
+/// With TLS on every listener (etcd's flags; docs/SERVICE.md, "Deploying with TLS"):
+///   ringleader serve ... --cert-file node-1.pem --key-file node-1-key.pem \
+///       --trusted-ca-file ca.pem --client-cert-auth \
+///       --peer-cert-file node-1.pem --peer-key-file node-1-key.pem --peer-trusted-ca-file ca.pem
+///
 /// The data directory keeps the log and the directory's identity (cluster id, node id). A
 /// member of a multi-node cluster starts only from its own log: the first start of a new
 /// cluster says --bootstrap (every member), a new member says --join, and a restart needs
@@ -49,8 +54,9 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:4100", value_name = "ADDR")]
     pub api: String,
     /// Also serve the etcd-compatible gRPC API (leases, locks, elections; docs/ETCD.md) on
-    /// this host:port. Off by default; loopback only unless --api-token-file (clients then
-    /// authenticate as user root with the token as password) or --insecure.
+    /// this host:port. Off by default; loopback only unless TLS (--cert-file, --key-file) with
+    /// client authentication (--client-cert-auth, or --api-token-file: clients then
+    /// authenticate as user root with the token as password), or --insecure.
     #[arg(long, value_name = "ADDR")]
     pub grpc: Option<String>,
     /// Another member as ID=HOST:PORT (repeatable). None: a one-node service.
@@ -87,14 +93,41 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
     /// Clients of the HTTP API must send `Authorization: Bearer TOKEN` with the token in this
-    /// file (at least 16 visible characters); required to serve the API on a non-loopback
-    /// address unless --insecure.
+    /// file (at least 16 visible characters). An API on a non-loopback address needs TLS and
+    /// client authentication (this token, or --client-cert-auth) unless --insecure.
     #[arg(long, value_name = "FILE")]
     pub api_token_file: Option<PathBuf>,
-    /// Run without a cluster secret: every peer's hello is believed, and the API may listen
-    /// beyond the loopback without a token.
+    /// Let listeners beyond the loopback go without TLS: the HTTP and gRPC APIs without TLS or
+    /// client authentication, peer links without mutual TLS. Without --secret-file, every
+    /// peer's hello is believed too.
     #[arg(long)]
     pub insecure: bool,
+    /// This node's certificate (PEM, with its chain) for the client APIs, HTTP and gRPC, which
+    /// then serve TLS only (https://). Needs --key-file. As etcd's flag.
+    #[arg(long, value_name = "FILE")]
+    pub cert_file: Option<PathBuf>,
+    /// The private key of --cert-file (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
+    /// The CA (PEM) the client APIs verify client certificates with; with --client-cert-auth
+    /// every client must present one it signed.
+    #[arg(long, value_name = "FILE")]
+    pub trusted_ca_file: Option<PathBuf>,
+    /// Refuse clients of the HTTP and gRPC APIs without a certificate signed by
+    /// --trusted-ca-file (mutual TLS, as etcd's flag).
+    #[arg(long)]
+    pub client_cert_auth: bool,
+    /// This node's certificate (PEM) for peer links (mutual TLS): it must name the host other
+    /// members dial (--listen / --peer address). Needs --peer-key-file and
+    /// --peer-trusted-ca-file.
+    #[arg(long, value_name = "FILE")]
+    pub peer_cert_file: Option<PathBuf>,
+    /// The private key of --peer-cert-file (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub peer_key_file: Option<PathBuf>,
+    /// The CA (PEM) peers' certificates are verified with, both ways.
+    #[arg(long, value_name = "FILE")]
+    pub peer_trusted_ca_file: Option<PathBuf>,
     /// Local time between two Raft ticks, 1ms..1s.
     #[arg(long, default_value = "10ms", value_name = "TIME")]
     pub tick: String,
@@ -155,14 +188,58 @@ impl ServeArgs {
     pub fn grpc_addr(&self) -> anyhow::Result<Option<std::net::SocketAddr>> {
         let Some(text) = &self.grpc else { return Ok(None) };
         let addr = crate::node::resolve(text, "--grpc")?;
-        if !addr.ip().is_loopback() && !self.insecure && self.api_token_file.is_none() {
+        let authenticated =
+            self.cert_file.is_some() && (self.client_cert_auth || self.api_token_file.is_some());
+        if !addr.ip().is_loopback() && !self.insecure && !authenticated {
             bail!(
-                "--grpc {addr}: without --api-token-file the etcd gRPC API has no authentication; bind a \
-                 loopback address, give --api-token-file (clients then authenticate as root with the token), \
-                 or give --insecure to serve it on the network anyway"
+                "--grpc {addr}: a non-loopback etcd gRPC API needs TLS (--cert-file, --key-file) and client \
+                 authentication (--client-cert-auth, or --api-token-file: clients authenticate as root with \
+                 the token); bind a loopback address, or give --insecure to serve it on the network anyway"
             );
         }
         Ok(Some(addr))
+    }
+
+    /// The client APIs' TLS files, if any (each flag checked for its partners).
+    pub fn tls_files(&self) -> anyhow::Result<Option<ringleader_transport::tls::ServerFiles>> {
+        match (&self.cert_file, &self.key_file) {
+            (None, None) => {
+                if self.trusted_ca_file.is_some() || self.client_cert_auth {
+                    bail!(
+                        "--trusted-ca-file and --client-cert-auth need TLS: give --cert-file and --key-file too"
+                    );
+                }
+                Ok(None)
+            }
+            (Some(_), None) => bail!("--cert-file needs --key-file (the certificate's private key)"),
+            (None, Some(_)) => bail!("--key-file needs --cert-file (the certificate it is the key of)"),
+            (Some(cert), Some(key)) => {
+                if self.client_cert_auth && self.trusted_ca_file.is_none() {
+                    bail!(
+                        "--client-cert-auth needs --trusted-ca-file (the CA client certificates are verified with)"
+                    );
+                }
+                Ok(Some(ringleader_transport::tls::ServerFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                    trusted_ca: self.trusted_ca_file.clone(),
+                    client_cert_auth: self.client_cert_auth,
+                }))
+            }
+        }
+    }
+
+    /// Mutual TLS between peers, if asked for (all three peer flags, or none).
+    pub fn peer_tls(&self) -> anyhow::Result<Option<ringleader_transport::tls::PeerTls>> {
+        match (&self.peer_cert_file, &self.peer_key_file, &self.peer_trusted_ca_file) {
+            (None, None, None) => Ok(None),
+            (Some(cert), Some(key), Some(ca)) => {
+                Ok(Some(ringleader_transport::tls::PeerTls::from_files(cert, key, ca)?))
+            }
+            _ => bail!(
+                "peer TLS needs all three of --peer-cert-file, --peer-key-file and --peer-trusted-ca-file"
+            ),
+        }
     }
 
     /// The server's configuration.
@@ -183,15 +260,23 @@ impl ServeArgs {
             if id == self.id {
                 bail!("--peer-api {p:?}: that is this node (its API is --api); give the other members'");
             }
-            cfg.client_urls.insert(id, format!("http://{addr}"));
+            let scheme = if self.cert_file.is_some() { "https" } else { "http" };
+            cfg.client_urls.insert(id, format!("{scheme}://{addr}"));
         }
         cfg.insecure_api = self.insecure;
+        cfg.tls = self.tls_files()?;
+        if let Some(files) = &cfg.tls {
+            // Checked now, for a one-line error before anything is bound.
+            ringleader_transport::tls::server_config(files, &[])?;
+        }
+        cfg.peer_tls = self.peer_tls()?;
         if let Some(path) = &self.api_token_file {
             cfg.api_token = Some(ringleader_transport::http::ApiToken::read_file(path)?);
         }
         cfg.secret = match (&self.secret_file, self.insecure) {
-            (Some(_), true) => bail!("--secret-file and --insecure contradict each other; give one"),
-            (Some(path), false) => Some(ringleader_transport::auth::Secret::read_file(path)?),
+            // Kept under mutual TLS too (docs/SERVICE.md, "Deploying with TLS"), and with
+            // --insecure, which only lets plain TCP go beyond the loopback.
+            (Some(path), _) => Some(ringleader_transport::auth::Secret::read_file(path)?),
             (None, true) => None,
             (None, false) if self.peer.is_empty() => None,
             (None, false) => bail!(
@@ -243,6 +328,7 @@ pub fn run(args: ServeArgs) -> crate::CommandResult {
         }
         return Ok(crate::ExitStatus::Ok);
     }
+    ringleader_transport::tls::install_default_provider();
     let cfg = args.to_config()?;
     let grpc = args.grpc_addr()?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
@@ -252,13 +338,16 @@ pub fn run(args: ServeArgs) -> crate::CommandResult {
         let join = cfg.join;
         let dir = cfg.data_dir.clone();
         let planted = cfg.planted;
+        let scheme = cfg.scheme();
+        let peer_tls = cfg.peer_tls.is_some();
         let (running, grpc) = ringleader_service::start_with_grpc(cfg, grpc).await?;
-        let grpc = grpc.map(|a| format!(", etcd gRPC API on {a}")).unwrap_or_default();
+        let grpc = grpc.map(|a| format!(", etcd gRPC API on {scheme}://{a}")).unwrap_or_default();
         let cluster = running.node.status.lock().cluster.clone();
         eprintln!(
-            "[id {id}] lock service node of cluster {cluster} ({n} member{}) peers on {}, HTTP API on http://{}{grpc}, log in {}",
+            "[id {id}] lock service node of cluster {cluster} ({n} member{}) peers on {}{}, HTTP API on {scheme}://{}{grpc}, log in {}",
             if n == 1 { "" } else { "s" },
             running.listen,
+            if peer_tls { " (mutual TLS)" } else { "" },
             running.api,
             dir.display()
         );

@@ -23,6 +23,61 @@ pub struct EndpointArgs {
     /// `--api-token-file`) [default: $RINGLEADER_API_TOKEN_FILE, else none].
     #[arg(long, value_name = "FILE", global = true)]
     pub api_token_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// `--cacert`, `--cert`, `--key`: how a client verifies `https://` endpoints and the
+/// certificate it presents (etcdctl's flags).
+#[derive(Args, Debug, Clone, Default)]
+pub struct TlsArgs {
+    /// Verify https:// endpoints with this CA certificate (PEM), and only with it; without it
+    /// an https:// endpoint is refused. `ringleader cluster --service --tls` writes one as
+    /// DATA_DIR/tls/ca.pem.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub cacert: Option<std::path::PathBuf>,
+    /// Present this client certificate (PEM) to the nodes (nodes started with
+    /// --client-cert-auth). Needs --key and --cacert.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub cert: Option<std::path::PathBuf>,
+    /// The private key of --cert (PEM).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub key: Option<std::path::PathBuf>,
+}
+
+impl TlsArgs {
+    /// The client TLS these flags ask for (`None`: no `--cacert`).
+    pub fn client_tls(&self) -> anyhow::Result<Option<ringleader_client::ClientTls>> {
+        let identity = match (&self.cert, &self.key) {
+            (None, None) => None,
+            (Some(c), Some(k)) => Some((c.as_path(), k.as_path())),
+            (Some(_), None) => anyhow::bail!("--cert needs --key (the certificate's private key)"),
+            (None, Some(_)) => anyhow::bail!("--key needs --cert (the certificate it is the key of)"),
+        };
+        match &self.cacert {
+            None if identity.is_some() => {
+                anyhow::bail!("--cert/--key need --cacert (the CA the server is verified with)")
+            }
+            None => Ok(None),
+            Some(ca) => Ok(Some(ringleader_client::ClientTls::from_files(ca, identity)?)),
+        }
+    }
+
+    /// A ureq TLS configuration for these flags: the CA's, or one that trusts no server.
+    pub fn ureq_config(&self) -> anyhow::Result<ureq::tls::TlsConfig> {
+        Ok(match self.client_tls()? {
+            Some(t) => t.ureq_config(),
+            None => ringleader_client::ClientTls::trust_nothing(),
+        })
+    }
+
+    /// Checks that each of `endpoints` suits these flags (https with --cacert, http without).
+    pub fn check(&self, endpoints: &[String]) -> anyhow::Result<()> {
+        for e in endpoints {
+            ringleader_client::check_scheme(e.trim(), self.cacert.is_some())?;
+        }
+        Ok(())
+    }
 }
 
 impl EndpointArgs {
@@ -37,7 +92,11 @@ impl EndpointArgs {
         } else {
             (vec![DEFAULT_ENDPOINT.to_string()], "the default endpoint")
         };
-        let client = Client::new(list).context(from)?;
+        let mut client = Client::new(list).context(from)?;
+        if let Some(tls) = self.tls.client_tls()? {
+            client = client.with_tls(tls);
+        }
+        self.tls.check(client.endpoints())?;
         let file = self.api_token_file.clone().or_else(|| {
             std::env::var_os("RINGLEADER_API_TOKEN_FILE").filter(|v| !v.is_empty()).map(Into::into)
         });

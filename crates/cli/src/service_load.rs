@@ -100,6 +100,8 @@ pub struct ServiceLoadArgs {
     /// `--api-token-file`).
     #[arg(long, value_name = "FILE")]
     pub api_token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub tls: crate::service_client::TlsArgs,
     /// Print the tally as one JSON line instead of text.
     #[arg(long)]
     pub json: bool,
@@ -390,14 +392,18 @@ pub fn run(args: ServiceLoadArgs) -> crate::CommandResult {
     }
     // The endpoints are checked once here, so that a bad one is one line, not one per thread.
     Client::new(&args.endpoints).context("--endpoints")?;
+    args.tls.check(&args.endpoints)?;
+    let tls = args.tls.client_tls()?;
     let resource = match &args.resource {
         Some(url) => {
             let url = url.trim_end_matches('/');
             if !url.starts_with("http://") {
                 bail!("--resource {url:?}: expected http://HOST:PORT");
             }
+            // Also the stale writers' agent for their acquire at the service: its TLS.
             let agent: ureq::Agent = ureq::Agent::config_builder()
                 .http_status_as_error(false)
+                .tls_config(args.tls.ureq_config()?)
                 .timeout_global(Some(Duration::from_secs(2)))
                 .build()
                 .into();
@@ -436,6 +442,9 @@ pub fn run(args: ServiceLoadArgs) -> crate::CommandResult {
             .context("--endpoints")?
             .with_request_timeout(args.request_timeout)
             .with_rounds(2);
+        if let Some(tls) = &tls {
+            client = client.with_tls(tls.clone());
+        }
         if let Some(token) = &token {
             client = client.with_bearer_token(token);
         }

@@ -48,6 +48,10 @@ struct Inner {
     attempt_timeout: Duration,
     /// Sent as `Authorization: Bearer TOKEN` when set.
     token: Option<Token>,
+    /// What https endpoints are verified with (`None`: an https endpoint is refused).
+    tls: Option<ClientTls>,
+    /// The connect timeout the agent was built with (rebuilt with the TLS configuration).
+    connect_timeout: Duration,
     /// This client's idempotency session (random, in `1..2^63`) and the sequence number of its
     /// next request that carries a key (shared by every clone).
     session: u64,
@@ -64,6 +68,124 @@ struct LeaseKey(String);
 impl std::fmt::Debug for LeaseKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("LeaseKey(redacted)")
+    }
+}
+
+/// What a client verifies `https://` servers with: only the CA it is given (no system roots),
+/// and the client certificate it presents, if any (a node started with `--client-cert-auth`).
+///
+/// A server whose certificate that CA did not sign, or that does not name the endpoint's host,
+/// is refused during the TLS handshake: before any request, and so before any bearer token, is
+/// sent ([`ClientError::Untrusted`]).
+#[derive(Clone)]
+pub struct ClientTls {
+    config: ureq::tls::TlsConfig,
+}
+
+impl std::fmt::Debug for ClientTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientTls(…)")
+    }
+}
+
+impl ClientTls {
+    /// From PEM text: the CA certificate(s), and optionally a client certificate chain and its
+    /// private key.
+    pub fn from_pem(ca: &[u8], identity: Option<(&[u8], &[u8])>) -> Result<ClientTls, ClientError> {
+        use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts};
+        let mut roots = Vec::new();
+        for item in ureq::tls::parse_pem(ca) {
+            match item {
+                Ok(PemItem::Certificate(c)) => roots.push(c),
+                Ok(_) => {}
+                Err(e) => return Err(ClientError::Tls(format!("the CA file is not PEM: {e}"))),
+            }
+        }
+        if roots.is_empty() {
+            return Err(ClientError::Tls(
+                "the CA file holds no certificate (expected -----BEGIN CERTIFICATE-----)".into(),
+            ));
+        }
+        let client = match identity {
+            None => None,
+            Some((cert, key)) => {
+                let chain: Vec<Certificate<'static>> = ureq::tls::parse_pem(cert)
+                    .filter_map(|i| match i {
+                        Ok(PemItem::Certificate(c)) => Some(c),
+                        _ => None,
+                    })
+                    .collect();
+                if chain.is_empty() {
+                    return Err(ClientError::Tls("the client certificate file holds no certificate".into()));
+                }
+                let key = PrivateKey::from_pem(key).map_err(|e| {
+                    ClientError::Tls(format!("the client key file holds no private key: {e}"))
+                })?;
+                Some(ClientCert::new_with_certs(&chain, key))
+            }
+        };
+        let config = ureq::tls::TlsConfig::builder()
+            .root_certs(RootCerts::new_with_certs(&roots))
+            .client_cert(client)
+            .unversioned_rustls_crypto_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .build();
+        Ok(ClientTls { config })
+    }
+
+    /// From PEM files: `ca` (`--cacert`), and `cert` with `key` (`--cert`, `--key`) when a
+    /// client certificate is presented. Each error names the flag and the file.
+    pub fn from_files(
+        ca: &std::path::Path,
+        identity: Option<(&std::path::Path, &std::path::Path)>,
+    ) -> Result<ClientTls, ClientError> {
+        let read = |flag: &str, path: &std::path::Path| {
+            std::fs::read(path).map_err(|e| ClientError::Tls(format!("{flag} {}: {e}", path.display())))
+        };
+        let ca_pem = read("--cacert", ca)?;
+        fn named(flag: &str, path: &std::path::Path, e: ClientError) -> ClientError {
+            match e {
+                ClientError::Tls(why) => ClientError::Tls(format!("{flag} {}: {why}", path.display())),
+                other => other,
+            }
+        }
+        match identity {
+            None => ClientTls::from_pem(&ca_pem, None).map_err(|e| named("--cacert", ca, e)),
+            Some((cert, key)) => {
+                let (c, k) = (read("--cert", cert)?, read("--key", key)?);
+                ClientTls::from_pem(&ca_pem, None).map_err(|e| named("--cacert", ca, e))?;
+                ClientTls::from_pem(&ca_pem, Some((&c, &k))).map_err(|e| named("--cert/--key", cert, e))
+            }
+        }
+    }
+
+    /// The ureq TLS configuration, for a caller that makes its own agent.
+    pub fn ureq_config(&self) -> ureq::tls::TlsConfig {
+        self.config.clone()
+    }
+
+    /// A ureq TLS configuration that trusts no server: an agent without a CA fails closed on
+    /// `https://` rather than trusting anything.
+    pub fn trust_nothing() -> ureq::tls::TlsConfig {
+        ureq::tls::TlsConfig::builder()
+            .root_certs(ureq::tls::RootCerts::Specific(std::sync::Arc::new(Vec::new())))
+            .unversioned_rustls_crypto_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .build()
+    }
+}
+
+/// Why `endpoint` cannot be used with `tls` (`None`: it can): an `https://` endpoint needs a
+/// CA to verify it with, and with one an `http://` endpoint is refused (a bearer token would
+/// go out in the clear, to a server nobody verified).
+pub fn check_scheme(endpoint: &str, tls: bool) -> Result<(), ClientError> {
+    match (endpoint.starts_with("https://"), tls) {
+        (true, false) => Err(ClientError::Tls(format!(
+            "{endpoint}: an https endpoint needs the CA to verify the server with (--cacert FILE); \
+             no server is trusted without it"
+        ))),
+        (false, true) => Err(ClientError::Tls(format!(
+            "{endpoint}: plain http with --cacert given; use https:// endpoints (the server is verified only over TLS)"
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -181,6 +303,8 @@ enum Attempt<T> {
     Unsent,
     /// It may have reached the node.
     Failed(String),
+    /// The server was not verified (TLS refused its certificate): nothing was sent.
+    Untrusted(String),
 }
 
 /// A plain answer: its status and body.
@@ -208,11 +332,13 @@ impl Client {
             inner: Arc::new(Inner {
                 endpoints: list,
                 current: AtomicUsize::new(0),
-                agent: agent(DEFAULT_CONNECT_TIMEOUT),
+                agent: agent(DEFAULT_CONNECT_TIMEOUT, None),
                 rounds: 1,
                 request_timeout: DEFAULT_REQUEST_TIMEOUT,
                 attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
                 token: None,
+                tls: None,
+                connect_timeout: DEFAULT_CONNECT_TIMEOUT,
                 session,
                 seq: Arc::new(AtomicU64::new(1)),
                 keys: Arc::default(),
@@ -222,7 +348,19 @@ impl Client {
 
     /// The same client with another connect timeout (default [`DEFAULT_CONNECT_TIMEOUT`]).
     pub fn with_connect_timeout(self, timeout: Duration) -> Client {
-        self.rebuild(|i| i.agent = agent(timeout))
+        self.rebuild(|i| {
+            i.agent = agent(timeout, i.tls.as_ref());
+            i.connect_timeout = timeout;
+        })
+    }
+
+    /// The same client verifying `https://` endpoints with `tls` (and presenting its client
+    /// certificate). Without it an `https://` endpoint is refused; with it, an `http://` one is.
+    pub fn with_tls(self, tls: ClientTls) -> Client {
+        self.rebuild(|i| {
+            i.agent = agent(i.connect_timeout, Some(&tls));
+            i.tls = Some(tls);
+        })
     }
 
     /// The same client trying every endpoint `rounds` times (at least once) before a request
@@ -267,6 +405,8 @@ impl Client {
             request_timeout: self.inner.request_timeout,
             attempt_timeout: self.inner.attempt_timeout,
             token: self.inner.token.clone(),
+            tls: self.inner.tls.clone(),
+            connect_timeout: self.inner.connect_timeout,
             session: self.inner.session,
             seq: Arc::clone(&self.inner.seq),
             keys: Arc::clone(&self.inner.keys),
@@ -445,12 +585,20 @@ impl Client {
         self.call_bounded("POST", path, Some(body), bound, Retry::Always)
     }
 
-    /// Whether the node at `base` answers `GET /health` within the attempt timeout.
-    fn answers(&self, base: &str) -> bool {
+    /// Whether the node at `base` answers `GET /health` within the attempt timeout: `None`
+    /// when it does, else the attempt's outcome (not sent; or the server was not verified).
+    fn answers<T>(&self, base: &str) -> Option<Attempt<T>> {
         let url = format!("{base}/health");
         let probe =
             self.inner.agent.get(&url).config().timeout_global(Some(self.inner.attempt_timeout)).build();
-        matches!(probe.call(), Ok(r) if r.status().is_success())
+        match probe.call() {
+            Ok(r) if r.status().is_success() => None,
+            Ok(_) => Some(Attempt::Unsent),
+            Err(e) => match classify::<T>(e) {
+                Attempt::Untrusted(why) => Some(Attempt::Untrusted(why)),
+                _ => Some(Attempt::Unsent),
+            },
+        }
     }
 
     fn call<T: DeserializeOwned>(
@@ -492,8 +640,8 @@ impl Client {
         let probe = waits || retry == Retry::IfUnsent;
         let timeout = if probe { timeout } else { timeout.map(|t| t.min(self.inner.attempt_timeout)) };
         let (status, answer) = self.failover(retry, |base| {
-            if probe && !self.answers(base) {
-                return Attempt::Unsent;
+            if probe && let Some(not) = self.answers(base) {
+                return not;
             }
             let url = format!("{base}{path}");
             let result = match &text {
@@ -531,8 +679,8 @@ impl Client {
 
     fn stream(&self, path: &str) -> Result<ureq::Body, ClientError> {
         let answer = self.failover(Retry::Always, |base| {
-            if !self.answers(base) {
-                return Attempt::Unsent;
+            if let Some(not) = self.answers(base) {
+                return not;
             }
             let url = format!("{base}{path}");
             match self.authorized(self.inner.agent.get(&url)).header("accept", "text/event-stream").call() {
@@ -541,6 +689,7 @@ impl Client {
                     Attempt::Done(a) => Attempt::Done(Err(a)),
                     Attempt::Unavailable(hint) => Attempt::Unavailable(hint),
                     Attempt::Unsent => Attempt::Unsent,
+                    Attempt::Untrusted(why) => Attempt::Untrusted(why),
                     Attempt::Failed(why) => Attempt::Failed(why),
                 },
                 Err(e) => classify(e),
@@ -565,8 +714,12 @@ impl Client {
         retry: Retry,
         mut attempt: impl FnMut(&str) -> Attempt<T>,
     ) -> Result<T, ClientError> {
+        for e in &self.inner.endpoints {
+            check_scheme(e, self.inner.tls.is_some())?;
+        }
         let n = self.inner.endpoints.len();
         let start = self.inner.current.load(Ordering::Relaxed);
+        let mut untrusted: Option<(String, String)> = None;
         let mut tried: Vec<String> = Vec::new();
         let mut hinted: Vec<usize> = Vec::new();
         let mut i = start % n;
@@ -597,6 +750,9 @@ impl Client {
                     continue;
                 }
                 Attempt::Unavailable(None) | Attempt::Unsent => {}
+                Attempt::Untrusted(why) => {
+                    untrusted.get_or_insert((base.clone(), why));
+                }
                 Attempt::Failed(_) if retry == Retry::Always => {}
                 Attempt::Failed(why) => {
                     // The next request starts with another node.
@@ -610,6 +766,9 @@ impl Client {
         }
         // The next request starts with the endpoint after the first one tried.
         self.inner.current.store((start + 1) % n, Ordering::Relaxed);
+        if let Some((endpoint, reason)) = untrusted {
+            return Err(ClientError::Untrusted { endpoint, reason });
+        }
         Err(ClientError::Unavailable { tried })
     }
 }
@@ -645,6 +804,11 @@ fn classify<T>(e: ureq::Error) -> Attempt<T> {
     use ureq::Timeout as T;
     match e {
         E::HostNotFound | E::ConnectionFailed | E::Timeout(T::Connect | T::Resolve) => Attempt::Unsent,
+        E::Rustls(e) => Attempt::Untrusted(e.to_string()),
+        E::Tls(e) => Attempt::Untrusted(e.to_string()),
+        E::Io(io) if io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => {
+            Attempt::Untrusted(io.to_string())
+        }
         E::Io(io)
             if matches!(
                 io.kind(),
@@ -660,19 +824,21 @@ fn classify<T>(e: ureq::Error) -> Attempt<T> {
     }
 }
 
-fn agent(connect_timeout: Duration) -> ureq::Agent {
+fn agent(connect_timeout: Duration, tls: Option<&ClientTls>) -> ureq::Agent {
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(connect_timeout))
+        .tls_config(tls.map(ClientTls::ureq_config).unwrap_or_else(ClientTls::trust_nothing))
         .build();
     ureq::Agent::new_with_config(config)
 }
 
-/// `http://HOST:PORT`, with any trailing `/` removed; anything else is refused.
+/// `http://HOST:PORT` or `https://HOST:PORT`, with any trailing `/` removed; anything else is
+/// refused.
 fn normalize(endpoint: &str) -> Result<String, ClientError> {
     let e = endpoint.trim().trim_end_matches('/');
     let bad = || ClientError::BadEndpoint(endpoint.to_string());
-    let rest = e.strip_prefix("http://").ok_or_else(bad)?;
+    let rest = e.strip_prefix("http://").or_else(|| e.strip_prefix("https://")).ok_or_else(bad)?;
     let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
     if host.is_empty() || host.contains('/') || port.parse::<u16>().is_err() {
         return Err(bad());
@@ -706,12 +872,16 @@ mod tests {
     fn endpoints_are_http_host_port() {
         assert_eq!(normalize("http://127.0.0.1:4100/").unwrap(), "http://127.0.0.1:4100");
         assert_eq!(normalize(" http://node-1:80 ").unwrap(), "http://node-1:80");
-        for bad in
-            ["127.0.0.1:4100", "https://a:1", "http://a", "http://:1", "http://a:99999", "http://a:1/x"]
+        for bad in ["127.0.0.1:4100", "ftp://a:1", "http://a", "http://:1", "http://a:99999", "https://a:1/x"]
         {
             assert!(matches!(normalize(bad), Err(ClientError::BadEndpoint(_))), "{bad}");
         }
+        assert_eq!(normalize("https://node-1:443/").unwrap(), "https://node-1:443");
         assert!(matches!(Client::new(Vec::<String>::new()), Err(ClientError::BadEndpoint(_))));
+        // No CA, no https; a CA, no plain http.
+        assert!(matches!(check_scheme("https://a:1", false), Err(ClientError::Tls(_))));
+        assert!(matches!(check_scheme("http://a:1", true), Err(ClientError::Tls(_))));
+        assert!(check_scheme("https://a:1", true).is_ok() && check_scheme("http://a:1", false).is_ok());
     }
 
     #[test]

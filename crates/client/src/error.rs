@@ -61,9 +61,25 @@ pub enum ClientError {
     /// 400 `bad_request`: the service refused the request's content.
     #[error("the service refused the request: {0}")]
     BadRequest(String),
-    /// An endpoint given to [`crate::Client::new`] is not `http://HOST:PORT`.
-    #[error("bad endpoint {0:?}: expected http://HOST:PORT (no https, no path)")]
+    /// An endpoint given to [`crate::Client::new`] is not `http://HOST:PORT` or
+    /// `https://HOST:PORT`.
+    #[error("bad endpoint {0:?}: expected http://HOST:PORT or https://HOST:PORT (no path)")]
     BadEndpoint(String),
+    /// TLS cannot be set up: an unreadable or malformed CA, certificate or key file, an
+    /// `https://` endpoint without a CA, or an `http://` one with a CA.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// No endpoint answered, and one refused to be verified: its certificate is not signed by
+    /// the CA given, or does not name its host. Nothing was sent to it.
+    #[error(
+        "refused to talk to {endpoint}: its TLS certificate could not be verified with the CA given (--cacert): {reason}; nothing was sent to it"
+    )]
+    Untrusted {
+        /// The endpoint refused.
+        endpoint: String,
+        /// What TLS said.
+        reason: String,
+    },
     /// The answer did not follow the API (unexpected status, malformed body, broken stream).
     #[error("unexpected answer from the service: {0}")]
     Protocol(String),

@@ -44,7 +44,12 @@
 //!
 //! Not done: a blocking acquire or campaign without a timeout waits on one connection with no
 //! client-side bound; if that node is cut off without the connection failing, the wait lasts
-//! until the connection does. Give a timeout where that matters. No TLS (`http://` only).
+//! until the connection does. Give a timeout where that matters.
+//!
+//! TLS: `https://` endpoints are verified with the CA of a [`ClientTls`] ([`Client::with_tls`];
+//! only that CA, no system roots) before any request, bearer token included, is sent; a server
+//! that fails is refused ([`ClientError::Untrusted`]). An `https://` endpoint without a CA is
+//! refused, and so is an `http://` one with a CA ([`check_scheme`]).
 
 mod client;
 mod error;
@@ -54,8 +59,8 @@ mod session;
 pub mod sse;
 
 pub use client::{
-    Client, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, Leader, LeaseGrant,
-    LeaseInfo, Member, Members, Status,
+    Client, ClientTls, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, Leader,
+    LeaseGrant, LeaseInfo, Member, Members, Status, check_scheme,
 };
 pub use error::ClientError;
 pub use events::{LeaseEvent, LeaseEvents, LossReason, Observe};

@@ -169,6 +169,7 @@ impl NodeConfig {
             max_frame: self.max_frame,
             max_connections: self.max_connections,
             peer_idle_timeout: self.peer_idle_timeout,
+            tls: None,
         }
     }
 

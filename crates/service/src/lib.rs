@@ -54,25 +54,38 @@ pub async fn start_with_grpc(
     };
     let (token, limits, id) = (cfg.api_token.clone(), cfg.api_limits, cfg.id);
     let grpc_token = token.clone();
+    // Both client APIs' TLS, built before anything starts: a bad file is one error line.
+    let tls_error = |e: ringleader_transport::tls::TlsError| server::ServeError::Config(e.to_string());
+    let api_tls = match &cfg.tls {
+        Some(files) => {
+            Some(ringleader_transport::tls::server_config(files, &[b"http/1.1"]).map_err(tls_error)?)
+        }
+        None => None,
+    };
+    let grpc_tls = match (&cfg.tls, &grpc) {
+        (Some(files), Some(_)) => Some(etcd::tls_config(files).map_err(tls_error)?),
+        _ => None,
+    };
     let (running, api) = server::start(cfg).await?;
     let node = running.node.clone();
     let shutdown = node.shutdown.clone();
     let counts = std::sync::Arc::new(ringleader_transport::http::ConnectionCounters::default());
     tokio::spawn(async move {
         let label = format!("service node {id}");
-        ringleader_transport::http::serve_router(
+        ringleader_transport::http::serve_router_tls(
             api,
             http::router(node),
             counts,
             token,
             limits,
+            api_tls,
             shutdown,
             &label,
         )
         .await
     });
     let bound = grpc.map(|(l, bound)| {
-        tokio::spawn(etcd::serve(l, running.node.clone(), grpc_token));
+        tokio::spawn(etcd::serve(l, running.node.clone(), grpc_token, grpc_tls));
         bound
     });
     Ok((running, bound))

@@ -198,8 +198,15 @@ pub struct ServerConfig {
     pub api_token: Option<ringleader_transport::http::ApiToken>,
     /// The HTTP API's connection limits (open connections, idle and write-stall timeouts).
     pub api_limits: ringleader_transport::http::ConnectionLimits,
-    /// Serve the API beyond the loopback without a token.
+    /// `--insecure`: listeners beyond the loopback may go without TLS (and the API without
+    /// client authentication).
     pub insecure_api: bool,
+    /// TLS of the client APIs, HTTP and gRPC (etcd's `--cert-file`, `--key-file`,
+    /// `--trusted-ca-file`, `--client-cert-auth`); `None`: plain TCP.
+    pub tls: Option<ringleader_transport::tls::ServerFiles>,
+    /// Mutual TLS between peers (etcd's `--peer-cert-file`, `--peer-key-file`,
+    /// `--peer-trusted-ca-file`); `None`: plain TCP.
+    pub peer_tls: Option<ringleader_transport::tls::PeerTls>,
     /// The largest write request the etcd API takes, in bytes (etcd's `--max-request-bytes`).
     pub max_request_bytes: usize,
     /// The backend quota, in bytes (etcd's `--quota-backend-bytes`): a write that would take
@@ -269,10 +276,23 @@ impl ServerConfig {
             api_token: None,
             api_limits: ringleader_transport::http::ConnectionLimits::default(),
             insecure_api: false,
+            tls: None,
+            peer_tls: None,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             quota_backend_bytes: DEFAULT_QUOTA_BACKEND_BYTES,
             client_urls: BTreeMap::new(),
         }
+    }
+
+    /// True when the client APIs are TLS and their clients authenticate (a client certificate
+    /// or the bearer token): what a listener beyond the loopback needs without `--insecure`.
+    pub fn authenticated_tls(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.client_cert_auth || self.api_token.is_some())
+    }
+
+    /// The scheme of this node's client URLs: `https` with TLS, else `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() { "https" } else { "http" }
     }
 
     /// Checks the configuration; the error says what is wrong and what is allowed.
@@ -301,10 +321,18 @@ impl ServerConfig {
         if ids.len() > 255 || self.id > MAX_ID {
             return bad(format!("at most 255 members, with ids 1..={MAX_ID}"));
         }
-        if !self.api.ip().is_loopback() && self.api_token.is_none() && !self.insecure_api {
+        if !self.api.ip().is_loopback() && !self.insecure_api && !self.authenticated_tls() {
             return bad(format!(
-                "--api {}: a non-loopback API needs a bearer token (--api-token-file FILE), or --insecure",
+                "--api {}: a non-loopback API needs TLS (--cert-file, --key-file) and client authentication \
+                 (--client-cert-auth, or a bearer token: --api-token-file), or --insecure",
                 self.api
+            ));
+        }
+        if !self.listen.ip().is_loopback() && !self.insecure_api && self.peer_tls.is_none() {
+            return bad(format!(
+                "--listen {}: non-loopback peer links need mutual TLS (--peer-cert-file, --peer-key-file, \
+                 --peer-trusted-ca-file), or --insecure",
+                self.listen
             ));
         }
         if self.join && self.bootstrap {
@@ -886,7 +914,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
     let api =
         api_listener.local_addr().map_err(|source| ServeError::Io { what: "API address".into(), source })?;
     let mut cfg = cfg;
-    cfg.client_urls.insert(cfg.id, format!("http://{api}"));
+    cfg.client_urls.insert(cfg.id, format!("{}://{api}", cfg.scheme()));
 
     // The peer transport of real nodes: ids are the node ids, a message comes from the
     // replica's position of the id its connection proved. The peer links are the loop's own
@@ -894,6 +922,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
     // carries: nodes of two clusters refuse each other's connections.
     let mut peer_cfg = PeerConfig::new(cfg.id, &format!("{PROTOCOL}/{}", identity.cluster));
     peer_cfg.secret = cfg.secret.clone();
+    peer_cfg.tls = cfg.peer_tls.clone();
     peer_cfg.max_frame = max_frame(cfg.quota_backend_bytes);
     let (input_tx, input_rx) = mpsc::channel::<PeerInput>(4096);
     let peer_counters = Arc::new(TransportCounters::default());

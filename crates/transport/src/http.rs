@@ -212,13 +212,33 @@ impl ConnectionCounts for ConnectionCounters {
 /// in the rare log line (an accept that failed).
 pub async fn serve_router<C: ConnectionCounts>(
     listener: TcpListener,
-    mut app: Router,
+    app: Router,
     counts: Arc<C>,
     token: Option<ApiToken>,
     limits: ConnectionLimits,
     shutdown: CancellationToken,
     label: &str,
 ) {
+    serve_router_tls(listener, app, counts, token, limits, None, shutdown, label).await
+}
+
+/// [`serve_router`], over TLS when `tls` is given ([`crate::tls::server_config`]): each
+/// connection's TLS handshake must end within the idle timeout, and a connection that is not
+/// TLS (or whose client certificate is refused) is closed before any request is read. Over the
+/// connection limit a TLS connection is closed without an answer (a plain 503 would not be
+/// TLS).
+#[allow(clippy::too_many_arguments)]
+pub async fn serve_router_tls<C: ConnectionCounts>(
+    listener: TcpListener,
+    mut app: Router,
+    counts: Arc<C>,
+    token: Option<ApiToken>,
+    limits: ConnectionLimits,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shutdown: CancellationToken,
+    label: &str,
+) {
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let loopback = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
     if let Some(token) = token {
         app = app.layer(axum::middleware::from_fn_with_state(Arc::new(token), bearer));
@@ -246,7 +266,7 @@ pub async fn serve_router<C: ConnectionCounts>(
         };
         if counts.open_connections().load(Ordering::Relaxed) >= limits.max_connections as u64 {
             counts.refused_over_limit();
-            if refusing.load(Ordering::Relaxed) < max_refusing {
+            if tls.is_none() && refusing.load(Ordering::Relaxed) < max_refusing {
                 refusing.fetch_add(1, Ordering::Relaxed);
                 let refusing = refusing.clone();
                 tokio::spawn(async move {
@@ -259,15 +279,32 @@ pub async fn serve_router<C: ConnectionCounts>(
         let open = OpenConnection::new(counts.clone());
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
         let shutdown = shutdown.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
             let mut http = hyper::server::conn::http1::Builder::new();
             http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(limits.idle_timeout);
             let guard = StallGuard::new(stream, limits.write_stall_timeout, open.counts.clone());
-            let io = hyper_util::rt::TokioIo::new(guard);
-            let connection = http.serve_connection(io, service);
-            tokio::select! {
-                _ = connection => {}
-                _ = shutdown.cancelled() => {}
+            match tls {
+                None => {
+                    let connection = http.serve_connection(hyper_util::rt::TokioIo::new(guard), service);
+                    tokio::select! {
+                        _ = connection => {}
+                        _ = shutdown.cancelled() => {}
+                    }
+                }
+                Some(acceptor) => {
+                    let session = tokio::select! {
+                        s = tokio::time::timeout(limits.idle_timeout, acceptor.accept(guard)) => s,
+                        _ = shutdown.cancelled() => return,
+                    };
+                    // Not TLS, a refused client certificate, or too slow: closed, unanswered.
+                    let Ok(Ok(session)) = session else { return };
+                    let connection = http.serve_connection(hyper_util::rt::TokioIo::new(session), service);
+                    tokio::select! {
+                        _ = connection => {}
+                        _ = shutdown.cancelled() => {}
+                    }
+                }
             }
             drop(open);
         });

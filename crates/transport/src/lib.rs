@@ -10,6 +10,8 @@
 //! - [`wire`]: the frames and the versioned handshake (`Hello`, and with a secret `Challenge`
 //!   and `Proof`);
 //! - [`auth`]: the cluster secret and the HMAC challenge–response peers prove it with;
+//! - [`tls`]: TLS with rustls for every listener (certificates, keys and CAs from PEM files),
+//!   mutual TLS between peers;
 //! - [`counters`]: what the transport counts, counted where its user keeps its counters;
 //! - [`http`]: serving an HTTP API hardened the same way for both (connection limits, idle and
 //!   write-stall timeouts, the loopback `Host` check, cross-site refusals, the bearer token),
@@ -29,6 +31,7 @@ pub mod auth;
 pub mod counters;
 pub mod http;
 pub mod peer;
+pub mod tls;
 pub mod wire;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -64,6 +67,9 @@ pub struct PeerConfig {
     /// An inbound peer connection that delivers no frame for this long is closed; writers send
     /// an empty keep-alive frame after a quarter of it without traffic.
     pub peer_idle_timeout: Duration,
+    /// Mutual TLS between peers (`None`: plain TCP). The hello and, with a secret, the
+    /// challenge–response then run inside the TLS session.
+    pub tls: Option<tls::PeerTls>,
 }
 
 impl PeerConfig {
@@ -76,6 +82,7 @@ impl PeerConfig {
             max_frame: wire::DEFAULT_MAX_FRAME,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             peer_idle_timeout: DEFAULT_PEER_IDLE_TIMEOUT,
+            tls: None,
         }
     }
 }

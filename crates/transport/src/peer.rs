@@ -19,6 +19,11 @@
 //!   [`PeerConfig::max_connections`]; when it is full, a peer's newer connection replaces its
 //!   oldest one (left by a restart), and only a peer with none there is refused. No number of
 //!   strangers can thus close, or keep out, a peer that proved itself.
+//! - **TLS** ([`PeerConfig::tls`]): a writer's connection is a mutual-TLS session before its
+//!   hello is written (the peer's certificate must name the host dialled and be signed by the
+//!   peer CA), a reader's is one before its hello is read (the dialler's certificate must be
+//!   signed by the peer CA), within [`HANDSHAKE_TIMEOUT`]; the hello and the challenge–response
+//!   then run inside it.
 //! - **Idle connections** do not hold a slot for good: a writer with nothing to send writes an
 //!   empty keep-alive frame every quarter of [`PeerConfig::peer_idle_timeout`], and a reader
 //!   that receives no frame for the whole timeout (a stranger that said hello and nothing more,
@@ -33,7 +38,7 @@ use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadHalf, WriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -43,6 +48,11 @@ use crate::PeerConfig;
 use crate::auth;
 use crate::counters::{Counted, TransportCounts};
 use crate::wire::{self, Challenge, FrameError, Hello, Proof};
+
+/// A peer connection: plain TCP, or a TLS session over it.
+trait PeerIo: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> PeerIo for T {}
+type Io = Box<dyn PeerIo>;
 
 /// How long an inbound connection may take to send its hello.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -133,9 +143,35 @@ pub async fn writer(
         let Ok(Ok(stream)) = stream else { continue };
         let _ = stream.set_nodelay(true);
         set_user_timeout(&stream);
+        let stream: Io = match &cfg.tls {
+            None => Box::new(stream),
+            Some(tls) => {
+                let Some(name) = crate::tls::server_name(&link.addr) else {
+                    eprintln!("[id {me}] id {}'s address {:?} names no TLS server name", link.id, link.addr);
+                    continue;
+                };
+                let session = tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    s = tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.connector.connect(name, stream)) => s,
+                };
+                match session {
+                    Ok(Ok(s)) => Box::new(s),
+                    Ok(Err(e)) => {
+                        counts.bump(Counted::AuthFailures);
+                        eprintln!("[id {me}] TLS with id {} refused: {e}; redialling", link.id);
+                        continue;
+                    }
+                    Err(_) => {
+                        counts.bump(Counted::AuthFailures);
+                        eprintln!("[id {me}] id {} did not finish the TLS handshake; redialling", link.id);
+                        continue;
+                    }
+                }
+            }
+        };
         // After the handshake the peer never writes on this connection: a readable read half
         // means it closed.
-        let (read_half, write_half) = stream.into_split();
+        let (read_half, write_half) = tokio::io::split(stream);
         let mut framed = FramedWrite::new(write_half, wire::codec(cfg.max_frame));
         let my_nonce = auth::nonce();
         let hello = Hello::new(&cfg.protocol, me).with_nonce(my_nonce);
@@ -220,14 +256,14 @@ pub async fn writer(
 /// The dialler's side of the challenge–response: read the acceptor's challenge, check its
 /// proof, send ours. Returns the read half (nothing more is ever read from it but a close).
 async fn prove(
-    read_half: tokio::net::tcp::OwnedReadHalf,
-    framed: &mut FramedWrite<tokio::net::tcp::OwnedWriteHalf, tokio_util::codec::LengthDelimitedCodec>,
+    read_half: ReadHalf<Io>,
+    framed: &mut FramedWrite<WriteHalf<Io>, tokio_util::codec::LengthDelimitedCodec>,
     secret: &auth::Secret,
     my_nonce: [u8; auth::NONCE_LEN],
     me: u64,
     peer: u64,
     cfg: &PeerConfig,
-) -> Result<tokio::net::tcp::OwnedReadHalf, FrameError> {
+) -> Result<ReadHalf<Io>, FrameError> {
     let small = cfg.max_frame.min(HANDSHAKE_MAX_FRAME);
     let mut frames = FramedRead::new(read_half, wire::codec(small));
     let frame = match frames.next().await {
@@ -364,7 +400,7 @@ pub async fn listen<M, P, T>(
                     | FrameError::Version { .. }
                     | FrameError::Algorithm { .. }
                     | FrameError::UnknownSender(_) => counts.bump(Counted::HandshakeErrors),
-                    FrameError::Unauthenticated(_) => {
+                    FrameError::Unauthenticated(_) | FrameError::Tls(_) => {
                         counts.bump(Counted::HandshakeErrors);
                         counts.bump(Counted::AuthFailures);
                     }
@@ -453,10 +489,18 @@ where
     T: From<Inbound<M, P>>,
 {
     let _ = stream.set_nodelay(true);
-    let (read_half, mut write_half) = stream.into_split();
+    let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
+    let stream: Io = match &cfg.tls {
+        None => Box::new(stream),
+        Some(tls) => match tokio::time::timeout_at(deadline, tls.acceptor.accept(stream)).await {
+            Err(_) => return Err(FrameError::Tls("no TLS handshake within the handshake timeout".into())),
+            Ok(Err(e)) => return Err(FrameError::Tls(e.to_string())),
+            Ok(Ok(s)) => Box::new(s),
+        },
+    };
+    let (read_half, mut write_half) = tokio::io::split(stream);
     let small = cfg.max_frame.min(HANDSHAKE_MAX_FRAME);
     let mut frames = FramedRead::with_capacity(read_half, wire::codec(small), small + 4);
-    let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
     let first = match tokio::time::timeout_at(deadline, frames.next()).await {
         Err(_) => return Err(FrameError::Decode("no hello within the handshake timeout".into())),
         Ok(None) => return Err(FrameError::Truncated),
@@ -477,6 +521,7 @@ where
         framed.extend_from_slice(&(challenge.len() as u32).to_be_bytes());
         framed.extend_from_slice(&challenge);
         write_half.write_all(&framed).await.map_err(|e| FrameError::Decode(e.to_string()))?;
+        write_half.flush().await.map_err(|e| FrameError::Decode(e.to_string()))?;
         let proof = match tokio::time::timeout_at(deadline, frames.next()).await {
             Err(_) | Ok(None) => return Err(FrameError::Unauthenticated(hello.sender)),
             Ok(Some(Err(e))) => return Err(wire::codec_error(&e, small)),

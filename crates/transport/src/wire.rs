@@ -123,6 +123,10 @@ pub enum FrameError {
     /// Every slot for proven peers' connections is taken (by other peers).
     #[error("{0} peer connections are open already, the most this node takes")]
     OverLimit(usize),
+    /// The TLS handshake failed (no certificate, one the peer CA did not sign, another name,
+    /// or not TLS at all).
+    #[error("TLS handshake refused: {0}")]
+    Tls(String),
 }
 
 /// The codec for frames of at most `max_frame` bytes.

@@ -662,8 +662,8 @@ fn the_grpc_api_binds_loopback_only_unless_authenticated_or_insecure() {
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
 }
 
-/// A one-node service with an API token, its gRPC API on the wildcard address (allowed: calls
-/// need authentication), answering on loopback.
+/// A one-node service with an API token, its gRPC API on loopback (beyond it, the API would
+/// need TLS as well: `tls.rs`).
 struct Authenticated {
     child: Child,
     endpoint: String,
@@ -681,7 +681,7 @@ impl Authenticated {
         std::fs::write(dir.join("api.token"), &token).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
         cmd.args(["serve", "--listen", &format!("127.0.0.1:{}", base + 1)])
-            .args(["--api", &format!("127.0.0.1:{}", base + 2), "--grpc", &format!("0.0.0.0:{}", base + 3)])
+            .args(["--api", &format!("127.0.0.1:{}", base + 2), "--grpc", &format!("127.0.0.1:{}", base + 3)])
             .arg("--api-token-file")
             .arg(dir.join("api.token"))
             .arg("--data-dir")

@@ -33,6 +33,7 @@ mod service_verbs;
 mod shiviz;
 mod sweep;
 mod table;
+mod tls;
 mod ui;
 mod verify_history;
 mod visual;

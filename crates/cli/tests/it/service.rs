@@ -595,7 +595,8 @@ fn elect_runs_a_command_while_leader() {
 /// The service API is guarded as a real node's is: with `--api-token-file` every request needs
 /// the bearer token (401 without it, or with another), a loopback API answers only a loopback
 /// `Host` (421: DNS rebinding), the `lease` verb sends the token from `--api-token-file`, and a
-/// non-loopback `--api` without a token (or --insecure) is refused at start with one line.
+/// non-loopback `--api` without TLS and client authentication (or --insecure) is refused at
+/// start with one line.
 #[test]
 fn the_api_asks_for_its_bearer_token_and_a_loopback_host() {
     let dir = std::env::temp_dir().join(format!("ringleader-svc-token-{}", std::process::id()));
@@ -665,7 +666,10 @@ fn the_api_asks_for_its_bearer_token_and_a_loopback_host() {
         .unwrap();
     assert_eq!(open.status.code(), Some(1));
     let err = String::from_utf8_lossy(&open.stderr);
-    assert!(err.contains("needs a bearer token") && err.trim().lines().count() == 1, "{err}");
+    assert!(
+        err.contains("needs TLS") && err.contains("--insecure") && err.trim().lines().count() == 1,
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

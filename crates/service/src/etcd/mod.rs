@@ -338,21 +338,55 @@ pub fn router(ctx: Ctx, api_token: Option<ringleader_transport::http::ApiToken>)
     r.fallback(|uri: axum::http::Uri| async move { unimplemented(uri.path()) })
 }
 
+/// The gRPC API's TLS from etcd's flags (tonic's rustls acceptor, HTTP/2 by ALPN): the
+/// server's certificate and key, and with `--trusted-ca-file` the CA client certificates are
+/// verified with (required with `--client-cert-auth`). The files are checked with
+/// [`ringleader_transport::tls::server_config`] first, for its one-line errors.
+pub fn tls_config(
+    files: &ringleader_transport::tls::ServerFiles,
+) -> Result<tonic::transport::ServerTlsConfig, ringleader_transport::tls::TlsError> {
+    use ringleader_transport::tls::TlsError;
+    use tonic::transport::{Certificate, Identity, ServerTlsConfig};
+    ringleader_transport::tls::server_config(files, &[])?;
+    // tonic builds its rustls configuration with the process's default provider: ring.
+    ringleader_transport::tls::install_default_provider();
+    let read = |flag: &'static str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|source| TlsError::Read { flag, path: path.to_path_buf(), source })
+    };
+    let identity = Identity::from_pem(read("--cert-file", &files.cert)?, read("--key-file", &files.key)?);
+    let mut tls = ServerTlsConfig::new().identity(identity);
+    if let Some(ca) = &files.trusted_ca {
+        tls = tls
+            .client_ca_root(Certificate::from_pem(read("--trusted-ca-file", ca)?))
+            .client_auth_optional(!files.client_cert_auth);
+    }
+    Ok(tls)
+}
+
 /// Serves the gRPC API on `listener` until the node shuts down; with `api_token`, calls need
-/// authentication ([`auth`]).
+/// authentication ([`auth`]); with `tls` ([`tls_config`]), connections are TLS.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     node: Arc<Node>,
     api_token: Option<ringleader_transport::http::ApiToken>,
+    tls: Option<tonic::transport::ServerTlsConfig>,
 ) {
     let Ok(addr) = listener.local_addr() else { return };
     let shutdown = node.shutdown.clone();
     let routes = tonic::service::Routes::from(router(Ctx { node, addr }, api_token));
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-    let _ = tonic::transport::Server::builder()
-        .add_routes(routes)
-        .serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned())
-        .await;
+    let mut server = tonic::transport::Server::builder();
+    if let Some(tls) = tls {
+        server = match server.tls_config(tls) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("etcd gRPC API: TLS: {e}; not serving");
+                return;
+            }
+        };
+    }
+    let _ =
+        server.add_routes(routes).serve_with_incoming_shutdown(incoming, shutdown.cancelled_owned()).await;
 }
 
 #[cfg(test)]
