@@ -697,7 +697,7 @@ async fn a_flood_of_strangers_cannot_keep_a_restarted_peer_out() {
                 let mut opened = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     let Ok(mut s) = TcpStream::connect(addr) else { continue };
-                    if (opened + t) % 2 == 0 {
+                    if (opened + t).is_multiple_of(2) {
                         let _ = s.write_all(&hello(wire::PROTOCOL_VERSION, "central", 2));
                     }
                     opened += 1;
