@@ -486,7 +486,10 @@ impl Scenario {
             })
     }
 
-    /// Overlays `flags` on `self`: every field the flags set wins.
+    /// Overlays `flags` on `self`: every field the flags set wins (a list when it is not
+    /// empty; `params` key by key) and is recorded in [`Scenario::overridden`]. The fields are
+    /// listed here one by one; `settings::tests::a_merge_takes_every_field_the_flags_set`
+    /// fails when a field of the structs above or a setting of the table is missing.
     pub fn merge(mut self, flags: Scenario) -> Scenario {
         macro_rules! take {
             ($($f:ident).+) => { if flags.$($f).+.is_some() {

@@ -488,6 +488,77 @@ mod tests {
         }
     }
 
+    /// A scenario that sets every field of the file.
+    const EVERY_FIELD: &str = r#"
+name = "n"
+description = "d"
+algorithm = "central"
+nodes = 4
+seed = 7
+ids = "descending"
+initiators = "1,4"
+duration = "2s"
+edges = 5
+graph = "grid"
+params = { timeout = "10ms" }
+[network]
+latency = "uniform:1ms..2ms"
+loss = 0.1
+dup = 0.2
+fifo = true
+max_delay = "3ms"
+[faults]
+crash = ["1@4ms"]
+recover = ["1@8ms"]
+pause = ["2@2.5ms..100ms"]
+partition = ["1,2|3,4@20ms..100ms"]
+[workload]
+kind = "poisson"
+entries = 3
+hold = "5ms"
+rate = 10.0
+requesters = "2,3"
+cycles = 0.5
+fanout = 2
+holders = 3
+[clocks]
+offset = "1ms"
+drift_ppm = 100
+slew_ppm = 400
+step_forward = true
+[expect]
+violations = ["safety"]
+"#;
+
+    /// `Scenario::merge` names the fields it overlays one by one; this holds that list to the
+    /// structs and to the table: a scenario that sets every field comes through a merge onto an
+    /// empty one intact, and every setting it carries is recorded as the flags'.
+    #[test]
+    fn a_merge_takes_every_field_the_flags_set() {
+        fn unset(v: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::Null => out.push(at.into()),
+                serde_json::Value::Array(a) if a.is_empty() => out.push(at.into()),
+                serde_json::Value::Object(m) => {
+                    for (k, v) in m {
+                        unset(v, &format!("{at}.{k}"), out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let every = Scenario::parse(EVERY_FIELD, "every.toml").unwrap();
+        let value = serde_json::to_value(&every).unwrap();
+        let mut missing = Vec::new();
+        unset(&value, "", &mut missing);
+        assert!(missing.is_empty(), "EVERY_FIELD leaves {missing:?} unset");
+        let merged = Scenario::default().merge(Scenario { origin: None, ..every });
+        assert_eq!(serde_json::to_value(&merged).unwrap(), value);
+        for s in ALL {
+            assert!(merged.overridden.contains(s.key), "{} is not recorded as set by a flag", s.key);
+        }
+    }
+
     /// `--nodes`' help names the algorithms whose memory grows as N², as they declare it.
     #[test]
     fn the_nodes_help_names_every_quadratic_algorithm() {
