@@ -10,12 +10,15 @@
 #   deploy/nemesis.sh --list-planted                              # the planted bugs, one a line
 #
 # Flags: --seed N (0..2147483647, default 1), --seconds S (10..86400, default 40), --planted NAME,
-# --target ringleader (the only target yet; etcd is a later step), --allow-undecided (an
-# undecided linearizability search passes), --list-planted.
+# --target ringleader|etcd (etcd: three etcd 3.4 members from Debian's etcd-server package under
+# the same schedule and the same etcd-client clients; docs/NEMESIS.md "etcd side by side"),
+# --allow-undecided (an undecided linearizability search passes), --list-planted.
 # Environment: RINGLEADER_BIN and ETCD_NEMESIS_BIN (default: the test build's, built here with
-# `cargo test --workspace --no-run`: only the test build has planted bugs), CLIENTS (4),
-# ETCD_CLIENTS (2), LOCKS (orders,stock), NEMESIS_OUT (where the history and logs are kept,
-# default target/nemesis/seed-N-LABEL).
+# `cargo test --workspace --no-run`: only the test build has planted bugs), CLIENTS (4; 0 runs
+# no service-load; always 0 for etcd), ETCD_CLIENTS (2; 4 for etcd), LOCKS (orders,stock),
+# ETCD_BIN (--target etcd: the etcd binary; default /usr/bin/etcd, else the one in Debian's
+# etcd-server package, fetched with apt-get download), NEMESIS_OUT (where the history and logs
+# are kept, default target/nemesis/seed-N-LABEL).
 #
 # Exit status: 0 no anomaly, 2 an anomaly found (named, with the checker's excerpt), 1 the run
 # could not be made (bad input, no cluster, a client that failed).
@@ -57,11 +60,11 @@ while (($#)); do
     --seed) [[ $# -ge 2 ]] || usage_error "--seed needs a value: an integer 0..2147483647"; SEED=$2; shift 2 ;;
     --seconds) [[ $# -ge 2 ]] || usage_error "--seconds needs a value: an integer 10..86400"; RUN_SECONDS=$2; shift 2 ;;
     --planted) [[ $# -ge 2 ]] || usage_error "--planted needs a name (--list-planted prints them)"; PLANTED=$2; shift 2 ;;
-    --target) [[ $# -ge 2 ]] || usage_error "--target needs a value: ringleader"; TARGET=$2; shift 2 ;;
+    --target) [[ $# -ge 2 ]] || usage_error "--target needs a value: ringleader or etcd"; TARGET=$2; shift 2 ;;
     --list-planted) LIST=1; shift ;;
     --allow-undecided) ALLOW_UNDECIDED=1; shift ;;
-    -h | --help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) usage_error "unknown argument $1; allowed: --seed N, --seconds S, --planted NAME, --target ringleader, --allow-undecided, --list-planted" ;;
+    -h | --help) sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) usage_error "unknown argument $1; allowed: --seed N, --seconds S, --planted NAME, --target ringleader|etcd, --allow-undecided, --list-planted" ;;
   esac
 done
 [[ $SEED =~ ^[0-9]{1,10}$ ]] && ((10#$SEED <= 2147483647)) || usage_error "--seed $SEED: give an integer 0..2147483647"
@@ -71,8 +74,8 @@ SEED=$((10#$SEED))
 RUN_SECONDS=$((10#$RUN_SECONDS))
 case $TARGET in
   ringleader) ;;
-  etcd) usage_error "--target etcd: not built yet (etcd 3.4 side by side is a later step, docs/NEMESIS.md); allowed: ringleader" ;;
-  *) usage_error "--target $TARGET: allowed: ringleader" ;;
+  etcd) [[ -z $PLANTED ]] || usage_error "--planted $PLANTED: planted bugs exist only in ringleader's test build, not with --target etcd" ;;
+  *) usage_error "--target $TARGET: allowed: ringleader, etcd" ;;
 esac
 
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -97,18 +100,28 @@ if [[ -n $PLANTED ]]; then
   grep -qx -- "$PLANTED" <<<"$names" || usage_error "--planted $PLANTED is not a planted bug; allowed: $(paste -sd, <<<"$names" | sed 's/,/, /g')"
 fi
 [[ -x $NEMESIS ]] || usage_error "ETCD_NEMESIS_BIN $NEMESIS: not an executable"
-for tool in docker docker-compose curl nsenter iptables; do
+TOOLS=(docker docker-compose curl nsenter iptables ldd)
+[[ $TARGET == etcd ]] && TOOLS+=(jq)
+for tool in "${TOOLS[@]}"; do
   command -v "$tool" >/dev/null || usage_error "needs $tool on the host (docs/NEMESIS.md)"
 done
 
 LABEL=${PLANTED:-clean}
+[[ $TARGET == etcd ]] && LABEL=etcd
 OUT=${NEMESIS_OUT:-$ROOT/target/nemesis/seed-$SEED-$LABEL}
 PROJECT=${PROJECT:-rlnem$$}
 IMAGE=${IMAGE:-ringleader:nemesis$$}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ringleader-nemesis.XXXXXX")
 DATA_DIR=$WORK/data
-CLIENTS=${CLIENTS:-4}
-ETCD_CLIENTS=${ETCD_CLIENTS:-2}
+if [[ $TARGET == etcd ]]; then
+  CLIENTS=0 # service-load speaks the service's own HTTP API, which etcd has not
+  ETCD_CLIENTS=${ETCD_CLIENTS:-4}
+else
+  CLIENTS=${CLIENTS:-4}
+  ETCD_CLIENTS=${ETCD_CLIENTS:-2}
+fi
+[[ $CLIENTS =~ ^[0-9]{1,2}$ && $ETCD_CLIENTS =~ ^[0-9]{1,2}$ ]] && ((CLIENTS + ETCD_CLIENTS > 0)) ||
+  usage_error "CLIENTS=$CLIENTS ETCD_CLIENTS=$ETCD_CLIENTS: give 0..99 each, not both 0"
 LOCKS=${LOCKS:-orders,stock}
 RESOURCE_PORT=${RESOURCE_PORT:-18300}
 SECRET_FILE=$WORK/cluster.secret
@@ -117,6 +130,7 @@ FAULTS=$WORK/faults.jsonl
 SERVE_EXTRA=${PLANTED:+--planted $PLANTED}
 export PROJECT IMAGE DATA_DIR SECRET_FILE API_TOKEN_FILE SERVE_EXTRA
 COMPOSE=(docker-compose -p "$PROJECT" -f "$ROOT/deploy/service-compose.yml")
+[[ $TARGET == etcd ]] && COMPOSE=(docker-compose -p "$PROJECT" -f "$ROOT/deploy/etcd-compose.yml")
 NET="${PROJECT}_raft"
 LANES=()
 
@@ -153,7 +167,24 @@ trap 'exit 130' INT TERM
 api() { echo $((18200 + $1)); }
 grpc() { echo $((18210 + $1)); }
 status() { curl -s -m 2 -H "Authorization: Bearer $(cat "$API_TOKEN_FILE")" "http://127.0.0.1:$(api "$1")/status" || true; }
-field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2; }
+field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2 | tr -d '"'; }
+# etcd: the member's status through its gRPC gateway (member_id in the header, leader's id).
+etcd_status() { curl -s -m 2 -X POST -d '{}' "http://127.0.0.1:$(grpc "$1")/v3/maintenance/status" || true; }
+# lead I: the leader node I names, as a node number (empty when it names none or does not answer).
+lead() {
+  if [[ $TARGET == ringleader ]]; then
+    local l; l=$(field "$(status "$1")" leader)
+    [[ $l =~ ^[1-3]$ ]] && echo "$l"
+    return 0
+  fi
+  local s l j
+  s=$(etcd_status "$1"); l=$(field "$s" leader)
+  [[ $l =~ ^[1-9][0-9]*$ ]] || return 0
+  if [[ $(field "$s" member_id) == "$l" ]]; then echo "$1"; return 0; fi
+  for j in $(others "$1"); do
+    if [[ $(field "$(etcd_status "$j")" member_id) == "$l" ]]; then echo "$j"; return 0; fi
+  done
+}
 now_ns() { date +%s%N; }
 others() { local i; for i in 1 2 3; do [[ $i == "$1" ]] || echo "$i"; done; }
 running() { [[ $(docker inspect -f '{{.State.Running}}' "$PROJECT-node$1" 2>/dev/null) == true ]]; }
@@ -174,7 +205,7 @@ wait_for() {
 agreed() {
   local i l want=""
   for i in "$@"; do
-    l=$(field "$(status "$i")" leader)
+    l=$(lead "$i")
     [[ $l =~ ^[0-9]+$ ]] || return 1
     [[ -z $want || $l == "$want" ]] || return 1
     want=$l
@@ -185,11 +216,13 @@ agreed() {
 leader_now() {
   local i l
   for i in 1 2 3; do
-    l=$(field "$(status "$i")" leader)
-    if [[ $l =~ ^[1-3]$ && $(field "$(status "$l")" leader) == "$l" ]]; then echo "$l"; return; fi
+    l=$(lead "$i")
+    if [[ $l =~ ^[1-3]$ && $(lead "$l") == "$l" ]]; then echo "$l"; return; fi
   done
 }
-answers() { [[ -n $(field "$(status "$1")" leader) ]]; }
+answers() {
+  if [[ $TARGET == etcd ]]; then [[ -n $(field "$(etcd_status "$1")" member_id) ]]; else [[ -n $(field "$(status "$1")" leader) ]]; fi
+}
 
 # record KIND PHASE NODE [EXTRA JSON FIELDS]: one fault line (one write, O_APPEND).
 record() {
@@ -229,12 +262,14 @@ lost_directory() {
   wait_for 15 "node$X stopped" bash -c "[[ \$(docker inspect -f '{{.State.Running}}' $PROJECT-node$X) == false ]]" || true
   find "$DATA_DIR/node-$X" -mindepth 1 -delete
   local refused=false
-  if ! env "START_$X=" timeout 120 "${COMPOSE[@]}" up -d --no-deps "node$X" >"$WORK/compose.out" 2>&1; then
+  if ! env "START_$X=" "STATE_$X=existing" timeout 120 "${COMPOSE[@]}" up -d --no-deps "node$X" >"$WORK/compose.out" 2>&1; then
     echo "node$X could not be recreated without --bootstrap: $(tail -1 "$WORK/compose.out")" >>"$WORK/broken"
   elif wait_for 30 "node$X exits (refusing its empty directory)" bash -c "[[ \$(docker inspect -f '{{.State.Running}}' $PROJECT-node$X) == false ]]"; then
     local code
     code=$(docker inspect -f '{{.State.ExitCode}}' "$PROJECT-node$X")
-    if [[ $code != 0 ]] && docker logs "$PROJECT-node$X" 2>&1 | grep -q "holds no Raft log"; then refused=true; fi
+    # etcd has no such message: a member started with --initial-cluster-state existing over an
+    # empty directory stops when the leader's log does not fit its own (any nonzero exit).
+    if [[ $code != 0 ]] && { [[ $TARGET == etcd ]] || docker logs "$PROJECT-node$X" 2>&1 | grep -q "holds no Raft log"; }; then refused=true; fi
     say "node lane: node$X exited $code: $(docker logs "$PROJECT-node$X" 2>&1 | tail -1 | cut -c1-160)"
     [[ $refused == true ]] || echo "lost-directory-not-refused: node$X, started over an emptied data directory without --bootstrap, exited $code without refusing it" >>"$WORK/anomalies"
   else
@@ -242,6 +277,10 @@ lost_directory() {
     echo "lost-directory-accepted: node$X started over an emptied data directory without --bootstrap and ran" >>"$WORK/anomalies"
   fi
   record lost-directory refused "$X" "\"refused\":$refused"
+  if [[ $TARGET == etcd ]]; then
+    etcd_replace "$X"
+    return
+  fi
   say "node lane: operator path: member remove $X, start node$X empty with --join, member add $X"
   local end=$((SECONDS + 90)) removed=false added=false
   while ((SECONDS < end)); do
@@ -254,6 +293,48 @@ lost_directory() {
     if "$BIN" member add "$X" "node$X:7000" --endpoints "$survivors" --api-token-file "$API_TOKEN_FILE" >/dev/null 2>>"$WORK/member.err"; then added=true; break; fi
     sleep 1
   done
+  local back=false
+  if [[ $added == true ]] && wait_for 60 "node$X replaced, following the leader" agreed 1 2 3; then back=true; fi
+  say "node lane: node$X replaced: removed $removed, added $added, back $back"
+  [[ $back == true ]] || echo "node$X could not be replaced (removed $removed, added $added)" >>"$WORK/unavailable"
+  record lost-directory end "$X" "\"removed\":$removed,\"added\":$added,\"back\":$back"
+}
+
+# etcd_member_id X: member nodeX's id in the member list of a survivor (empty if none answers).
+etcd_member_id() {
+  local i
+  for i in $(others "$1"); do
+    curl -s -m 2 -X POST -d '{}' "http://127.0.0.1:$(grpc "$i")/v3/cluster/member/list" 2>/dev/null |
+      jq -r --arg n "node$1" --arg u "http://node$1:2380" '.members[]? | select(.name == $n or (.peerURLs // [] | index($u))) | .ID' 2>/dev/null |
+      head -1 | grep . && return 0
+  done
+  return 0
+}
+
+# etcd's operator path for a lost directory (its documented order): member remove, member add,
+# then the member started empty with --initial-cluster-state existing.
+etcd_replace() {
+  local X=$1 end=$((SECONDS + 90)) removed=false added=false id i
+  say "node lane: operator path (etcd): member remove node$X, member add node$X, start it empty with --initial-cluster-state existing"
+  while ((SECONDS < end)); do
+    id=$(etcd_member_id "$X")
+    if [[ -z $id ]]; then removed=true; break; fi
+    for i in $(others "$X"); do
+      curl -s -m 3 -X POST -d "{\"ID\":\"$id\"}" "http://127.0.0.1:$(grpc "$i")/v3/cluster/member/remove" >>"$WORK/member.err" 2>&1 || true
+    done
+    sleep 1
+  done
+  while [[ $removed == true ]] && ((SECONDS < end)); do
+    for i in $(others "$X"); do
+      if curl -s -m 3 -X POST -d "{\"peerURLs\":[\"http://node$X:2380\"]}" "http://127.0.0.1:$(grpc "$i")/v3/cluster/member/add" 2>>"$WORK/member.err" | grep -q '"member"'; then
+        added=true
+        break 2
+      fi
+    done
+    sleep 1
+  done
+  find "$DATA_DIR/node-$X" -mindepth 1 -delete
+  env "STATE_$X=existing" timeout 120 "${COMPOSE[@]}" up -d --no-deps "node$X" >/dev/null 2>&1 || true
   local back=false
   if [[ $added == true ]] && wait_for 60 "node$X replaced, following the leader" agreed 1 2 3; then back=true; fi
   say "node lane: node$X replaced: removed $removed, added $added, back $back"
@@ -334,6 +415,13 @@ count() {
   nsenter -t "$1" -n iptables -L "$2" -v -x -n 2>/dev/null | awk -v t="$3" '$3 == t {s += $1} END {print s + 0}'
 }
 
+# etcd's peer transport is the other way round: a member's messages to a peer go on the streams
+# the peer dials (the peer reads the response body), so for etcd the rules match the reply
+# direction: X gets nothing back on the connections it opened (its streams from the peers) and
+# its own messages, written on the connections the peers opened, still arrive. etcd also sends by
+# pipeline (POSTs the sender dials) when a stream is down: those still reach X.
+CTDIR=ORIGINAL
+[[ $TARGET == etcd ]] && CTDIR=REPLY
 one_way() {
   # One-way by address and connection direction: each node sends on the connections it dials
   # and reads on the ones its peers dial (crates/net/src/transport.rs), so dropping, in X's
@@ -349,11 +437,11 @@ one_way() {
   done
   ips=${ips%,}
   [[ -n $ips ]] || return 1
-  nsenter -t "$px" -n iptables -I INPUT 1 -p tcp -s "$ips" -m conntrack --ctdir ORIGINAL -j DROP || return 1
+  nsenter -t "$px" -n iptables -I INPUT 1 -p tcp -s "$ips" -m conntrack --ctdir "$CTDIR" -j DROP || return 1
   for i in $(others "$X"); do
     p=$(pid_of "$i")
     pids+="$p "
-    [[ $p =~ ^[1-9][0-9]*$ ]] && nsenter -t "$p" -n iptables -I INPUT 1 -p tcp -s "$ipx" -m conntrack --ctdir ORIGINAL -j ACCEPT
+    [[ $p =~ ^[1-9][0-9]*$ ]] && nsenter -t "$p" -n iptables -I INPUT 1 -p tcp -s "$ipx" -m conntrack --ctdir "$CTDIR" -j ACCEPT
   done
   sleep "$hold"
   dropped=$(count "$px" INPUT DROP)
@@ -436,19 +524,39 @@ rm -f "$OUT"/*
 for i in 1 2 3; do mkdir -p "$DATA_DIR/node-$i"; done
 touch "$FAULTS"
 say "seed $SEED, ${RUN_SECONDS}s, target $TARGET, ${PLANTED:+planted bug $PLANTED}${PLANTED:-the real build}; history and logs kept in $OUT"
-cp "$BIN" "$WORK/ctx/ringleader"
-for lib in $(ldd "$BIN" | grep -o '/[^ ]*'); do
+# The image: the node's binary and the exact shared libraries it links, at their paths.
+if [[ $TARGET == etcd ]]; then
+  NODE_BIN=${ETCD_BIN:-/usr/bin/etcd}
+  if [[ -z ${ETCD_BIN:-} && ! -x $NODE_BIN ]]; then
+    # Debian's etcd-server package, unpacked here (not installed: no service is started).
+    mkdir -p "$WORK/deb"
+    (cd "$WORK/deb" && apt-get download etcd-server >/dev/null 2>&1 && dpkg -x etcd-server_*.deb x) ||
+      { say "--target etcd: no /usr/bin/etcd and apt-get download etcd-server failed (set ETCD_BIN)"; exit 1; }
+    NODE_BIN=$WORK/deb/x/usr/bin/etcd
+  fi
+  [[ -x $NODE_BIN ]] || { say "--target etcd: ETCD_BIN $NODE_BIN is not an executable"; exit 1; }
+  say "etcd: $("$NODE_BIN" --version 2>/dev/null | head -1)"
+  mkdir -p "$WORK/ctx/usr/bin" "$WORK/ctx/tmp"
+  cp "$NODE_BIN" "$WORK/ctx/usr/bin/etcd"
+  DOCKERFILE=$ROOT/deploy/Dockerfile.etcd
+else
+  NODE_BIN=$BIN
+  cp "$BIN" "$WORK/ctx/ringleader"
+  DOCKERFILE=$ROOT/deploy/Dockerfile.rootfs
+fi
+for lib in $(ldd "$NODE_BIN" | grep -o '/[^ ]*'); do
   mkdir -p "$WORK/ctx$(dirname "$lib")"
   cp -L "$lib" "$WORK/ctx$lib"
 done
-timeout 300 docker build -q -t "$IMAGE" -f "$ROOT/deploy/Dockerfile.rootfs" "$WORK/ctx" >/dev/null 2>"$WORK/build.err" ||
+timeout 300 docker build -q -t "$IMAGE" -f "$DOCKERFILE" "$WORK/ctx" >/dev/null 2>"$WORK/build.err" ||
   { cat "$WORK/build.err"; say "could not build the image"; exit 1; }
 timeout 120 "${COMPOSE[@]}" up -d >/dev/null 2>&1 || { say "could not start the nodes"; exit 1; }
 wait_for 60 "the three nodes agree on a leader" agreed 1 2 3 || exit 1
-# Drop --bootstrap now that every directory holds its log, as an operator must (docs/SERVICE.md):
-# the nodes are recreated one at a time with the same directories.
+# Drop --bootstrap now that every directory holds its log, as an operator must (docs/SERVICE.md);
+# etcd's members likewise get --initial-cluster-state existing. The nodes are recreated one at a
+# time with the same directories.
 for i in 1 2 3; do
-  env "START_$i=" timeout 120 "${COMPOSE[@]}" up -d --no-deps "node$i" >/dev/null 2>&1 || { say "could not recreate node$i"; exit 1; }
+  env "START_$i=" "STATE_$i=existing" timeout 120 "${COMPOSE[@]}" up -d --no-deps "node$i" >/dev/null 2>&1 || { say "could not recreate node$i"; exit 1; }
 done
 # (the others keep --bootstrap in their compose command until recreated; it changes nothing
 # over a directory that holds a log)
@@ -462,17 +570,25 @@ wait_for 10 "the fenced resource" curl -s -m 1 -o /dev/null "http://127.0.0.1:$R
 ENDPOINTS=$(for i in 1 2 3; do printf 'http://127.0.0.1:%s,' "$(api "$i")"; done)
 GRPC_ENDPOINTS=$(for i in 1 2 3; do printf 'http://127.0.0.1:%s,' "$(grpc "$i")"; done)
 say "clients: $CLIENTS service-load and $ETCD_CLIENTS etcd-client on locks $LOCKS for ${RUN_SECONDS}s"
-"$BIN" service-load --endpoints "${ENDPOINTS%,}" --clients "$CLIENTS" --locks "$LOCKS" \
-  --duration "${RUN_SECONDS}s" --ttl 3s --acquire-timeout 2s --request-timeout 2s --settle 30s \
-  --resource "http://127.0.0.1:$RESOURCE_PORT" --stale-writers 1 --history "$WORK/http-history.jsonl" \
-  --api-token-file "$API_TOKEN_FILE" >"$WORK/load.out" 2>&1 &
-LOAD=$!
+LOAD=""
+: >"$WORK/http-history.jsonl"
+: >"$WORK/load.out"
+if ((CLIENTS > 0)); then
+  "$BIN" service-load --endpoints "${ENDPOINTS%,}" --clients "$CLIENTS" --locks "$LOCKS" \
+    --duration "${RUN_SECONDS}s" --ttl 3s --acquire-timeout 2s --request-timeout 2s --settle 30s \
+    --resource "http://127.0.0.1:$RESOURCE_PORT" --stale-writers 1 --history "$WORK/http-history.jsonl" \
+    --api-token-file "$API_TOKEN_FILE" >"$WORK/load.out" 2>&1 &
+  LOAD=$!
+fi
+# etcd runs without authentication here; the service asks for user root with its API token.
+PASSWORD=(--password-file "$API_TOKEN_FILE")
+[[ $TARGET == etcd ]] && PASSWORD=()
 ETCD_LOAD=""
 if ((ETCD_CLIENTS > 0)); then
   "$NEMESIS" --endpoints "${GRPC_ENDPOINTS%,}" --clients "$ETCD_CLIENTS" --locks "$LOCKS" \
     --seconds "$RUN_SECONDS" --ttl 3 --acquire-timeout-ms 2000 --request-timeout-ms 2000 --settle 30 \
     --resource "http://127.0.0.1:$RESOURCE_PORT" --history "$WORK/etcd-history.jsonl" \
-    --password-file "$API_TOKEN_FILE" >"$WORK/etcd-load.out" 2>&1 &
+    "${PASSWORD[@]}" >"$WORK/etcd-load.out" 2>&1 &
   ETCD_LOAD=$!
 fi
 
@@ -491,13 +607,16 @@ for i in 1 2 3; do
 done
 wait_for 60 "the healed cluster agrees on a leader" agreed 1 2 3 || say "the cluster did not heal within 60 s"
 
-wait_for $((RUN_SECONDS + 120)) "service-load to finish" bash -c "! kill -0 $LOAD 2>/dev/null" || exit 1
 set +e
-wait "$LOAD"
-load_rc=$?
+load_rc=0
+if [[ -n $LOAD ]]; then
+  wait_for $((RUN_SECONDS + 120)) "service-load to finish" bash -c "! kill -0 $LOAD 2>/dev/null" || exit 1
+  wait "$LOAD"
+  load_rc=$?
+fi
 etcd_rc=0
 if [[ -n $ETCD_LOAD ]]; then
-  wait_for 120 "etcd_nemesis to finish" bash -c "! kill -0 $ETCD_LOAD 2>/dev/null" || exit 1
+  wait_for $((RUN_SECONDS + 120)) "etcd_nemesis to finish" bash -c "! kill -0 $ETCD_LOAD 2>/dev/null" || exit 1
   wait "$ETCD_LOAD"
   etcd_rc=$?
 fi
