@@ -120,8 +120,9 @@ else
   CLIENTS=${CLIENTS:-4}
   ETCD_CLIENTS=${ETCD_CLIENTS:-2}
 fi
-[[ $CLIENTS =~ ^[0-9]{1,2}$ && $ETCD_CLIENTS =~ ^[0-9]{1,2}$ ]] && ((CLIENTS + ETCD_CLIENTS > 0)) ||
+if ! [[ $CLIENTS =~ ^[0-9]{1,2}$ && $ETCD_CLIENTS =~ ^[0-9]{1,2}$ ]] || ((10#$CLIENTS + 10#$ETCD_CLIENTS == 0)); then
   usage_error "CLIENTS=$CLIENTS ETCD_CLIENTS=$ETCD_CLIENTS: give 0..99 each, not both 0"
+fi
 LOCKS=${LOCKS:-orders,stock}
 RESOURCE_PORT=${RESOURCE_PORT:-18300}
 SECRET_FILE=$WORK/cluster.secret
