@@ -3,8 +3,8 @@
 # side"): for each seed, deploy/nemesis.sh on each target with the same clients (ETCD_CLIENTS
 # etcd-client clients, 4 by default, and no service-load: etcd does not speak the service's HTTP
 # API), then one Markdown table row per run: exit, operations, faults started, anomalies named,
-# and the unavailability windows (the gaps between consecutive successful Locks, any client,
-# any lock: p50, p99 and the longest, in ms).
+# and the unavailability windows (the gaps of 1 s or more between consecutive successful Locks,
+# any client, any lock: how many, their p50, p99 and longest, and their sum, in ms).
 #
 #   deploy/nemesis-compare.sh --seeds 1..5 --seconds 60
 #
@@ -39,20 +39,22 @@ OUT=${COMPARE_OUT:-$ROOT/target/nemesis-compare}
 mkdir -p "$OUT"
 export ETCD_CLIENTS=${ETCD_CLIENTS:-4} CLIENTS=0
 
-# windows HISTORY: "p50 / p99 / longest" of the gaps between consecutive successful Locks, in ms.
+# windows HISTORY: the unavailability windows, the gaps of 1 s or more between consecutive
+# successful Locks (any client, any lock; normal gaps are tens of ms): "count, p50 / p99 /
+# longest, total" in ms.
 windows() {
   jq -r 'select(.op == "acquire" and (.result | type) == "object") | .return_ns' "$1" | sort -n |
-    awk 'NR > 1 { print int(($1 - prev) / 1e6) } { prev = $1 }' | sort -n |
-    awk '{ g[NR] = $1 } END {
-      if (NR == 0) { print "— / — / —"; exit }
+    awk 'NR > 1 && $1 - prev >= 1e9 { print int(($1 - prev) / 1e6) } { prev = $1 }' | sort -n |
+    awk '{ g[NR] = $1; t += $1 } END {
+      if (NR == 0) { print "0 | — | 0"; exit }
       p50 = g[int((NR - 1) * 0.50) + 1]; p99 = g[int((NR - 1) * 0.99) + 1]
-      printf "%d / %d / %d\n", p50, p99, g[NR] }'
+      printf "%d | %d / %d / %d | %d\n", NR, p50, p99, g[NR], t }'
 }
 
 TABLE=$OUT/table.md
 {
-  echo "| seed | target | exit | operations | faults started | anomalies named | no successful Lock, ms: p50 / p99 / longest |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| seed | target | exit | operations | faults started | anomalies named | windows ≥ 1 s without a successful Lock | their p50 / p99 / longest, ms | in all, ms |"
+  echo "|---|---|---|---|---|---|---|---|---|"
 } >"$TABLE"
 failed=0
 for ((seed = FIRST; seed <= LAST; seed++)); do
@@ -63,12 +65,12 @@ for ((seed = FIRST; seed <= LAST; seed++)); do
     if ((rc == 1)) || [[ ! -s $dir/history.jsonl ]]; then
       echo "nemesis-compare.sh: seed $seed on $target could not be run (exit $rc): $(tail -1 "$OUT/seed-$seed-$target.log")" >&2
       failed=1
-      echo "| $seed | $target | $rc | not run | | | |" >>"$TABLE"
+      echo "| $seed | $target | $rc | not run | | | | | |" >>"$TABLE"
       continue
     fi
     ops=$(grep -c '"op"' "$dir/history.jsonl" || true)
     faults=$(grep -o '"fault":"[^"]*","phase":"start"' "$dir/history.jsonl" | cut -d'"' -f4 | sort | uniq -c | awk '{printf "%s%s %s", sep, $2, $1; sep=", "}')
-    named=$(grep -o 'ANOMALY [a-z-]*' "$OUT/seed-$seed-$target.log" | cut -d' ' -f2 | sort -u | paste -sd, - | sed 's/,/, /g')
+    named=$({ grep -o 'ANOMALY [a-z-]*' "$OUT/seed-$seed-$target.log" || true; } | cut -d' ' -f2 | sort -u | paste -sd, - | sed 's/,/, /g')
     echo "| $seed | $target | $rc | $ops | ${faults:-none} | ${named:-none} | $(windows "$dir/history.jsonl") |" >>"$TABLE"
     echo "seed $seed, $target: exit $rc" >&2
   done
