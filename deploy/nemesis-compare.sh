@@ -21,7 +21,7 @@ while (($#)); do
   case $1 in
     --seeds) [[ $# -ge 2 ]] || die "--seeds needs a value: A..B or N"; SEEDS=$2; shift 2 ;;
     --seconds) [[ $# -ge 2 ]] || die "--seconds needs a value: an integer 10..86400"; RUN_SECONDS=$2; shift 2 ;;
-    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1; allowed: --seeds A..B, --seconds S" ;;
   esac
 done
