@@ -2,8 +2,9 @@
 //! protobuf compiler written in Rust: no `protoc` on the machine, nothing downloaded.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    const PROTOS: [&str; 4] = [
+    const PROTOS: [&str; 5] = [
         "proto/mvccpb/kv.proto",
+        "proto/authpb/auth.proto",
         "proto/etcdserverpb/rpc.proto",
         "proto/v3lockpb/v3lock.proto",
         "proto/v3electionpb/v3election.proto",

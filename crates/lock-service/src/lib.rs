@@ -6,6 +6,7 @@
 //! textbook algorithms (`ringleader-algorithms`) link neither raft-rs nor protobuf.
 //!
 //! - [`state`]: the replicated state machine every replica applies in log order;
+//! - [`auth`]: users, roles and permissions (etcd's auth model) in the state machine;
 //! - [`kv`]: the key-value store (etcd's data model) inside the state machine;
 //! - [`replica`]: one Raft node over stable storage, applying committed entries to the state
 //!   machine;
@@ -17,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod kv;
 pub mod log;
 pub mod planted;

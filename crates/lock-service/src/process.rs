@@ -176,7 +176,7 @@ fn op_lease(op: &Op) -> Option<LeaseId> {
         | Op::Campaign { lease, .. }
         | Op::Proclaim { lease, .. }
         | Op::Resign { lease, .. } => Some(*lease),
-        Op::Tick { .. } | Op::Grant { .. } | Op::Txn { .. } => None,
+        Op::Tick { .. } | Op::Grant { .. } | Op::Txn { .. } | Op::Auth { .. } => None,
     }
 }
 

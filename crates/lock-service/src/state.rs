@@ -124,6 +124,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use ringleader_core::{NodeId, Time};
 use serde::{Deserialize, Serialize};
 
+use crate::auth::{AuthOp, AuthRefusal, AuthStore};
+
 use crate::kv::{KeyEvent, KvError, KvStore, Revision, Txn, TxnResult};
 use crate::planted::Planted;
 
@@ -191,9 +193,9 @@ pub enum Op {
         origin: NodeId,
         /// The proposer's request id.
         request: RequestId,
-        /// Who may act on the lease: the digest of the key its grant answers (`None`: whoever
-        /// names it, as etcd's leases without auth).
-        owner: Option<KeyDigest>,
+        /// Who may act on the lease (`None`: whoever names it, as etcd's leases without
+        /// auth).
+        owner: Option<Owner>,
     },
     /// Renew `lease`: its deadline becomes `now + ttl`.
     KeepAlive {
@@ -258,6 +260,24 @@ pub enum Op {
         /// The transaction.
         txn: Txn,
     },
+
+    // ----- users, roles and permissions -----
+    /// A change to the auth store ([`crate::auth`]).
+    Auth {
+        /// The change.
+        op: AuthOp,
+    },
+}
+
+/// Who may act on a lease besides an administrator.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Owner {
+    /// Whoever shows the key whose SHA-256 digest this is (a grant through the HTTP API
+    /// answers the key to its grantee only).
+    Key(KeyDigest),
+    /// The authenticated user who granted it (a grant through the etcd API while auth is
+    /// enabled).
+    User(String),
 }
 
 /// What the state machine does when a wait would close a cycle of the wait-for graph, or, for
@@ -298,6 +318,9 @@ pub enum Refusal {
         "the request is older than the replies kept for its client session; it may or may not have been applied, and was not applied again"
     )]
     Forgotten,
+    /// An auth change was refused.
+    #[error(transparent)]
+    Auth(AuthRefusal),
 }
 
 /// The direct answer to the proposer of an entry.
@@ -511,8 +534,8 @@ pub struct Lease {
     pub deadline: Time,
     /// The node that serves its client.
     pub origin: NodeId,
-    /// The digest of the key that acting on it takes (`None`: none).
-    pub owner: Option<KeyDigest>,
+    /// Who may act on it (`None`: whoever names it).
+    pub owner: Option<Owner>,
 }
 
 /// A lock's holder.
@@ -564,6 +587,7 @@ pub struct StateMachine {
     elections: BTreeMap<String, Vec<Candidate>>,
     kv: KvStore,
     sessions: Sessions,
+    auth: AuthStore,
     /// A bug planted by a test build ([`Planted`]); not part of the replicated state.
     #[serde(skip)]
     planted: Option<Planted>,
@@ -640,6 +664,7 @@ impl StateMachine {
             elections: BTreeMap::new(),
             kv: KvStore::default(),
             sessions: Sessions::default(),
+            auth: AuthStore::default(),
             planted: None,
         }
     }
@@ -673,7 +698,7 @@ impl StateMachine {
         };
         let reply = match op {
             Op::Tick { elapsed } => self.tick(*elapsed, &mut step),
-            Op::Grant { ttl, origin, owner, .. } => self.grant(*ttl, *origin, *owner, index),
+            Op::Grant { ttl, origin, owner, .. } => self.grant(*ttl, *origin, owner.clone(), index),
             Op::KeepAlive { lease } => self.keep_alive(*lease),
             Op::Revoke { lease } => {
                 if self.leases.contains_key(lease) {
@@ -702,6 +727,10 @@ impl StateMachine {
                     Err(error) => Reply::KvRefused { error },
                 }
             }
+            Op::Auth { op } => match self.auth.apply(op) {
+                Ok(()) => Reply::Done,
+                Err(reason) => Reply::Refused { reason: Refusal::Auth(reason) },
+            },
         };
         self.settle(&mut step);
         if !step.key_events.is_empty() {
@@ -742,6 +771,11 @@ impl StateMachine {
     /// The index of the last entry applied (0 before the first).
     pub fn last_applied(&self) -> u64 {
         self.last_applied
+    }
+
+    /// The users, roles and permissions, and whether auth is enabled.
+    pub fn auth(&self) -> &AuthStore {
+        &self.auth
     }
 
     /// The lock-delay this machine was built with.
@@ -831,7 +865,7 @@ impl StateMachine {
         Reply::Done
     }
 
-    fn grant(&mut self, ttl: Time, origin: NodeId, owner: Option<KeyDigest>, index: u64) -> Reply {
+    fn grant(&mut self, ttl: Time, origin: NodeId, owner: Option<Owner>, index: u64) -> Reply {
         if ttl == 0 {
             return Reply::Refused { reason: Refusal::ZeroTtl };
         }
@@ -2164,11 +2198,16 @@ mod tests {
     fn rule_10_a_restored_snapshot_still_recognises_a_retry() {
         let mut log = Log::new(0, DeadlockPolicy::Report);
         let key = IdempotencyKey { client: 42, seq: 7 };
-        let granted = log.once(key, Op::Grant { ttl: 10, origin: 1, request: 7, owner: Some([7; 32]) });
+        let granted =
+            log.once(key, Op::Grant { ttl: 10, origin: 1, request: 7, owner: Some(Owner::Key([7; 32])) });
         let mut restored: StateMachine =
             postcard::from_bytes(&postcard::to_allocvec(&log.sm).unwrap()).unwrap();
         let again = restored
-            .apply_once(2, Some(key), &Op::Grant { ttl: 10, origin: 1, request: 7, owner: Some([7; 32]) })
+            .apply_once(
+                2,
+                Some(key),
+                &Op::Grant { ttl: 10, origin: 1, request: 7, owner: Some(Owner::Key([7; 32])) },
+            )
             .unwrap();
         assert_eq!(again.reply, Reply::Duplicate { first: Box::new(granted.reply) });
         assert_eq!(restored.leases(), vec![1]);

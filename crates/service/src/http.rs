@@ -27,8 +27,10 @@ use ringleader_lock_service::state::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::ops::{self, Grant, LeaseKey, OpError, Until};
+use crate::ops::{self, Caller, Grant, LeaseKey, OpError, Until};
 use crate::server::{ChangeRefused, MAX_ID, MemberChange, Members, Node, Unavailable};
+use crate::users::{AuthFailed, Denied, Identity, Need, Users};
+use ringleader_lock_service::auth::Access;
 
 /// The longest name of a lock or an election, in bytes.
 pub const MAX_NAME: usize = 256;
@@ -148,6 +150,12 @@ impl From<OpError> for ApiError {
             OpError::NoSpace(e) => e.into(),
             OpError::NoSuchLease(lease) => ApiError::no_lease(lease),
             OpError::NotOwner(_) => ApiError::new(StatusCode::FORBIDDEN, "not_owner", message),
+            OpError::Denied(Denied::Unauthenticated) => {
+                ApiError::new(StatusCode::UNAUTHORIZED, "unauthenticated", message)
+            }
+            OpError::Denied(Denied::PermissionDenied) => {
+                ApiError::new(StatusCode::FORBIDDEN, "permission_denied", message)
+            }
             OpError::NotLeader { .. } => ApiError::conflict("not_leader", message),
             OpError::Busy { .. } => ApiError::conflict("busy", message),
             OpError::LockDelay { until, .. } => {
@@ -159,6 +167,7 @@ impl From<OpError> for ApiError {
             OpError::Refused(reason) => refused(reason),
             OpError::TimedOut(_) => ApiError::new(StatusCode::REQUEST_TIMEOUT, "timeout", message),
             OpError::LostLock { .. } | OpError::LostElection => ApiError::conflict("lost", message),
+            OpError::Members(e) => e.into(),
             OpError::Unexpected(reply) => unexpected(&reply),
         }
     }
@@ -192,6 +201,47 @@ impl IntoResponse for ApiError {
 }
 
 type Answer = Result<Json<Value>, ApiError>;
+
+/// Who a request comes from ([`crate::users`]): the bearer credential's identity (the API
+/// token is root, a token from `POST /v1/auth/authenticate` its user), else the common name of
+/// the client certificate, else nobody. A bearer credential the node does not know is 401.
+struct Who(Identity);
+
+impl axum::extract::FromRequestParts<Arc<Node>> for Who {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        node: &Arc<Node>,
+    ) -> Result<Who, ApiError> {
+        if let Some(v) = parts.headers.get(axum::http::header::AUTHORIZATION) {
+            let presented = v.to_str().ok().and_then(ringleader_transport::http::bearer_credentials);
+            let identity = presented.and_then(|t| node.users.identify(t.trim()));
+            return identity.map(Who).ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "invalid_token",
+                    "the bearer credential is neither the API token nor a live token of a user; \
+                     authenticate again (POST /v1/auth/authenticate)",
+                )
+            });
+        }
+        let cert = parts.extensions.get::<ringleader_transport::http::ClientCertificate>();
+        Ok(Who(cert.and_then(|c| Users::identify_certificate(&c.0)).unwrap_or(Identity::Nobody)))
+    }
+}
+
+impl Who {
+    /// The caller, showing the lease key `key` (text from a body; 400 when it is not one).
+    fn with_key(self, key: Option<&str>) -> Result<Caller, ApiError> {
+        Ok(Caller::new(self.0).with_key(lease_key(key)?))
+    }
+
+    /// The caller, showing no lease key.
+    fn caller(self) -> Caller {
+        Caller::new(self.0)
+    }
+}
 
 /// The body of a request, or a 400 naming what was wrong with it (413 when it is over
 /// [`MAX_BODY`]).
@@ -236,6 +286,7 @@ fn refused(reason: Refusal) -> ApiError {
         Refusal::NotCandidate => ApiError::conflict("not_candidate", reason.to_string()),
         Refusal::ZeroTtl | Refusal::EmptyName => ApiError::bad(reason.to_string()),
         Refusal::Forgotten => ApiError::conflict("forgotten", reason.to_string()),
+        Refusal::Auth(_) => ApiError::conflict("auth_refused", reason.to_string()),
     }
 }
 
@@ -252,6 +303,7 @@ pub fn router(node: Arc<Node>) -> axum::Router {
         .route("/ready", get(ready))
         .route("/metrics", get(metrics))
         .route("/status", get(status))
+        .route("/v1/auth/authenticate", post(authenticate))
         .route("/v1/members", get(members_list).post(member_add))
         .route("/v1/members/{id}", delete(member_remove))
         .route("/v1/lease/grant", post(lease_grant))
@@ -384,7 +436,8 @@ fn members_json(m: Members) -> Json<Value> {
     Json(serde_json::to_value(m).unwrap_or_default())
 }
 
-async fn members_list(State(node): State<Arc<Node>>) -> Answer {
+async fn members_list(State(node): State<Arc<Node>>, who: Who) -> Answer {
+    ops::permit(&node, &who.caller(), &Need::Someone)?;
     Ok(members_json(node.members().await?))
 }
 
@@ -417,19 +470,46 @@ fn check_peer(peer: &str) -> Result<(), ApiError> {
     }
 }
 
-async fn member_add(State(node): State<Arc<Node>>, b: Result<Json<MemberBody>, JsonRejection>) -> Answer {
+async fn member_add(
+    State(node): State<Arc<Node>>,
+    who: Who,
+    b: Result<Json<MemberBody>, JsonRejection>,
+) -> Answer {
     let b = body(b)?;
     let id = check_member_id(b.id)?;
     check_peer(&b.peer)?;
-    Ok(members_json(node.change_members(MemberChange::Add { id, peer: b.peer }).await?))
+    Ok(members_json(ops::change_members(&node, &who.caller(), MemberChange::Add { id, peer: b.peer }).await?))
 }
 
-async fn member_remove(State(node): State<Arc<Node>>, Path(id): Path<String>) -> Answer {
+async fn member_remove(State(node): State<Arc<Node>>, who: Who, Path(id): Path<String>) -> Answer {
     let id = id
         .parse::<u64>()
         .map_err(|_| ApiError::bad(format!("member id {id:?}: expected a number 1..={MAX_ID}")))?;
     let id = check_member_id(id)?;
-    Ok(members_json(node.change_members(MemberChange::Remove { id }).await?))
+    Ok(members_json(ops::change_members(&node, &who.caller(), MemberChange::Remove { id }).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuthenticateBody {
+    name: String,
+    password: String,
+}
+
+/// `POST /v1/auth/authenticate`: a user's name and password (while auth is enabled) → a token
+/// to send as `Authorization: Bearer TOKEN` ([`crate::users`]).
+async fn authenticate(
+    State(node): State<Arc<Node>>,
+    b: Result<Json<AuthenticateBody>, JsonRejection>,
+) -> Answer {
+    let b = body(b)?;
+    match ops::authenticate(&node, b.name, b.password).await {
+        Ok(token) => Ok(Json(json!({ "token": token }))),
+        Err(e @ AuthFailed::NotEnabled) => Err(ApiError::conflict("auth_not_enabled", e.to_string())),
+        Err(e @ AuthFailed::Invalid) => {
+            Err(ApiError::new(StatusCode::UNAUTHORIZED, "auth_failed", e.to_string()))
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -457,6 +537,7 @@ fn lease_key(key: Option<&str>) -> Result<Option<LeaseKey>, ApiError> {
 
 async fn lease_grant(
     State(node): State<Arc<Node>>,
+    who: Who,
     headers: axum::http::HeaderMap,
     b: Result<Json<GrantBody>, JsonRejection>,
 ) -> Answer {
@@ -475,30 +556,32 @@ async fn lease_grant(
         None => LeaseKey::random()
             .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "no_randomness", e.to_string()))?,
     };
-    let g = ops::grant(&node, ttl.as_nanos() as Time, Some(key), retry).await?;
+    let g = ops::grant(&node, ttl.as_nanos() as Time, &who.caller(), Some(key), retry).await?;
     let key = g.key.map(|k| k.to_string());
     Ok(Json(json!({ "lease": g.lease, "ttl_ms": ms(g.ttl), "key": key })))
 }
 
 async fn lease_keepalive(
     State(node): State<Arc<Node>>,
+    who: Who,
     headers: axum::http::HeaderMap,
     b: Result<Json<LeaseBody>, JsonRejection>,
 ) -> Answer {
     let retry = idempotency_key(&headers)?;
     let b = body(b)?;
-    let ttl_left = ops::keep_alive(&node, b.lease, lease_key(b.key.as_deref())?.as_ref(), retry).await?;
+    let ttl_left = ops::keep_alive(&node, b.lease, &who.with_key(b.key.as_deref())?, retry).await?;
     Ok(Json(json!({ "lease": b.lease, "ttl_ms": ms(ttl_left) })))
 }
 
 async fn lease_revoke(
     State(node): State<Arc<Node>>,
+    who: Who,
     headers: axum::http::HeaderMap,
     b: Result<Json<LeaseBody>, JsonRejection>,
 ) -> Answer {
     let retry = idempotency_key(&headers)?;
     let b = body(b)?;
-    ops::revoke(&node, b.lease, lease_key(b.key.as_deref())?.as_ref(), retry).await?;
+    ops::revoke(&node, b.lease, &who.with_key(b.key.as_deref())?, retry).await?;
     Ok(Json(json!({ "lease": b.lease })))
 }
 
@@ -506,7 +589,8 @@ fn parse_id(text: &str) -> Result<LeaseId, ApiError> {
     text.parse().map_err(|_| ApiError::bad(format!("{text:?} is not a lease id (an unsigned integer)")))
 }
 
-async fn lease_get(State(node): State<Arc<Node>>, Path(id): Path<String>) -> Answer {
+async fn lease_get(State(node): State<Arc<Node>>, who: Who, Path(id): Path<String>) -> Answer {
+    ops::permit(&node, &who.caller(), &Need::Someone)?;
     let lease = parse_id(&id)?;
     let (_, found) = node
         .read(move |m: &StateMachine| m.lease(lease).map(|l| (l.ttl, l.deadline.saturating_sub(m.now()))))
@@ -546,6 +630,7 @@ fn until_of(timeout_ms: Option<u64>) -> Result<Until, ApiError> {
 
 async fn lock_acquire(
     State(node): State<Arc<Node>>,
+    who: Who,
     headers: axum::http::HeaderMap,
     b: Result<Json<AcquireBody>, JsonRejection>,
 ) -> Answer {
@@ -553,26 +638,28 @@ async fn lock_acquire(
     let b = body(b)?;
     check_name("name", &b.name)?;
     let until = until_of(b.timeout_ms)?;
-    let key = lease_key(b.key.as_deref())?;
+    let who = who.with_key(b.key.as_deref())?;
     let Grant { fencing } =
-        ops::acquire(&node, &b.name, b.lease, key.as_ref(), b.wait.unwrap_or(true), until).await?;
+        ops::acquire(&node, &b.name, b.lease, &who, b.wait.unwrap_or(true), until).await?;
     Ok(Json(json!({ "name": b.name, "lease": b.lease, "fencing": fencing })))
 }
 
 async fn lock_release(
     State(node): State<Arc<Node>>,
+    who: Who,
     headers: axum::http::HeaderMap,
     b: Result<Json<ReleaseBody>, JsonRejection>,
 ) -> Answer {
     let retry = idempotency_key(&headers)?;
     let b = body(b)?;
     check_name("name", &b.name)?;
-    ops::release(&node, &b.name, b.lease, lease_key(b.key.as_deref())?.as_ref(), retry).await?;
+    ops::release(&node, &b.name, b.lease, &who.with_key(b.key.as_deref())?, retry).await?;
     Ok(Json(json!({ "name": b.name, "lease": b.lease })))
 }
 
-async fn lock_get(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Answer {
+async fn lock_get(State(node): State<Arc<Node>>, who: Who, Path(name): Path<String>) -> Answer {
     check_name("name", &name)?;
+    ops::permit(&node, &who.caller(), &Need::name(Access::Read, &name))?;
     let n = name.clone();
     let (_, (holder, waiters)) = node.read(move |m: &StateMachine| (m.holder(&n), m.waiters(&n))).await?;
     let holder = holder.map(|(lease, fencing)| json!({ "lease": lease, "fencing": fencing }));
@@ -619,6 +706,7 @@ fn check_value(value: &str) -> Result<(), ApiError> {
 
 async fn campaign(
     State(node): State<Arc<Node>>,
+    who: Who,
     headers: axum::http::HeaderMap,
     b: Result<Json<CampaignBody>, JsonRejection>,
 ) -> Answer {
@@ -627,13 +715,14 @@ async fn campaign(
     check_name("election", &b.election)?;
     check_value(&b.value)?;
     let until = until_of(b.timeout_ms)?;
-    let key = lease_key(b.key.as_deref())?;
-    let leader = ops::campaign(&node, &b.election, b.lease, key.as_ref(), b.value, until).await?;
+    let who = who.with_key(b.key.as_deref())?;
+    let leader = ops::campaign(&node, &b.election, b.lease, &who, b.value, until).await?;
     Ok(Json(json!({ "election": b.election, "leader": candidate(&leader) })))
 }
 
 async fn proclaim(
     State(node): State<Arc<Node>>,
+    who: Who,
     headers: axum::http::HeaderMap,
     b: Result<Json<ProclaimBody>, JsonRejection>,
 ) -> Answer {
@@ -641,25 +730,27 @@ async fn proclaim(
     let b = body(b)?;
     check_name("election", &b.election)?;
     check_value(&b.value)?;
-    let key = lease_key(b.key.as_deref())?;
-    ops::proclaim(&node, &b.election, b.lease, b.value, key.as_ref(), retry).await?;
+    let who = who.with_key(b.key.as_deref())?;
+    ops::proclaim(&node, &b.election, b.lease, b.value, &who, retry).await?;
     Ok(Json(json!({ "election": b.election, "lease": b.lease })))
 }
 
 async fn resign(
     State(node): State<Arc<Node>>,
+    who: Who,
     headers: axum::http::HeaderMap,
     b: Result<Json<ResignBody>, JsonRejection>,
 ) -> Answer {
     let retry = idempotency_key(&headers)?;
     let b = body(b)?;
     check_name("election", &b.election)?;
-    ops::resign(&node, &b.election, b.lease, lease_key(b.key.as_deref())?.as_ref(), retry).await?;
+    ops::resign(&node, &b.election, b.lease, &who.with_key(b.key.as_deref())?, retry).await?;
     Ok(Json(json!({ "election": b.election, "lease": b.lease })))
 }
 
-async fn election_get(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Answer {
+async fn election_get(State(node): State<Arc<Node>>, who: Who, Path(name): Path<String>) -> Answer {
     check_name("election", &name)?;
+    ops::permit(&node, &who.caller(), &Need::name(Access::Read, &name))?;
     let e = name.clone();
     let (_, leader) = node.read(move |m: &StateMachine| m.leader(&e)).await?;
     Ok(Json(json!({ "election": name, "leader": leader.as_ref().map(candidate) })))
@@ -687,10 +778,12 @@ fn last_event_index(headers: &axum::http::HeaderMap) -> Result<Option<u64>, ApiE
 /// id: the current leader stands for every change it missed.
 async fn observe(
     State(node): State<Arc<Node>>,
+    who: Who,
     Path(name): Path<String>,
     headers: axum::http::HeaderMap,
 ) -> Result<Events, ApiError> {
     check_name("election", &name)?;
+    ops::permit(&node, &who.caller(), &Need::name(Access::Read, &name))?;
     let last = last_event_index(&headers)?;
     let slot = StreamSlot::take(&node)?;
     let rx = node.notices.subscribe();
@@ -735,9 +828,11 @@ async fn observe(
 /// a `reset` event: the lease's state now (the locks it holds), standing for what it missed.
 async fn lease_watch(
     State(node): State<Arc<Node>>,
+    who: Who,
     Path(id): Path<String>,
     headers: axum::http::HeaderMap,
 ) -> Result<Events, ApiError> {
+    ops::permit(&node, &who.caller(), &Need::Someone)?;
     let lease = parse_id(&id)?;
     let last = last_event_index(&headers)?;
     let slot = StreamSlot::take(&node)?;

@@ -16,6 +16,8 @@
 //! - [`ops`]: the operations both APIs translate to — the blocking lock and campaign waits
 //!   (subscribe, propose, wait on notices, withdraw, check the grant again) written once, with
 //!   typed answers and errors.
+//! - [`users`]: who is calling (the API token, a user's token, a client certificate's name)
+//!   and what they may do: etcd's auth model, checked by [`ops`].
 //! - [`http`]: the HTTP/JSON API with Server-Sent-Event watches (docs/SERVICE-API.md).
 //! - [`etcd`]: the etcd-compatible gRPC API (leases, locks, elections; docs/ETCD.md).
 //! - [`metrics`]: what a node counts, and its OpenMetrics page (`GET /metrics`).
@@ -27,6 +29,7 @@ pub mod identity;
 pub mod metrics;
 pub mod ops;
 pub mod server;
+pub mod users;
 
 /// Starts a service node ([`server::start`]) and serves its HTTP API ([`http::router`]) until
 /// the node shuts down, hardened as a real node's API is
@@ -53,7 +56,6 @@ pub async fn start_with_grpc(
         None => None,
     };
     let (token, limits, id) = (cfg.api_token.clone(), cfg.api_limits, cfg.id);
-    let grpc_token = token.clone();
     // Both client APIs' TLS, built before anything starts: a bad file is one error line.
     let tls_error = |e: ringleader_transport::tls::TlsError| server::ServeError::Config(e.to_string());
     let api_tls = match &cfg.tls {
@@ -68,6 +70,11 @@ pub async fn start_with_grpc(
     };
     let (running, api) = server::start(cfg).await?;
     let node = running.node.clone();
+    // With an API token, every request needs a bearer: the token, or one a user authenticated
+    // for ([`users::Users`]).
+    let bearer = token
+        .is_some()
+        .then(|| node.users.clone() as std::sync::Arc<dyn ringleader_transport::http::BearerCheck>);
     let shutdown = node.shutdown.clone();
     let counts = std::sync::Arc::new(ringleader_transport::http::ConnectionCounters::default());
     tokio::spawn(async move {
@@ -76,7 +83,7 @@ pub async fn start_with_grpc(
             api,
             http::router(node),
             counts,
-            token,
+            bearer,
             limits,
             api_tls,
             shutdown,
@@ -85,7 +92,7 @@ pub async fn start_with_grpc(
         .await
     });
     let bound = grpc.map(|(l, bound)| {
-        tokio::spawn(etcd::serve(l, running.node.clone(), grpc_token, grpc_tls));
+        tokio::spawn(etcd::serve(l, running.node.clone(), grpc_tls));
         bound
     });
     Ok((running, bound))

@@ -35,8 +35,10 @@
 use std::sync::Arc;
 
 use ringleader_core::Time;
+use ringleader_lock_service::auth::{Access, AuthOp};
+use ringleader_lock_service::kv::{RequestOp, Txn};
 use ringleader_lock_service::state::{
-    Candidate, IdempotencyKey, KeyDigest, LeaseId, Notice, Op, Refusal, Reply, StateMachine,
+    Candidate, IdempotencyKey, KeyDigest, LeaseId, Notice, Op, Owner, Refusal, Reply, StateMachine,
 };
 use sha2::Digest as _;
 use subtle::ConstantTimeEq;
@@ -44,7 +46,8 @@ use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-use crate::server::{NoSpace, Node, Published, Unavailable};
+use crate::server::{ChangeRefused, MemberChange, Members, NoSpace, Node, Published, Unavailable};
+use crate::users::{self, AuthFailed, Denied, Identity, Need};
 
 /// How often a blocked operation looks at the applied state itself (see the module doc).
 pub const LEASE_CHECK: std::time::Duration = std::time::Duration::from_millis(500);
@@ -62,9 +65,18 @@ pub enum OpError {
     /// The lease does not exist (never granted, expired or revoked).
     #[error("lease {0} not found (expired or revoked)")]
     NoSuchLease(LeaseId),
-    /// The caller did not show the key the lease's grant answered.
-    #[error("lease {0} needs the key its grant answered; the lease id alone acts on nothing")]
+    /// The caller did not show the key the lease's grant answered, or is not the user who
+    /// was granted it.
+    #[error(
+        "lease {0} needs the key its grant answered (or its grantee); the lease id alone acts on nothing"
+    )]
     NotOwner(LeaseId),
+    /// Auth is enabled and the caller is nobody, or may not do this.
+    #[error(transparent)]
+    Denied(#[from] Denied),
+    /// A membership change was refused.
+    #[error(transparent)]
+    Members(#[from] ChangeRefused),
     /// A lock asked for without waiting is held by another lease.
     #[error("lock {name:?} is held by another lease")]
     Busy {
@@ -206,20 +218,54 @@ impl std::fmt::Debug for LeaseKey {
     }
 }
 
-/// Checks that the caller, showing `key` (or nothing), may act on `lease`: a lease granted
-/// with a key needs that key; one granted without needs nothing. A lease this node has not
+/// Checks that `who` may act on `lease`: while auth is enabled it must be someone; a lease
+/// granted with a key needs that key; one granted by a user needs that user or root (while
+/// auth is enabled); one granted with neither needs nothing more. A lease this node has not
 /// applied yet (granted through another node a moment ago) is looked up with a linearizable
-/// read. Errors: [`OpError::NoSuchLease`], [`OpError::NotOwner`].
-pub async fn authorize(node: &Node, lease: LeaseId, key: Option<&LeaseKey>) -> Result<(), OpError> {
-    let owner_of = move |m: &StateMachine| m.lease(lease).map(|l| l.owner);
+/// read. Errors: [`OpError::Denied`], [`OpError::NoSuchLease`], [`OpError::NotOwner`].
+pub async fn authorize(node: &Node, who: &Caller, lease: LeaseId) -> Result<(), OpError> {
+    permit(node, who, &Need::Someone)?;
+    let owner_of = move |m: &StateMachine| m.lease(lease).map(|l| l.owner.clone());
     let owner = match node.local(owner_of).await? {
         Some(owner) => owner,
         None => node.read(owner_of).await?.1.ok_or(OpError::NoSuchLease(lease))?,
     };
-    match (owner, key) {
-        (None, _) => Ok(()),
-        (Some(want), Some(k)) if bool::from(k.digest().ct_eq(&want)) => Ok(()),
-        (Some(_), _) => Err(OpError::NotOwner(lease)),
+    let allowed = match owner {
+        None => true,
+        Some(Owner::Key(want)) => who.lease_key.as_ref().is_some_and(|k| bool::from(k.digest().ct_eq(&want))),
+        Some(Owner::User(user)) => {
+            let store = node.users.view();
+            !store.enabled() || who.identity == Identity::User(user) || users::is_admin(&store, &who.identity)
+        }
+    };
+    if allowed { Ok(()) } else { Err(OpError::NotOwner(lease)) }
+}
+
+/// Checks that `who` may do what `need` asks ([`crate::users`]: everything while auth is
+/// disabled).
+pub fn permit(node: &Node, who: &Caller, need: &Need) -> Result<(), OpError> {
+    Ok(node.users.permit(&who.identity, need)?)
+}
+
+/// Who is asking, with what: the identity the API established and the lease key shown, if
+/// any.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    /// Who the request comes from.
+    pub identity: Identity,
+    /// The key of the lease it acts on, when it showed one.
+    pub lease_key: Option<LeaseKey>,
+}
+
+impl Caller {
+    /// `identity`, showing no lease key.
+    pub fn new(identity: Identity) -> Caller {
+        Caller { identity, lease_key: None }
+    }
+
+    /// This caller, showing `key`.
+    pub fn with_key(self, key: Option<LeaseKey>) -> Caller {
+        Caller { lease_key: key, ..self }
     }
 }
 
@@ -234,16 +280,26 @@ pub struct Granted {
     pub key: Option<LeaseKey>,
 }
 
-/// Grants a lease of `ttl` (more than zero), owned by `key` when given (see the module doc),
-/// applied at most once under the client's idempotency key `retry`.
+/// Grants a lease of `ttl` (more than zero), owned by `key` when given, else (while auth is
+/// enabled) by the user asking (see the module doc), applied at most once under the client's
+/// idempotency key `retry`.
 pub async fn grant(
     node: &Node,
     ttl: Time,
+    who: &Caller,
     key: Option<LeaseKey>,
     retry: Option<IdempotencyKey>,
 ) -> Result<Granted, OpError> {
+    permit(node, who, &Need::Someone)?;
     check_space(node, "", "")?;
-    let op = Op::Grant { ttl, origin: node.me, request: 0, owner: key.as_ref().map(LeaseKey::digest) };
+    let owner = match (&key, &who.identity) {
+        (Some(k), _) => Some(Owner::Key(k.digest())),
+        (None, _) if !node.users.enabled() => None,
+        (None, Identity::Root) => Some(Owner::User(ringleader_lock_service::auth::ROOT.to_string())),
+        (None, Identity::User(u)) => Some(Owner::User(u.clone())),
+        (None, Identity::Nobody) => None,
+    };
+    let op = Op::Grant { ttl, origin: node.me, request: 0, owner };
     match node.propose_keyed(op, retry).await?.1.reply {
         Reply::Granted { lease, ttl } => Ok(Granted { lease, ttl, key }),
         Reply::Refused { reason } => Err(OpError::Refused(reason)),
@@ -255,10 +311,10 @@ pub async fn grant(
 pub async fn keep_alive(
     node: &Node,
     lease: LeaseId,
-    key: Option<&LeaseKey>,
+    who: &Caller,
     retry: Option<IdempotencyKey>,
 ) -> Result<Time, OpError> {
-    authorize(node, lease, key).await?;
+    authorize(node, who, lease).await?;
     match node.propose_keyed(Op::KeepAlive { lease }, retry).await?.1.reply {
         Reply::KeptAlive { ttl_left } => Ok(ttl_left),
         Reply::NoSuchLease => Err(OpError::NoSuchLease(lease)),
@@ -270,10 +326,10 @@ pub async fn keep_alive(
 pub async fn revoke(
     node: &Node,
     lease: LeaseId,
-    key: Option<&LeaseKey>,
+    who: &Caller,
     retry: Option<IdempotencyKey>,
 ) -> Result<(), OpError> {
-    authorize(node, lease, key).await?;
+    authorize(node, who, lease).await?;
     match node.propose_keyed(Op::Revoke { lease }, retry).await?.1.reply {
         Reply::Done => Ok(()),
         Reply::NoSuchLease => Err(OpError::NoSuchLease(lease)),
@@ -286,10 +342,11 @@ pub async fn release(
     node: &Node,
     name: &str,
     lease: LeaseId,
-    key: Option<&LeaseKey>,
+    who: &Caller,
     retry: Option<IdempotencyKey>,
 ) -> Result<(), OpError> {
-    authorize(node, lease, key).await?;
+    permit(node, who, &Need::name(Access::Write, name))?;
+    authorize(node, who, lease).await?;
     match node.propose_keyed(Op::Release { name: name.to_string(), lease }, retry).await?.1.reply {
         Reply::Done => Ok(()),
         Reply::NoSuchLease => Err(OpError::NoSuchLease(lease)),
@@ -304,10 +361,11 @@ pub async fn proclaim(
     election: &str,
     lease: LeaseId,
     value: String,
-    key: Option<&LeaseKey>,
+    who: &Caller,
     retry: Option<IdempotencyKey>,
 ) -> Result<(), OpError> {
-    authorize(node, lease, key).await?;
+    permit(node, who, &Need::name(Access::Write, election))?;
+    authorize(node, who, lease).await?;
     check_space(node, election, &value)?;
     let op = Op::Proclaim { election: election.to_string(), lease, value };
     match node.propose_keyed(op, retry).await?.1.reply {
@@ -324,10 +382,11 @@ pub async fn resign(
     node: &Node,
     election: &str,
     lease: LeaseId,
-    key: Option<&LeaseKey>,
+    who: &Caller,
     retry: Option<IdempotencyKey>,
 ) -> Result<(), OpError> {
-    authorize(node, lease, key).await?;
+    permit(node, who, &Need::name(Access::Write, election))?;
+    authorize(node, who, lease).await?;
     match node.propose_keyed(Op::Resign { election: election.to_string(), lease }, retry).await?.1.reply {
         Reply::Done => Ok(()),
         Reply::NoSuchLease => Err(OpError::NoSuchLease(lease)),
@@ -344,11 +403,12 @@ pub async fn acquire(
     node: &Arc<Node>,
     name: &str,
     lease: LeaseId,
-    key: Option<&LeaseKey>,
+    who: &Caller,
     wait: bool,
     until: Until,
 ) -> Result<Grant, OpError> {
-    authorize(node, lease, key).await?;
+    permit(node, who, &Need::name(Access::Write, name))?;
+    authorize(node, who, lease).await?;
     check_space(node, name, "")?;
     let mut rx = node.notices.subscribe();
     let op = Op::Acquire { name: name.to_string(), lease, request: 0, wait };
@@ -422,11 +482,12 @@ pub async fn campaign(
     node: &Arc<Node>,
     election: &str,
     lease: LeaseId,
-    key: Option<&LeaseKey>,
+    who: &Caller,
     value: String,
     until: Until,
 ) -> Result<Candidate, OpError> {
-    authorize(node, lease, key).await?;
+    permit(node, who, &Need::name(Access::Write, election))?;
+    authorize(node, who, lease).await?;
     check_space(node, election, &value)?;
     let mut rx = node.notices.subscribe();
     let op = Op::Campaign { election: election.to_string(), lease, value, request: 0 };
@@ -475,15 +536,78 @@ pub async fn campaign(
     }
 }
 
-/// The leader of `election` on this node's applied state.
-pub async fn leader(node: &Node, election: &str) -> Result<Option<Candidate>, Unavailable> {
+/// The leader of `election` on this node's applied state (no check: the blocking paths that
+/// already checked their caller use it).
+async fn leader(node: &Node, election: &str) -> Result<Option<Candidate>, Unavailable> {
     let e = election.to_string();
     node.local(move |m| m.leader(&e)).await
 }
 
 /// Whether `lease` exists on this node's applied state.
-pub async fn lease_alive(node: &Node, lease: LeaseId) -> Result<bool, Unavailable> {
+async fn lease_alive(node: &Node, lease: LeaseId) -> Result<bool, Unavailable> {
     node.local(move |m| m.lease(lease).is_some()).await
+}
+
+/// Checks that `who` may run `txn` on the key-value store: `read` on every compared and read
+/// range, `write` on every put and deleted range (in both branches, whichever applies), and,
+/// for a put that attaches its key to a lease, the right to act on that lease ([`authorize`]).
+pub async fn permit_txn(node: &Node, who: &Caller, txn: &Txn) -> Result<(), OpError> {
+    let keys = |access, key: &[u8], range_end: &[u8]| Need::Keys {
+        access,
+        key: key.to_vec(),
+        range_end: range_end.to_vec(),
+    };
+    permit(node, who, &Need::Someone)?;
+    for c in &txn.compare {
+        permit(node, who, &keys(Access::Read, &c.key, &c.range_end))?;
+    }
+    for op in txn.success.iter().chain(&txn.failure) {
+        match op {
+            RequestOp::Range(r) => permit(node, who, &keys(Access::Read, &r.key, &r.range_end))?,
+            RequestOp::Put(p) => {
+                permit(node, who, &Need::key(Access::Write, &p.key))?;
+                if p.lease != 0 {
+                    authorize(node, who, p.lease).await?;
+                }
+            }
+            RequestOp::DeleteRange(d) => permit(node, who, &keys(Access::Write, &d.key, &d.range_end))?,
+        }
+    }
+    Ok(())
+}
+
+/// Checks a user's name and password (while auth is enabled) and answers a new token for it
+/// ([`crate::users::Users::authenticate`]; Argon2 runs off the async threads).
+pub async fn authenticate(node: &Node, name: String, password: String) -> Result<String, AuthFailed> {
+    let users = node.users.clone();
+    tokio::task::spawn_blocking(move || users.authenticate(&name, &password))
+        .await
+        .unwrap_or(Err(AuthFailed::Invalid))
+}
+
+/// A password's hash for the auth store (`None` for an empty one), computed off the async
+/// threads.
+pub async fn hash_password(password: String) -> Result<Option<String>, users::HashError> {
+    tokio::task::spawn_blocking(move || users::hash_password(&password))
+        .await
+        .unwrap_or_else(|e| Err(users::HashError::from(e)))
+}
+
+/// Applies a change to the users, roles and permissions, or turns auth on or off: root only
+/// while auth is enabled, anyone while it is disabled (as in etcd).
+pub async fn administer(node: &Node, who: &Caller, op: AuthOp) -> Result<(), OpError> {
+    permit(node, who, &Need::Admin)?;
+    match node.propose(Op::Auth { op }).await?.reply {
+        Reply::Done => Ok(()),
+        Reply::Refused { reason } => Err(OpError::Refused(reason)),
+        other => Err(OpError::Unexpected(other)),
+    }
+}
+
+/// Proposes a membership change for `who` (root only while auth is enabled).
+pub async fn change_members(node: &Node, who: &Caller, change: MemberChange) -> Result<Members, OpError> {
+    permit(node, who, &Need::Admin)?;
+    Ok(node.change_members(change).await?)
 }
 
 /// Refuses a write that would take the store past the backend quota (a lock or a candidacy

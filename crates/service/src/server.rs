@@ -672,6 +672,9 @@ pub struct Node {
     /// The `NOSPACE` alarm: raised when this node refused a write for want of space, listed by
     /// the etcd API's `Maintenance.Alarm` until it is disarmed there.
     pub nospace: std::sync::atomic::AtomicBool,
+    /// Who is calling and what they may do: the applied auth store's view, the tokens handed
+    /// out, the API token ([`crate::users`]).
+    pub users: Arc<crate::users::Users>,
 }
 
 /// A write refused because it would take the store past the backend quota.
@@ -945,6 +948,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
 
     let (calls_tx, calls_rx) = mpsc::channel(4096);
     let (notices, _) = broadcast::channel(65_536);
+    let users = Arc::new(crate::users::Users::new(cfg.api_token.clone()));
     let status = Arc::new(Mutex::new(Status {
         id: cfg.id,
         cluster: identity.cluster.clone(),
@@ -965,6 +969,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         max_request_bytes: cfg.max_request_bytes,
         quota_backend_bytes: cfg.quota_backend_bytes,
         nospace: Default::default(),
+        users: users.clone(),
     });
     let seed = cfg.seed.unwrap_or_else(|| {
         let mut b = [0u8; 8];
@@ -976,6 +981,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         peer_counters,
         notices,
         status,
+        users,
         rng: Xoshiro256PlusPlus::seed_from_u64(seed),
         started: Instant::now(),
         pending: BTreeMap::new(),
@@ -1047,6 +1053,8 @@ struct LoopState {
     peer_counters: Arc<TransportCounters>,
     notices: broadcast::Sender<Published>,
     status: Arc<Mutex<Status>>,
+    /// The node's users, whose view of the auth store the loop publishes.
+    users: Arc<crate::users::Users>,
     rng: Xoshiro256PlusPlus,
     started: Instant,
     pending: BTreeMap<RequestId, Pending>,
@@ -1179,6 +1187,8 @@ impl Host for ServerHost<'_> {
         for n in &applied.notices {
             let _ = self.state.notices.send(Arc::new((index, n.clone())));
         }
+        // Before any answer: a client told its auth change is done is checked under it.
+        self.state.users.publish(machine.auth());
         if p.origin != self.me || p.incarnation != self.incarnation {
             return;
         }
@@ -1591,6 +1601,7 @@ fn publish_status(replica: &Replica<Log>, state: &LoopState) {
     s.members = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
     s.removed = state.removed;
     s.store_bytes = replica.machine().kv().bytes();
+    state.users.publish(replica.machine().auth());
     if state.removed {
         // raft-rs leaves a removed leader in its role; it leads nothing any more.
         s.role = "removed";

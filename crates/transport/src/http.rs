@@ -128,6 +128,23 @@ impl ApiToken {
     }
 }
 
+/// What a bearer credential is checked against: a node's [`ApiToken`], or a server's own
+/// check (the coordination service also takes the tokens its users authenticated for).
+pub trait BearerCheck: Send + Sync + 'static {
+    /// True when `presented` is a credential this server accepts.
+    fn accepts(&self, presented: &str) -> bool;
+}
+
+impl BearerCheck for ApiToken {
+    fn accepts(&self, presented: &str) -> bool {
+        self.matches(presented)
+    }
+}
+
+/// The certificate (DER) a TLS client presented, in each of its requests' extensions.
+#[derive(Clone, Debug)]
+pub struct ClientCertificate(pub Arc<[u8]>);
+
 /// Why a text is not a usable API token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BadToken {
@@ -219,20 +236,22 @@ pub async fn serve_router<C: ConnectionCounts>(
     shutdown: CancellationToken,
     label: &str,
 ) {
-    serve_router_tls(listener, app, counts, token, limits, None, shutdown, label).await
+    let bearer = token.map(|t| Arc::new(t) as Arc<dyn BearerCheck>);
+    serve_router_tls(listener, app, counts, bearer, limits, None, shutdown, label).await
 }
 
 /// [`serve_router`], over TLS when `tls` is given ([`crate::tls::server_config`]): each
 /// connection's TLS handshake must end within the idle timeout, and a connection that is not
-/// TLS (or whose client certificate is refused) is closed before any request is read. Over the
-/// connection limit a TLS connection is closed without an answer (a plain 503 would not be
-/// TLS).
+/// TLS (or whose client certificate is refused) is closed before any request is read; the
+/// certificate a client presented is in its requests' extensions ([`ClientCertificate`]). Over
+/// the connection limit a TLS connection is closed without an answer (a plain 503 would not be
+/// TLS). With `bearer`, every request but `/health` needs a bearer credential it accepts.
 #[allow(clippy::too_many_arguments)]
 pub async fn serve_router_tls<C: ConnectionCounts>(
     listener: TcpListener,
     mut app: Router,
     counts: Arc<C>,
-    token: Option<ApiToken>,
+    bearer: Option<Arc<dyn BearerCheck>>,
     limits: ConnectionLimits,
     tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: CancellationToken,
@@ -240,8 +259,8 @@ pub async fn serve_router_tls<C: ConnectionCounts>(
 ) {
     let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let loopback = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
-    if let Some(token) = token {
-        app = app.layer(axum::middleware::from_fn_with_state(Arc::new(token), bearer));
+    if let Some(check) = bearer {
+        app = app.layer(axum::middleware::from_fn_with_state(check, require_bearer));
     }
     if loopback {
         app = app.layer(axum::middleware::from_fn(loopback_host));
@@ -278,6 +297,7 @@ pub async fn serve_router_tls<C: ConnectionCounts>(
         }
         let open = OpenConnection::new(counts.clone());
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let app = app.clone();
         let shutdown = shutdown.clone();
         let tls = tls.clone();
         tokio::spawn(async move {
@@ -299,6 +319,14 @@ pub async fn serve_router_tls<C: ConnectionCounts>(
                     };
                     // Not TLS, a refused client certificate, or too slow: closed, unanswered.
                     let Ok(Ok(session)) = session else { return };
+                    let certificate = session.get_ref().1.peer_certificates().and_then(|c| c.first());
+                    let service = match certificate {
+                        Some(der) => {
+                            let cert = ClientCertificate(Arc::from(der.as_ref()));
+                            hyper_util::service::TowerToHyperService::new(app.layer(axum::Extension(cert)))
+                        }
+                        None => service,
+                    };
                     let connection = http.serve_connection(hyper_util::rt::TokioIo::new(session), service);
                     tokio::select! {
                         _ = connection => {}
@@ -480,8 +508,8 @@ async fn loopback_host(request: axum::extract::Request, next: axum::middleware::
     }
 }
 
-async fn bearer(
-    State(token): State<Arc<ApiToken>>,
+async fn require_bearer(
+    State(check): State<Arc<dyn BearerCheck>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
@@ -490,7 +518,7 @@ async fn bearer(
     }
     let presented = request.headers().get(header::AUTHORIZATION).map(|v| v.to_str().unwrap_or(""));
     let why = match presented.map(bearer_credentials) {
-        Some(Some(t)) if token.matches(t.trim()) => return next.run(request).await,
+        Some(Some(t)) if check.accepts(t.trim()) => return next.run(request).await,
         Some(Some(_)) => "wrong bearer token",
         Some(None) => "the Authorization header must be `Bearer TOKEN`",
         None => "this API needs `Authorization: Bearer TOKEN` (the node's --api-token-file)",
@@ -503,7 +531,7 @@ async fn bearer(
 /// The credentials of an `Authorization` value in the Bearer scheme (RFC 6750), whose scheme
 /// name is case-insensitive (RFC 9110 §11.1): `Bearer T`, `bearer T` and `BEARER T` all give
 /// `T`; any other scheme gives `None`.
-fn bearer_credentials(value: &str) -> Option<&str> {
+pub fn bearer_credentials(value: &str) -> Option<&str> {
     let (scheme, credentials) = value.trim_start().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then_some(credentials)
 }

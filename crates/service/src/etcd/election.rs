@@ -19,8 +19,10 @@ use super::pb::v3electionpb::{
     CampaignRequest, CampaignResponse, LeaderKey, LeaderRequest, LeaderResponse, ProclaimRequest,
     ProclaimResponse, ResignRequest, ResignResponse,
 };
-use super::{Ctx, key_of, lease_id, lease_key_of, name_of, op_status, unavailable};
+use super::{Ctx, caller_of, key_of, lease_id, name_of, op_status, unavailable};
 use crate::ops::{self, OpError, Until};
+use crate::users::Need;
+use ringleader_lock_service::auth::Access;
 
 /// The Election service.
 pub struct ElectionApi(pub Ctx);
@@ -69,13 +71,13 @@ impl Election for ElectionApi {
     /// Blocks until the lease leads the election or its lease ends; a campaign whose client
     /// cancels while it waits is withdrawn (resigned).
     async fn campaign(&self, req: Request<CampaignRequest>) -> Result<Response<CampaignResponse>, Status> {
-        let key = lease_key_of(&req)?;
+        let who = caller_of(&req)?;
         let req = req.into_inner();
         let election = name_of("election name", &req.name)?;
         let lease = lease_id("lease", req.lease)?;
         let value = value_of(req.value)?;
         let ctx = &self.0;
-        let leader = ops::campaign(&ctx.node, &election, lease, key.as_ref(), value, Until::Answered)
+        let leader = ops::campaign(&ctx.node, &election, lease, &who, value, Until::Answered)
             .await
             .map_err(op_status)?;
         let leader = Some(leader_key(&election, &leader));
@@ -83,12 +85,12 @@ impl Election for ElectionApi {
     }
 
     async fn proclaim(&self, req: Request<ProclaimRequest>) -> Result<Response<ProclaimResponse>, Status> {
-        let key = lease_key_of(&req)?;
+        let who = caller_of(&req)?;
         let req = req.into_inner();
         let (election, lease) = candidate_of(req.leader)?;
         let value = value_of(req.value)?;
         let ctx = &self.0;
-        match ops::proclaim(&ctx.node, &election, lease, value, key.as_ref(), None).await {
+        match ops::proclaim(&ctx.node, &election, lease, value, &who, None).await {
             Ok(()) => Ok(Response::new(ProclaimResponse { header: ctx.applied_header().await })),
             Err(OpError::NotLeader { .. }) => Err(Status::failed_precondition("election: not leader")),
             Err(e) => Err(op_status(e)),
@@ -98,8 +100,10 @@ impl Election for ElectionApi {
     /// A linearizable read; an election without a leader is etcd's NotFound "election: no
     /// leader".
     async fn leader(&self, req: Request<LeaderRequest>) -> Result<Response<LeaderResponse>, Status> {
+        let who = caller_of(&req)?;
         let election = name_of("election name", &req.into_inner().name)?;
         let ctx = &self.0;
+        ops::permit(&ctx.node, &who, &Need::name(Access::Read, &election)).map_err(op_status)?;
         let e = election.clone();
         let (index, leader) =
             ctx.node.read(move |m: &StateMachine| m.leader(&e)).await.map_err(unavailable)?;
@@ -118,8 +122,10 @@ impl Election for ElectionApi {
     /// after the index that read saw, in log order. Moments without a leader are not sent (as
     /// etcd's Observe). A subscriber that falls behind gets ABORTED and observes again.
     async fn observe(&self, req: Request<LeaderRequest>) -> Result<Response<Self::ObserveStream>, Status> {
+        let who = caller_of(&req)?;
         let election = name_of("election name", &req.into_inner().name)?;
         let ctx = self.0.clone();
+        ops::permit(&ctx.node, &who, &Need::name(Access::Read, &election)).map_err(op_status)?;
         let rx = ctx.node.notices.subscribe();
         let e = election.clone();
         let (seen, leader) =
@@ -163,10 +169,10 @@ impl Election for ElectionApi {
 
     /// Removes the candidate; as etcd's Resign, succeeds when it is no longer a candidate.
     async fn resign(&self, req: Request<ResignRequest>) -> Result<Response<ResignResponse>, Status> {
-        let key = lease_key_of(&req)?;
+        let who = caller_of(&req)?;
         let (election, lease) = candidate_of(req.into_inner().leader)?;
         let ctx = &self.0;
-        match ops::resign(&ctx.node, &election, lease, key.as_ref(), None).await {
+        match ops::resign(&ctx.node, &election, lease, &who, None).await {
             // As etcd's Resign (a delete), it succeeds when there is nothing to resign.
             Ok(()) | Err(OpError::NoSuchLease(_) | OpError::Refused(_)) => {
                 Ok(Response::new(ResignResponse { header: ctx.applied_header().await }))

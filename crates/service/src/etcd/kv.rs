@@ -22,7 +22,10 @@ use super::pb::etcdserverpb::{
     RangeResponse, TxnRequest, TxnResponse,
 };
 use super::pb::mvccpb;
-use super::{Ctx, unavailable};
+use super::{Ctx, caller_of, op_status, unavailable};
+use crate::ops::{self, Caller};
+use crate::users::Need;
+use ringleader_lock_service::auth::Access;
 
 /// The KV service.
 pub struct KvApi(pub Ctx);
@@ -198,8 +201,10 @@ fn response_pb(ctx: &Ctx, revision: u64, r: ResponseOp) -> pb::ResponseOp {
 }
 
 impl KvApi {
-    /// Proposes `txn`; the revision it was applied at and its outcome.
-    async fn propose(&self, txn: Txn) -> Result<(u64, TxnResult), Status> {
+    /// Proposes `txn` for `who` once it may run it ([`ops::permit_txn`]); the revision it was
+    /// applied at and its outcome.
+    async fn propose(&self, who: &Caller, txn: Txn) -> Result<(u64, TxnResult), Status> {
+        ops::permit_txn(&self.0.node, who, &txn).await.map_err(op_status)?;
         match self.0.node.propose(Op::Txn { txn }).await.map_err(unavailable)?.reply {
             Reply::Txn { revision, result } => Ok((revision, result)),
             Reply::KvRefused { error } => Err(kv_status(&error)),
@@ -211,9 +216,12 @@ impl KvApi {
 #[tonic::async_trait]
 impl Kv for KvApi {
     async fn range(&self, req: Request<RangeRequest>) -> Result<Response<RangeResponse>, Status> {
+        let who = caller_of(&req)?;
         let req = req.into_inner();
         let serializable = req.serializable;
         let r = range_req(req)?;
+        let need = Need::Keys { access: Access::Read, key: r.key.clone(), range_end: r.range_end.clone() };
+        ops::permit(&self.0.node, &who, &need).map_err(op_status)?;
         let query = move |m: &StateMachine| {
             let applied = m.last_applied();
             (applied, m.kv().range(&r, applied))
@@ -229,12 +237,13 @@ impl Kv for KvApi {
     }
 
     async fn put(&self, req: Request<PutRequest>) -> Result<Response<PutResponse>, Status> {
+        let who = caller_of(&req)?;
         let req = req.into_inner();
         super::too_large(&self.0.node, prost::Message::encoded_len(&req))?;
         let put = put_req(req)?;
         let txn = Txn { success: vec![RequestOp::Put(put)], ..Txn::default() };
         super::check_space(&self.0.node, txn.growth())?;
-        let (revision, mut result) = self.propose(txn).await?;
+        let (revision, mut result) = self.propose(&who, txn).await?;
         let prev_kv = match result.responses.pop() {
             Some(ResponseOp::Put { prev_kv }) => prev_kv.map(kv_pb),
             _ => None,
@@ -246,9 +255,10 @@ impl Kv for KvApi {
         &self,
         req: Request<DeleteRangeRequest>,
     ) -> Result<Response<DeleteRangeResponse>, Status> {
+        let who = caller_of(&req)?;
         let d = delete_req(req.into_inner());
         let (revision, mut result) =
-            self.propose(Txn { success: vec![RequestOp::DeleteRange(d)], ..Txn::default() }).await?;
+            self.propose(&who, Txn { success: vec![RequestOp::DeleteRange(d)], ..Txn::default() }).await?;
         let (deleted, prev_kvs) = match result.responses.pop() {
             Some(ResponseOp::DeleteRange { deleted, prev_kvs }) => (deleted, prev_kvs),
             _ => (0, Vec::new()),
@@ -261,13 +271,14 @@ impl Kv for KvApi {
     }
 
     async fn txn(&self, req: Request<TxnRequest>) -> Result<Response<TxnResponse>, Status> {
+        let who = caller_of(&req)?;
         let req = req.into_inner();
         super::too_large(&self.0.node, prost::Message::encoded_len(&req))?;
         let txn = txn_of(req)?;
         if txn.growth() > 0 {
             super::check_space(&self.0.node, txn.growth())?;
         }
-        let (revision, result) = self.propose(txn).await?;
+        let (revision, result) = self.propose(&who, txn).await?;
         Ok(Response::new(TxnResponse {
             header: self.0.header(Some(revision)),
             succeeded: result.succeeded,

@@ -16,8 +16,9 @@ use super::pb::etcdserverpb::{
     LeaseLeasesResponse, LeaseRevokeRequest, LeaseRevokeResponse, LeaseStatus, LeaseTimeToLiveRequest,
     LeaseTimeToLiveResponse,
 };
-use super::{Ctx, key_of, lease_id, lease_key_of, op_status, unavailable};
+use super::{Ctx, caller_of, key_of, lease_id, op_status, unavailable};
 use crate::ops::{self, OpError};
+use crate::users::Need;
 
 /// The longest lease TTL, in seconds (the HTTP API's bound).
 pub const MAX_TTL_S: i64 = (crate::http::MAX_MS / 1000) as i64;
@@ -40,6 +41,7 @@ impl Lease for LeaseApi {
         &self,
         req: Request<LeaseGrantRequest>,
     ) -> Result<Response<LeaseGrantResponse>, Status> {
+        let who = caller_of(&req)?;
         let req = req.into_inner();
         if req.id != 0 {
             return Err(Status::invalid_argument(format!(
@@ -57,8 +59,10 @@ impl Lease for LeaseApi {
             )));
         }
         let ctx = &self.0;
-        // etcd's clients have no way to carry a lease key: a lease granted here has none.
-        let granted = ops::grant(&ctx.node, req.ttl as Time * SECOND, None, None).await.map_err(op_status)?;
+        // etcd's clients have no way to carry a lease key: a lease granted here has none, and
+        // while auth is enabled belongs to the user who granted it.
+        let granted =
+            ops::grant(&ctx.node, req.ttl as Time * SECOND, &who, None, None).await.map_err(op_status)?;
         Ok(Response::new(LeaseGrantResponse {
             header: ctx.applied_header().await,
             id: granted.lease as i64,
@@ -71,10 +75,10 @@ impl Lease for LeaseApi {
         &self,
         req: Request<LeaseRevokeRequest>,
     ) -> Result<Response<LeaseRevokeResponse>, Status> {
-        let key = lease_key_of(&req)?;
+        let who = caller_of(&req)?;
         let lease = lease_id("lease ID", req.into_inner().id)?;
         let ctx = &self.0;
-        ops::revoke(&ctx.node, lease, key.as_ref(), None).await.map_err(op_status)?;
+        ops::revoke(&ctx.node, lease, &who, None).await.map_err(op_status)?;
         Ok(Response::new(LeaseRevokeResponse { header: ctx.applied_header().await }))
     }
 
@@ -87,10 +91,10 @@ impl Lease for LeaseApi {
         req: Request<Streaming<LeaseKeepAliveRequest>>,
     ) -> Result<Response<Self::LeaseKeepAliveStream>, Status> {
         let ctx = self.0.clone();
-        let key = lease_key_of(&req)?;
+        let who = caller_of(&req)?;
         let requests = req.into_inner();
         let stream = futures_util::stream::unfold((requests, ctx), move |(mut requests, ctx)| {
-            let key = key.clone();
+            let who = who.clone();
             async move {
                 let req = match requests.message().await {
                     Ok(Some(r)) => r,
@@ -98,7 +102,7 @@ impl Lease for LeaseApi {
                 };
                 let answer = async {
                     let lease = lease_id("lease ID", req.id)?;
-                    let ttl = match ops::keep_alive(&ctx.node, lease, key.as_ref(), None).await {
+                    let ttl = match ops::keep_alive(&ctx.node, lease, &who, None).await {
                         Ok(ttl_left) => seconds_up(ttl_left),
                         Err(OpError::NoSuchLease(_)) => 0,
                         Err(e) => return Err(op_status(e)),
@@ -119,9 +123,10 @@ impl Lease for LeaseApi {
         &self,
         req: Request<LeaseTimeToLiveRequest>,
     ) -> Result<Response<LeaseTimeToLiveResponse>, Status> {
+        let ctx = &self.0;
+        ops::permit(&ctx.node, &caller_of(&req)?, &Need::Someone).map_err(op_status)?;
         let req = req.into_inner();
         let lease = lease_id("lease ID", req.id)?;
-        let ctx = &self.0;
         let (index, found) = ctx
             .node
             .read(move |m: &StateMachine| {
@@ -159,9 +164,10 @@ impl Lease for LeaseApi {
     /// A linearizable read of every live lease.
     async fn lease_leases(
         &self,
-        _req: Request<LeaseLeasesRequest>,
+        req: Request<LeaseLeasesRequest>,
     ) -> Result<Response<LeaseLeasesResponse>, Status> {
         let ctx = &self.0;
+        ops::permit(&ctx.node, &caller_of(&req)?, &Need::Someone).map_err(op_status)?;
         let (index, ids) = ctx.node.read(|m: &StateMachine| m.leases()).await.map_err(unavailable)?;
         let leases = ids.into_iter().map(|id| LeaseStatus { id: id as i64 }).collect();
         Ok(Response::new(LeaseLeasesResponse { header: ctx.header(Some(index)), leases }))

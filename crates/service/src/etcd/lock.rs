@@ -11,7 +11,7 @@ use tonic::{Request, Response, Status};
 
 use super::pb::v3lockpb::lock_server::Lock;
 use super::pb::v3lockpb::{LockRequest, LockResponse, UnlockRequest, UnlockResponse};
-use super::{Ctx, key_of, lease_id, lease_key_of, name_of, op_status, parse_key};
+use super::{Ctx, caller_of, key_of, lease_id, name_of, op_status, parse_key};
 use crate::ops::{self, OpError, Until};
 
 /// The Lock service.
@@ -22,13 +22,12 @@ impl Lock for LockApi {
     /// Blocks in the lock's FIFO queue ([`ops::acquire`]); a call cancelled while it waits
     /// (its deadline, or a dropped connection) drops the future, which withdraws the wait.
     async fn lock(&self, req: Request<LockRequest>) -> Result<Response<LockResponse>, Status> {
-        let key = lease_key_of(&req)?;
+        let who = caller_of(&req)?;
         let req = req.into_inner();
         let name = name_of("lock name", &req.name)?;
         let lease = lease_id("lease", req.lease)?;
-        let grant = ops::acquire(&self.0.node, &name, lease, key.as_ref(), true, Until::Answered)
-            .await
-            .map_err(op_status)?;
+        let grant =
+            ops::acquire(&self.0.node, &name, lease, &who, true, Until::Answered).await.map_err(op_status)?;
         Ok(Response::new(LockResponse {
             header: self.0.header(Some(grant.fencing)),
             key: key_of(&name, lease),
@@ -36,7 +35,7 @@ impl Lock for LockApi {
     }
 
     async fn unlock(&self, req: Request<UnlockRequest>) -> Result<Response<UnlockResponse>, Status> {
-        let lease_key = lease_key_of(&req)?;
+        let who = caller_of(&req)?;
         let key = req.into_inner().key;
         let (name, lease) = parse_key(&key).ok_or_else(|| {
             Status::invalid_argument(format!(
@@ -45,7 +44,7 @@ impl Lock for LockApi {
             ))
         })?;
         let ctx = &self.0;
-        match ops::release(&ctx.node, &name, lease, lease_key.as_ref(), None).await {
+        match ops::release(&ctx.node, &name, lease, &who, None).await {
             // etcd's Unlock deletes the key, which succeeds whether or not it still exists.
             Ok(()) | Err(OpError::NoSuchLease(_) | OpError::Refused(_)) => {
                 Ok(Response::new(UnlockResponse { header: ctx.applied_header().await }))

@@ -32,11 +32,13 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use ringleader_lock_service::state::{LeaseId, StateMachine};
+use ringleader_lock_service::auth::AuthRefusal;
+use ringleader_lock_service::state::{LeaseId, Refusal, StateMachine};
 use tonic::{Request, Status};
 
-use crate::ops::OpError;
+use crate::ops::{Caller, OpError};
 use crate::server::{Node, Unavailable};
+use crate::users::Identity;
 
 pub mod auth;
 pub mod cluster;
@@ -54,7 +56,11 @@ pub mod pb {
     pub mod mvccpb {
         tonic::include_proto!("mvccpb");
     }
-    /// `etcdserverpb`: headers, leases, maintenance status, cluster membership.
+    /// `authpb`: the auth store's permissions.
+    pub mod authpb {
+        tonic::include_proto!("authpb");
+    }
+    /// `etcdserverpb`: headers, leases, maintenance status, cluster membership, auth.
     pub mod etcdserverpb {
         tonic::include_proto!("etcdserverpb");
     }
@@ -104,7 +110,7 @@ fn no_space() -> Status {
 }
 
 /// The gRPC methods served; any other path is answered `UNIMPLEMENTED` with its name.
-pub const SERVED: [&str; 21] = [
+pub const SERVED: [&str; 37] = [
     "/etcdserverpb.Lease/LeaseGrant",
     "/etcdserverpb.Lease/LeaseRevoke",
     "/etcdserverpb.Lease/LeaseKeepAlive",
@@ -126,6 +132,22 @@ pub const SERVED: [&str; 21] = [
     "/etcdserverpb.KV/Txn",
     "/etcdserverpb.Watch/Watch",
     "/etcdserverpb.Auth/Authenticate",
+    "/etcdserverpb.Auth/AuthEnable",
+    "/etcdserverpb.Auth/AuthDisable",
+    "/etcdserverpb.Auth/AuthStatus",
+    "/etcdserverpb.Auth/UserAdd",
+    "/etcdserverpb.Auth/UserGet",
+    "/etcdserverpb.Auth/UserList",
+    "/etcdserverpb.Auth/UserDelete",
+    "/etcdserverpb.Auth/UserChangePassword",
+    "/etcdserverpb.Auth/UserGrantRole",
+    "/etcdserverpb.Auth/UserRevokeRole",
+    "/etcdserverpb.Auth/RoleAdd",
+    "/etcdserverpb.Auth/RoleGet",
+    "/etcdserverpb.Auth/RoleList",
+    "/etcdserverpb.Auth/RoleDelete",
+    "/etcdserverpb.Auth/RoleGrantPermission",
+    "/etcdserverpb.Auth/RoleRevokePermission",
 ];
 
 /// What the gRPC services share: the node and the API's own address.
@@ -259,16 +281,28 @@ pub fn op_status(e: OpError) -> Status {
         OpError::NoSpace(_) => no_space(),
         OpError::NoSuchLease(_) => lease_not_found(),
         OpError::NotOwner(_) => Status::permission_denied(message),
+        OpError::Denied(crate::users::Denied::Unauthenticated) => Status::unauthenticated(message),
+        OpError::Denied(crate::users::Denied::PermissionDenied) => Status::permission_denied(message),
+        OpError::Refused(Refusal::Auth(r @ (AuthRefusal::UserEmpty | AuthRefusal::RoleEmpty))) => {
+            Status::invalid_argument(r.to_string())
+        }
         OpError::NotLeader { .. } => Status::failed_precondition("election: not leader"),
         OpError::WaitRefused | OpError::WaitDropped | OpError::LostLock { .. } | OpError::LostElection => {
             Status::aborted(message)
         }
-        OpError::Busy { .. } | OpError::LockDelay { .. } | OpError::Refused(_) => {
+        OpError::Busy { .. } | OpError::LockDelay { .. } | OpError::Refused(_) | OpError::Members(_) => {
             Status::failed_precondition(message)
         }
         OpError::TimedOut(_) => Status::deadline_exceeded(message),
         OpError::Unexpected(_) => Status::internal(message),
     }
+}
+
+/// The caller of a call: the identity the interceptor ([`auth::Authorizer`]) established, and
+/// the lease key its metadata shows ([`lease_key_of`]).
+pub fn caller_of<T>(req: &Request<T>) -> Result<Caller, Status> {
+    let identity = req.extensions().get::<Identity>().cloned().unwrap_or(Identity::Nobody);
+    Ok(Caller::new(identity).with_key(lease_key_of(req)?))
 }
 
 /// The metadata that carries a lease key: a lease granted through the HTTP API answers a key
@@ -297,15 +331,16 @@ fn unimplemented(path: &str) -> axum::response::Response {
 }
 
 /// The gRPC routes: each served method to its service, everything else to UNIMPLEMENTED. With
-/// `api_token`, every method but Authenticate needs the auth token ([`auth`]).
-pub fn router(ctx: Ctx, api_token: Option<ringleader_transport::http::ApiToken>) -> axum::Router {
+/// an API token or while auth is enabled, every method but Authenticate needs a caller
+/// ([`auth`]).
+pub fn router(ctx: Ctx) -> axum::Router {
     use pb::etcdserverpb::auth_server::AuthServer;
     use pb::etcdserverpb::cluster_server::ClusterServer;
     use pb::etcdserverpb::lease_server::LeaseServer;
     use pb::etcdserverpb::maintenance_server::MaintenanceServer;
     use pb::v3electionpb::election_server::ElectionServer;
     use pb::v3lockpb::lock_server::LockServer;
-    let check = auth::Authorizer::new(api_token.as_ref());
+    let check = auth::Authorizer::new(ctx.node.users.clone());
     let lease = LeaseServer::with_interceptor(lease::LeaseApi(ctx.clone()), check.clone());
     let lock = LockServer::with_interceptor(lock::LockApi(ctx.clone()), check.clone());
     let election = ElectionServer::with_interceptor(election::ElectionApi(ctx.clone()), check.clone());
@@ -320,8 +355,8 @@ pub fn router(ctx: Ctx, api_token: Option<ringleader_transport::http::ApiToken>)
         watch::WatchApi(ctx.clone()),
         check.clone(),
     );
-    let cluster = ClusterServer::with_interceptor(cluster::ClusterApi(ctx.clone()), check);
-    let auth = AuthServer::new(auth::AuthApi { ctx, api_token });
+    let cluster = ClusterServer::with_interceptor(cluster::ClusterApi(ctx.clone()), check.clone());
+    let auth = AuthServer::new(auth::AuthApi { ctx, check });
     let mut r = axum::Router::new();
     for path in SERVED {
         r = match path.split('/').nth(1) {
@@ -363,17 +398,16 @@ pub fn tls_config(
     Ok(tls)
 }
 
-/// Serves the gRPC API on `listener` until the node shuts down; with `api_token`, calls need
+/// Serves the gRPC API on `listener` until the node shuts down; with an API token or users,
 /// authentication ([`auth`]); with `tls` ([`tls_config`]), connections are TLS.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     node: Arc<Node>,
-    api_token: Option<ringleader_transport::http::ApiToken>,
     tls: Option<tonic::transport::ServerTlsConfig>,
 ) {
     let Ok(addr) = listener.local_addr() else { return };
     let shutdown = node.shutdown.clone();
-    let routes = tonic::service::Routes::from(router(Ctx { node, addr }, api_token));
+    let routes = tonic::service::Routes::from(router(Ctx { node, addr }));
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     let mut server = tonic::transport::Server::builder();
     if let Some(tls) = tls {

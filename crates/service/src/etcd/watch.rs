@@ -73,6 +73,8 @@ impl Watcher {
 /// The state of one Watch stream.
 struct Session {
     ctx: Ctx,
+    /// Who opened the stream: each watch is checked for `read` on its range.
+    who: crate::ops::Caller,
     out: mpsc::Sender<Result<WatchResponse, Status>>,
     watchers: BTreeMap<i64, Watcher>,
     next_id: i64,
@@ -101,8 +103,16 @@ impl Session {
             c.watch_id
         };
         let applied = self.ctx.header(None).map_or(0, |h| h.revision as u64);
-        if c.watch_id < 0 || self.watchers.contains_key(&id) || c.key.is_empty() {
-            let reason = if c.key.is_empty() {
+        let need = crate::users::Need::Keys {
+            access: ringleader_lock_service::auth::Access::Read,
+            key: c.key.clone(),
+            range_end: c.range_end.clone(),
+        };
+        let denied = crate::ops::permit(&self.ctx.node, &self.who, &need).err();
+        if c.watch_id < 0 || self.watchers.contains_key(&id) || c.key.is_empty() || denied.is_some() {
+            let reason = if let Some(denied) = denied {
+                denied.to_string()
+            } else if c.key.is_empty() {
                 "etcdserver: key is not provided".to_string()
             } else {
                 format!("mvcc: watch id {} is negative or already in use on this stream", c.watch_id)
@@ -302,8 +312,10 @@ impl Watch for WatchApi {
         &self,
         req: Request<Streaming<WatchRequest>>,
     ) -> Result<Response<Self::WatchStream>, Status> {
+        let who = super::caller_of(&req)?;
         let (out, rx) = mpsc::channel(256);
-        let session = Session { ctx: self.0.clone(), out, watchers: BTreeMap::new(), next_id: 0, seen: 0 };
+        let session =
+            Session { ctx: self.0.clone(), who, out, watchers: BTreeMap::new(), next_id: 0, seen: 0 };
         tokio::spawn(run(session, req.into_inner()));
         let stream =
             futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) });

@@ -1,0 +1,398 @@
+//! # Who is calling, and what they may do
+//!
+//! etcd's auth model on this node ([`ringleader_lock_service::auth`] keeps the replicated users,
+//! roles and permissions). This module holds what is the node's own:
+//!
+//! - **who the caller is** ([`Identity`]): the holder of the node's API token
+//!   (`--api-token-file`, or over the etcd API the token derived from it) is
+//!   [`Identity::Root`]; a user is named by a token that
+//!   [`Users::authenticate`] handed out for its password, or by the common name of the client
+//!   certificate it presented (as etcd does with `--client-cert-auth`); anyone else is
+//!   [`Identity::Nobody`];
+//! - **the tokens** handed out: 256 random bits each, known only to this node (etcd's "simple"
+//!   tokens: a client that fails over authenticates again), forgotten after five minutes
+//!   unused (etcd's `--auth-token-ttl`), at most [`MAX_TOKENS`] at once (the least recently
+//!   used goes first);
+//! - **passwords**: hashed with Argon2id on the node that takes them (the replicated state
+//!   only ever holds the PHC string), verified against it in constant time; a name without a
+//!   user is checked against a dummy hash, so the time taken does not tell which names exist;
+//! - **the view** of the replicated auth store, published by the server loop whenever an entry
+//!   changes it, which every check reads without a round trip through the loop.
+//!
+//! While auth is disabled (etcd's default) every caller may do everything the API token lets it
+//! reach. Once enabled, [`Users::permit`] is the one check: a caller must be someone, root
+//! (the API token, or a user with the role `root`) may do everything, and a user may read or
+//! write the key ranges its roles allow. Locks and elections are checked as the keys etcd would
+//! write for them: lock `db` needs `write` on the prefix `db/`, reading an election's leader
+//! `read` on its prefix. The check runs on this node's applied state: a permission revoked a
+//! moment ago through another node holds here once this node applies the change.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use parking_lot::Mutex;
+use ringleader_lock_service::auth::{Access, AuthStore};
+use ringleader_transport::http::ApiToken;
+
+/// How long a token lives unused (etcd's default `--auth-token-ttl`).
+pub const TOKEN_TTL: Duration = Duration::from_secs(300);
+
+/// The most tokens a node keeps at once; beyond, the least recently used is forgotten.
+pub const MAX_TOKENS: usize = 16_384;
+
+/// Who a request comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Identity {
+    /// The node's administrator: the API token's holder.
+    Root,
+    /// A user of the auth store.
+    User(String),
+    /// Nobody in particular (no token, no client certificate).
+    Nobody,
+}
+
+/// What a request needs to be allowed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Only to be someone (lease grants and reads of lease state, the cluster's status).
+    Someone,
+    /// `Read` or `Write` on the keys `[key, range_end)` (etcd's encoding).
+    Keys {
+        /// Read or write.
+        access: Access,
+        /// The range's first key.
+        key: Vec<u8>,
+        /// Its end.
+        range_end: Vec<u8>,
+    },
+    /// The role `root`: auth and membership changes.
+    Admin,
+}
+
+impl Need {
+    /// `access` on the one key `key`.
+    pub fn key(access: Access, key: &[u8]) -> Need {
+        Need::Keys { access, key: key.to_vec(), range_end: Vec::new() }
+    }
+
+    /// `access` on the keys etcd writes for lock or election `name`: the prefix `name/`.
+    pub fn name(access: Access, name: &str) -> Need {
+        let key = format!("{name}/").into_bytes();
+        let range_end = prefix_end(&key);
+        Need::Keys { access, key, range_end }
+    }
+}
+
+/// The end of the range of keys that start with `prefix` (etcd's `GetPrefixRangeEnd`).
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+/// Why a request was not allowed. The messages are etcd's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Denied {
+    /// Auth is enabled and the caller is nobody.
+    #[error("etcdserver: user name is empty")]
+    Unauthenticated,
+    /// The caller may not do this.
+    #[error("etcdserver: permission denied")]
+    PermissionDenied,
+}
+
+/// Why a name and password were not accepted. One message for both (etcd's), so the answer
+/// does not tell which names exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AuthFailed {
+    /// Auth is disabled and the node has no API token: there is nothing to authenticate to.
+    #[error("etcdserver: authentication is not enabled")]
+    NotEnabled,
+    /// No such user, no password, or a wrong one.
+    #[error("etcdserver: authentication failed, invalid user ID or password")]
+    Invalid,
+}
+
+/// A password that could not be hashed (the operating system's random source failed).
+#[derive(Debug, thiserror::Error)]
+#[error("could not hash the password: {0}")]
+pub struct HashError(String);
+
+impl From<tokio::task::JoinError> for HashError {
+    fn from(e: tokio::task::JoinError) -> HashError {
+        HashError(e.to_string())
+    }
+}
+
+/// One token handed out: whose it is, and when it was last used.
+struct Issued {
+    user: String,
+    used: Instant,
+}
+
+/// The node's view of the auth store, its tokens and its API token (see the module doc).
+pub struct Users {
+    view: Mutex<Arc<AuthStore>>,
+    tokens: Mutex<HashMap<String, Issued>>,
+    api_token: Option<ApiToken>,
+}
+
+impl Users {
+    /// A node's users before its state machine was read: auth disabled.
+    pub fn new(api_token: Option<ApiToken>) -> Users {
+        Users { view: Mutex::default(), tokens: Mutex::default(), api_token }
+    }
+
+    /// The node's API token, if it has one.
+    pub fn api_token(&self) -> Option<&ApiToken> {
+        self.api_token.as_ref()
+    }
+
+    /// The auth store as this node last applied it.
+    pub fn view(&self) -> Arc<AuthStore> {
+        self.view.lock().clone()
+    }
+
+    /// Publishes `store` when it moved past the view (the server loop calls this after
+    /// applying entries and after restoring a snapshot).
+    pub fn publish(&self, store: &AuthStore) {
+        let mut view = self.view.lock();
+        if view.revision() != store.revision() {
+            *view = Arc::new(store.clone());
+        }
+    }
+
+    /// Whether auth is enabled on this node's applied state.
+    pub fn enabled(&self) -> bool {
+        self.view.lock().enabled()
+    }
+
+    /// Who a bearer credential names: the API token is root, a live token the user it was
+    /// handed to. `None`: no such credential.
+    pub fn identify(&self, presented: &str) -> Option<Identity> {
+        if self.api_token.as_ref().is_some_and(|t| t.matches(presented)) {
+            return Some(Identity::Root);
+        }
+        self.session(presented).map(Identity::User)
+    }
+
+    /// The user a live token [`Users::authenticate`] handed out names (its use keeps it alive).
+    pub fn session(&self, presented: &str) -> Option<String> {
+        let mut tokens = self.tokens.lock();
+        let now = Instant::now();
+        let issued = tokens.get_mut(presented)?;
+        if now.duration_since(issued.used) > TOKEN_TTL {
+            tokens.remove(presented);
+            return None;
+        }
+        issued.used = now;
+        Some(issued.user.clone())
+    }
+
+    /// The identity of a client certificate (DER): the user its subject's common name names.
+    /// `None` when it has no common name or cannot be read.
+    pub fn identify_certificate(der: &[u8]) -> Option<Identity> {
+        let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+        let cn = cert.subject().iter_common_name().next()?.as_str().ok()?;
+        Some(Identity::User(cn.to_string()))
+    }
+
+    /// Checks `name` and `password` against the auth store (while auth is enabled) and answers
+    /// a new token for the user. Hashing is slow on purpose: call it off the async threads.
+    pub fn authenticate(&self, name: &str, password: &str) -> Result<String, AuthFailed> {
+        let store = self.view();
+        if !store.enabled() {
+            return Err(AuthFailed::NotEnabled);
+        }
+        let hash = store.user(name).and_then(|u| u.password.clone());
+        let ok = verify(password, hash.as_deref());
+        if !ok || hash.is_none() {
+            return Err(AuthFailed::Invalid);
+        }
+        Ok(self.issue(name))
+    }
+
+    /// A new token for `user`.
+    fn issue(&self, user: &str) -> String {
+        let mut bytes = [0u8; 32];
+        // The operating system's random source does not fail on the platforms we serve on; a
+        // token of zeros would still be refused nowhere, so fail loudly rather than hand it out.
+        getrandom::fill(&mut bytes).expect("the operating system's random source failed");
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let mut tokens = self.tokens.lock();
+        let now = Instant::now();
+        tokens.retain(|_, t| now.duration_since(t.used) <= TOKEN_TTL);
+        if tokens.len() >= MAX_TOKENS
+            && let Some(oldest) = tokens.iter().min_by_key(|(_, t)| t.used).map(|(k, _)| k.clone())
+        {
+            tokens.remove(&oldest);
+        }
+        tokens.insert(token.clone(), Issued { user: user.to_string(), used: now });
+        token
+    }
+
+    /// Whether `who` may do what `need` asks, on this node's applied auth store.
+    pub fn permit(&self, who: &Identity, need: &Need) -> Result<(), Denied> {
+        let store = self.view();
+        permit(&store, who, need)
+    }
+}
+
+impl ringleader_transport::http::BearerCheck for Users {
+    fn accepts(&self, presented: &str) -> bool {
+        self.identify(presented).is_some()
+    }
+}
+
+/// [`Users::permit`] on `store`.
+pub fn permit(store: &AuthStore, who: &Identity, need: &Need) -> Result<(), Denied> {
+    if !store.enabled() {
+        return Ok(());
+    }
+    let name = match who {
+        Identity::Root => return Ok(()),
+        Identity::Nobody => return Err(Denied::Unauthenticated),
+        Identity::User(name) => name,
+    };
+    if store.user(name).is_none() {
+        // A certificate's name that is not a user, or a user deleted since its token.
+        return Err(Denied::PermissionDenied);
+    }
+    let allowed = match need {
+        Need::Someone => true,
+        Need::Admin => store.is_root(name),
+        Need::Keys { access, key, range_end } => store.permits(name, *access, key, range_end),
+    };
+    if allowed { Ok(()) } else { Err(Denied::PermissionDenied) }
+}
+
+/// Whether `who` is an administrator on `store`: root, or anyone while auth is disabled.
+pub fn is_admin(store: &AuthStore, who: &Identity) -> bool {
+    permit(store, who, &Need::Admin).is_ok()
+}
+
+/// `password`'s Argon2id hash, as a PHC string (salt and parameters inside). `None` for an
+/// empty password: a user without one (it can only be a certificate's common name).
+pub fn hash_password(password: &str) -> Result<Option<String>, HashError> {
+    if password.is_empty() {
+        return Ok(None);
+    }
+    let mut salt = [0u8; 16];
+    getrandom::fill(&mut salt).map_err(|e| HashError(e.to_string()))?;
+    let salt = SaltString::encode_b64(&salt).map_err(|e| HashError(e.to_string()))?;
+    let hash = argon2::Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map_err(|e| HashError(e.to_string()))?;
+    Ok(Some(hash.to_string()))
+}
+
+/// A hash no password matches, checked when a name has no hash, so that the time taken is the
+/// same as for a wrong password.
+const DUMMY_HASH: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$Vd9RMZ8zuyVNpzSQC0hkb7VIr6kwNXClBr2SLmVeUR4";
+
+/// Whether `password` matches `hash` (a dummy one when `None`, answering false).
+fn verify(password: &str, hash: Option<&str>) -> bool {
+    let Ok(parsed) = PasswordHash::new(hash.unwrap_or(DUMMY_HASH)) else { return false };
+    let ok = argon2::Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok();
+    ok && hash.is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringleader_lock_service::auth::{AuthOp, Permission, ROOT};
+
+    /// A store with root enabled and `alice` allowed to write under `locks/`.
+    fn store() -> AuthStore {
+        let mut s = AuthStore::default();
+        let ops = [
+            AuthOp::UserAdd { name: ROOT.into(), password: hash_password("rootpw").unwrap() },
+            AuthOp::UserGrantRole { user: ROOT.into(), role: ROOT.into() },
+            AuthOp::UserAdd { name: "alice".into(), password: hash_password("alicepw").unwrap() },
+            AuthOp::RoleAdd { name: "app".into() },
+            AuthOp::UserGrantRole { user: "alice".into(), role: "app".into() },
+            AuthOp::RoleGrantPermission {
+                role: "app".into(),
+                permission: Permission {
+                    access: Access::Write,
+                    key: b"locks/".to_vec(),
+                    range_end: prefix_end(b"locks/"),
+                },
+            },
+            AuthOp::Enable,
+        ];
+        for op in &ops {
+            s.apply(op).unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn while_disabled_anyone_may_do_anything() {
+        let s = AuthStore::default();
+        assert_eq!(permit(&s, &Identity::Nobody, &Need::Admin), Ok(()));
+    }
+
+    #[test]
+    fn once_enabled_nobody_may_do_nothing() {
+        let s = store();
+        assert_eq!(permit(&s, &Identity::Nobody, &Need::Someone), Err(Denied::Unauthenticated));
+    }
+
+    #[test]
+    fn a_lock_name_is_checked_as_the_prefix_etcd_writes_for_it() {
+        let s = store();
+        let alice = Identity::User("alice".into());
+        assert_eq!(permit(&s, &alice, &Need::name(Access::Write, "locks/db")), Ok(()));
+        assert_eq!(permit(&s, &alice, &Need::name(Access::Write, "db")), Err(Denied::PermissionDenied));
+        assert_eq!(permit(&s, &alice, &Need::name(Access::Read, "locks/db")), Err(Denied::PermissionDenied));
+    }
+
+    #[test]
+    fn only_root_administers() {
+        let s = store();
+        assert_eq!(permit(&s, &Identity::User("alice".into()), &Need::Admin), Err(Denied::PermissionDenied));
+        assert_eq!(permit(&s, &Identity::User(ROOT.into()), &Need::Admin), Ok(()));
+        assert_eq!(permit(&s, &Identity::Root, &Need::Admin), Ok(()));
+        assert_eq!(
+            permit(&s, &Identity::User("mallory".into()), &Need::Someone),
+            Err(Denied::PermissionDenied),
+            "a name that is no user (a certificate's, a deleted user's) is nobody's"
+        );
+    }
+
+    #[test]
+    fn a_password_checks_against_its_hash_only() {
+        let users = Users::new(None);
+        assert_eq!(users.authenticate("alice", "alicepw"), Err(AuthFailed::NotEnabled));
+        users.publish(&store());
+        let token = users.authenticate("alice", "alicepw").unwrap();
+        assert_eq!(users.identify(&token), Some(Identity::User("alice".into())));
+        assert_eq!(users.authenticate("alice", "wrong"), Err(AuthFailed::Invalid));
+        assert_eq!(users.authenticate("nobody", "alicepw"), Err(AuthFailed::Invalid));
+        assert_eq!(users.identify("not-a-token"), None);
+        assert!(!verify("x", None), "the dummy hash matches nothing");
+    }
+
+    #[test]
+    fn the_api_token_is_root() {
+        let users = Users::new(Some(ApiToken::new("0123456789abcdef0123").unwrap()));
+        assert_eq!(users.identify("0123456789abcdef0123"), Some(Identity::Root));
+        assert_eq!(users.identify("0123456789abcdef0124"), None);
+    }
+
+    #[test]
+    fn prefix_ends_as_etcd_computes_them() {
+        assert_eq!(prefix_end(b"a/"), b"a0".to_vec());
+        assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
+        assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
+    }
+}
