@@ -20,17 +20,27 @@
 //! Answers and errors are typed: nothing crosses the server loop as untyped data
 //! ([`Node::local`] and [`Node::read`] return what their closure returns).
 //!
-//! ## Who may act on a lease
+//! ## Who may do what
 //!
-//! A lease granted through the HTTP API is a capability: its grant answers a [`LeaseKey`], a
-//! 256-bit secret that only the grantee sees, and the replicated state keeps its SHA-256 digest
-//! ([`Lease::owner`](ringleader_lock_service::state::Lease)). Every operation on the lease —
-//! keep-alive, revoke, acquire, release, campaign, proclaim, resign — passes [`authorize`]
-//! first, whichever API it came through: the lease id alone, as `GET /v1/lock/NAME` shows it,
-//! acts on nothing ([`OpError::NotOwner`]). A lease's owner never changes after its grant
-//! and lease ids are never reused, so checking it on this node's applied state before
-//! proposing is as good as checking it at apply time. Leases granted through the etcd gRPC API
-//! carry no key: as in etcd without auth, whoever can call the API may act on them.
+//! Every operation takes its [`Caller`]: the identity the API established ([`crate::users`]:
+//! the API token is root, a user by a token or a client certificate's name, or nobody) and the
+//! lease key it showed. [`permit`] is the one check of users and roles: while auth is enabled a
+//! caller must be someone, locks and elections named `NAME` need `write` on the keys `NAME/…`
+//! (as etcd writes them), the key-value store's ranges need what [`permit_txn`] lists, and
+//! changes to users, roles and membership need root; while auth is disabled it lets everything
+//! through, as etcd does.
+//!
+//! A lease is owned. One granted through the HTTP API is a capability: its grant answers a
+//! [`LeaseKey`], a 256-bit secret that only the grantee sees, and the replicated state keeps its
+//! SHA-256 digest ([`Owner::Key`]). One granted through the etcd gRPC API while auth is enabled
+//! belongs to its user ([`Owner::User`]; root may act on it too). Every operation on a lease —
+//! keep-alive, revoke, acquire, release, campaign, proclaim, resign, a put that attaches a key
+//! — passes [`authorize`] first, whichever API it came through: the lease id alone, as
+//! `GET /v1/lock/NAME` shows it, acts on nothing ([`OpError::NotOwner`]). A lease's owner never
+//! changes after its grant and lease ids are never reused, so checking it on this node's
+//! applied state before proposing is as good as checking it at apply time. Leases granted
+//! through the etcd gRPC API while auth is disabled have no owner: as in etcd without auth,
+//! whoever can call the API may act on them.
 
 use std::sync::Arc;
 

@@ -948,7 +948,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
 
     let (calls_tx, calls_rx) = mpsc::channel(4096);
     let (notices, _) = broadcast::channel(65_536);
-    let users = Arc::new(crate::users::Users::new(cfg.api_token.clone()));
+    let users = Arc::new(crate::users::Users::new(cfg.api_token.clone(), cfg.secret.clone()));
     let status = Arc::new(Mutex::new(Status {
         id: cfg.id,
         cluster: identity.cluster.clone(),

@@ -9,10 +9,12 @@
 //!   [`Users::authenticate`] handed out for its password, or by the common name of the client
 //!   certificate it presented (as etcd does with `--client-cert-auth`); anyone else is
 //!   [`Identity::Nobody`];
-//! - **the tokens** handed out: 256 random bits each, known only to this node (etcd's "simple"
-//!   tokens: a client that fails over authenticates again), forgotten after five minutes
-//!   unused (etcd's `--auth-token-ttl`), at most [`MAX_TOKENS`] at once (the least recently
-//!   used goes first);
+//! - **the tokens** handed out: signed, not stored (as etcd's JWT tokens): the user's name, an
+//!   expiry five minutes on (etcd's default `--auth-token-ttl`), a fingerprint of the user's
+//!   password hash, and an HMAC-SHA-256 tag over them keyed by the cluster secret, so that every
+//!   member accepts a token any member handed out (etcd's clients send one token to every
+//!   endpoint) and a password change ends the tokens of the old one. A node without a cluster
+//!   secret (`--insecure`) keys them with a random key of its own: its tokens work on it alone;
 //! - **passwords**: hashed with Argon2id on the node that takes them (the replicated state
 //!   only ever holds the PHC string), verified against it in constant time; a name without a
 //!   user is checked against a dummy hash, so the time taken does not tell which names exist;
@@ -27,20 +29,21 @@
 //! `read` on its prefix. The check runs on this node's applied state: a permission revoked a
 //! moment ago through another node holds here once this node applies the change.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use parking_lot::Mutex;
 use ringleader_lock_service::auth::{Access, AuthStore};
+use ringleader_transport::auth::{Secret, hex, unhex};
 use ringleader_transport::http::ApiToken;
+use sha2::Digest as _;
 
-/// How long a token lives unused (etcd's default `--auth-token-ttl`).
+/// How long a token lives (etcd's default `--auth-token-ttl`).
 pub const TOKEN_TTL: Duration = Duration::from_secs(300);
 
-/// The most tokens a node keeps at once; beyond, the least recently used is forgotten.
-pub const MAX_TOKENS: usize = 16_384;
+/// What a token's tag is computed for (the cluster secret keys other things too).
+const TOKEN_LABEL: &[u8] = b"ringleader auth token v1";
 
 /// Who a request comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,23 +134,20 @@ impl From<tokio::task::JoinError> for HashError {
     }
 }
 
-/// One token handed out: whose it is, and when it was last used.
-struct Issued {
-    user: String,
-    used: Instant,
-}
-
 /// The node's view of the auth store, its tokens and its API token (see the module doc).
 pub struct Users {
     view: Mutex<Arc<AuthStore>>,
-    tokens: Mutex<HashMap<String, Issued>>,
+    /// What signs the tokens: the cluster secret, or a key of this node's own.
+    token_key: Secret,
     api_token: Option<ApiToken>,
 }
 
 impl Users {
-    /// A node's users before its state machine was read: auth disabled.
-    pub fn new(api_token: Option<ApiToken>) -> Users {
-        Users { view: Mutex::default(), tokens: Mutex::default(), api_token }
+    /// A node's users before its state machine was read (auth disabled), with its API token
+    /// and the cluster secret that signs tokens (`None`: a random key of its own).
+    pub fn new(api_token: Option<ApiToken>, secret: Option<Secret>) -> Users {
+        let token_key = secret.unwrap_or_else(Secret::generate);
+        Users { view: Mutex::default(), token_key, api_token }
     }
 
     /// The node's API token, if it has one.
@@ -183,17 +183,28 @@ impl Users {
         self.session(presented).map(Identity::User)
     }
 
-    /// The user a live token [`Users::authenticate`] handed out names (its use keeps it alive).
+    /// The user a live token [`Users::authenticate`] handed out (on any member) names: its tag
+    /// checks, it has not expired, and the user's password is the one it was handed out for.
     pub fn session(&self, presented: &str) -> Option<String> {
-        let mut tokens = self.tokens.lock();
-        let now = Instant::now();
-        let issued = tokens.get_mut(presented)?;
-        if now.duration_since(issued.used) > TOKEN_TTL {
-            tokens.remove(presented);
+        let mut parts = presented.split('.');
+        let (user, expiry, fingerprint, tag) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() {
             return None;
         }
-        issued.used = now;
-        Some(issued.user.clone())
+        let tag = unhex(tag)?;
+        if !self.token_key.verify(
+            TOKEN_LABEL,
+            &[user.as_bytes(), expiry.as_bytes(), fingerprint.as_bytes()],
+            &tag,
+        ) {
+            return None;
+        }
+        if expiry.parse::<u64>().ok()? < unix_now() {
+            return None;
+        }
+        let user = String::from_utf8(unhex(user)?).ok()?;
+        let hash = self.view().user(&user)?.password.clone()?;
+        (password_fingerprint(&hash) == fingerprint).then_some(user)
     }
 
     /// The identity of a client certificate (DER): the user its subject's common name names.
@@ -212,30 +223,24 @@ impl Users {
             return Err(AuthFailed::NotEnabled);
         }
         let hash = store.user(name).and_then(|u| u.password.clone());
-        let ok = verify(password, hash.as_deref());
-        if !ok || hash.is_none() {
-            return Err(AuthFailed::Invalid);
+        match hash {
+            Some(hash) if verify(password, Some(&hash)) => Ok(self.issue(name, &hash)),
+            Some(_) => Err(AuthFailed::Invalid),
+            None => {
+                verify(password, None);
+                Err(AuthFailed::Invalid)
+            }
         }
-        Ok(self.issue(name))
     }
 
-    /// A new token for `user`.
-    fn issue(&self, user: &str) -> String {
-        let mut bytes = [0u8; 32];
-        // The operating system's random source does not fail on the platforms we serve on; a
-        // token of zeros would still be refused nowhere, so fail loudly rather than hand it out.
-        getrandom::fill(&mut bytes).expect("the operating system's random source failed");
-        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let mut tokens = self.tokens.lock();
-        let now = Instant::now();
-        tokens.retain(|_, t| now.duration_since(t.used) <= TOKEN_TTL);
-        if tokens.len() >= MAX_TOKENS
-            && let Some(oldest) = tokens.iter().min_by_key(|(_, t)| t.used).map(|(k, _)| k.clone())
-        {
-            tokens.remove(&oldest);
-        }
-        tokens.insert(token.clone(), Issued { user: user.to_string(), used: now });
-        token
+    /// A new token for `user`, whose password hash is `hash`.
+    fn issue(&self, user: &str, hash: &str) -> String {
+        let user = hex(user.as_bytes());
+        let expiry = (unix_now() + TOKEN_TTL.as_secs()).to_string();
+        let fingerprint = password_fingerprint(hash);
+        let tag =
+            self.token_key.mac(TOKEN_LABEL, &[user.as_bytes(), expiry.as_bytes(), fingerprint.as_bytes()]);
+        format!("{user}.{expiry}.{fingerprint}.{}", hex(&tag))
     }
 
     /// Whether `who` may do what `need` asks, on this node's applied auth store.
@@ -291,6 +296,17 @@ pub fn hash_password(password: &str) -> Result<Option<String>, HashError> {
         .hash_password(password.as_bytes(), &salt)
         .map_err(|e| HashError(e.to_string()))?;
     Ok(Some(hash.to_string()))
+}
+
+/// Seconds since the Unix epoch on this node's clock (0 before it).
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// What a token carries of the password hash it was handed out under: 8 bytes of its SHA-256,
+/// in hex (a password change ends the old password's tokens).
+fn password_fingerprint(hash: &str) -> String {
+    hex(&sha2::Sha256::digest(hash.as_bytes())[..8])
 }
 
 /// A hash no password matches, checked when a name has no hash, so that the time taken is the
@@ -371,11 +387,31 @@ mod tests {
 
     #[test]
     fn a_password_checks_against_its_hash_only() {
-        let users = Users::new(None);
+        let secret = Secret::generate();
+        let users = Users::new(None, Some(secret.clone()));
         assert_eq!(users.authenticate("alice", "alicepw"), Err(AuthFailed::NotEnabled));
-        users.publish(&store());
+        let mut s = store();
+        users.publish(&s);
         let token = users.authenticate("alice", "alicepw").unwrap();
         assert_eq!(users.identify(&token), Some(Identity::User("alice".into())));
+        // Another member with the same cluster secret takes it; one with another does not.
+        let member = Users::new(None, Some(secret));
+        member.publish(&s);
+        assert_eq!(member.session(&token).as_deref(), Some("alice"));
+        let stranger = Users::new(None, Some(Secret::generate()));
+        stranger.publish(&s);
+        assert_eq!(stranger.session(&token), None);
+        // A token altered anywhere is refused.
+        let mut forged = token.clone().into_bytes();
+        forged[0] ^= 1;
+        assert_eq!(users.session(&String::from_utf8(forged).unwrap()), None);
+        // A password change ends the old password's tokens.
+        let pw = AuthOp::UserChangePassword { name: "alice".into(), password: hash_password("new").unwrap() };
+        s.apply(&pw).unwrap();
+        users.publish(&s);
+        assert_eq!(users.session(&token), None);
+        let token = users.authenticate("alice", "new").unwrap();
+        assert_eq!(users.session(&token).as_deref(), Some("alice"));
         assert_eq!(users.authenticate("alice", "wrong"), Err(AuthFailed::Invalid));
         assert_eq!(users.authenticate("nobody", "alicepw"), Err(AuthFailed::Invalid));
         assert_eq!(users.identify("not-a-token"), None);
@@ -384,9 +420,19 @@ mod tests {
 
     #[test]
     fn the_api_token_is_root() {
-        let users = Users::new(Some(ApiToken::new("0123456789abcdef0123").unwrap()));
+        let users = Users::new(Some(ApiToken::new("0123456789abcdef0123").unwrap()), None);
         assert_eq!(users.identify("0123456789abcdef0123"), Some(Identity::Root));
         assert_eq!(users.identify("0123456789abcdef0124"), None);
+    }
+
+    #[test]
+    fn a_client_certificates_common_name_is_its_user() {
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params.distinguished_name.push(rcgen::DnType::CommonName, "alice");
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        assert_eq!(Users::identify_certificate(cert.der()), Some(Identity::User("alice".into())));
+        assert_eq!(Users::identify_certificate(b"not a certificate"), None);
     }
 
     #[test]

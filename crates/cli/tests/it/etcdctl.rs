@@ -34,6 +34,8 @@ fn etcdctl() -> PathBuf {
 struct Cluster {
     child: std::process::Child,
     endpoints: String,
+    /// The HTTP API's base port (node `i` serves on `api + i`).
+    api: u16,
     dir: PathBuf,
 }
 
@@ -60,7 +62,7 @@ impl Cluster {
             cmd.spawn().expect("the ringleader binary starts")
         };
         let endpoints = (1..=n).map(|i| format!("127.0.0.1:{}", grpc + i)).collect::<Vec<_>>().join(",");
-        let c = Cluster { child, endpoints, dir };
+        let c = Cluster { child, endpoints, api, dir };
         let t0 = Instant::now();
         loop {
             let out = c.command(&["--command-timeout=2s", "put", "ready", "1"]).output().await.unwrap();
@@ -112,6 +114,20 @@ impl Cluster {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Runs `etcdctl ARGS` to its end (bounded), requires it to fail, and returns its stderr.
+    async fn fails(&self, args: &[&str]) -> String {
+        let out = tokio::time::timeout(BOUND, self.command(args).output())
+            .await
+            .unwrap_or_else(|_| panic!("etcdctl {args:?}: no exit within {BOUND:?}"))
+            .unwrap();
+        assert!(
+            !out.status.success(),
+            "etcdctl {args:?} succeeded: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8(out.stderr).unwrap()
     }
 
     /// Spawns `etcdctl ARGS` and returns it with its stdout's lines.
@@ -286,4 +302,125 @@ async fn elect_campaigns_observes_and_resigns_on_sigint() {
     assert_eq!(line(&mut seen, "observe").await, "p2");
     interrupt(&mut second, "elect p2").await;
     interrupt(&mut observer, "observe").await;
+}
+
+/// One request to node 1's HTTP API with `Authorization: Bearer TOKEN` (when given): status
+/// and JSON body.
+fn http(
+    c: &Cluster,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let url = format!("http://127.0.0.1:{}{path}", c.api + 1);
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(BOUND)).build().into();
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let response = match (method, auth) {
+        ("POST", Some(a)) => agent
+            .post(&url)
+            .header("authorization", &a)
+            .header("content-type", "application/json")
+            .send(body.to_string()),
+        ("POST", None) => agent.post(&url).header("content-type", "application/json").send(body.to_string()),
+        ("GET", Some(a)) => agent.get(&url).header("authorization", &a).call(),
+        ("GET", None) => agent.get(&url).call(),
+        ("DELETE", Some(a)) => agent.delete(&url).header("authorization", &a).call(),
+        (m, _) => panic!("this helper speaks GET, POST and DELETE (with a token), not {m}"),
+    };
+    let mut response = response.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::Null))
+}
+
+/// etcd's documented auth workflow, with Debian's etcdctl: a root user, a role with a
+/// permission on a prefix, a user in it, `auth enable` (etcdctl makes the `root` role when the
+/// server says it is missing); then every request needs a user, a user reaches only its
+/// prefix, its leases are its own, only root changes membership, and the same users work over
+/// the HTTP API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_and_roles_as_etcds_documentation_sets_them_up() {
+    let c = Cluster::start().await;
+    c.run(&["user", "add", "root:rootpw"]).await;
+    c.run(&["role", "add", "app"]).await;
+    c.run(&["role", "grant-permission", "app", "readwrite", "app/", "--prefix=true"]).await;
+    for user in ["alice:alicepw", "bob:bobpw"] {
+        c.run(&["user", "add", user]).await;
+        c.run(&["user", "grant-role", user.split(':').next().unwrap(), "app"]).await;
+    }
+    assert_eq!(c.run(&["auth", "enable"]).await, "Authentication Enabled\n");
+
+    // Nobody may do anything; a wrong password gets nothing.
+    assert!(c.fails(&["get", "app/k"]).await.contains("user name is empty"));
+    let wrong = c.fails(&["--user", "alice:nope", "get", "app/k"]).await;
+    assert!(wrong.contains("authentication failed"), "{wrong}");
+
+    // Alice writes and reads under her prefix, and nowhere else.
+    let alice = ["--user", "alice:alicepw"];
+    c.run(&[&alice[..], &["put", "app/k", "v"]].concat()).await;
+    assert_eq!(c.run(&[&alice[..], &["get", "app/k"]].concat()).await, "app/k\nv\n");
+    let denied = c.fails(&[&alice[..], &["put", "other", "v"]].concat()).await;
+    assert!(denied.contains("permission denied"), "{denied}");
+    assert!(c.fails(&[&alice[..], &["get", "", "--prefix"]].concat()).await.contains("permission denied"));
+
+    // Her lease is hers: bob, in the same role, cannot revoke it nor attach a key to it.
+    let granted = c.run(&[&alice[..], &["lease", "grant", "60"]].concat()).await;
+    let id = granted.split_whitespace().nth(1).unwrap_or_else(|| panic!("{granted}")).to_string();
+    let bob = ["--user", "bob:bobpw"];
+    let not_his = c.fails(&[&bob[..], &["lease", "revoke", &id]].concat()).await;
+    assert!(not_his.contains("the lease id alone acts on nothing"), "{not_his}");
+    c.fails(&[&bob[..], &["put", "--lease", &id, "app/b", "v"]].concat()).await;
+    c.run(&[&alice[..], &["put", "--lease", &id, "app/a", "v"]].concat()).await;
+    c.run(&[&alice[..], &["lease", "revoke", &id]].concat()).await;
+    assert_eq!(c.run(&[&alice[..], &["get", "app/a"]].concat()).await, "");
+
+    // Only root sees and changes the users.
+    assert!(c.fails(&[&alice[..], &["user", "list"]].concat()).await.contains("permission denied"));
+    assert_eq!(c.run(&["--user", "root:rootpw", "user", "list"]).await, "alice\nbob\nroot\n");
+
+    // The same users over the HTTP API: a token for a password, then locks under the prefix
+    // only, and membership changes by root only.
+    let (status, answer) = http(
+        &c,
+        "POST",
+        "/v1/auth/authenticate",
+        None,
+        serde_json::json!({"name": "alice", "password": "alicepw"}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let token = answer["token"].as_str().unwrap().to_string();
+    let (status, _) = http(&c, "GET", "/v1/lock/app%2Fdb", None, serde_json::Value::Null);
+    assert_eq!(status, 401, "nobody is refused");
+    let (status, lease) =
+        http(&c, "POST", "/v1/lease/grant", Some(&token), serde_json::json!({"ttl_ms": 60_000}));
+    assert_eq!(status, 200, "{lease}");
+    let acquire =
+        |name: &str| serde_json::json!({"name": name, "lease": lease["lease"], "key": lease["key"]});
+    let (status, answer) = http(&c, "POST", "/v1/lock/acquire", Some(&token), acquire("app/db"));
+    assert_eq!(status, 200, "{answer}");
+    let (status, answer) = http(&c, "POST", "/v1/lock/acquire", Some(&token), acquire("db"));
+    assert_eq!((status, answer["reason"].as_str()), (403, Some("permission_denied")), "{answer}");
+    let phantom = serde_json::json!({"id": 9, "peer": "127.0.0.1:1"});
+    let (status, answer) = http(&c, "POST", "/v1/members", Some(&token), phantom.clone());
+    assert_eq!((status, answer["reason"].as_str()), (403, Some("permission_denied")), "{answer}");
+    let (_, root) = http(
+        &c,
+        "POST",
+        "/v1/auth/authenticate",
+        None,
+        serde_json::json!({"name": "root", "password": "rootpw"}),
+    );
+    let root = root["token"].as_str().unwrap().to_string();
+    let (status, answer) = http(&c, "POST", "/v1/members", Some(&root), phantom);
+    assert_eq!(status, 200, "root may: {answer}");
+    let (status, answer) = http(&c, "DELETE", "/v1/members/9", Some(&token), serde_json::Value::Null);
+    assert_eq!((status, answer["reason"].as_str()), (403, Some("permission_denied")), "{answer}");
+    let (status, answer) = http(&c, "DELETE", "/v1/members/9", Some(&root), serde_json::Value::Null);
+    assert_eq!(status, 200, "{answer}");
+
+    // Root turns auth off, and anyone may again.
+    c.run(&["--user", "root:rootpw", "auth", "disable"]).await;
+    assert_eq!(c.run(&["get", "app/k"]).await, "app/k\nv\n");
 }

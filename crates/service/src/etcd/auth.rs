@@ -385,7 +385,7 @@ mod tests {
     #[test]
     fn calls_need_the_derived_token_when_the_node_has_an_api_token() {
         let api = ApiToken::new("0123456789abcdef0123").unwrap();
-        let mut a = Authorizer::new(Arc::new(Users::new(Some(api.clone()))));
+        let mut a = Authorizer::new(Arc::new(Users::new(Some(api.clone()), None)));
         let good = api.derive(PURPOSE);
         assert_eq!(good.len(), 64);
         assert_eq!(call(&mut a, Some(&good)).unwrap(), Identity::Root);
@@ -408,7 +408,7 @@ mod tests {
 
     #[test]
     fn without_an_api_token_or_auth_every_call_passes_as_nobody() {
-        let mut a = Authorizer::new(Arc::new(Users::new(None)));
+        let mut a = Authorizer::new(Arc::new(Users::new(None, None)));
         assert_eq!(call(&mut a, None).unwrap(), Identity::Nobody);
         assert_eq!(call(&mut a, Some("anything")).unwrap(), Identity::Nobody);
     }
