@@ -808,3 +808,54 @@ async fn writes_past_the_quota_are_refused_with_nospace_and_reads_and_deletes_st
     let alarms = within("alarm list", one.alarm(AlarmAction::Get, AlarmType::None, None)).await.unwrap();
     assert!(alarms.alarms().is_empty(), "disarmed, yet {} alarms listed", alarms.alarms().len());
 }
+
+/// etcd-client with users and roles: root sets them up through the Auth API and enables auth;
+/// then nobody may call, a user given every endpoint locks under its prefix round after round
+/// (its token, handed out by one member, is taken by every member), is refused elsewhere, and
+/// owns its lease: another user of the same role cannot revoke it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_lock_under_their_prefix_on_every_endpoint_and_own_their_leases() {
+    use etcd_client::Permission;
+    let c = Cluster::start().await;
+    let endpoints: Vec<String> = (1..=3).map(|i| c.endpoint(i)).collect();
+    let mut admin = c.client(1).await;
+    within("user add", admin.user_add("root", "rootpw", None)).await.unwrap();
+    within("grant root", admin.user_grant_role("root", "root")).await.unwrap();
+    within("role add", admin.role_add("app")).await.unwrap();
+    let perm = Permission::read_write("app/").with_prefix();
+    within("grant permission", admin.role_grant_permission("app", perm)).await.unwrap();
+    for user in ["alice", "bob"] {
+        within("user add", admin.user_add(user, format!("{user}pw"), None)).await.unwrap();
+        within("grant app", admin.user_grant_role(user, "app")).await.unwrap();
+    }
+    within("auth enable", admin.auth_enable()).await.unwrap();
+
+    let e = status(within("anonymous get", admin.get("app/k", None)).await.unwrap_err());
+    assert_eq!((e.code(), e.message()), (Code::Unauthenticated, "etcdserver: user name is empty"));
+
+    let as_user = |user: &str| {
+        let opts = ConnectOptions::new().with_user(user, format!("{user}pw"));
+        Client::connect(endpoints.clone(), Some(opts))
+    };
+    let mut alice = within("connect", as_user("alice")).await.unwrap();
+    let lease = within("grant", alice.lease_grant(30, None)).await.unwrap().id();
+    for round in 0..6 {
+        let got = within("lock", alice.lock("app/db", Some(LockOptions::new().with_lease(lease))))
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        within("unlock", alice.unlock(got.key())).await.unwrap();
+    }
+    let e = status(
+        within("lock", alice.lock("db", Some(LockOptions::new().with_lease(lease)))).await.unwrap_err(),
+    );
+    assert_eq!((e.code(), e.message()), (Code::PermissionDenied, "etcdserver: permission denied"));
+
+    let mut bob = within("connect", as_user("bob")).await.unwrap();
+    let e = status(within("revoke", bob.lease_revoke(lease)).await.unwrap_err());
+    assert_eq!(e.code(), Code::PermissionDenied, "{e}");
+    within("revoke", alice.lease_revoke(lease)).await.unwrap();
+    let wrong = Some(ConnectOptions::new().with_user("alice", "nope"));
+    let refused = within("wrong password", Client::connect(endpoints.clone(), wrong)).await;
+    let e = status(refused.err().expect("a wrong password is refused"));
+    assert_eq!(e.code(), Code::InvalidArgument, "{e}");
+}
