@@ -23,6 +23,14 @@ pub struct EndpointArgs {
     /// `--api-token-file`) [default: $RINGLEADER_API_TOKEN_FILE, else none].
     #[arg(long, value_name = "FILE", global = true)]
     pub api_token_file: Option<std::path::PathBuf>,
+    /// Act as this user of the service's auth store (etcd's users and roles): NAME:PASSWORD,
+    /// or NAME with --password-file. The first endpoint that answers hands out a token, sent
+    /// as the bearer to every endpoint. Not with --api-token-file.
+    #[arg(long, value_name = "NAME[:PASSWORD]", global = true, conflicts_with = "api_token_file")]
+    pub user: Option<String>,
+    /// The password of --user, in this file (surrounding white space ignored).
+    #[arg(long, value_name = "FILE", global = true, requires = "user")]
+    pub password_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub tls: TlsArgs,
 }
@@ -100,11 +108,80 @@ impl EndpointArgs {
         let file = self.api_token_file.clone().or_else(|| {
             std::env::var_os("RINGLEADER_API_TOKEN_FILE").filter(|v| !v.is_empty()).map(Into::into)
         });
+        if let Some(user) = &self.user {
+            let (name, password) = self.credentials(user)?;
+            let token = authenticate(client.endpoints(), &self.tls, &name, &password)?;
+            return Ok(client.with_bearer_token(&token));
+        }
         match file {
             Some(path) => Ok(client.with_bearer_token(&read_token(&path)?)),
             None => Ok(client),
         }
     }
+
+    /// The name and password `--user` (and `--password-file`) give.
+    fn credentials(&self, user: &str) -> anyhow::Result<(String, String)> {
+        let (name, inline) = match user.split_once(':') {
+            Some((n, p)) => (n, Some(p.to_string())),
+            None => (user, None),
+        };
+        if name.is_empty() {
+            anyhow::bail!(
+                "--user {user:?}: the name is empty; give NAME:PASSWORD or NAME with --password-file"
+            );
+        }
+        let password = match (inline, &self.password_file) {
+            (Some(_), Some(_)) => {
+                anyhow::bail!("--user NAME:PASSWORD and --password-file: give the password once")
+            }
+            (Some(p), None) => p,
+            (None, Some(path)) => std::fs::read_to_string(path)
+                .with_context(|| format!("--password-file {}: cannot read it", path.display()))?
+                .trim()
+                .to_string(),
+            (None, None) => {
+                anyhow::bail!("--user {name}: no password; give NAME:PASSWORD or --password-file FILE")
+            }
+        };
+        Ok((name.to_string(), password))
+    }
+}
+
+/// A token for `name` and `password` from the first of `endpoints` that answers
+/// (`POST /v1/auth/authenticate`); a refusal of the password is final.
+fn authenticate(endpoints: &[String], tls: &TlsArgs, name: &str, password: &str) -> anyhow::Result<String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .tls_config(tls.ureq_config()?)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    let body = serde_json::json!({ "name": name, "password": password }).to_string();
+    let mut last = String::from("no endpoint");
+    for e in endpoints {
+        let url = format!("{}/v1/auth/authenticate", e.trim().trim_end_matches('/'));
+        let sent = agent.post(&url).header("content-type", "application/json").send(body.as_str());
+        let mut response = match sent {
+            Ok(r) => r,
+            Err(err) => {
+                last = format!("{e}: {err}");
+                continue;
+            }
+        };
+        let status = response.status().as_u16();
+        let answer: serde_json::Value =
+            serde_json::from_str(&response.body_mut().read_to_string().unwrap_or_default())
+                .unwrap_or_default();
+        match (status, answer["token"].as_str()) {
+            (200, Some(token)) => return Ok(token.to_string()),
+            (401 | 409, _) => {
+                let why = answer["error"].as_str().unwrap_or("refused");
+                anyhow::bail!("--user {name}: {e} refused the name and password: {why}")
+            }
+            _ => last = format!("{e}: status {status}"),
+        }
+    }
+    anyhow::bail!("--user {name}: no endpoint handed out a token (last: {last})")
 }
 
 /// Reads a bearer token file: its content, surrounding white space ignored, not empty.

@@ -56,6 +56,40 @@ pub fn unhex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// How an open credential file is exposed to other users.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exposed {
+    /// Another user owns it (and could have chosen its content, or read it).
+    Owner {
+        /// The file's owner.
+        owner: u32,
+        /// This process's effective uid.
+        me: u32,
+    },
+    /// Others (group or world) may read or write it.
+    Permissions {
+        /// Its mode bits.
+        mode: u32,
+    },
+}
+
+/// Whether the open credential file `file` is this user's alone: owned by the effective uid,
+/// no group or other permission bits. The check is made on the file opened, not on its name.
+pub fn private(file: &std::fs::File) -> std::io::Result<Result<(), Exposed>> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata()?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Ok(Err(Exposed::Owner { owner: meta.uid(), me }));
+    }
+    let mode = meta.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Ok(Err(Exposed::Permissions { mode }));
+    }
+    Ok(Ok(()))
+}
+
 /// Why a secret could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum SecretError {
@@ -125,19 +159,13 @@ impl Secret {
     /// checks are made on the file opened, not on its name).
     pub fn read_file(path: &Path) -> Result<Secret, SecretError> {
         use std::io::Read;
-        use std::os::unix::fs::MetadataExt;
         let shown = path.display().to_string();
         let io = |source| SecretError::Io { path: shown.clone(), source };
         let file = std::fs::File::open(path).map_err(io)?;
-        let meta = file.metadata().map_err(io)?;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if meta.uid() != me {
-            return Err(SecretError::Owner { path: shown, owner: meta.uid(), me });
-        }
-        let mode = meta.mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(SecretError::Permissions { path: shown, mode });
+        match private(&file).map_err(io)? {
+            Ok(()) => {}
+            Err(Exposed::Owner { owner, me }) => return Err(SecretError::Owner { path: shown, owner, me }),
+            Err(Exposed::Permissions { mode }) => return Err(SecretError::Permissions { path: shown, mode }),
         }
         // A secret is 64 hex digits; a file far larger is not one (and is not read whole).
         let mut text = String::new();

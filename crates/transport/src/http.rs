@@ -104,10 +104,28 @@ impl ApiToken {
         Ok(ApiToken(t.to_string()))
     }
 
-    /// Reads a token file (its content, surrounding white space ignored).
+    /// Reads a token file (its content, surrounding white space ignored), refusing one that
+    /// another user owns or that others may read: whoever can read the token is root.
     pub fn read_file(path: &Path) -> Result<ApiToken, TokenError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| TokenError::Io { path: path.to_path_buf(), source })?;
+        use crate::auth::Exposed;
+        use std::io::Read;
+        let io = |source| TokenError::Io { path: path.to_path_buf(), source };
+        let file = std::fs::File::open(path).map_err(io)?;
+        match crate::auth::private(&file).map_err(io)? {
+            Ok(()) => {}
+            Err(Exposed::Owner { owner, me }) => {
+                return Err(TokenError::Owner { path: path.to_path_buf(), owner, me });
+            }
+            Err(Exposed::Permissions { mode }) => {
+                return Err(TokenError::Permissions { path: path.to_path_buf(), mode });
+            }
+        }
+        // A token is short; a file far larger is not one (and is not read whole).
+        let mut text = String::new();
+        file.take(4097).read_to_string(&mut text).map_err(io)?;
+        if text.len() > 4096 {
+            return Err(TokenError::Invalid { path: path.to_path_buf(), reason: BadToken::TooLong });
+        }
         ApiToken::new(&text).map_err(|reason| TokenError::Invalid { path: path.to_path_buf(), reason })
     }
 
@@ -157,6 +175,9 @@ pub enum BadToken {
     /// A character that is not visible ASCII inside the token.
     #[error("the token must be visible ASCII characters (no spaces)")]
     NotVisibleAscii,
+    /// Over 4 KiB: not a token.
+    #[error("the file is over 4096 bytes; a token is one short line")]
+    TooLong,
 }
 
 /// Why an API token file could not be used.
@@ -169,6 +190,24 @@ pub enum TokenError {
         path: PathBuf,
         /// Why it could not be read.
         source: std::io::Error,
+    },
+    /// Another user owns the file (and could have chosen the token, or read it).
+    #[error("API token file {}: owned by uid {owner}, not by this user (uid {me}); use a token file of your own", path.display())]
+    Owner {
+        /// The file.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// This process's effective uid.
+        me: u32,
+    },
+    /// Others may read the file.
+    #[error("API token file {}: readable by others (mode {mode:o}); chmod 600 it", path.display())]
+    Permissions {
+        /// The file.
+        path: PathBuf,
+        /// Its mode bits.
+        mode: u32,
     },
     /// The file holds no usable token.
     #[error("API token file {}: {reason}", path.display())]
@@ -539,6 +578,27 @@ pub fn bearer_credentials(value: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::{ApiToken, BadToken, bearer_credentials, cross_site, is_loopback_host};
+
+    #[test]
+    fn a_token_file_others_may_read_or_another_user_owns_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let path = std::env::temp_dir().join(format!("ringleader-token-test-{}", std::process::id()));
+        std::fs::write(&path, "0123456789abcdef0123\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = ApiToken::read_file(&path).unwrap_err().to_string();
+        assert!(err.contains("readable by others (mode 644); chmod 600 it"), "{err}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(ApiToken::read_file(&path).unwrap().matches("0123456789abcdef0123"));
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+            let err = ApiToken::read_file(&path).unwrap_err().to_string();
+            assert!(err.contains("owned by uid 65534, not by this user (uid 0)"), "{err}");
+        } else {
+            println!("skipped the owner check: it needs root to give the file to another user");
+        }
+        let _ = std::fs::remove_file(&path);
+    }
 
     #[test]
     fn a_browser_request_from_another_site_may_read_but_not_change_anything() {

@@ -678,7 +678,7 @@ impl Authenticated {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let token = format!("token-{}-{base}-0123456789", std::process::id());
-        std::fs::write(dir.join("api.token"), &token).unwrap();
+        crate::common::write_private(&dir.join("api.token"), &token);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
         cmd.args(["serve", "--listen", &format!("127.0.0.1:{}", base + 1)])
             .args(["--api", &format!("127.0.0.1:{}", base + 2), "--grpc", &format!("127.0.0.1:{}", base + 3)])

@@ -420,6 +420,29 @@ async fn users_and_roles_as_etcds_documentation_sets_them_up() {
     let (status, answer) = http(&c, "DELETE", "/v1/members/9", Some(&root), serde_json::Value::Null);
     assert_eq!(status, 200, "{answer}");
 
+    // The CLI verbs as a user (`--user NAME:PASSWORD`): a lock under a prefix the role has,
+    // and nothing elsewhere or as nobody.
+    let root = ["--user", "root:rootpw"];
+    c.run(&[&root[..], &["role", "grant-permission", "app", "readwrite", "job/", "--prefix=true"]].concat())
+        .await;
+    let endpoint = format!("http://127.0.0.1:{}", c.api + 1);
+    let lock = |name: &str, user: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
+        cmd.args(["lock", name, "--endpoints", &endpoint]).args(user).args(["--", "true"]).kill_on_drop(true);
+        async move { tokio::time::timeout(BOUND, cmd.output()).await.expect("ringleader lock ends").unwrap() }
+    };
+    let out = lock("job", &["--user", "alice:alicepw"]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = lock("other", &["--user", "alice:alicepw"]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("permission denied"), "{err}");
+    let out = lock("job", &[]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("user name is empty"), "{err}");
+    let out = lock("job", &["--user", "alice:wrong"]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("refused the name and password"), "{err}");
+
     // Root turns auth off, and anyone may again.
     c.run(&["--user", "root:rootpw", "auth", "disable"]).await;
     assert_eq!(c.run(&["get", "app/k"]).await, "app/k\nv\n");

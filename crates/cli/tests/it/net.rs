@@ -1213,7 +1213,7 @@ fn the_api_token_reaches_every_node_and_an_open_api_needs_one() {
     std::fs::create_dir_all(&dir).unwrap();
     let token = "t0k3n-0123456789abcdef";
     let token_file = dir.join("api.token");
-    std::fs::write(&token_file, format!("{token}\n")).unwrap();
+    crate::common::write_private(&token_file, format!("{token}\n"));
     let (api, peer) = (free_base(2, LANE), free_base(2, LANE));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
     cmd.args(["cluster", "--nodes", "2", "--algo", "central"])

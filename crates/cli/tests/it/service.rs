@@ -603,7 +603,7 @@ fn the_api_asks_for_its_bearer_token_and_a_loopback_host() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let token_file = dir.join("api.token");
-    std::fs::write(&token_file, "a-token-of-at-least-16-chars\n").unwrap();
+    common::write_private(&token_file, "a-token-of-at-least-16-chars\n");
     let base = free_base(1, LANE);
     let mut child = spawn(
         Command::new(env!("CARGO_BIN_EXE_ringleader"))
@@ -802,7 +802,7 @@ fn the_launcher_gives_service_nodes_the_api_token_the_scheme_name_is_case_insens
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let token = "service-t0k3n-0123456789";
-    std::fs::write(dir.join("api.token"), format!("{token}\n")).unwrap();
+    common::write_private(&dir.join("api.token"), format!("{token}\n"));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringleader"));
     cmd.args(["cluster", "--service", "--nodes", "1"])
         .args(["--api-base-port", &api.to_string(), "--peer-base-port", &peer.to_string()])

@@ -387,7 +387,7 @@ fn a_tls_cluster_serves_verified_clients_only() {
     // the cluster CA did not sign. `ringleader lock` refuses it and never sends the token.
     let token = "bearer-token-the-fake-must-never-see-31";
     let token_file = work.join("api.token");
-    std::fs::write(&token_file, token).unwrap();
+    crate::common::write_private(&token_file, token);
     c.ctl("kill", 3);
     let (fake_cert, fake_key) = other.leaf(&work, "fake-node-3");
     let fake = FakeServer::start(c.api + 3, &fake_cert, &fake_key);

@@ -126,3 +126,13 @@ pub fn call(port: u16, method: &str, path: &str, body: Option<Value>) -> (u16, V
     try_call(port, method, path, body)
         .unwrap_or_else(|| panic!("service node on port {port} unreachable: {method} {path}"))
 }
+
+/// Writes a credential file (an API token, a secret) as its owner alone may read it (0600), as
+/// the nodes require.
+pub fn write_private(path: &std::path::Path, contents: impl AsRef<[u8]>) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).unwrap();
+    f.write_all(contents.as_ref()).unwrap();
+}
