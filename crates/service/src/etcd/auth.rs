@@ -10,7 +10,9 @@
 //!   as password (the same on every node that shares the API token, so a client may fail over
 //!   with it) and which speaks as root. This is what etcd clients send when given a user:
 //!   `etcd-client`'s `ConnectOptions::with_user`, `etcdctl --user NAME:PASSWORD`;
-//! - else the common name of the client certificate (as etcd with `--client-cert-auth`);
+//! - else, on a node without an API token, the common name of the client certificate (as
+//!   etcd with `--client-cert-auth`); a node with an API token asks every call for a token, as
+//!   its HTTP API asks every request for a bearer;
 //! - else nobody. On a node with an API token, or while auth is enabled, nobody is refused
 //!   `UNAUTHENTICATED`; a token the node does not know always is.
 //!
@@ -73,7 +75,12 @@ impl Authorizer {
                 None => Ok(Identity::Nobody),
             };
         }
-        let cert = req.peer_certs().and_then(|c| c.first().and_then(|d| Users::identify_certificate(d)));
+        // A node with an API token asks every call for a token (as its HTTP API asks for a
+        // bearer); otherwise a client certificate names its user.
+        let cert = match self.root_token {
+            Some(_) => None,
+            None => req.peer_certs().and_then(|c| c.first().and_then(|d| Users::identify_certificate(d))),
+        };
         match cert {
             Some(identity) => Ok(identity),
             None if required => Err(Status::unauthenticated("etcdserver: user name is empty")),
