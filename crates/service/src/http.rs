@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use crate::ops::{self, Caller, Grant, LeaseKey, OpError, Until};
 use crate::server::{ChangeRefused, MAX_ID, MemberChange, Members, Node, Unavailable};
-use crate::users::{AuthFailed, Denied, Identity, Need, Users};
+use crate::users::{AuthFailed, Denied, Need, Principal, Users};
 use ringleader_lock_service::auth::Access;
 
 /// The longest name of a lock or an election, in bytes.
@@ -202,11 +202,11 @@ impl IntoResponse for ApiError {
 
 type Answer = Result<Json<Value>, ApiError>;
 
-/// Who a request comes from ([`crate::users`]): the bearer credential's identity (the API
+/// Who a request comes from ([`crate::users`]): the bearer credential's principal (the API
 /// token is root, a token from `POST /v1/auth/authenticate` its user), else the common name of
 /// the client certificate, else nobody. A bearer credential the node does not know is 401
 /// while auth is enabled, and ignored while it is disabled.
-struct Who(Identity);
+struct Who(Principal);
 
 impl axum::extract::FromRequestParts<Arc<Node>> for Who {
     type Rejection = ApiError;
@@ -217,14 +217,14 @@ impl axum::extract::FromRequestParts<Arc<Node>> for Who {
     ) -> Result<Who, ApiError> {
         if let Some(v) = parts.headers.get(axum::http::header::AUTHORIZATION) {
             let presented = v.to_str().ok().and_then(ringleader_transport::http::bearer_credentials);
-            let identity = presented.and_then(|t| node.users.identify(t.trim()));
+            let principal = presented.and_then(|t| node.users.identify(t.trim()));
             // A node without an API token ignores a bearer it does not know while auth is
             // disabled (as etcd ignores tokens then); with one, the bearer check let in only
             // the credentials `identify` knows.
-            if identity.is_none() && !node.users.enabled() {
-                return Ok(Who(Identity::Nobody));
+            if principal.is_none() && !node.users.enabled() {
+                return Ok(Who(Principal::Nobody));
             }
-            return identity.map(Who).ok_or_else(|| {
+            return principal.map(Who).ok_or_else(|| {
                 ApiError::new(
                     StatusCode::UNAUTHORIZED,
                     "invalid_token",
@@ -234,7 +234,7 @@ impl axum::extract::FromRequestParts<Arc<Node>> for Who {
             });
         }
         let cert = parts.extensions.get::<ringleader_transport::http::ClientCertificate>();
-        Ok(Who(cert.and_then(|c| Users::identify_certificate(&c.0)).unwrap_or(Identity::Nobody)))
+        Ok(Who(cert.and_then(|c| Users::identify_certificate(&c.0)).unwrap_or(Principal::Nobody)))
     }
 }
 

@@ -22,7 +22,7 @@
 //!
 //! ## Who may do what
 //!
-//! Every operation takes its [`Caller`]: the identity the API established ([`crate::users`]:
+//! Every operation takes its [`Caller`]: the principal the API established ([`crate::users`]:
 //! the API token is root, a user by a token or a client certificate's name, or nobody) and the
 //! lease key it showed. [`permit`] is the one check of users and roles: while auth is enabled a
 //! caller must be someone, locks and elections named `NAME` need `write` on the keys `NAME/…`
@@ -57,7 +57,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
 use crate::server::{ChangeRefused, MemberChange, Members, NoSpace, Node, Published, Unavailable};
-use crate::users::{self, AuthFailed, Denied, Identity, Need};
+use crate::users::{self, AuthFailed, Denied, Need, Principal};
 
 /// How often a blocked operation looks at the applied state itself (see the module doc).
 pub const LEASE_CHECK: std::time::Duration = std::time::Duration::from_millis(500);
@@ -245,7 +245,9 @@ pub async fn authorize(node: &Node, who: &Caller, lease: LeaseId) -> Result<(), 
         Some(Owner::Key(want)) => who.lease_key.as_ref().is_some_and(|k| bool::from(k.digest().ct_eq(&want))),
         Some(Owner::User(user)) => {
             let store = node.users.view();
-            !store.enabled() || who.identity == Identity::User(user) || users::is_admin(&store, &who.identity)
+            !store.enabled()
+                || who.principal == Principal::User(user)
+                || users::is_admin(&store, &who.principal)
         }
     };
     if allowed { Ok(()) } else { Err(OpError::NotOwner(lease)) }
@@ -254,23 +256,23 @@ pub async fn authorize(node: &Node, who: &Caller, lease: LeaseId) -> Result<(), 
 /// Checks that `who` may do what `need` asks ([`crate::users`]: everything while auth is
 /// disabled).
 pub fn permit(node: &Node, who: &Caller, need: &Need) -> Result<(), OpError> {
-    Ok(node.users.permit(&who.identity, need)?)
+    Ok(node.users.permit(&who.principal, need)?)
 }
 
-/// Who is asking, with what: the identity the API established and the lease key shown, if
+/// Who is asking, with what: the principal the API established and the lease key shown, if
 /// any.
 #[derive(Clone, Debug)]
 pub struct Caller {
     /// Who the request comes from.
-    pub identity: Identity,
+    pub principal: Principal,
     /// The key of the lease it acts on, when it showed one.
     pub lease_key: Option<LeaseKey>,
 }
 
 impl Caller {
-    /// `identity`, showing no lease key.
-    pub fn new(identity: Identity) -> Caller {
-        Caller { identity, lease_key: None }
+    /// `principal`, showing no lease key.
+    pub fn new(principal: Principal) -> Caller {
+        Caller { principal, lease_key: None }
     }
 
     /// This caller, showing `key`.
@@ -302,12 +304,12 @@ pub async fn grant(
 ) -> Result<Granted, OpError> {
     permit(node, who, &Need::Someone)?;
     check_space(node, "", "")?;
-    let owner = match (&key, &who.identity) {
+    let owner = match (&key, &who.principal) {
         (Some(k), _) => Some(Owner::Key(k.digest())),
         (None, _) if !node.users.enabled() => None,
-        (None, Identity::Root) => Some(Owner::User(ringleader_lock_service::auth::ROOT.to_string())),
-        (None, Identity::User(u)) => Some(Owner::User(u.clone())),
-        (None, Identity::Nobody) => None,
+        (None, Principal::Root) => Some(Owner::User(ringleader_lock_service::auth::ROOT.to_string())),
+        (None, Principal::User(u)) => Some(Owner::User(u.clone())),
+        (None, Principal::Nobody) => None,
     };
     let op = Op::Grant { ttl, origin: node.me, request: 0, owner };
     match node.propose_keyed(op, retry).await?.1.reply {

@@ -3,12 +3,12 @@
 //! etcd's auth model on this node ([`ringleader_lock_service::auth`] keeps the replicated users,
 //! roles and permissions). This module holds what is the node's own:
 //!
-//! - **who the caller is** ([`Identity`]): the holder of the node's API token
+//! - **who the caller is** ([`Principal`]): the holder of the node's API token
 //!   (`--api-token-file`, or over the etcd API the token derived from it) is
-//!   [`Identity::Root`]; a user is named by a token that
+//!   [`Principal::Root`]; a user is named by a token that
 //!   [`Users::authenticate`] handed out for its password, or by the common name of the client
 //!   certificate it presented (as etcd does with `--client-cert-auth`); anyone else is
-//!   [`Identity::Nobody`];
+//!   [`Principal::Nobody`];
 //! - **the tokens** handed out: signed, not stored (as etcd's JWT tokens): the user's name, an
 //!   expiry five minutes on (etcd's default `--auth-token-ttl`), a fingerprint of the user's
 //!   password hash, and an HMAC-SHA-256 tag over them keyed by the cluster secret, so that every
@@ -47,7 +47,7 @@ const TOKEN_LABEL: &[u8] = b"ringleader auth token v1";
 
 /// Who a request comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Identity {
+pub enum Principal {
     /// The node's administrator: the API token's holder.
     Root,
     /// A user of the auth store.
@@ -176,11 +176,11 @@ impl Users {
 
     /// Who a bearer credential names: the API token is root, a live token the user it was
     /// handed to. `None`: no such credential.
-    pub fn identify(&self, presented: &str) -> Option<Identity> {
+    pub fn identify(&self, presented: &str) -> Option<Principal> {
         if self.api_token.as_ref().is_some_and(|t| t.matches(presented)) {
-            return Some(Identity::Root);
+            return Some(Principal::Root);
         }
-        self.session(presented).map(Identity::User)
+        self.session(presented).map(Principal::User)
     }
 
     /// The user a live token [`Users::authenticate`] handed out (on any member) names: its tag
@@ -207,12 +207,12 @@ impl Users {
         (password_fingerprint(&hash) == fingerprint).then_some(user)
     }
 
-    /// The identity of a client certificate (DER): the user its subject's common name names.
+    /// The principal of a client certificate (DER): the user its subject's common name names.
     /// `None` when it has no common name or cannot be read.
-    pub fn identify_certificate(der: &[u8]) -> Option<Identity> {
+    pub fn identify_certificate(der: &[u8]) -> Option<Principal> {
         let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
         let cn = cert.subject().iter_common_name().next()?.as_str().ok()?;
-        Some(Identity::User(cn.to_string()))
+        Some(Principal::User(cn.to_string()))
     }
 
     /// Checks `name` and `password` against the auth store (while auth is enabled) and answers
@@ -244,7 +244,7 @@ impl Users {
     }
 
     /// Whether `who` may do what `need` asks, on this node's applied auth store.
-    pub fn permit(&self, who: &Identity, need: &Need) -> Result<(), Denied> {
+    pub fn permit(&self, who: &Principal, need: &Need) -> Result<(), Denied> {
         let store = self.view();
         permit(&store, who, need)
     }
@@ -257,14 +257,14 @@ impl ringleader_transport::http::BearerCheck for Users {
 }
 
 /// [`Users::permit`] on `store`.
-pub fn permit(store: &AuthStore, who: &Identity, need: &Need) -> Result<(), Denied> {
+pub fn permit(store: &AuthStore, who: &Principal, need: &Need) -> Result<(), Denied> {
     if !store.enabled() {
         return Ok(());
     }
     let name = match who {
-        Identity::Root => return Ok(()),
-        Identity::Nobody => return Err(Denied::Unauthenticated),
-        Identity::User(name) => name,
+        Principal::Root => return Ok(()),
+        Principal::Nobody => return Err(Denied::Unauthenticated),
+        Principal::User(name) => name,
     };
     if store.user(name).is_none() {
         // A certificate's name that is not a user, or a user deleted since its token.
@@ -279,7 +279,7 @@ pub fn permit(store: &AuthStore, who: &Identity, need: &Need) -> Result<(), Deni
 }
 
 /// Whether `who` is an administrator on `store`: root, or anyone while auth is disabled.
-pub fn is_admin(store: &AuthStore, who: &Identity) -> bool {
+pub fn is_admin(store: &AuthStore, who: &Principal) -> bool {
     permit(store, who, &Need::Admin).is_ok()
 }
 
@@ -354,19 +354,19 @@ mod tests {
     #[test]
     fn while_disabled_anyone_may_do_anything() {
         let s = AuthStore::default();
-        assert_eq!(permit(&s, &Identity::Nobody, &Need::Admin), Ok(()));
+        assert_eq!(permit(&s, &Principal::Nobody, &Need::Admin), Ok(()));
     }
 
     #[test]
     fn once_enabled_nobody_may_do_nothing() {
         let s = store();
-        assert_eq!(permit(&s, &Identity::Nobody, &Need::Someone), Err(Denied::Unauthenticated));
+        assert_eq!(permit(&s, &Principal::Nobody, &Need::Someone), Err(Denied::Unauthenticated));
     }
 
     #[test]
     fn a_lock_name_is_checked_as_the_prefix_etcd_writes_for_it() {
         let s = store();
-        let alice = Identity::User("alice".into());
+        let alice = Principal::User("alice".into());
         assert_eq!(permit(&s, &alice, &Need::name(Access::Write, "locks/db")), Ok(()));
         assert_eq!(permit(&s, &alice, &Need::name(Access::Write, "db")), Err(Denied::PermissionDenied));
         assert_eq!(permit(&s, &alice, &Need::name(Access::Read, "locks/db")), Err(Denied::PermissionDenied));
@@ -375,11 +375,11 @@ mod tests {
     #[test]
     fn only_root_administers() {
         let s = store();
-        assert_eq!(permit(&s, &Identity::User("alice".into()), &Need::Admin), Err(Denied::PermissionDenied));
-        assert_eq!(permit(&s, &Identity::User(ROOT.into()), &Need::Admin), Ok(()));
-        assert_eq!(permit(&s, &Identity::Root, &Need::Admin), Ok(()));
+        assert_eq!(permit(&s, &Principal::User("alice".into()), &Need::Admin), Err(Denied::PermissionDenied));
+        assert_eq!(permit(&s, &Principal::User(ROOT.into()), &Need::Admin), Ok(()));
+        assert_eq!(permit(&s, &Principal::Root, &Need::Admin), Ok(()));
         assert_eq!(
-            permit(&s, &Identity::User("mallory".into()), &Need::Someone),
+            permit(&s, &Principal::User("mallory".into()), &Need::Someone),
             Err(Denied::PermissionDenied),
             "a name that is no user (a certificate's, a deleted user's) is nobody's"
         );
@@ -393,7 +393,7 @@ mod tests {
         let mut s = store();
         users.publish(&s);
         let token = users.authenticate("alice", "alicepw").unwrap();
-        assert_eq!(users.identify(&token), Some(Identity::User("alice".into())));
+        assert_eq!(users.identify(&token), Some(Principal::User("alice".into())));
         // Another member with the same cluster secret takes it; one with another does not.
         let member = Users::new(None, Some(secret));
         member.publish(&s);
@@ -421,7 +421,7 @@ mod tests {
     #[test]
     fn the_api_token_is_root() {
         let users = Users::new(Some(ApiToken::new("0123456789abcdef0123").unwrap()), None);
-        assert_eq!(users.identify("0123456789abcdef0123"), Some(Identity::Root));
+        assert_eq!(users.identify("0123456789abcdef0123"), Some(Principal::Root));
         assert_eq!(users.identify("0123456789abcdef0124"), None);
     }
 
@@ -431,7 +431,7 @@ mod tests {
         params.distinguished_name.push(rcgen::DnType::CommonName, "alice");
         let key = rcgen::KeyPair::generate().unwrap();
         let cert = params.self_signed(&key).unwrap();
-        assert_eq!(Users::identify_certificate(cert.der()), Some(Identity::User("alice".into())));
+        assert_eq!(Users::identify_certificate(cert.der()), Some(Principal::User("alice".into())));
         assert_eq!(Users::identify_certificate(b"not a certificate"), None);
     }
 

@@ -1,7 +1,7 @@
 //! `etcdserverpb.Auth`: users, roles and permissions (etcd's auth model), and the check every
 //! other call of the gRPC API passes.
 //!
-//! Who a call comes from ([`crate::users::Identity`]), established by [`Authorizer`] on every
+//! Who a call comes from ([`crate::users::Principal`]), established by [`Authorizer`] on every
 //! call but `Authenticate`:
 //!
 //! - etcd's `token` metadata: the token `Authenticate` answered for a user's name and password
@@ -33,7 +33,7 @@ use super::pb::etcdserverpb::auth_server::Auth;
 use super::pb::etcdserverpb::*;
 use super::{Ctx, caller_of, op_status};
 use crate::ops::{self, Caller};
-use crate::users::{AuthFailed, Identity, Need, Users};
+use crate::users::{AuthFailed, Need, Principal, Users};
 
 /// The user the API token speaks as over this API.
 pub const USER: &str = "root";
@@ -42,7 +42,7 @@ pub const USER: &str = "root";
 const PURPOSE: &str = "ringleader etcd gRPC auth token v1";
 
 /// The check on every call but `Authenticate`: a tonic interceptor that puts the caller's
-/// [`Identity`] in the request's extensions.
+/// [`Principal`] in the request's extensions.
 #[derive(Clone)]
 pub struct Authorizer {
     users: Arc<Users>,
@@ -58,21 +58,21 @@ impl Authorizer {
     }
 
     /// Who `req` comes from, or why it is refused.
-    fn identify<T>(&self, req: &Request<T>) -> Result<Identity, Status> {
+    fn identify<T>(&self, req: &Request<T>) -> Result<Principal, Status> {
         let required = self.root_token.is_some() || self.users.enabled();
         if let Some(v) = req.metadata().get("token") {
             let presented = v.as_bytes();
             if let Some(root) = &self.root_token
                 && bool::from(presented.ct_eq(root.as_bytes()))
             {
-                return Ok(Identity::Root);
+                return Ok(Principal::Root);
             }
             let user = std::str::from_utf8(presented).ok().and_then(|t| self.users.session(t));
             return match user {
-                Some(user) => Ok(Identity::User(user)),
+                Some(user) => Ok(Principal::User(user)),
                 None if required => Err(Status::unauthenticated("etcdserver: invalid auth token")),
                 // etcd ignores tokens while auth is disabled.
-                None => Ok(Identity::Nobody),
+                None => Ok(Principal::Nobody),
             };
         }
         // A node with an API token asks every call for a token (as its HTTP API asks for a
@@ -82,17 +82,17 @@ impl Authorizer {
             None => req.peer_certs().and_then(|c| c.first().and_then(|d| Users::identify_certificate(d))),
         };
         match cert {
-            Some(identity) => Ok(identity),
+            Some(principal) => Ok(principal),
             None if required => Err(Status::unauthenticated("etcdserver: user name is empty")),
-            None => Ok(Identity::Nobody),
+            None => Ok(Principal::Nobody),
         }
     }
 }
 
 impl Interceptor for Authorizer {
     fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
-        let identity = self.identify(&req)?;
-        req.extensions_mut().insert(identity);
+        let principal = self.identify(&req)?;
+        req.extensions_mut().insert(principal);
         Ok(req)
     }
 }
@@ -101,15 +101,15 @@ impl Interceptor for Authorizer {
 pub struct AuthApi {
     /// The node, for answer headers and its users.
     pub ctx: Ctx,
-    /// The identity check of the calls other than `Authenticate`.
+    /// The principal check of the calls other than `Authenticate`.
     pub check: Authorizer,
 }
 
 impl AuthApi {
     /// The caller of a management call (which the interceptor did not see).
     fn caller<T>(&self, req: &mut Request<T>) -> Result<Caller, Status> {
-        let identity = self.check.identify(req)?;
-        req.extensions_mut().insert(identity);
+        let principal = self.check.identify(req)?;
+        req.extensions_mut().insert(principal);
         caller_of(req)
     }
 
@@ -381,12 +381,12 @@ mod tests {
     use super::*;
     use ringleader_transport::http::ApiToken;
 
-    fn call(a: &mut Authorizer, token: Option<&str>) -> Result<Identity, Status> {
+    fn call(a: &mut Authorizer, token: Option<&str>) -> Result<Principal, Status> {
         let mut req = Request::new(());
         if let Some(t) = token {
             req.metadata_mut().insert("token", t.parse().unwrap());
         }
-        a.call(req).map(|r| r.extensions().get::<Identity>().cloned().unwrap())
+        a.call(req).map(|r| r.extensions().get::<Principal>().cloned().unwrap())
     }
 
     #[test]
@@ -395,7 +395,7 @@ mod tests {
         let mut a = Authorizer::new(Arc::new(Users::new(Some(api.clone()), None)));
         let good = api.derive(PURPOSE);
         assert_eq!(good.len(), 64);
-        assert_eq!(call(&mut a, Some(&good)).unwrap(), Identity::Root);
+        assert_eq!(call(&mut a, Some(&good)).unwrap(), Principal::Root);
         let missing = call(&mut a, None).unwrap_err();
         assert_eq!(
             (missing.code(), missing.message()),
@@ -416,7 +416,7 @@ mod tests {
     #[test]
     fn without_an_api_token_or_auth_every_call_passes_as_nobody() {
         let mut a = Authorizer::new(Arc::new(Users::new(None, None)));
-        assert_eq!(call(&mut a, None).unwrap(), Identity::Nobody);
-        assert_eq!(call(&mut a, Some("anything")).unwrap(), Identity::Nobody);
+        assert_eq!(call(&mut a, None).unwrap(), Principal::Nobody);
+        assert_eq!(call(&mut a, Some("anything")).unwrap(), Principal::Nobody);
     }
 }

@@ -38,7 +38,7 @@ use tonic::{Request, Status};
 
 use crate::ops::{Caller, OpError};
 use crate::server::{Node, Unavailable};
-use crate::users::Identity;
+use crate::users::Principal;
 
 pub mod auth;
 pub mod cluster;
@@ -298,11 +298,11 @@ pub fn op_status(e: OpError) -> Status {
     }
 }
 
-/// The caller of a call: the identity the interceptor ([`auth::Authorizer`]) established, and
+/// The caller of a call: the principal the interceptor ([`auth::Authorizer`]) established, and
 /// the lease key its metadata shows ([`lease_key_of`]).
 pub fn caller_of<T>(req: &Request<T>) -> Result<Caller, Status> {
-    let identity = req.extensions().get::<Identity>().cloned().unwrap_or(Identity::Nobody);
-    Ok(Caller::new(identity).with_key(lease_key_of(req)?))
+    let principal = req.extensions().get::<Principal>().cloned().unwrap_or(Principal::Nobody);
+    Ok(Caller::new(principal).with_key(lease_key_of(req)?))
 }
 
 /// The metadata that carries a lease key: a lease granted through the HTTP API answers a key
