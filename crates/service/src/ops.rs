@@ -235,10 +235,17 @@ impl std::fmt::Debug for LeaseKey {
 /// read. Errors: [`OpError::Denied`], [`OpError::NoSuchLease`], [`OpError::NotOwner`].
 pub async fn authorize(node: &Node, who: &Caller, lease: LeaseId) -> Result<(), OpError> {
     permit(node, who, &Need::Someone)?;
-    let owner_of = move |m: &StateMachine| m.lease(lease).map(|l| l.owner.clone());
-    let owner = match node.local(owner_of).await? {
+    let owner = match node.lease_owners.get(lease) {
         Some(owner) => owner,
-        None => node.read(owner_of).await?.1.ok_or(OpError::NoSuchLease(lease))?,
+        None => {
+            let owner_of = move |m: &StateMachine| m.lease(lease).map(|l| l.owner.clone());
+            let owner = match node.local(owner_of).await? {
+                Some(owner) => owner,
+                None => node.read(owner_of).await?.1.ok_or(OpError::NoSuchLease(lease))?,
+            };
+            node.lease_owners.insert(lease, owner.clone());
+            owner
+        }
     };
     let allowed = match owner {
         None => true,

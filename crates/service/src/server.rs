@@ -51,7 +51,7 @@ use ringleader_lock_service::replica::{
     Host, Proposal, Replica, ReplicaError, Settings, Submit, Unreachable, add_voter, remove_voter,
 };
 use ringleader_lock_service::state::{
-    Applied, DeadlockPolicy, IdempotencyKey, Notice, Op, RequestId, StateMachine,
+    Applied, DeadlockPolicy, IdempotencyKey, LeaseId, Notice, Op, Owner, Reply, RequestId, StateMachine,
 };
 use ringleader_transport::auth::Secret;
 use ringleader_transport::{
@@ -675,6 +675,41 @@ pub struct Node {
     /// Who is calling and what they may do: the applied auth store's view, the tokens handed
     /// out, the API token ([`crate::users`]).
     pub users: Arc<crate::users::Users>,
+    /// Who owns each lease, as far as this node has seen ([`LeaseOwners`]).
+    pub lease_owners: Arc<LeaseOwners>,
+}
+
+/// The owners of the leases this node has seen granted: a cache of the applied state, so that
+/// checking who may act on a lease ([`crate::ops::authorize`]) costs no round trip through the
+/// loop. Sound because a lease's owner never changes after its grant and lease ids are never
+/// reused. Filled when a grant is applied here (or a lookup missed); an entry leaves when its
+/// lease expires or is revoked. An entry whose lease ended unseen (a snapshot installed over
+/// it) only lets an operation reach the state machine, which answers that the lease is gone.
+#[derive(Default)]
+pub struct LeaseOwners(Mutex<std::collections::HashMap<LeaseId, Option<Owner>>>);
+
+impl LeaseOwners {
+    /// The most entries kept; past it the cache starts again empty.
+    const MAX: usize = 1 << 20;
+
+    /// `lease`'s owner, when this node has seen it.
+    pub fn get(&self, lease: LeaseId) -> Option<Option<Owner>> {
+        self.0.lock().get(&lease).cloned()
+    }
+
+    /// Records `lease`'s owner.
+    pub fn insert(&self, lease: LeaseId, owner: Option<Owner>) {
+        let mut m = self.0.lock();
+        if m.len() >= Self::MAX {
+            m.clear();
+        }
+        m.insert(lease, owner);
+    }
+
+    /// Forgets `lease` (it ended).
+    pub fn remove(&self, lease: LeaseId) {
+        self.0.lock().remove(&lease);
+    }
 }
 
 /// A write refused because it would take the store past the backend quota.
@@ -949,6 +984,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
     let (calls_tx, calls_rx) = mpsc::channel(4096);
     let (notices, _) = broadcast::channel(65_536);
     let users = Arc::new(crate::users::Users::new(cfg.api_token.clone(), cfg.secret.clone()));
+    let lease_owners = Arc::new(LeaseOwners::default());
     let status = Arc::new(Mutex::new(Status {
         id: cfg.id,
         cluster: identity.cluster.clone(),
@@ -970,6 +1006,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         quota_backend_bytes: cfg.quota_backend_bytes,
         nospace: Default::default(),
         users: users.clone(),
+        lease_owners: lease_owners.clone(),
     });
     let seed = cfg.seed.unwrap_or_else(|| {
         let mut b = [0u8; 8];
@@ -982,6 +1019,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         notices,
         status,
         users,
+        lease_owners,
         rng: Xoshiro256PlusPlus::seed_from_u64(seed),
         started: Instant::now(),
         pending: BTreeMap::new(),
@@ -1055,6 +1093,8 @@ struct LoopState {
     status: Arc<Mutex<Status>>,
     /// The node's users, whose view of the auth store the loop publishes.
     users: Arc<crate::users::Users>,
+    /// The lease owners the loop records as grants apply and leases end.
+    lease_owners: Arc<LeaseOwners>,
     rng: Xoshiro256PlusPlus,
     started: Instant,
     pending: BTreeMap<RequestId, Pending>,
@@ -1185,7 +1225,17 @@ impl Host for ServerHost<'_> {
         submit: &mut Submit,
     ) {
         for n in &applied.notices {
+            if let Notice::LeaseExpired { lease, .. } = n {
+                self.state.lease_owners.remove(*lease);
+            }
             let _ = self.state.notices.send(Arc::new((index, n.clone())));
+        }
+        match (&p.op, &applied.reply) {
+            (Op::Grant { owner, .. }, Reply::Granted { lease, .. }) => {
+                self.state.lease_owners.insert(*lease, owner.clone())
+            }
+            (Op::Revoke { lease }, Reply::Done) => self.state.lease_owners.remove(*lease),
+            _ => {}
         }
         // Before any answer: a client told its auth change is done is checked under it.
         self.state.users.publish(machine.auth());
