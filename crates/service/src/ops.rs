@@ -596,8 +596,11 @@ pub async fn permit_txn(node: &Node, who: &Caller, txn: &Txn) -> Result<(), OpEr
 }
 
 /// Checks a user's name and password (while auth is enabled) and answers a new token for it
-/// ([`crate::users::Users::authenticate`]; Argon2 runs off the async threads).
+/// ([`crate::users::Users::authenticate`]; Argon2 runs off the async threads, at most
+/// [`users::HASHING_AT_ONCE`] at a time: a flood of attempts waits its turn instead of taking
+/// 19 MiB of memory and a thread each).
 pub async fn authenticate(node: &Node, name: String, password: String) -> Result<String, AuthFailed> {
+    let Ok(_turn) = node.users.hashing.acquire().await else { return Err(AuthFailed::Invalid) };
     let users = node.users.clone();
     tokio::task::spawn_blocking(move || users.authenticate(&name, &password))
         .await
@@ -605,8 +608,9 @@ pub async fn authenticate(node: &Node, name: String, password: String) -> Result
 }
 
 /// A password's hash for the auth store (`None` for an empty one), computed off the async
-/// threads.
-pub async fn hash_password(password: String) -> Result<Option<String>, users::HashError> {
+/// threads, in turn with the other hashings.
+pub async fn hash_password(node: &Node, password: String) -> Result<Option<String>, users::HashError> {
+    let _turn = node.users.hashing.acquire().await.map_err(|e| users::HashError::from(e.to_string()))?;
     tokio::task::spawn_blocking(move || users::hash_password(&password))
         .await
         .unwrap_or_else(|e| Err(users::HashError::from(e)))

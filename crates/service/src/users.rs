@@ -42,6 +42,9 @@ use sha2::Digest as _;
 /// How long a token lives (etcd's default `--auth-token-ttl`).
 pub const TOKEN_TTL: Duration = Duration::from_secs(300);
 
+/// How many password hashings (Argon2: 19 MiB and a thread each) a node runs at once.
+pub const HASHING_AT_ONCE: usize = 4;
+
 /// What a token's tag is computed for (the cluster secret keys other things too).
 const TOKEN_LABEL: &[u8] = b"ringleader auth token v1";
 
@@ -128,6 +131,12 @@ pub enum AuthFailed {
 #[error("could not hash the password: {0}")]
 pub struct HashError(String);
 
+impl From<String> for HashError {
+    fn from(e: String) -> HashError {
+        HashError(e)
+    }
+}
+
 impl From<tokio::task::JoinError> for HashError {
     fn from(e: tokio::task::JoinError) -> HashError {
         HashError(e.to_string())
@@ -140,6 +149,8 @@ pub struct Users {
     /// What signs the tokens: the cluster secret, or a key of this node's own.
     token_key: Secret,
     api_token: Option<ApiToken>,
+    /// Turns for password hashing ([`HASHING_AT_ONCE`]).
+    pub hashing: tokio::sync::Semaphore,
 }
 
 impl Users {
@@ -147,7 +158,12 @@ impl Users {
     /// and the cluster secret that signs tokens (`None`: a random key of its own).
     pub fn new(api_token: Option<ApiToken>, secret: Option<Secret>) -> Users {
         let token_key = secret.unwrap_or_else(Secret::generate);
-        Users { view: Mutex::default(), token_key, api_token }
+        Users {
+            view: Mutex::default(),
+            token_key,
+            api_token,
+            hashing: tokio::sync::Semaphore::new(HASHING_AT_ONCE),
+        }
     }
 
     /// The node's API token, if it has one.

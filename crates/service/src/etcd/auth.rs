@@ -126,7 +126,7 @@ impl AuthApi {
 
     /// A password's hash (`None`: no password), hashed off the async threads.
     async fn hash(&self, password: String) -> Result<Option<String>, Status> {
-        ops::hash_password(password).await.map_err(|e| Status::internal(e.to_string()))
+        ops::hash_password(&self.ctx.node, password).await.map_err(|e| Status::internal(e.to_string()))
     }
 
     /// Checks that the caller of `req` may read the auth store (root while auth is enabled).
