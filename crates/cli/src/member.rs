@@ -9,12 +9,16 @@ use crate::service_client::EndpointArgs;
 /// List, add or remove the members (Raft voters) of a running coordination service
 ///
 /// A change is a Raft configuration change, one at a time; the command returns once it is
-/// applied and prints the members after it, one `ID PEER` line each.
+/// applied and prints the members after it, one `ID PEER` line each (`ID PEER learner` for a
+/// learner not promoted yet).
 ///
 /// To add a node: start it first with `ringleader serve --id ID --listen PEER --join` and a
 /// --peer flag for every current member (as `member list` prints them), then `member add ID
-/// PEER`. It catches up from a snapshot the leader sends. A removed node stops serving (its
-/// /status says `"removed": true`); its data directory cannot serve again.
+/// PEER`. It is added as a learner (it receives the log, does not vote), catches up from a
+/// snapshot the leader sends, and is promoted to a voter once it is connected and the started
+/// members stay a majority; one that is not ready in time stays a learner (status 1, "not
+/// ready to be promoted"; add it again once it runs, or remove it). A removed node stops
+/// serving (its /status says `"removed": true`); its data directory cannot serve again.
 ///
 /// Examples:
 ///   ringleader member list --endpoints http://127.0.0.1:4101
@@ -57,6 +61,9 @@ pub enum MemberAction {
 fn print(m: &Members) {
     for member in &m.members {
         println!("{} {}", member.id, member.peer);
+    }
+    for learner in &m.learners {
+        println!("{} {} learner", learner.id, learner.peer);
     }
 }
 

@@ -235,6 +235,9 @@ pub struct Member {
 pub struct Members {
     /// The voters, by id.
     pub members: Vec<Member>,
+    /// The learners (added, not promoted yet), by id.
+    #[serde(default)]
+    pub learners: Vec<Member>,
     /// The log index the answering node had applied.
     pub applied: u64,
 }

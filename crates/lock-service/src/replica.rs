@@ -349,6 +349,15 @@ impl<L: StableLog> Replica<L> {
         v
     }
 
+    /// The learners of its current configuration (they receive the log and do not vote), as
+    /// node ids.
+    pub fn learners(&self) -> Vec<NodeId> {
+        let mut v: Vec<NodeId> =
+            self.raft.raft.prs().conf().learners().iter().filter_map(|&id| node_of(id)).collect();
+        v.sort_unstable();
+        v
+    }
+
     /// True on a leader while a membership change it proposed is not yet applied (raft-rs
     /// allows one at a time and turns a second into an empty entry).
     pub fn conf_change_pending(&self) -> bool {
@@ -583,7 +592,18 @@ pub fn add_voter(node: NodeId, context: Vec<u8>) -> ConfChange {
     cc
 }
 
-/// A membership change that removes `node`.
+/// A membership change that adds `node` as a learner, with `context` (e.g. its address): it
+/// receives the log and does not vote, so it counts toward no quorum until [`add_voter`]
+/// promotes it.
+pub fn add_learner(node: NodeId, context: Vec<u8>) -> ConfChange {
+    let mut cc = ConfChange::default();
+    cc.set_change_type(ConfChangeType::AddLearnerNode);
+    cc.node_id = raft_id(node);
+    cc.context = context.into();
+    cc
+}
+
+/// A membership change that removes `node` (a voter or a learner).
 pub fn remove_voter(node: NodeId) -> ConfChange {
     let mut cc = ConfChange::default();
     cc.set_change_type(ConfChangeType::RemoveNode);

@@ -180,7 +180,7 @@ impl From<ChangeRefused> for ApiError {
             ChangeRefused::InProgress => ApiError::conflict("change_in_progress", message),
             ChangeRefused::Unknown(_) => ApiError::new(StatusCode::NOT_FOUND, "unknown_member", message),
             ChangeRefused::LastMember(_) => ApiError::conflict("last_member", message),
-            ChangeRefused::WouldLoseQuorum { .. } => ApiError::conflict("would_lose_quorum", message),
+            ChangeRefused::LearnerNotReady { .. } => ApiError::conflict("learner_not_ready", message),
             ChangeRefused::AlreadyMember { .. } => ApiError::conflict("already_member", message),
             ChangeRefused::NotMember => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_member", message),
             ChangeRefused::Unavailable(u) => u.into(),

@@ -48,7 +48,8 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::{NodeId, Time};
 use ringleader_lock_service::process::Msg;
 use ringleader_lock_service::replica::{
-    Host, Proposal, Replica, ReplicaError, Settings, Submit, Unreachable, add_voter, remove_voter,
+    Host, Proposal, Replica, ReplicaError, Settings, Submit, Unreachable, add_learner, add_voter,
+    remove_voter,
 };
 use ringleader_lock_service::state::{
     Applied, DeadlockPolicy, IdempotencyKey, LeaseId, Notice, Op, Owner, Reply, RequestId, StateMachine,
@@ -524,17 +525,16 @@ pub enum ChangeRefused {
         /// Its address.
         peer: String,
     },
-    /// Adding a voter now would leave fewer connected voters than a majority of the new
-    /// configuration (etcd's strict reconfiguration check).
+    /// The new member was added as a learner but never connected (or a promotion would have
+    /// left fewer started voters than a majority) before the request's timeout: it stays a
+    /// learner, which counts toward no quorum.
     #[error(
-        "adding a member now would leave {started} started members of {voters}, fewer than a majority: \
-         start the missing members (or remove the ones that will not come) first"
+        "node {id} was added as a learner (it receives the log and does not vote) but was not ready to be \
+         promoted in time: start it (serve --join) and add it again to promote it, or remove it"
     )]
-    WouldLoseQuorum {
-        /// Voters this node is connected to, itself included.
-        started: usize,
-        /// Voters after the addition.
-        voters: usize,
+    LearnerNotReady {
+        /// The learner.
+        id: u64,
     },
     /// This node is not in the configuration yet (it waits to be added).
     #[error("this node is not a member yet (it waits to be added); ask a member")]
@@ -558,6 +558,8 @@ pub struct Member {
 pub struct Members {
     /// The voters, by id.
     pub members: Vec<Member>,
+    /// The learners (added, not promoted yet), by id.
+    pub learners: Vec<Member>,
     /// The index this node had applied.
     pub applied: u64,
 }
@@ -1075,11 +1077,20 @@ struct Link {
     peer: Arc<LinkState>,
 }
 
-/// A membership change of this node's, waiting to be seen applied.
+/// A membership change of this node's, waiting to be seen applied. An addition goes in two
+/// steps, as etcd's and raft-rs's learners do: the new node is added as a learner (it receives
+/// the log and counts toward no quorum), then promoted to a voter once this node is connected
+/// to it and the started voters would still be a majority; a node that never comes stays a
+/// learner and cannot take the quorum away.
 struct PendingChange {
     change: MemberChange,
     reply: oneshot::Sender<Result<Members, ChangeRefused>>,
     first_sent: Instant,
+    /// An addition whose learner step is not applied yet.
+    learner_pending: bool,
+    /// When the addition's promotion was last proposed (a promotion a leader dropped, its
+    /// learner step not applied there yet, is proposed again a second later).
+    promoted_at: Option<Instant>,
     /// Seen applied: answered at the end of the turn.
     applied: bool,
 }
@@ -1182,12 +1193,16 @@ impl LoopState {
     }
 
     /// The members of `voters` (node ids) with their addresses.
-    fn members(&self, voters: &[u64], applied: u64) -> Members {
-        let members = voters
-            .iter()
-            .map(|&id| Member { id, peer: self.table.get(&id).cloned().unwrap_or_default() })
-            .collect();
-        Members { members, applied }
+    fn members(&self, replica: &Replica<Log>) -> Members {
+        let member = |p: NodeId| {
+            let id = p as u64 + 1;
+            Member { id, peer: self.table.get(&id).cloned().unwrap_or_default() }
+        };
+        Members {
+            members: replica.voters().into_iter().map(member).collect(),
+            learners: replica.learners().into_iter().map(member).collect(),
+            applied: replica.machine().last_applied(),
+        }
     }
 }
 
@@ -1311,7 +1326,17 @@ impl Host for ServerHost<'_> {
                     s.forget(id);
                 }
             }
-            ConfChangeType::AddLearnerNode => {}
+            ConfChangeType::AddLearnerNode => {
+                let addr = String::from_utf8_lossy(&change.context).into_owned();
+                if !addr.is_empty() {
+                    s.learn(id, addr);
+                }
+                if let Some(p) = s.change.as_mut()
+                    && matches!(p.change, MemberChange::Add { id: want, .. } if want == id)
+                {
+                    p.learner_pending = false;
+                }
+            }
         }
         let done = s.change.as_ref().is_some_and(|p| match &p.change {
             MemberChange::Add { id: want, .. } => {
@@ -1415,9 +1440,9 @@ fn after_changes(replica: &mut Replica<Log>, state: &mut LoopState) -> Result<()
     if state.change.as_ref().is_some_and(|c| c.applied)
         && let Some(c) = state.change.take()
     {
-        let voters: Vec<u64> = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
-        let _ = c.reply.send(Ok(state.members(&voters, replica.machine().last_applied())));
+        let _ = c.reply.send(Ok(state.members(replica)));
     }
+    promote_when_ready(replica, state);
     if state.removed {
         let gone = Unavailable::Removed(state.cfg.id);
         eprintln!(
@@ -1490,11 +1515,11 @@ fn on_call(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Call) {
     }
     match cmd {
         Call::Members { reply } => {
-            let voters: Vec<u64> = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
-            let _ = reply.send(Ok(state.members(&voters, replica.machine().last_applied())));
+            let _ = reply.send(Ok(state.members(replica)));
         }
         Call::ChangeMembers { change, reply } => {
             let voters: Vec<u64> = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
+            let learners: Vec<u64> = replica.learners().into_iter().map(|p| p as u64 + 1).collect();
             let refused = if voters.is_empty() {
                 Some(ChangeRefused::NotMember)
             } else if state.change.is_some() || replica.conf_change_pending() {
@@ -1504,7 +1529,7 @@ fn on_call(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Call) {
                     MemberChange::Add { id, peer } if voters.contains(id) => {
                         if state.table.get(id) == Some(peer) {
                             // Already done (a retry): the members as they are.
-                            let _ = reply.send(Ok(state.members(&voters, replica.machine().last_applied())));
+                            let _ = reply.send(Ok(state.members(replica)));
                             return;
                         }
                         Some(ChangeRefused::AlreadyMember {
@@ -1512,27 +1537,18 @@ fn on_call(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Call) {
                             peer: state.table.get(id).cloned().unwrap_or_default(),
                         })
                     }
-                    MemberChange::Remove { id } if !voters.contains(id) => Some(ChangeRefused::Unknown(*id)),
-                    MemberChange::Remove { id } if voters.len() == 1 => Some(ChangeRefused::LastMember(*id)),
-                    MemberChange::Add { .. } => {
-                        // etcd's strict reconfiguration check: the voters this node is connected
-                        // to (itself included) must still be a majority once the new voter,
-                        // not started yet, counts. Members added that never come (a typo, a
-                        // phantom) could otherwise take the quorum out of reach, and no change,
-                        // not even removing them, could commit again.
-                        let started = voters
-                            .iter()
-                            .filter(|&&v| {
-                                v == state.cfg.id
-                                    || state.links.get(&v).is_some_and(|l| {
-                                        l.peer.connected.load(std::sync::atomic::Ordering::Relaxed)
-                                    })
-                            })
-                            .count();
-                        let after = voters.len() + 1;
-                        (started < after / 2 + 1)
-                            .then_some(ChangeRefused::WouldLoseQuorum { started, voters: after })
+                    MemberChange::Add { id, peer }
+                        if learners.contains(id) && state.table.get(id) != Some(peer) =>
+                    {
+                        Some(ChangeRefused::AlreadyMember {
+                            id: *id,
+                            peer: state.table.get(id).cloned().unwrap_or_default(),
+                        })
                     }
+                    MemberChange::Remove { id } if !voters.contains(id) && !learners.contains(id) => {
+                        Some(ChangeRefused::Unknown(*id))
+                    }
+                    MemberChange::Remove { id } if voters == [*id] => Some(ChangeRefused::LastMember(*id)),
                     _ => None,
                 }
             };
@@ -1540,15 +1556,28 @@ fn on_call(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Call) {
                 let _ = reply.send(Err(r));
                 return;
             }
-            let cc = match &change {
-                MemberChange::Add { id, peer } => add_voter((id - 1) as NodeId, peer.clone().into_bytes()),
-                MemberChange::Remove { id } => remove_voter((id - 1) as NodeId),
-            };
             // Proposed once: a change dropped on the way (no leader, a leader change) is not
             // proposed again but answered 503 after the request timeout, for the client to retry
-            // (a retry of an add that did apply is answered with the members).
-            replica.change_membership(cc);
-            state.change = Some(PendingChange { change, reply, first_sent: now, applied: false });
+            // (a retry of an add that did apply is answered with the members; of an add that
+            // left a learner, goes on to its promotion).
+            let mut pending = PendingChange {
+                change,
+                reply,
+                first_sent: now,
+                learner_pending: false,
+                promoted_at: None,
+                applied: false,
+            };
+            match &pending.change {
+                MemberChange::Add { id, .. } if learners.contains(id) => {}
+                MemberChange::Add { id, peer } => {
+                    replica.change_membership(add_learner((id - 1) as NodeId, peer.clone().into_bytes()));
+                    pending.learner_pending = true;
+                }
+                MemberChange::Remove { id } => replica.change_membership(remove_voter((id - 1) as NodeId)),
+            }
+            state.change = Some(pending);
+            promote_when_ready(replica, state);
         }
         Call::Propose { op, key, reply } => {
             bump(&state.metrics.proposals);
@@ -1578,8 +1607,47 @@ fn on_call(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Call) {
     }
 }
 
-/// A tick: the replica's clock, then requests to propose again or give up.
+/// Promotes the learner of this node's pending addition once it is ready: its learner step is
+/// applied, this node is connected to it (it runs and proved the cluster secret), and the
+/// voters this node is connected to, itself and the learner included, are a majority of the
+/// configuration after it (etcd's strict reconfiguration check). Until then it waits; the
+/// request's timeout answers [`ChangeRefused::LearnerNotReady`].
+fn promote_when_ready(replica: &mut Replica<Log>, state: &mut LoopState) {
+    let Some(p) = state.change.as_ref() else { return };
+    let MemberChange::Add { id, peer } = &p.change else { return };
+    let learner = replica.learners().contains(&((id - 1) as NodeId));
+    let again = p.promoted_at.is_some_and(|t| t.elapsed() >= Duration::from_secs(1));
+    if p.learner_pending || (p.promoted_at.is_some() && !(again && learner)) || replica.conf_change_pending()
+    {
+        return;
+    }
+    let connected = |v: u64| {
+        state.links.get(&v).is_some_and(|l| l.peer.connected.load(std::sync::atomic::Ordering::Relaxed))
+    };
+    if !connected(*id) {
+        return;
+    }
+    let voters: Vec<u64> = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
+    let started = voters.iter().filter(|&&v| v == state.cfg.id || connected(v)).count() + 1;
+    let after = voters.len() + 1;
+    if started < after / 2 + 1 {
+        return;
+    }
+    replica.change_membership(add_voter((id - 1) as NodeId, peer.clone().into_bytes()));
+    if let Some(p) = state.change.as_mut() {
+        p.promoted_at = Some(Instant::now());
+    }
+}
+
+/// A tick: the replica's clock, then requests to propose again or give up, and a learner to
+/// promote.
 fn on_tick(replica: &mut Replica<Log>, state: &mut LoopState) {
+    on_tick_requests(replica, state);
+    promote_when_ready(replica, state);
+}
+
+/// The replica's clock, then requests to propose again or give up.
+fn on_tick_requests(replica: &mut Replica<Log>, state: &mut LoopState) {
     replica.tick(state.started.elapsed().as_nanos() as Time);
     let now = Instant::now();
     let (retry, timeout) = (state.cfg.retry, state.cfg.request_timeout);
@@ -1591,7 +1659,14 @@ fn on_tick(replica: &mut Replica<Log>, state: &mut LoopState) {
     if state.change.as_ref().is_some_and(|c| !c.applied && now.duration_since(c.first_sent) >= timeout)
         && let Some(c) = state.change.take()
     {
-        let _ = c.reply.send(Err(gave_up().into()));
+        let answer = match c.change {
+            // The learner is in; its promotion never came.
+            MemberChange::Add { id, .. } if !c.learner_pending && c.promoted_at.is_none() => {
+                ChangeRefused::LearnerNotReady { id }
+            }
+            _ => gave_up().into(),
+        };
+        let _ = c.reply.send(Err(answer));
     }
     state.pending.retain(|_, p| {
         if now.duration_since(p.first_sent) >= timeout {
