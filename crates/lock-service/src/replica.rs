@@ -358,6 +358,17 @@ impl<L: StableLog> Replica<L> {
         v
     }
 
+    /// On a leader, whether `node` has the log up to within `lag` entries of the commit index
+    /// (a learner caught up enough to be promoted); `None` on a follower, which does not know.
+    pub fn caught_up(&self, node: NodeId, lag: u64) -> Option<bool> {
+        let raft = &self.raft.raft;
+        if raft.state != StateRole::Leader {
+            return None;
+        }
+        let matched = raft.prs().get(raft_id(node)).map_or(0, |p| p.matched);
+        Some(matched + lag >= raft.raft_log.committed)
+    }
+
     /// True on a leader while a membership change it proposed is not yet applied (raft-rs
     /// allows one at a time and turns a second into an empty entry).
     pub fn conf_change_pending(&self) -> bool {

@@ -1607,8 +1607,12 @@ fn on_call(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Call) {
     }
 }
 
+/// How far behind the commit index a learner may be and still be promoted (in entries).
+const CATCH_UP_LAG: u64 = 128;
+
 /// Promotes the learner of this node's pending addition once it is ready: its learner step is
-/// applied, this node is connected to it (it runs and proved the cluster secret), and the
+/// applied, this node is connected to it (it runs and proved the cluster secret; on the leader,
+/// it also has the log within [`CATCH_UP_LAG`] entries of the commit index), and the
 /// voters this node is connected to, itself and the learner included, are a majority of the
 /// configuration after it (etcd's strict reconfiguration check). Until then it waits; the
 /// request's timeout answers [`ChangeRefused::LearnerNotReady`].
@@ -1624,7 +1628,9 @@ fn promote_when_ready(replica: &mut Replica<Log>, state: &mut LoopState) {
     let connected = |v: u64| {
         state.links.get(&v).is_some_and(|l| l.peer.connected.load(std::sync::atomic::Ordering::Relaxed))
     };
-    if !connected(*id) {
+    // On the leader, also caught up (within the entries a second of ticks adds); a follower
+    // cannot see the learner's progress and goes by the connection alone.
+    if !connected(*id) || replica.caught_up((id - 1) as NodeId, CATCH_UP_LAG) == Some(false) {
         return;
     }
     let voters: Vec<u64> = replica.voters().into_iter().map(|p| p as u64 + 1).collect();
