@@ -303,9 +303,17 @@ fn replace_member_3(n: &mut Nodes, api: u16) -> u64 {
         (call(api + 1, "DELETE", "/v1/members/3", None).0 == 200).then_some(())
     });
     n.start(3, &["--join", "--cluster-id", "durability-test"]);
-    let (code, body) =
-        post(api + 1, "/v1/members", json!({ "id": 3, "peer": format!("127.0.0.1:{}", n.peer + 3) }));
-    assert_eq!(code, 200, "{body}");
+    // Added as a learner, promoted once it caught up: while it takes its snapshot the answer is
+    // 409 `learner_not_ready`, and the operator asks again (as `deploy/nemesis.sh` does).
+    until(LIMIT, "member 3 added back and promoted", || {
+        let (code, body) =
+            post(api + 1, "/v1/members", json!({ "id": 3, "peer": format!("127.0.0.1:{}", n.peer + 3) }));
+        match (code, body["reason"].as_str()) {
+            (200, _) => Some(()),
+            (409, Some("learner_not_ready")) => None,
+            _ => panic!("adding member 3 back: {code} {body}"),
+        }
+    });
     status(api + 1).unwrap()["applied"].as_u64().unwrap()
 }
 
