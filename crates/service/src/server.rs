@@ -1327,10 +1327,17 @@ impl Host for ServerHost<'_> {
                 }
             }
             ConfChangeType::AddLearnerNode => {
+                // Added back after a removal this node replayed from the log: it is a member
+                // again (as for AddNode), not a removed node.
+                if id == s.cfg.id {
+                    s.removal_pending = false;
+                }
                 let addr = String::from_utf8_lossy(&change.context).into_owned();
                 if !addr.is_empty() {
                     s.learn(id, addr);
                 }
+                // The new node is sent a snapshot rather than the whole log.
+                s.compact = true;
                 if let Some(p) = s.change.as_mut()
                     && matches!(p.change, MemberChange::Add { id: want, .. } if want == id)
                 {
