@@ -25,6 +25,7 @@ use crate::{CommandResult, ExitStatus};
 ///   ringleader lab grade --family mutex --bin 'python3 lab/examples/mutex_ra.py' --algo-like ricart-agrawala --html card.html
 ///   ringleader lab grade --family deadlock --bin 'python3 lab/examples/deadlock_cmh.py' --scenario scenarios/cmh-report-only.toml
 ///   ringleader lab new my-ra --family mutex
+///   ringleader lab grade --family mutex --crate my-ra --algo-like ricart-agrawala
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct LabArgs {
@@ -161,15 +162,35 @@ struct RunArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(group = clap::ArgGroup::new("what").required(true).args(["bin", "krate"]))]
 struct GradeArgs {
-    #[command(flatten)]
-    common: Common,
+    /// The family: mutex, election, clock or deadlock.
+    #[arg(long)]
+    family: LabFamily,
+    /// Your node program's command line (run by sh in the node's own directory; relative paths
+    /// in it are resolved against the current directory).
+    #[arg(long, value_name = "CMD")]
+    bin: Option<String>,
+    /// A Rust crate `lab new` wrote: built with cargo and graded under ringleader's simulator
+    /// (the same battery) and model checker (every interleaving of --check-nodes nodes).
+    #[arg(long = "crate", value_name = "DIR")]
+    krate: Option<PathBuf>,
+    /// The algorithm yours is like: its textbook cost per operation (ricart-agrawala, lamport,
+    /// central; chang-roberts, ring, bully).
+    #[arg(long, value_name = "ALGO")]
+    algo_like: Option<String>,
+    /// Lockstep only: how long a node without the lab_done marker must stay silent to be done.
+    #[arg(long, value_name = "TIME", default_value = "20ms")]
+    quiet: TimeSpan,
     /// Processes per run.
     #[arg(long, default_value_t = 4)]
     nodes: u32,
     /// Seeds in the sweep.
     #[arg(long, default_value_t = 8)]
     seeds: u64,
+    /// With --crate: nodes of the model checker's system.
+    #[arg(long, value_name = "M", default_value_t = 3, requires = "krate")]
+    check_nodes: u32,
     /// A teacher's scenario file (the simulator's TOML format: nodes, seed, network, faults,
     /// workload, initiators, `[expect]`), run after the battery; repeatable.
     #[arg(long, value_name = "FILE")]
@@ -250,13 +271,16 @@ fn run(a: RunArgs) -> CommandResult {
 }
 
 fn grade(a: GradeArgs) -> CommandResult {
+    if let Some(dir) = &a.krate {
+        return grade_crate(dir, &a);
+    }
     let g = GradeConfig {
-        family: a.common.family,
-        command: a.common.bin.clone(),
+        family: a.family,
+        command: a.bin.clone().expect("clap requires --bin or --crate"),
         nodes: a.nodes,
-        algo_like: a.common.algo_like.clone(),
+        algo_like: a.algo_like.clone(),
         seeds: a.seeds,
-        quiet: quiet(&a.common),
+        quiet: Duration::from_nanos(a.quiet.0),
         scenarios: a.scenario,
     };
     LabConfig { algo_like: g.algo_like.clone(), ..LabConfig::new(g.family, &g.command, g.nodes) }
@@ -275,4 +299,51 @@ fn grade(a: GradeArgs) -> CommandResult {
         }
     }
     Ok(ExitStatus::violation_unless(card.ok))
+}
+
+/// `lab grade --crate DIR`: the crate's own `grade` command, built and run by cargo in the
+/// current directory (so relative --scenario and --html paths mean what they say here); its
+/// card is printed as it comes.
+fn grade_crate(dir: &std::path::Path, a: &GradeArgs) -> CommandResult {
+    let manifest = dir.join("Cargo.toml");
+    if !manifest.is_file() {
+        anyhow::bail!("--crate {}: no Cargo.toml there (a crate `ringleader lab new` wrote)", dir.display());
+    }
+    let mut args: Vec<String> = vec![
+        "grade".into(),
+        "--family".into(),
+        a.family.name().into(),
+        "--nodes".into(),
+        a.nodes.to_string(),
+        "--seeds".into(),
+        a.seeds.to_string(),
+        "--check-nodes".into(),
+        a.check_nodes.to_string(),
+    ];
+    if let Some(like) = &a.algo_like {
+        args.extend(["--algo-like".into(), like.clone()]);
+    }
+    for s in &a.scenario {
+        args.extend(["--scenario".into(), s.display().to_string()]);
+    }
+    if let Some(h) = &a.html {
+        args.extend(["--html".into(), h.display().to_string()]);
+    }
+    if a.json {
+        args.push("--json".into());
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = std::process::Command::new(&cargo)
+        .args(["run", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .arg("--")
+        .args(&args)
+        .status()
+        .with_context(|| format!("running {} (the crate is built with cargo)", cargo.to_string_lossy()))?;
+    match status.code() {
+        Some(0) => Ok(ExitStatus::violation_unless(true)),
+        Some(2) => Ok(ExitStatus::violation_unless(false)),
+        Some(c) => anyhow::bail!("--crate {}: building or grading it failed (exit {c}; its output is above)", dir.display()),
+        None => anyhow::bail!("--crate {}: the grade was killed by a signal", dir.display()),
+    }
 }

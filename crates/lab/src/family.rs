@@ -32,6 +32,11 @@ impl LabFamily {
         }
     }
 
+    /// The lab family of the simulator's `family`, if the lab has one.
+    pub fn of(family: ringleader_algorithms::Family) -> Option<LabFamily> {
+        LabFamily::ALL.into_iter().find(|f| f.family() == family)
+    }
+
     /// The simulator's family of the same name.
     pub fn family(self) -> ringleader_algorithms::Family {
         match self {

@@ -373,28 +373,91 @@ fn builtin(g: &GradeConfig) -> Vec<(String, LabConfig)> {
     b
 }
 
+/// What one run of a battery gave, whatever ran it: a learner's processes under the lab, or a
+/// learner's crate under the simulator or the model checker.
+#[derive(Clone, Debug)]
+pub struct Judged {
+    /// The scenario's name.
+    pub scenario: String,
+    /// Its seed (0 for the model checker, which draws nothing).
+    pub seed: u64,
+    /// The command line that repeats it.
+    pub repro: String,
+    /// Each property's verdict.
+    pub properties: Vec<(String, Verdict)>,
+    /// Messages per operation.
+    pub per_operation: Option<f64>,
+    /// The cost against the textbook, with `--algo-like`.
+    pub cost: Option<crate::report::Cost>,
+    /// Whether a node process exited on its own (learners' processes only).
+    pub process: Option<Verdict>,
+    /// Properties the scenario file expects violated.
+    pub expected: Vec<String>,
+    /// What of the scenario file the lab could not reproduce.
+    pub notes: Vec<String>,
+}
+
+impl Judged {
+    /// A lab run's report, as the card counts it.
+    pub fn of_lab(scenario: String, seed: u64, expected: Vec<String>, notes: Vec<String>, report: &LabReport) -> Judged {
+        let process = if report.process_died {
+            Verdict::Violated { detail: report.notes.first().cloned().unwrap_or_default(), step: 0, time_ms: 0.0 }
+        } else {
+            Verdict::Holds
+        };
+        Judged {
+            scenario,
+            seed,
+            repro: report.repro.clone(),
+            properties: report.properties.iter().map(|p| (p.name.clone(), p.verdict.clone())).collect(),
+            per_operation: report.per_operation,
+            cost: report.cost.clone(),
+            process: Some(process),
+            expected,
+            notes,
+        }
+    }
+}
+
 /// Runs the battery and fills the card.
 pub fn grade(g: &GradeConfig) -> Result<Card, LabError> {
     let battery = battery(g)?;
-    let mut card = Card {
-        family: g.family.name().to_string(),
-        nodes: g.nodes,
-        algo_like: g.algo_like.clone(),
-        textbook: None,
-        runs: Vec::new(),
-        properties: Vec::new(),
-        ok: true,
-        first_failure: None,
-    };
+    let mut card = Card::new(g.family.name(), g.nodes, g.algo_like.clone());
     for Planned { scenario, config: cfg, expected, notes } in battery {
         let report = run(&cfg)?;
-        let seed = cfg.seed;
+        let passed = card.add(Judged::of_lab(scenario, cfg.seed, expected, notes, &report));
+        if !passed && card.first_failure.is_none() {
+            card.first_failure = Some(report);
+        }
+    }
+    Ok(card)
+}
+
+impl Card {
+    /// An empty card.
+    pub fn new(family: &str, nodes: u32, algo_like: Option<String>) -> Card {
+        Card {
+            family: family.to_string(),
+            nodes,
+            algo_like,
+            textbook: None,
+            runs: Vec::new(),
+            properties: Vec::new(),
+            ok: true,
+            first_failure: None,
+        }
+    }
+
+    /// Counts one run: each property's verdict (a violation the scenario expects is not a
+    /// failure), the cost, the processes. Returns whether the run passed.
+    pub fn add(&mut self, run: Judged) -> bool {
+        let Judged { scenario, seed, repro, properties, per_operation, cost, process, expected, notes } = run;
         let mut unexpected = false;
         let mut tally = |name: &str, verdict: &Verdict| {
-            let i = match card.properties.iter().position(|p| p.name == name) {
+            let i = match self.properties.iter().position(|p| p.name == name) {
                 Some(i) => i,
                 None => {
-                    card.properties.push(PropertyCard {
+                    self.properties.push(PropertyCard {
                         name: name.to_string(),
                         held: 0,
                         not_judged: 0,
@@ -403,10 +466,10 @@ pub fn grade(g: &GradeConfig) -> Result<Card, LabError> {
                         expected: 0,
                         first_failure: None,
                     });
-                    card.properties.len() - 1
+                    self.properties.len() - 1
                 }
             };
-            let p = &mut card.properties[i];
+            let p = &mut self.properties[i];
             match verdict {
                 Verdict::Holds => p.held += 1,
                 Verdict::NotJudged { .. } => p.not_judged += 1,
@@ -419,15 +482,15 @@ pub fn grade(g: &GradeConfig) -> Result<Card, LabError> {
                         scenario: scenario.clone(),
                         seed,
                         detail: detail.clone(),
-                        repro: report.repro.clone(),
+                        repro: repro.clone(),
                     });
                 }
             }
         };
-        for p in &report.properties {
-            tally(&p.name, &p.verdict);
+        for (name, verdict) in &properties {
+            tally(name, verdict);
         }
-        if let Some(c) = &report.cost {
+        if let Some(c) = &cost {
             let verdict = if c.ok() {
                 Verdict::Holds
             } else {
@@ -446,39 +509,25 @@ pub fn grade(g: &GradeConfig) -> Result<Card, LabError> {
             };
             tally("cost", &verdict);
         }
-        let process = if report.process_died {
-            Verdict::Violated {
-                detail: report.notes.first().cloned().unwrap_or_default(),
-                step: 0,
-                time_ms: 0.0,
-            }
-        } else {
-            Verdict::Holds
-        };
-        tally("process", &process);
-        card.textbook = card.textbook.take().or_else(|| report.cost.as_ref().map(|c| c.textbook.value()));
+        if let Some(p) = &process {
+            tally("process", p);
+        }
+        self.textbook = self.textbook.take().or_else(|| cost.as_ref().map(|c| c.textbook.value()));
         let ok = !unexpected;
-        card.runs.push(GradedRun {
+        self.runs.push(GradedRun {
             scenario,
             seed,
             ok,
-            per_operation: report.per_operation,
-            cost: report.cost.as_ref().map(|c| c.verdict.clone()),
-            repro: report.repro.clone(),
+            per_operation,
+            cost: cost.as_ref().map(|c| c.verdict.clone()),
+            repro,
             expected,
             notes,
         });
-        if !ok {
-            card.ok = false;
-            if card.first_failure.is_none() {
-                card.first_failure = Some(report);
-            }
-        }
+        self.ok &= ok;
+        ok
     }
-    Ok(card)
-}
 
-impl Card {
     /// The printed card.
     pub fn render(&self) -> String {
         let mut s = String::new();

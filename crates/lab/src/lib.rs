@@ -26,6 +26,7 @@
 //! and prints a report card: each property with its first failing seed and repro line.
 
 pub mod config;
+pub mod crate_grade;
 mod deadlock;
 pub mod family;
 pub mod grade;

@@ -4,8 +4,9 @@
 //! The crate depends on ringleader's crates by path (the workspace the `ringleader` binary was
 //! built from, or another one) and holds: an essay skeleton and a `Process` skeleton for the
 //! family (`src/lib.rs`), one single-node rule test that fails until the learner writes the
-//! first rule, and a `main` that hands the algorithm to [`crate::learner`] (`cargo run -- sim`,
-//! `cargo run -- check`, `--html`). Ringleader's `Cargo.lock` is copied beside it, so that the
+//! first rule, and a `main` that hands the algorithm to ringleader's command line for learners
+//! ([`crate::learner`]: `cargo run -- sim`, `check`, `grade`, `--html`; and `ui`, served by
+//! `ringleader_playground::learner_main`). Ringleader's `Cargo.lock` is copied beside it, so that the
 //! crate builds offline with the versions ringleader was built with.
 
 use std::path::{Path, PathBuf};
@@ -185,10 +186,12 @@ mod tests {
 
 const MAIN: &str = r#"//! `cargo run -- sim [--nodes N] [--seed S] [--scenario FILE] [--html FILE]` runs your
 //! algorithm under ringleader's simulator with its family's checkers;
-//! `cargo run -- check [--nodes N] [--depth D]` model-checks it.
+//! `cargo run -- check [--nodes N] [--depth D]` model-checks it;
+//! `cargo run -- grade [--algo-like A]` runs the family's battery and the model checker;
+//! `cargo run -- ui` serves the browser playground with it beside ringleader's algorithms.
 
 fn main() -> std::process::ExitCode {
-    ringleader_lab::learner::main::<{{CRATE}}::Node>()
+    ringleader_playground::learner_main::<{{CRATE}}::Node>()
 }
 "#;
 
@@ -201,6 +204,7 @@ edition = "2024"
 ringleader-core = { path = "{{RL}}/crates/core" }
 ringleader-algorithms = { path = "{{RL}}/crates/algorithms" }
 ringleader-lab = { path = "{{RL}}/crates/lab" }
+ringleader-playground = { path = "{{RL}}/crates/playground" }
 serde = { version = "1", features = ["derive"] }
 
 # A crate of its own, not a member of an enclosing workspace.
@@ -216,6 +220,10 @@ Your {{WHAT}} algorithm on ringleader's `Process` contract (written by `ringlead
 3. `cargo run -- sim --nodes 5 --html run.html`: a simulated run, judged by the family's
    checkers, and its space-time page. `--scenario FILE` takes ringleader's scenario files.
 4. `cargo run -- check --nodes 3`: every interleaving of a small system.
+5. `cargo run -- grade --algo-like ricart-agrawala` (or `ringleader lab grade --crate .`): the
+   family's battery, seeded sweeps and the model checker on one report card.
+6. `cargo run -- ui`, then open http://127.0.0.1:8080/: the browser playground, your algorithm
+   beside ringleader's of its family, faults added by clicking.
 "#;
 
 /// Writes the crate `name` for `family` into `dir` (which must not exist or be empty),
@@ -234,11 +242,9 @@ pub fn new_crate(
             "crate name {name:?}: lowercase letters, digits, - and _, starting with a letter"
         ));
     }
-    if !ringleader.join("crates/core/Cargo.toml").is_file()
-        || !ringleader.join("crates/lab/Cargo.toml").is_file()
-    {
+    if !["core", "lab", "playground"].iter().all(|c| ringleader.join("crates").join(c).join("Cargo.toml").is_file()) {
         return bad(format!(
-            "--ringleader-path {}: not a ringleader workspace (no crates/core and crates/lab there)",
+            "--ringleader-path {}: not a ringleader workspace (no crates/core, crates/lab and crates/playground there)",
             ringleader.display()
         ));
     }
