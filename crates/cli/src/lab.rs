@@ -147,6 +147,9 @@ struct RunArgs {
     /// Time limit (virtual in lockstep): a run busy then is cut off.
     #[arg(long, value_name = "TIME", default_value = "10s")]
     duration: TimeSpan,
+    /// The most messages the nodes may send each other: a run that reaches it is cut off.
+    #[arg(long, value_name = "M", default_value_t = 100_000)]
+    max_messages: u64,
     /// Keep the nodes' working directories under DIR.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -254,6 +257,7 @@ fn run(a: RunArgs) -> CommandResult {
     c.lockstep = a.lockstep;
     c.quiet = quiet(&a.common);
     c.duration = a.duration.0;
+    c.max_messages = a.max_messages;
     c.trace = a.trace;
     c.keep_records = a.html.is_some();
     c.dir = a.dir;

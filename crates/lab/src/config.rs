@@ -67,6 +67,10 @@ pub struct LabConfig {
     /// The run's time limit (virtual in lockstep, wall-clock otherwise): a run still busy then
     /// is cut off, and eventual properties are undecided.
     pub duration: Time,
+    /// The most messages the nodes may send each other in a run: a run that reaches it is cut
+    /// off (a node that floods the network ends as a run that was too long, not as a bench
+    /// that never finishes).
+    pub max_messages: u64,
     /// Where to write the trace (JSON lines).
     pub trace: Option<PathBuf>,
     /// Keep the trace in memory (for a page).
@@ -108,6 +112,7 @@ impl LabConfig {
             lockstep: false,
             quiet: Duration::from_millis(20),
             duration: 10_000_000_000,
+            max_messages: 100_000,
             trace: None,
             keep_records: false,
             dir: None,
@@ -158,6 +163,9 @@ impl LabConfig {
         }
         if self.holders == 0 {
             return bad("--holders 0: a request waits for at least one holder".into());
+        }
+        if self.max_messages == 0 {
+            return bad("--max-messages 0: at least 1".into());
         }
         if self.family == LabFamily::Clock && !self.lockstep {
             return bad("--family clock needs --lockstep: each receive is read (read → value) before anything else happens".into());
@@ -273,6 +281,9 @@ impl LabConfig {
         }
         if self.duration != default.duration {
             let _ = write!(s, " --duration {}", format_duration(self.duration));
+        }
+        if self.max_messages != default.max_messages {
+            let _ = write!(s, " --max-messages {}", self.max_messages);
         }
         if self.lockstep {
             s.push_str(" --lockstep");

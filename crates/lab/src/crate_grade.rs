@@ -235,9 +235,20 @@ fn judged_of_sim(
         })
         .collect();
     let ops = r.per_operation.operations;
-    let cost = algo_like
-        .and_then(|like| Textbook::of(like, family, u64::from(r.nodes), initiators(&cfg.initiators, cfg.nodes)))
-        .map(|textbook| {
+    let mut notes = Vec::new();
+    let textbook =
+        algo_like.and_then(|like| Textbook::of(like, family, u64::from(r.nodes), initiators(&cfg.initiators, cfg.nodes)));
+    let textbook = match textbook {
+        Some(t) if t.per_run => {
+            notes.push(format!(
+                "cost not compared: {}'s bounds come from the wait-for history the lab keeps for processes",
+                t.algorithm
+            ));
+            None
+        }
+        t => t,
+    };
+    let cost = textbook.map(|textbook| {
             let messages = r.messages.sent.saturating_sub(r.messages.detection);
             let verdict = if cfg.loss > 0.0 || cfg.dup > 0.0 {
                 "not compared (the network lost or duplicated messages)".to_string()
@@ -257,7 +268,7 @@ fn judged_of_sim(
         cost,
         process: None,
         expected: r.expected_violations.clone(),
-        notes: Vec::new(),
+        notes,
     }
 }
 

@@ -138,6 +138,51 @@ impl LockTable {
     }
 }
 
+/// Chandy-Misra-Haas's message bounds over a run (`--algo-like chandy-misra-haas`), from the
+/// lock table's history: an initiation (one per blocking request) sends at most one probe per
+/// wait-for edge, and only along edges that exist while it travels — those alive when it
+/// began or created later; a cycle of length L reported by an initiator took at least L probes
+/// of that initiator's wait (its probes share no hop with another initiation's, and two cycles
+/// one initiation finds may share a prefix, so each initiation counts its longest).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ProbeBounds {
+    /// Per blocking request: the edges alive once it was made, and the edges created so far.
+    requests: Vec<(u64, u64)>,
+    /// Edges created so far.
+    created: u64,
+    /// Per (initiator, its wait number): the longest cycle it reported.
+    reported: std::collections::BTreeMap<(usize, u64), u64>,
+    /// Blocking requests each node has made (its wait number).
+    pub waits: Vec<u64>,
+}
+
+impl ProbeBounds {
+    pub fn new(n: usize) -> ProbeBounds {
+        ProbeBounds { waits: vec![0; n], ..Default::default() }
+    }
+
+    /// `node` made a blocking request naming `holders`; `table` already holds its edges.
+    pub fn request(&mut self, node: usize, holders: usize, table: &LockTable) {
+        self.waits[node] += 1;
+        self.created += holders as u64;
+        let alive = table.waits.iter().map(|w| w.len() as u64).sum();
+        self.requests.push((alive, self.created));
+    }
+
+    /// `node` reported a cycle of `len` nodes in its current wait.
+    pub fn reported(&mut self, node: usize, len: usize) {
+        let e = self.reported.entry((node, self.waits[node])).or_default();
+        *e = (*e).max(len as u64);
+    }
+
+    /// The least and the most probes the run allows.
+    pub fn bounds(&self) -> (u64, u64) {
+        let low = self.reported.values().sum();
+        let high = self.requests.iter().map(|&(alive, upto)| alive + (self.created - upto)).sum();
+        (low, high)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +206,26 @@ mod tests {
         // Nobody busy: nothing to wait for.
         let idle = LockTable::new(2, 1);
         assert!(idle.choose_holders(0, &mut rng, 1.0, 2).is_empty());
+    }
+
+    /// Two nodes waiting for each other: the first initiation may use its own edge and the
+    /// one created after it (2), the second only the two alive (2); each reported the cycle
+    /// of 2, so 4 .. 4. A third request, later, adds its edge to the others' allowance only
+    /// for the initiations still open to it — here, all of them (the bound is a ceiling).
+    #[test]
+    fn probe_bounds_count_edges_alive_or_created_later_and_the_longest_cycle_per_initiation() {
+        let mut t = LockTable::new(3, 1);
+        let mut b = ProbeBounds::new(3);
+        t.waits[0] = vec![1];
+        b.request(0, 1, &t);
+        t.waits[1] = vec![0];
+        b.request(1, 1, &t);
+        b.reported(0, 2);
+        b.reported(1, 2);
+        b.reported(1, 2);
+        assert_eq!(b.bounds(), (4, 4));
+        t.waits[2] = vec![0];
+        b.request(2, 1, &t);
+        assert_eq!(b.bounds(), (4, 3 + 3 + 3));
     }
 }

@@ -512,7 +512,16 @@ impl Card {
         if let Some(p) = &process {
             tally("process", p);
         }
-        self.textbook = self.textbook.take().or_else(|| cost.as_ref().map(|c| c.textbook.value()));
+        let unit = crate::report::unit(&self.family);
+        self.textbook = self.textbook.take().or_else(|| {
+            cost.as_ref().map(|c| {
+                if c.textbook.per_run {
+                    format!("{} (bounds of each run's own)", c.textbook.formula)
+                } else {
+                    format!("{} per {unit}", c.textbook.value())
+                }
+            })
+        });
         let ok = !unexpected;
         self.runs.push(GradedRun {
             scenario,
@@ -566,7 +575,7 @@ impl Card {
             }
         }
         if let Some(t) = &self.textbook {
-            let _ = writeln!(s, "textbook: {t} per {unit}");
+            let _ = writeln!(s, "textbook: {t}");
         }
         let expected = self.properties.iter().any(|p| p.expected > 0);
         let _ = writeln!(

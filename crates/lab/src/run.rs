@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 
 use crate::LabError;
 use crate::config::{LabConfig, LabFamily};
-use crate::deadlock::{LockTable, Phase};
+use crate::deadlock::{LockTable, Phase, ProbeBounds};
 use crate::nodes::{Nodes, Output};
 use crate::protocol::{self, LAB, Message, client_name, node_name};
 use crate::report::{Cost, LabReport, PropertyVerdict, Verdict};
@@ -158,6 +158,8 @@ struct Lab<'a> {
     /// Deadlock: how long a node that released stays out of transactions, at least (more than
     /// twice the latency bound).
     gap: Time,
+    /// Deadlock: Chandy-Misra-Haas's probe bounds over the run's wait-for history.
+    probes: ProbeBounds,
 }
 
 impl<'a> Lab<'a> {
@@ -231,6 +233,7 @@ impl<'a> Lab<'a> {
             asked_at_end: false,
             table: LockTable::new(n, cfg.entries),
             gap: 2 * cfg.latency.bound() + 1,
+            probes: ProbeBounds::new(n),
         })
     }
 
@@ -402,6 +405,15 @@ impl<'a> Lab<'a> {
     /// Carries out actions until nothing is left (false) or the time limit (true: cut off).
     fn main_loop(&mut self) -> Result<bool, LabError> {
         loop {
+            if self.messages >= self.cfg.max_messages {
+                self.notes.push(format!(
+                    "cut off after {} messages between the nodes (--max-messages {}) at {} ms",
+                    self.messages,
+                    self.cfg.max_messages,
+                    self.now as f64 / 1e6
+                ));
+                return Ok(true);
+            }
             if self.cfg.lockstep {
                 let Some((&(t, _), _)) = self.queue.first_key_value() else {
                     if self.ask_at_end() {
@@ -609,6 +621,7 @@ impl<'a> Lab<'a> {
                         line,
                     ));
                 };
+                self.probes.reported(node, cycle.len());
                 self.emit(node, Event::DeadlockDetected { cycle });
             }
             "aborted" if self.cfg.family == LabFamily::Deadlock => {
@@ -1024,6 +1037,7 @@ impl<'a> Lab<'a> {
                 self.table.requests += 1;
                 self.table.phase[node] = Phase::Blocked;
                 self.table.waits[node] = holders.clone();
+                self.probes.request(node, holders.len(), &self.table);
                 self.request(
                     node,
                     Request::WaitFor { holders: holders.iter().map(|&h| h as NodeId).collect() },
@@ -1103,7 +1117,11 @@ impl<'a> Lab<'a> {
                 PropertyVerdict { name: p.name().to_string(), verdict }
             })
             .collect();
-        let cost = self.textbook.clone().map(|textbook| {
+        let probes = self.probes.bounds();
+        let cost = self.textbook.clone().map(|mut textbook| {
+            if textbook.per_run {
+                (textbook.low, textbook.high) = probes;
+            }
             let verdict = if self.cfg.loss > 0.0 || self.cfg.dup > 0.0 {
                 "not compared (the network lost or duplicated messages)".to_string()
             } else if operations == 0 {

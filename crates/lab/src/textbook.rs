@@ -13,7 +13,8 @@ pub fn names(family: LabFamily) -> Vec<&'static str> {
     match family {
         LabFamily::Mutex => vec!["ricart-agrawala", "lamport", "central"],
         LabFamily::Election => vec!["chang-roberts", "ring", "bully"],
-        LabFamily::Clock | LabFamily::Deadlock => vec![],
+        LabFamily::Deadlock => vec!["chandy-misra-haas"],
+        LabFamily::Clock => vec![],
     }
 }
 
@@ -31,6 +32,10 @@ pub struct Textbook {
     /// Which uid a correct election elects.
     #[serde(skip)]
     pub rule: LeaderRule,
+    /// `low` and `high` are the run's totals, which depend on what happened in it (its
+    /// wait-for graph), not costs per operation; the run fills them in.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub per_run: bool,
 }
 
 impl Textbook {
@@ -43,6 +48,7 @@ impl Textbook {
             low,
             high,
             rule,
+            per_run: false,
         };
         // The formulas are stated for N ≥ 2.
         let n = n.max(2);
@@ -77,13 +83,24 @@ impl Textbook {
             (LabFamily::Election, "bully") => {
                 t("N−1 .. N²−N−1", f::bully_best(n).total, f::bully_worst(n).total, LeaderRule::Max)
             }
+            // Chandy-Misra-Haas: bounds of the run's own (ProbeBounds), not a formula in N.
+            (LabFamily::Deadlock, "chandy-misra-haas") => Textbook {
+                per_run: true,
+                ..t(
+                    "from the longest cycle each initiation reports to one probe per wait-for edge it can reach",
+                    0,
+                    0,
+                    LeaderRule::Max,
+                )
+            },
             _ => return None,
         })
     }
 
     /// The verdict on `per_op` messages per operation: `exact`, `within`, `above` or `below`.
     pub fn verdict(&self, total: u64, operations: u64) -> &'static str {
-        let (lo, hi) = (self.low * operations, self.high * operations);
+        let (lo, hi) =
+            if self.per_run { (self.low, self.high) } else { (self.low * operations, self.high * operations) };
         if total > hi {
             "above"
         } else if total < lo {
@@ -97,7 +114,9 @@ impl Textbook {
 
     /// The formula with its value, as printed: `2(N−1) = 8` or `2N .. N(N+1)/2 + N = 10 .. 20`.
     pub fn value(&self) -> String {
-        if self.low == self.high {
+        if self.per_run {
+            format!("{}: {} .. {} messages in this run", self.formula, self.low, self.high)
+        } else if self.low == self.high {
             format!("{} = {}", self.formula, self.low)
         } else {
             format!("{} = {} .. {}", self.formula, self.low, self.high)
@@ -122,5 +141,10 @@ mod tests {
         assert_eq!(cr.verdict(20, 1), "above");
         assert!(Textbook::of("paxos", LabFamily::Election, 4, 1).is_none());
         assert!(Textbook::of("ricart-agrawala", LabFamily::Election, 4, 1).is_none());
+        let mut cmh = Textbook::of("chandy-misra-haas", LabFamily::Deadlock, 4, 1).unwrap();
+        (cmh.low, cmh.high) = (6, 20);
+        assert_eq!(cmh.verdict(20, 3), "within");
+        assert_eq!(cmh.verdict(21, 3), "above");
+        assert_eq!(cmh.verdict(5, 3), "below");
     }
 }

@@ -105,3 +105,45 @@ fn a_bad_report_is_a_protocol_error() {
     assert!(matches!(err, LabError::Protocol { .. }), "{err}");
     assert!(err.to_string().contains("deadlock needs \"cycle\""), "{err}");
 }
+
+/// `--algo-like chandy-misra-haas`: the example stays within the run's probe bounds (at least
+/// the longest cycle each initiation reports, at most one probe per wait-for edge it can
+/// reach) on every seed; a node that passes on every probe, not once per initiation, sends
+/// more than one probe per edge and is caught by the cost.
+#[test]
+fn probes_are_counted_against_chandy_misra_haas_s_bounds() {
+    let mut compared = 0;
+    for seed in 1..=4 {
+        let mut c = deadlocks(&example(), seed);
+        c.algo_like = Some("chandy-misra-haas".into());
+        c.holders = 2;
+        c.entries = 3;
+        let r = run(&c).unwrap();
+        let cost = r.cost.as_ref().expect("a cost");
+        assert!(cost.ok(), "seed {seed}: {}", r.render());
+        assert!(cost.textbook.low <= cost.messages && cost.messages <= cost.textbook.high, "{}", r.render());
+        if cost.verdict == "within" || cost.verdict == "exact" {
+            compared += 1;
+        }
+    }
+    assert!(compared >= 2, "the runs detected deadlocks to compare: {compared}");
+    let mut caught = None;
+    for seed in 1..=8 {
+        let mut c = deadlocks(&python("tests/nodes/deadlock_cmh_floods.py"), seed);
+        c.algo_like = Some("chandy-misra-haas".into());
+        c.holders = 2;
+        c.entries = 3;
+        // The flood doubles at every hop: the message cap cuts the run off.
+        c.max_messages = 2_000;
+        let r = run(&c).unwrap();
+        if r.cost.as_ref().is_some_and(|k| k.verdict == "above") {
+            caught = Some(r);
+            break;
+        }
+    }
+    let r = caught.expect("the flooding node is caught by the cost on some seed");
+    assert!(!r.ok());
+    assert!(r.render().contains("chandy-misra-haas"), "{}", r.render());
+    assert!(r.notes.iter().any(|n| n.contains("--max-messages 2000")), "{}", r.render());
+    assert!(r.repro.contains("--max-messages 2000"), "{}", r.repro);
+}
