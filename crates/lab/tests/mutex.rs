@@ -182,7 +182,7 @@ fn the_tutorials_ricart_agrawala_written_from_docs_lab_passes_grade_with_2_n_min
     };
     let card = ringleader_lab::grade::grade(&g).unwrap();
     assert!(card.ok, "{}", card.render());
-    assert_eq!(card.textbook.as_deref(), Some("2(N−1) = 6"));
+    assert_eq!(card.textbook.as_deref(), Some("2(N−1) = 6 per entry"));
     assert!(
         card.runs.iter().all(|r| r.per_operation == Some(6.0) && r.cost.as_deref() == Some("exact")),
         "{}",

@@ -102,11 +102,24 @@ impl Cluster {
     }
 
     /// Runs `etcdctl ARGS` to its end (bounded) and returns its stdout; fails on an error exit.
+    ///
+    /// A command the service answered "not committed within …; try another node" (its request
+    /// timeout passed, as it can on a loaded machine right after a membership change) is run
+    /// again, as the message asks, up to three times in all.
     async fn run(&self, args: &[&str]) -> String {
-        let out = tokio::time::timeout(BOUND, self.command(args).output())
-            .await
-            .unwrap_or_else(|_| panic!("etcdctl {args:?}: no exit within {BOUND:?}"))
-            .unwrap();
+        let mut out = None;
+        for _ in 0..3 {
+            let o = tokio::time::timeout(BOUND, self.command(args).output())
+                .await
+                .unwrap_or_else(|_| panic!("etcdctl {args:?}: no exit within {BOUND:?}"))
+                .unwrap();
+            let again = !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("not committed within");
+            out = Some(o);
+            if !again {
+                break;
+            }
+        }
+        let out = out.expect("one attempt");
         assert!(
             out.status.success(),
             "etcdctl {args:?} failed: {}{}",

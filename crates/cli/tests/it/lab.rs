@@ -247,7 +247,7 @@ fn lab_new_writes_a_crate_on_the_process_contract() {
         assert!(lib.contains(needle), "{needle}:\n{lib}");
     }
     let main = std::fs::read_to_string(krate.join("src/main.rs")).unwrap();
-    assert!(main.contains("ringleader_lab::learner::main::<my_ra::Node>()"), "{main}");
+    assert!(main.contains("ringleader_playground::learner_main::<my_ra::Node>()"), "{main}");
     assert!(krate.join("Cargo.lock").is_file(), "ringleader's lock file, for offline builds");
 
     // Another ringleader, a name that is not a crate's, a directory in use: one line each.
@@ -310,6 +310,43 @@ fn lab_new_crate_builds_and_runs_offline() {
     let c = cargo(&["run", "--offline", "-q", "--", "check", "--nodes", "2"]);
     assert!(text(&c).contains("check my-ra: 2 nodes"), "{}", text(&c));
     assert!(text(&c).contains("safety"), "{}", text(&c));
+    // The skeleton never enters: its grade fails liveness, with the crate's repro lines.
+    let g = cargo(&["run", "--offline", "-q", "--", "grade", "--nodes", "3", "--seeds", "1"]);
+    assert_eq!(g.status.code(), Some(2), "{}", text(&g));
+    assert!(text(&g).contains("model checker: 3 nodes"), "{}", text(&g));
+    assert!(text(&g).contains("repro: cargo run -- sim --nodes 3"), "{}", text(&g));
+    // The same card through ringleader's command line.
+    let o = Command::new(env!("CARGO_BIN_EXE_ringleader"))
+        .env("CARGO_TARGET_DIR", &target)
+        .args(["lab", "grade", "--family", "mutex", "--nodes", "3", "--seeds", "1", "--json", "--crate"])
+        .arg(&krate)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let card: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(card["ok"], false);
+    // The playground lists the learner's algorithm first, beside ringleader's mutexes.
+    let mut ui = Command::new(env!("CARGO"))
+        .current_dir(&krate)
+        .env("CARGO_TARGET_DIR", &target)
+        .args(["run", "--offline", "-q", "--", "ui", "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(ui.stdout.take().unwrap()), &mut line).unwrap();
+    let addr = line.trim().strip_prefix("playground ").unwrap_or_else(|| panic!("{line}")).to_string();
+    let host = addr.trim_start_matches("http://").trim_end_matches('/');
+    let mut conn = std::net::TcpStream::connect(host).unwrap();
+    std::io::Write::write_all(&mut conn, b"GET /algorithms HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut conn, &mut answer).unwrap();
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_else(|| panic!("{answer}"));
+    let list: serde_json::Value = serde_json::from_str(body).unwrap();
+    ui.kill().unwrap();
+    let _ = ui.wait();
+    assert_eq!(list[0]["name"], "my-ra", "{list}");
+    assert!(list.as_array().unwrap().iter().any(|a| a["name"] == "ricart-agrawala"), "{list}");
 }
 
 /// A fresh, empty directory under the test target's scratch space.
