@@ -347,7 +347,10 @@ fn grade_crate(dir: &std::path::Path, a: &GradeArgs) -> CommandResult {
     match status.code() {
         Some(0) => Ok(ExitStatus::violation_unless(true)),
         Some(2) => Ok(ExitStatus::violation_unless(false)),
-        Some(c) => anyhow::bail!("--crate {}: building or grading it failed (exit {c}; its output is above)", dir.display()),
+        Some(c) => anyhow::bail!(
+            "--crate {}: building or grading it failed (exit {c}; its output is above)",
+            dir.display()
+        ),
         None => anyhow::bail!("--crate {}: the grade was killed by a signal", dir.display()),
     }
 }

@@ -13,8 +13,8 @@ use ringleader_sim::scenario::Initiators;
 
 use crate::family::LabFamily;
 use crate::grade::{Card, Judged};
-use crate::learner::{self, RunFlags};
 use crate::report::{Cost, Verdict};
+use crate::simulated::{self, RunFlags};
 use crate::textbook::Textbook;
 
 /// The most states the model checker may generate in a grade (a learner's algorithm whose
@@ -38,7 +38,10 @@ struct Ask {
 
 fn ask<A: PlainAlgorithm>(args: &[String]) -> Result<Ask, String> {
     let Some(family) = LabFamily::of(A::FAMILY) else {
-        return Err(format!("{} is of a family the lab has no battery for (mutex, election, clock, deadlock)", A::NAME));
+        return Err(format!(
+            "{} is of a family the lab has no battery for (mutex, election, clock, deadlock)",
+            A::NAME
+        ));
     };
     let mut a = Ask {
         family,
@@ -72,12 +75,7 @@ fn ask<A: PlainAlgorithm>(args: &[String]) -> Result<Ask, String> {
             "--family" => {
                 let f: LabFamily = v.parse()?;
                 if f != family {
-                    return Err(format!(
-                        "--family {}: {} is of family {}",
-                        f.name(),
-                        A::NAME,
-                        family.name()
-                    ));
+                    return Err(format!("--family {}: {} is of family {}", f.name(), A::NAME, family.name()));
                 }
             }
             _ => return Err(format!("unknown argument {flag:?}; {USAGE}")),
@@ -90,7 +88,10 @@ fn ask<A: PlainAlgorithm>(args: &[String]) -> Result<Ask, String> {
         return Err(format!("--seeds {}: from 1 to 1000", a.seeds));
     }
     if !(1..=5).contains(&a.check_nodes) {
-        return Err(format!("--check-nodes {}: from 1 to 5 (the model checker explores every interleaving)", a.check_nodes));
+        return Err(format!(
+            "--check-nodes {}: from 1 to 5 (the model checker explores every interleaving)",
+            a.check_nodes
+        ));
     }
     if let Some(like) = &a.algo_like
         && Textbook::of(like, family, u64::from(a.nodes), 1).is_none()
@@ -128,11 +129,29 @@ fn battery(a: &Ask) -> Vec<(String, Vec<String>)> {
         LabFamily::Mutex => {
             b.push((
                 "textbook: 1 ms links, one entry at a time".into(),
-                w(&["--seed", "1", "--latency", "constant:1ms", "--workload", "sequential", "--entries", &entries]),
+                w(&[
+                    "--seed",
+                    "1",
+                    "--latency",
+                    "constant:1ms",
+                    "--workload",
+                    "sequential",
+                    "--entries",
+                    &entries,
+                ]),
             ));
             b.push((
                 "every node asks at once".into(),
-                w(&["--seed", "1", "--latency", "constant:1ms", "--workload", "saturated", "--entries", &entries]),
+                w(&[
+                    "--seed",
+                    "1",
+                    "--latency",
+                    "constant:1ms",
+                    "--workload",
+                    "saturated",
+                    "--entries",
+                    &entries,
+                ]),
             ));
             b.push((
                 "node 2 paused from 1 ms to 30 ms".into(),
@@ -179,7 +198,11 @@ fn battery(a: &Ask) -> Vec<(String, Vec<String>)> {
                     w(&["--seed", "1", "--initiators", &top]),
                 ));
                 b.push(("all initiate".into(), w(&["--seed", "1", "--initiators", "all"])));
-                sweep(&mut b, "sweep: 1..10 ms links, all initiate", &["--latency", jitter, "--initiators", "all"]);
+                sweep(
+                    &mut b,
+                    "sweep: 1..10 ms links, all initiate",
+                    &["--latency", jitter, "--initiators", "all"],
+                );
             }
         }
         LabFamily::Clock => {
@@ -187,12 +210,16 @@ fn battery(a: &Ask) -> Vec<(String, Vec<String>)> {
             sweep(&mut b, "sweep: 1..10 ms links, messages", &["--latency", jitter]);
         }
         LabFamily::Deadlock => {
-            b.push(("1 ms links, the family's workload".into(), w(&["--seed", "1", "--latency", "constant:1ms"])));
+            b.push((
+                "1 ms links, the family's workload".into(),
+                w(&["--seed", "1", "--latency", "constant:1ms"]),
+            ));
             sweep(&mut b, "sweep: 1..10 ms links", &["--latency", jitter]);
         }
     }
     for s in &a.scenarios {
-        let name = std::path::Path::new(s).file_stem().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let name =
+            std::path::Path::new(s).file_stem().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         b.push((format!("file: {name}"), vec!["--scenario".into(), s.clone()]));
     }
     b
@@ -236,8 +263,9 @@ fn judged_of_sim(
         .collect();
     let ops = r.per_operation.operations;
     let mut notes = Vec::new();
-    let textbook =
-        algo_like.and_then(|like| Textbook::of(like, family, u64::from(r.nodes), initiators(&cfg.initiators, cfg.nodes)));
+    let textbook = algo_like.and_then(|like| {
+        Textbook::of(like, family, u64::from(r.nodes), initiators(&cfg.initiators, cfg.nodes))
+    });
     let textbook = match textbook {
         Some(t) if t.per_run => {
             notes.push(format!(
@@ -249,16 +277,16 @@ fn judged_of_sim(
         t => t,
     };
     let cost = textbook.map(|textbook| {
-            let messages = r.messages.sent.saturating_sub(r.messages.detection);
-            let verdict = if cfg.loss > 0.0 || cfg.dup > 0.0 {
-                "not compared (the network lost or duplicated messages)".to_string()
-            } else if ops == 0 {
-                "not compared (no operation completed)".to_string()
-            } else {
-                textbook.verdict(messages, ops).to_string()
-            };
-            Cost { textbook, messages, operations: ops, verdict }
-        });
+        let messages = r.messages.sent.saturating_sub(r.messages.detection);
+        let verdict = if cfg.loss > 0.0 || cfg.dup > 0.0 {
+            "not compared (the network lost or duplicated messages)".to_string()
+        } else if ops == 0 {
+            "not compared (no operation completed)".to_string()
+        } else {
+            textbook.verdict(messages, ops).to_string()
+        };
+        Cost { textbook, messages, operations: ops, verdict }
+    });
     Judged {
         scenario,
         seed: r.seed,
@@ -280,7 +308,11 @@ fn judged_of_check(report: &ringleader_check::CheckReport, nodes: u32) -> Judged
         .iter()
         .map(|p| {
             let verdict = if p.violated() {
-                let path = if p.steps.is_empty() { String::new() } else { format!(" after {}", p.steps.join(" → ")) };
+                let path = if p.steps.is_empty() {
+                    String::new()
+                } else {
+                    format!(" after {}", p.steps.join(" → "))
+                };
                 Verdict::Violated {
                     detail: format!("{}{path}", p.detail.clone().unwrap_or_else(|| "violated".into())),
                     step: p.length.unwrap_or(0) as u64,
@@ -290,7 +322,10 @@ fn judged_of_check(report: &ringleader_check::CheckReport, nodes: u32) -> Judged
                 Verdict::Holds
             } else if p.holds {
                 Verdict::Undecided {
-                    detail: format!("no violation in the {} states explored; the search was cut off", report.states),
+                    detail: format!(
+                        "no violation in the {} states explored; the search was cut off",
+                        report.states
+                    ),
                 }
             } else {
                 Verdict::Undecided { detail: "never reached in the explored states".into() }
@@ -306,11 +341,19 @@ fn judged_of_check(report: &ringleader_check::CheckReport, nodes: u32) -> Judged
         per_operation: None,
         cost: None,
         process: None,
-        expected: report.properties.iter().filter(|p| p.expected_violation).map(|p| p.name.to_string()).collect(),
+        expected: report
+            .properties
+            .iter()
+            .filter(|p| p.expected_violation)
+            .map(|p| p.name.to_string())
+            .collect(),
         notes: if report.complete {
             Vec::new()
         } else {
-            vec![format!("the search stopped at {} states: properties that held are undecided", report.states)]
+            vec![format!(
+                "the search stopped at {} states: properties that held are undecided",
+                report.states
+            )]
         },
     }
 }
@@ -322,8 +365,8 @@ pub fn crate_grade<A: PlainAlgorithm>(args: &[String]) -> Result<(String, bool),
     let mut first_failure = None;
     for (name, words) in battery(&a) {
         let flags = RunFlags::parse(&words)?;
-        let cfg = flags.resolve(learner::stand_in(A::FAMILY))?;
-        let result = learner::simulate::<A>(&flags, a.html.is_some())?;
+        let cfg = flags.resolve(simulated::stand_in(A::FAMILY))?;
+        let result = simulated::simulate::<A>(&flags, a.html.is_some())?;
         let passed = card.add(judged_of_sim(name, &result, &cfg, a.family, a.algo_like.as_deref()));
         if !passed && first_failure.is_none() {
             first_failure = Some(result);
@@ -339,7 +382,8 @@ pub fn crate_grade<A: PlainAlgorithm>(args: &[String]) -> Result<(String, bool),
         card.render()
     };
     if let (Some(path), Some(result)) = (&a.html, &first_failure) {
-        std::fs::write(path, learner::page(result)?).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        std::fs::write(path, simulated::page(result)?)
+            .map_err(|e| format!("writing {}: {e}", path.display()))?;
         if !a.json {
             text.push_str(&format!("page of the first failure: {}\n", path.display()));
         }

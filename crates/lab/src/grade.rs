@@ -399,9 +399,19 @@ pub struct Judged {
 
 impl Judged {
     /// A lab run's report, as the card counts it.
-    pub fn of_lab(scenario: String, seed: u64, expected: Vec<String>, notes: Vec<String>, report: &LabReport) -> Judged {
+    pub fn of_lab(
+        scenario: String,
+        seed: u64,
+        expected: Vec<String>,
+        notes: Vec<String>,
+        report: &LabReport,
+    ) -> Judged {
         let process = if report.process_died {
-            Verdict::Violated { detail: report.notes.first().cloned().unwrap_or_default(), step: 0, time_ms: 0.0 }
+            Verdict::Violated {
+                detail: report.notes.first().cloned().unwrap_or_default(),
+                step: 0,
+                time_ms: 0.0,
+            }
         } else {
             Verdict::Holds
         };

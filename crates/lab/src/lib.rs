@@ -36,6 +36,7 @@ pub mod nodes;
 pub mod protocol;
 pub mod report;
 pub mod run;
+pub mod simulated;
 pub mod textbook;
 
 pub use config::{LabConfig, LabFamily};

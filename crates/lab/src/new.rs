@@ -242,7 +242,10 @@ pub fn new_crate(
             "crate name {name:?}: lowercase letters, digits, - and _, starting with a letter"
         ));
     }
-    if !["core", "lab", "playground"].iter().all(|c| ringleader.join("crates").join(c).join("Cargo.toml").is_file()) {
+    if !["core", "lab", "playground"]
+        .iter()
+        .all(|c| ringleader.join("crates").join(c).join("Cargo.toml").is_file())
+    {
         return bad(format!(
             "--ringleader-path {}: not a ringleader workspace (no crates/core, crates/lab and crates/playground there)",
             ringleader.display()

@@ -99,8 +99,11 @@ impl Textbook {
 
     /// The verdict on `per_op` messages per operation: `exact`, `within`, `above` or `below`.
     pub fn verdict(&self, total: u64, operations: u64) -> &'static str {
-        let (lo, hi) =
-            if self.per_run { (self.low, self.high) } else { (self.low * operations, self.high * operations) };
+        let (lo, hi) = if self.per_run {
+            (self.low, self.high)
+        } else {
+            (self.low * operations, self.high * operations)
+        };
         if total > hi {
             "above"
         } else if total < lo {

@@ -15,9 +15,15 @@ fn args(words: &[&str]) -> Vec<String> {
 
 #[test]
 fn a_correct_crate_passes_with_the_textbook_cost_and_a_complete_check() {
-    let (text, ok) =
-        crate_grade::<RicartAgrawala>(&args(&["--nodes", "3", "--seeds", "2", "--algo-like", "ricart-agrawala"]))
-            .unwrap();
+    let (text, ok) = crate_grade::<RicartAgrawala>(&args(&[
+        "--nodes",
+        "3",
+        "--seeds",
+        "2",
+        "--algo-like",
+        "ricart-agrawala",
+    ]))
+    .unwrap();
     assert!(ok, "{text}");
     assert!(text.contains("textbook: 2(N−1) = 4 per entry"), "{text}");
     // Four battery runs on one name, two sweep seeds, the model checker.
@@ -25,7 +31,8 @@ fn a_correct_crate_passes_with_the_textbook_cost_and_a_complete_check() {
     assert!(text.contains("model checker: 3 nodes, every interleaving"), "{text}");
     assert!(!text.contains("above") && !text.contains("below"), "{text}");
     assert!(text.trim_end().ends_with("PASS"), "{text}");
-    let (json, _) = crate_grade::<RicartAgrawala>(&args(&["--nodes", "3", "--seeds", "1", "--json"])).unwrap();
+    let (json, _) =
+        crate_grade::<RicartAgrawala>(&args(&["--nodes", "3", "--seeds", "1", "--json"])).unwrap();
     let card: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(card["ok"], true);
     assert_eq!(card["family"], "mutex");
@@ -83,7 +90,8 @@ fn a_mutex_that_does_not_ask_is_caught_by_the_battery_and_the_model_checker() {
     let (text, ok) = crate_grade::<Impatient>(&args(&["--nodes", "3", "--seeds", "1"])).unwrap();
     assert!(!ok, "{text}");
     assert!(text.trim_end().ends_with("FAIL"), "{text}");
-    let safety = text.lines().skip_while(|l| !l.trim_start().starts_with("safety")).take(3).collect::<Vec<_>>();
+    let safety =
+        text.lines().skip_while(|l| !l.trim_start().starts_with("safety")).take(3).collect::<Vec<_>>();
     assert!(safety[1].contains("first failure: every node asks at once (seed 1)"), "{text}");
     assert!(safety[2].contains("repro: cargo run -- sim --nodes 3 --seed 1"), "{text}");
     let checker = text.lines().find(|l| l.contains("model checker")).unwrap();
@@ -105,4 +113,3 @@ fn bad_input_is_one_line_naming_what_is_allowed() {
         assert!(!e.contains('\n') || e.starts_with("unknown") || e.contains("usage"), "{e}");
     }
 }
-

@@ -5,7 +5,8 @@ use std::marker::PhantomData;
 use std::process::ExitCode;
 
 use ringleader_algorithms::PlainAlgorithm;
-use ringleader_lab::learner::{self, RunFlags};
+use ringleader_lab::learner;
+use ringleader_lab::simulated::{self, RunFlags};
 
 use crate::{AlgorithmEntry, MAX_UI_NODES, RunResponse, Runs, serve};
 
@@ -28,7 +29,11 @@ impl<A: PlainAlgorithm> Runs for LearnerRuns<A> {
             summary: format!("yours: {}", A::SUMMARY),
         }];
         list.extend(ringleader_registry::all().into_iter().filter(|i| i.family == A::FAMILY).map(|i| {
-            AlgorithmEntry { name: i.name.to_string(), family: i.family.name().to_string(), summary: i.summary.to_string() }
+            AlgorithmEntry {
+                name: i.name.to_string(),
+                family: i.family.name().to_string(),
+                summary: i.summary.to_string(),
+            }
         }));
         list
     }
@@ -42,7 +47,7 @@ impl<A: PlainAlgorithm> Runs for LearnerRuns<A> {
             flags.scenario = Some(path.to_path_buf());
         }
         let theirs = flags.algo.clone().filter(|a| a != A::NAME);
-        let name = theirs.as_deref().unwrap_or(learner::stand_in(A::FAMILY));
+        let name = theirs.as_deref().unwrap_or(simulated::stand_in(A::FAMILY));
         if let Some(other) = &theirs {
             match ringleader_registry::find(other) {
                 Some(info) if info.family == A::FAMILY => {}
@@ -53,7 +58,9 @@ impl<A: PlainAlgorithm> Runs for LearnerRuns<A> {
                         A::FAMILY.name()
                     ));
                 }
-                None => return Err(format!("--algo {other}: no such algorithm; `ringleader list` names them")),
+                None => {
+                    return Err(format!("--algo {other}: no such algorithm; `ringleader list` names them"));
+                }
             }
         }
         let cfg = flags.resolve(name)?;
@@ -64,15 +71,16 @@ impl<A: PlainAlgorithm> Runs for LearnerRuns<A> {
             ));
         }
         let result = match &theirs {
-            None => learner::simulate::<A>(&flags, true)?,
+            None => simulated::simulate::<A>(&flags, true)?,
             Some(other) => {
                 let opts = ringleader_sim::RunOptions { keep_trace: true, ..Default::default() };
                 let mut r = ringleader_sim::run(&cfg, opts).map_err(|e| e.to_string())?;
-                r.report.repro = format!("ringleader sim --algo {other} {}", flags.repro_words()).trim_end().to_string();
+                r.report.repro =
+                    format!("ringleader sim --algo {other} {}", flags.repro_words()).trim_end().to_string();
                 r
             }
         };
-        RunResponse::of(&result, learner::page(&result)?)
+        RunResponse::of(&result, simulated::page(&result)?)
     }
 }
 
@@ -135,14 +143,22 @@ mod tests {
         let mut theirs_args = args(&["--algo", "lamport"]);
         theirs_args.extend(args(&flags));
         let theirs = execute(&runs, RunRequest { args: theirs_args, scenario: None }).unwrap();
-        assert!(theirs.repro.starts_with("ringleader sim --algo lamport --nodes 4 --crash 3@5ms"), "{}", theirs.repro);
+        assert!(
+            theirs.repro.starts_with("ringleader sim --algo lamport --nodes 4 --crash 3@5ms"),
+            "{}",
+            theirs.repro
+        );
         assert_eq!(theirs.report["algorithm"], "lamport");
-        let other = execute(&runs, RunRequest { args: args(&["--algo", "bully"]), scenario: None }).unwrap_err();
+        let other =
+            execute(&runs, RunRequest { args: args(&["--algo", "bully"]), scenario: None }).unwrap_err();
         assert!(other.contains("of family election"), "{other}");
         let bad = execute(&runs, RunRequest { args: args(&["--loss", "x"]), scenario: None }).unwrap_err();
         assert!(bad.starts_with("--loss \"x\""), "{bad}");
-        let file = execute(&runs, RunRequest { args: vec![], scenario: Some("nodes = 3\n[network]\nloss = 1.5\n".into()) })
-            .unwrap_err();
+        let file = execute(
+            &runs,
+            RunRequest { args: vec![], scenario: Some("nodes = 3\n[network]\nloss = 1.5\n".into()) },
+        )
+        .unwrap_err();
         assert!(file.starts_with("scenario:3:"), "{file}");
     }
 }

@@ -77,7 +77,7 @@ impl RunResponse {
         }
         Ok(RunResponse {
             exit: if result.report.as_expected() { 0 } else { 2 },
-            verdict: ringleader_lab::learner::verdict_line(&result.report),
+            verdict: ringleader_lab::simulated::verdict_line(&result.report),
             html: page,
             repro: result.report.repro.clone(),
             report,
@@ -168,14 +168,18 @@ async fn run_handler(State(runs): State<Shared>, body: axum::body::Bytes) -> Res
     let req: RunRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
-            return bad_request(format!("request body: {e}; expected {{\"args\": [\"--algo\", \"NAME\", …]}}"));
+            return bad_request(format!(
+                "request body: {e}; expected {{\"args\": [\"--algo\", \"NAME\", …]}}"
+            ));
         }
     };
     match tokio::task::spawn_blocking(move || execute(runs.as_ref(), req)).await {
         Ok(Ok(response)) => Json(response).into_response(),
         Ok(Err(line)) => bad_request(line),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Json(RunError { error: format!("the run failed: {e}") }))
-            .into_response(),
+        Err(e) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, Json(RunError { error: format!("the run failed: {e}") }))
+                .into_response()
+        }
     }
 }
 

@@ -113,7 +113,8 @@ impl Cluster {
                 .await
                 .unwrap_or_else(|_| panic!("etcdctl {args:?}: no exit within {BOUND:?}"))
                 .unwrap();
-            let again = !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("not committed within");
+            let again =
+                !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("not committed within");
             out = Some(o);
             if !again {
                 break;
