@@ -191,9 +191,9 @@ struct GradeArgs {
     /// Seeds in the sweep.
     #[arg(long, default_value_t = 8)]
     seeds: u64,
-    /// With --crate: nodes of the model checker's system.
-    #[arg(long, value_name = "M", default_value_t = 3, requires = "krate")]
-    check_nodes: u32,
+    /// With --crate: nodes of the model checker's system [default: 3].
+    #[arg(long, value_name = "M")]
+    check_nodes: Option<u32>,
     /// A teacher's scenario file (the simulator's TOML format: nodes, seed, network, faults,
     /// workload, initiators, `[expect]`), run after the battery; repeatable.
     #[arg(long, value_name = "FILE")]
@@ -278,6 +278,11 @@ fn grade(a: GradeArgs) -> CommandResult {
     if let Some(dir) = &a.krate {
         return grade_crate(dir, &a);
     }
+    if a.check_nodes.is_some() {
+        anyhow::bail!(
+            "--check-nodes: the model checker runs on Rust crates only (--crate DIR), not on --bin programs"
+        );
+    }
     let g = GradeConfig {
         family: a.family,
         command: a.bin.clone().expect("clap requires --bin or --crate"),
@@ -322,7 +327,7 @@ fn grade_crate(dir: &std::path::Path, a: &GradeArgs) -> CommandResult {
         "--seeds".into(),
         a.seeds.to_string(),
         "--check-nodes".into(),
-        a.check_nodes.to_string(),
+        a.check_nodes.unwrap_or(3).to_string(),
     ];
     if let Some(like) = &a.algo_like {
         args.extend(["--algo-like".into(), like.clone()]);

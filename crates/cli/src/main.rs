@@ -148,6 +148,18 @@ fn one_line(e: &anyhow::Error) -> String {
     line
 }
 
+/// The first paragraph of clap's error as one line: a missing argument's names are on the
+/// lines under its first ("…were not provided:" then "  --family <FAMILY>").
+fn first_paragraph(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    if lines.is_empty() { "error: bad arguments".to_string() } else { lines.join(" ") }
+}
+
 fn main() -> ExitCode {
     end_quietly_on_closed_pipe();
     let cli = match Cli::try_parse() {
@@ -163,9 +175,7 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
-            let text = e.render().to_string();
-            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: bad arguments");
-            eprintln!("{first} (see --help)");
+            eprintln!("{} (see --help)", first_paragraph(&e.render().to_string()));
             return ExitCode::from(ExitStatus::Input.code());
         }
     };

@@ -148,6 +148,12 @@ fn bad_input_gets_one_line() {
             ],
             "no node 9",
         ),
+        // A missing argument is named on the one line (clap puts names under its first line).
+        (vec!["lab", "run", "--bin", "x"], "--family <FAMILY>"),
+        (vec!["lab", "grade", "--family", "mutex"], "<--bin <CMD>|--crate <DIR>>"),
+        (vec!["lab", "grade", "--family", "mutex", "--bin", "x", "--crate", "y"], "cannot be used with"),
+        (vec!["lab", "grade", "--family", "mutex", "--bin", "x", "--check-nodes", "2"], "Rust crates only"),
+        (vec!["lab", "grade", "--family", "mutex", "--crate", "/nonexistent"], "no Cargo.toml there"),
     ] {
         let o = ringleader(&args);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
