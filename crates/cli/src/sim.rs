@@ -369,9 +369,6 @@ pub fn html_page(result: &ringleader_sim::RunResult, scenario: Option<&str>) -> 
         Some(name) => name.to_string(),
         None => format!("{}, {} nodes, seed {}", report.algorithm, report.nodes, report.seed),
     };
-    // The verdict in the words the command line prints.
-    let human = report.human(None);
-    let verdict = human.lines().find_map(|l| l.strip_prefix("verdict")).unwrap_or("").trim().to_string();
     Ok(ringleader_viz::html(&ringleader_viz::RunView {
         title,
         source: "sim",
@@ -379,7 +376,7 @@ pub fn html_page(result: &ringleader_sim::RunResult, scenario: Option<&str>) -> 
         records: &result.records,
         total_records: result.total_records,
         report: serde_json::to_value(report)?,
-        verdict,
+        verdict: report.verdict_line(),
         ok: report.as_expected(),
         violation_window: result.violation_window,
     }))

@@ -203,12 +203,6 @@ fn shell_line(words: &[String]) -> String {
         .join(" ")
 }
 
-/// The verdict line of a report, in the command line's words.
-pub fn verdict_line(report: &ringleader_sim::Report) -> String {
-    let human = report.human(None);
-    human.lines().find_map(|l| l.strip_prefix("verdict")).unwrap_or("").trim().to_string()
-}
-
 /// The space-time page of a run.
 pub fn page(result: &RunResult) -> Result<String, String> {
     let report = &result.report;
@@ -219,7 +213,7 @@ pub fn page(result: &RunResult) -> Result<String, String> {
         records: &result.records,
         total_records: result.total_records,
         report: serde_json::to_value(report).map_err(|e| e.to_string())?,
-        verdict: verdict_line(report),
+        verdict: report.verdict_line(),
         ok: report.as_expected(),
         violation_window: result.violation_window,
     }))

@@ -77,7 +77,7 @@ impl RunResponse {
         }
         Ok(RunResponse {
             exit: if result.report.as_expected() { 0 } else { 2 },
-            verdict: ringleader_lab::simulated::verdict_line(&result.report),
+            verdict: result.report.verdict_line(),
             html: page,
             repro: result.report.repro.clone(),
             report,

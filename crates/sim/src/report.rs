@@ -164,6 +164,12 @@ pub struct Report {
 }
 
 impl Report {
+    /// The verdict, in the words of the `verdict` line the command line prints.
+    pub fn verdict_line(&self) -> String {
+        let human = self.human(None);
+        human.lines().find_map(|l| l.strip_prefix("verdict")).unwrap_or("").trim().to_string()
+    }
+
     /// True when exactly the expected violations were found (none, if none were expected).
     pub fn as_expected(&self) -> bool {
         let mut found: Vec<&str> = self.violations.iter().map(|v| v.property.name()).collect();
