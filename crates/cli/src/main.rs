@@ -149,7 +149,7 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 /// The first paragraph of clap's error as one line: a missing argument's names are on the
-/// lines under its first ("…were not provided:" then "  --family <FAMILY>").
+/// lines under its first (`…were not provided:` then `  --family <FAMILY>`).
 fn first_paragraph(text: &str) -> String {
     let lines: Vec<&str> = text
         .lines()
