@@ -599,6 +599,6 @@ impl Recording {
 
     /// The records.
     pub fn finish(self) -> Vec<TraceRecord> {
-        self.tracer.finish().expect("an in-memory tracer cannot fail")
+        self.tracer.finish().expect("an in-memory tracer cannot fail").records
     }
 }

@@ -419,6 +419,7 @@ fn html_page(out: &CheckReport, p: &PropertyOutcome, args: &CheckArgs) -> anyhow
         source: "check",
         uids: &out.uids,
         records: &p.trace,
+        gaps: &[],
         total_records: p.trace.len() as u64,
         report,
         verdict,

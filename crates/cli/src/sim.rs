@@ -158,9 +158,24 @@ pub struct SimArgs {
     /// Write the run as one self-contained HTML page: a space-time diagram with step controls.
     #[arg(long, value_name = "FILE.html")]
     pub html: Option<PathBuf>,
+    /// At most this many trace records on the --html page. A longer run keeps its first half,
+    /// then its faults and violations (up to a quarter), then its end; the page marks each cut
+    /// and says what it left out. The run is made a second time to find its end.
+    #[arg(long, value_name = "N", default_value_t = ringleader_viz::html::MAX_RECORDS,
+          value_parser = parse_page_records, requires = "html")]
+    pub page_records: usize,
     /// Write a ShiViz log of the run (runs of at most 64 nodes: it needs vector timestamps).
     #[arg(long, value_name = "FILE.log")]
     pub shiviz: Option<PathBuf>,
+}
+
+/// `--page-records`: 1 to the page's ceiling.
+fn parse_page_records(s: &str) -> Result<usize, String> {
+    let max = ringleader_viz::html::MAX_RECORDS;
+    match s.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("a number of records from 1 to {max}")),
+    }
 }
 
 /// Reads one `--param KEY=VALUE`.
@@ -322,7 +337,7 @@ pub fn run(command: SimCommand) -> crate::CommandResult {
         keep_trace: args.mermaid.is_some() || args.html.is_some() || args.shiviz.is_some(),
         // A page embeds at most its first MAX_RECORDS records and a diagram draws fewer: keep no
         // more than that while the run goes on. A ShiViz log is the whole run: it keeps all.
-        keep_at_most: args.shiviz.is_none().then_some(ringleader_viz::html::MAX_RECORDS),
+        keep_at_most: args.shiviz.is_none().then_some(args.page_records),
         progress: Some(&mut on_progress),
         threads: threads.map(usize::from),
     };
@@ -374,6 +389,7 @@ pub fn html_page(result: &ringleader_sim::RunResult, scenario: Option<&str>) -> 
         source: "sim",
         uids: &result.uids,
         records: &result.records,
+        gaps: &result.gaps,
         total_records: result.total_records,
         report: serde_json::to_value(report)?,
         verdict: report.verdict_line(),

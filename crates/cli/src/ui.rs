@@ -103,7 +103,11 @@ impl Runs for CliRuns {
                     cfg.algorithm
                 );
             }
-            let opts = ringleader_sim::RunOptions { keep_trace: true, ..Default::default() };
+            let opts = ringleader_sim::RunOptions {
+                keep_trace: true,
+                keep_at_most: Some(ringleader_viz::html::MAX_RECORDS),
+                ..Default::default()
+            };
             let result = ringleader_sim::run(&cfg, opts)?;
             let page = html_page(&result, cfg.name.as_deref())?;
             RunResponse::of(&result, page).map_err(anyhow::Error::msg)

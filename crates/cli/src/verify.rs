@@ -122,6 +122,7 @@ fn write_pictures(args: &VerifyArgs, report: &ringleader_net::verify::VerifyRepo
             source: "verify",
             uids: &report.members,
             records: &records,
+            gaps: &[],
             total_records: records.len() as u64,
             report: json,
             verdict: if ok { "every property holds".into() } else { "VIOLATED".into() },

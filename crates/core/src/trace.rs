@@ -43,6 +43,33 @@ pub enum RecordKind {
     Violation,
 }
 
+/// Records left out of a kept trace: between `records[at - 1]` and `records[at]` the run
+/// produced `left_out` records that were not kept (a page of a long run keeps its beginning, its
+/// faults and violations, and its end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gap {
+    /// Index of the first kept record after the gap.
+    pub at: usize,
+    /// How many records the run produced there that were not kept.
+    pub left_out: u64,
+}
+
+impl RecordKind {
+    /// A fault or a violation: what a page of a long run keeps even from the part it leaves out.
+    pub fn is_fault_or_violation(self) -> bool {
+        matches!(
+            self,
+            RecordKind::Crash
+                | RecordKind::Recover
+                | RecordKind::Pause
+                | RecordKind::Resume
+                | RecordKind::Partition
+                | RecordKind::Heal
+                | RecordKind::Violation
+        )
+    }
+}
+
 /// One line of a trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceRecord {

@@ -260,6 +260,7 @@ impl LabReport {
             source: "lab",
             uids: &uids,
             records: &self.records,
+            gaps: &[],
             total_records: self.records.len() as u64,
             report,
             verdict,

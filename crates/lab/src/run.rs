@@ -257,13 +257,21 @@ impl<'a> Lab<'a> {
         }
     }
 
-    fn trace(&mut self, kind: RecordKind, node: Option<usize>, fill: impl FnOnce(&mut TraceRecord)) {
+    fn trace(
+        &mut self,
+        kind: RecordKind,
+        node: Option<usize>,
+        msg_id: Option<u64>,
+        fill: impl FnOnce(&mut TraceRecord),
+    ) {
         let (step, now) = (self.step, self.now);
         let uid = node.map(|n| self.uids[n]);
-        self.tracer.record_with(|| {
+        let node = node.map(|n| n as NodeId);
+        self.tracer.record_with(kind, node, msg_id, || {
             let mut r = TraceRecord::new(step, now, kind);
-            r.node = node.map(|n| n as NodeId);
+            r.node = node;
             r.uid = uid;
+            r.msg_id = msg_id;
             fill(&mut r);
             r
         });
@@ -277,7 +285,7 @@ impl<'a> Lab<'a> {
         call(self.checker.as_mut(), &world, at, &mut self.violations);
         let found: Vec<_> = self.violations.list()[before..].to_vec();
         for v in found {
-            self.trace(RecordKind::Violation, None, |r| {
+            self.trace(RecordKind::Violation, None, None, |r| {
                 r.property = Some(v.property.name().into());
                 r.detail = Some(v.detail.clone());
             });
@@ -286,13 +294,13 @@ impl<'a> Lab<'a> {
 
     fn emit(&mut self, node: usize, event: Event) {
         let e = event.clone();
-        self.trace(RecordKind::Emit, Some(node), |r| r.event = Some(e));
+        self.trace(RecordKind::Emit, Some(node), None, |r| r.event = Some(e));
         self.judge(|c, w, at, v| c.on_event(w, node as NodeId, &event, at, v));
     }
 
     fn request(&mut self, node: usize, request: Request) {
         let q = request.clone();
-        self.trace(RecordKind::Request, Some(node), |r| r.request = Some(q));
+        self.trace(RecordKind::Request, Some(node), None, |r| r.request = Some(q));
         self.judge(|c, w, at, v| c.on_request(w, node as NodeId, &request, at, v));
     }
 
@@ -336,7 +344,7 @@ impl<'a> Lab<'a> {
                 stderr: self.nodes.last_stderr(node).map(|l| format!("; it exited: {l}")).unwrap_or_default(),
             });
         }
-        self.trace(RecordKind::Start, Some(node), |_| {});
+        self.trace(RecordKind::Start, Some(node), None, |_| {});
         self.settle(node)
     }
 
@@ -652,9 +660,8 @@ impl<'a> Lab<'a> {
         self.next_trace_id += 1;
         let id = self.next_trace_id;
         let (kind, body) = (msg.kind().to_string(), msg.body.clone());
-        self.trace(RecordKind::Send, Some(from), |r| {
+        self.trace(RecordKind::Send, Some(from), Some(id), |r| {
             r.peer = Some(to as NodeId);
-            r.msg_id = Some(id);
             r.msg_kind = Some(kind);
             r.msg = Some(body);
         });
@@ -677,9 +684,8 @@ impl<'a> Lab<'a> {
 
     fn drop_message(&mut self, from: usize, to: usize, id: u64, reason: &str) {
         self.dropped += 1;
-        self.trace(RecordKind::Drop, Some(to), |r| {
+        self.trace(RecordKind::Drop, Some(to), Some(id), |r| {
             r.peer = Some(from as NodeId);
-            r.msg_id = Some(id);
             r.detail = Some(reason.to_string());
         });
     }
@@ -823,7 +829,7 @@ impl<'a> Lab<'a> {
         self.asked[node] = None;
         self.belief[node] = None;
         let why = why.to_string();
-        self.trace(RecordKind::Crash, Some(node), |r| r.detail = Some(why));
+        self.trace(RecordKind::Crash, Some(node), None, |r| r.detail = Some(why));
         self.judge(|c, w, at, v| c.on_crash(w, node as NodeId, at, v));
         if self.cfg.family == LabFamily::Deadlock && self.table.phase[node] != Phase::Done {
             // A crashed node's transaction is gone: what it held is free, and it begins no other.
@@ -880,9 +886,8 @@ impl<'a> Lab<'a> {
                 if self.held(to, &action) {
                     return Ok(());
                 }
-                self.trace(RecordKind::Deliver, Some(to), |r| {
+                self.trace(RecordKind::Deliver, Some(to), Some(trace_id), |r| {
                     r.peer = Some(from as NodeId);
-                    r.msg_id = Some(trace_id);
                     r.msg_kind = Some(msg.kind().to_string());
                 });
                 self.done[to] = false;
@@ -972,7 +977,7 @@ impl<'a> Lab<'a> {
                     return Ok(());
                 }
                 let t = tag.clone();
-                self.trace(RecordKind::Timer, Some(node), |r| r.timer = Some(t.to_string()));
+                self.trace(RecordKind::Timer, Some(node), None, |r| r.timer = Some(t.to_string()));
                 self.write(node, LAB, json!({"type": "lab_timeout", "tag": tag}));
                 self.settle(node)?;
             }
@@ -985,7 +990,7 @@ impl<'a> Lab<'a> {
             Action::Recover(node) => {
                 if self.status[node] == NodeStatus::Crashed {
                     self.status[node] = NodeStatus::Up;
-                    self.trace(RecordKind::Recover, Some(node), |_| {});
+                    self.trace(RecordKind::Recover, Some(node), None, |_| {});
                     self.judge(|c, w, at, v| c.on_recover(w, node as NodeId, at, v));
                     self.nodes.start(node)?;
                     self.unmarked[node] = 0;
@@ -999,13 +1004,13 @@ impl<'a> Lab<'a> {
                 if self.status[node] == NodeStatus::Up {
                     self.status[node] = NodeStatus::Paused;
                     self.paused_until[node] = until;
-                    self.trace(RecordKind::Pause, Some(node), |_| {});
+                    self.trace(RecordKind::Pause, Some(node), None, |_| {});
                 }
             }
             Action::Resume(node) => {
                 if self.status[node] == NodeStatus::Paused {
                     self.status[node] = NodeStatus::Up;
-                    self.trace(RecordKind::Resume, Some(node), |_| {});
+                    self.trace(RecordKind::Resume, Some(node), None, |_| {});
                 }
             }
             Action::Begin { node, epoch } => {
@@ -1085,7 +1090,7 @@ impl<'a> Lab<'a> {
                 self.network.cuts[i].active = active;
                 let what = self.cfg.partitions[i].to_string();
                 let kind = if active { RecordKind::Partition } else { RecordKind::Heal };
-                self.trace(kind, None, |r| r.detail = Some(what));
+                self.trace(kind, None, None, |r| r.detail = Some(what));
             }
         }
         Ok(())
@@ -1137,7 +1142,7 @@ impl<'a> Lab<'a> {
             "writing the trace {}",
             self.cfg.trace.as_deref().unwrap_or(std::path::Path::new("")).display()
         );
-        let records = self.tracer.finish().map_err(|source| LabError::Io { what, source })?;
+        let records = self.tracer.finish().map_err(|source| LabError::Io { what, source })?.records;
         Ok(LabReport {
             family: self.cfg.family.name().to_string(),
             nodes: self.cfg.nodes,

@@ -211,6 +211,7 @@ pub fn page(result: &RunResult) -> Result<String, String> {
         source: "sim",
         uids: &result.uids,
         records: &result.records,
+        gaps: &result.gaps,
         total_records: result.total_records,
         report: serde_json::to_value(report).map_err(|e| e.to_string())?,
         verdict: report.verdict_line(),

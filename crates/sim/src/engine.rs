@@ -485,14 +485,22 @@ impl<A: Algorithm> Simulation<A> {
         }
     }
 
-    /// Records one trace record (built by `fill` only when the tracer still writes or keeps one).
-    fn trace(&mut self, kind: RecordKind, node: Option<NodeId>, fill: impl FnOnce(&mut TraceRecord)) {
+    /// Records one trace record (built by `fill` only when the tracer writes or keeps it; a
+    /// message's `msg_id` is given apart, so that the tracer can stamp a record it does not build).
+    fn trace(
+        &mut self,
+        kind: RecordKind,
+        node: Option<NodeId>,
+        msg_id: Option<u64>,
+        fill: impl FnOnce(&mut TraceRecord),
+    ) {
         let (step, now, uids) = (self.step, self.now, &self.uids);
         if let Some(t) = self.tracer.as_mut() {
-            t.record_with(|| {
+            t.record_with(kind, node, msg_id, || {
                 let mut r = TraceRecord::new(step, now, kind);
                 r.node = node;
                 r.uid = node.map(|n| uids[n as usize]);
+                r.msg_id = msg_id;
                 fill(&mut r);
                 r
             });
@@ -569,14 +577,14 @@ impl<A: Algorithm> Simulation<A> {
             self.last_progress = self.now;
         }
         let id = self.seq;
-        self.trace(RecordKind::Send, Some(from), |r| with_message(r, to, id, &msg));
+        self.trace(RecordKind::Send, Some(from), Some(id), |r| with_message(r, to, id, &msg));
         let mut rng = self.draws.next_network(self.cfg.seed, from, self.net.draws());
         match self.net.schedule_with(rng.as_mut(), self.now, from, to) {
             None => {
                 self.counters.dropped += 1;
                 let kind = msg.kind();
                 self.seq += 1;
-                self.trace(RecordKind::Drop, Some(to), |r| with_drop(r, from, id, kind, "lost"));
+                self.trace(RecordKind::Drop, Some(to), Some(id), |r| with_drop(r, from, id, kind, "lost"));
             }
             Some(at) => {
                 let dup = rng.as_mut().is_some_and(|rng| self.net.duplicate(rng)).then(|| msg.clone());
@@ -586,7 +594,7 @@ impl<A: Algorithm> Simulation<A> {
                 if let Some(copy) = dup {
                     let at2 = self.net.schedule_with(rng.as_mut(), self.now, from, to).unwrap_or(at);
                     let id2 = self.seq;
-                    self.trace(RecordKind::Send, Some(from), |r| {
+                    self.trace(RecordKind::Send, Some(from), Some(id2), |r| {
                         with_message(r, to, id2, &copy);
                         r.detail = Some("duplicate".into());
                     });
@@ -604,7 +612,7 @@ impl<A: Algorithm> Simulation<A> {
         let at = self.stamp();
         self.judge(|c, w, v| c.on_event(w, node, &event, at, v));
         self.drive_all(|w, cx| w.on_event(node, &event, cx));
-        self.trace(RecordKind::Emit, Some(node), |r| r.event = Some(event));
+        self.trace(RecordKind::Emit, Some(node), None, |r| r.event = Some(event));
     }
 
     /// Keeps an input of a paused node until it resumes (with its sequence number, so that a
@@ -643,7 +651,7 @@ impl<A: Algorithm> Simulation<A> {
                 "partition"
             };
             let kind = msg.kind();
-            self.trace(RecordKind::Drop, Some(to), |r| with_drop(r, from, id, kind, reason));
+            self.trace(RecordKind::Drop, Some(to), Some(id), |r| with_drop(r, from, id, kind, reason));
             return;
         }
         if self.status[to as usize] == NodeStatus::Paused {
@@ -653,7 +661,7 @@ impl<A: Algorithm> Simulation<A> {
         self.in_flight -= 1;
         self.algo_in_flight -= u64::from(!msg.is_detection());
         self.counters.delivered += 1;
-        self.trace(RecordKind::Deliver, Some(to), |r| with_message(r, from, id, &msg));
+        self.trace(RecordKind::Deliver, Some(to), Some(id), |r| with_message(r, from, id, &msg));
         self.call(to, |p, cx, out| p.on_message(cx, from, msg, out));
     }
 
@@ -671,7 +679,7 @@ impl<A: Algorithm> Simulation<A> {
             return;
         }
         self.timers[node as usize].swap_remove(idx);
-        self.trace(RecordKind::Timer, Some(node), |r| r.timer = Some(format!("{timer:?}")));
+        self.trace(RecordKind::Timer, Some(node), None, |r| r.timer = Some(format!("{timer:?}")));
         self.call(node, |p, cx, out| p.on_timer(cx, timer, out));
     }
 
@@ -694,7 +702,7 @@ impl<A: Algorithm> Simulation<A> {
         let (node, req) = *b;
         let at = self.stamp();
         self.judge(|c, w, v| c.on_request(w, node, &req, at, v));
-        self.trace(RecordKind::Request, Some(node), |r| r.request = Some(req.clone()));
+        self.trace(RecordKind::Request, Some(node), None, |r| r.request = Some(req.clone()));
         self.call(node, |p, cx, out| p.on_request(cx, req, out));
     }
 
@@ -719,7 +727,7 @@ impl<A: Algorithm> Simulation<A> {
                 for w in &mut self.workloads {
                     w.on_crash(node);
                 }
-                self.trace(RecordKind::Crash, Some(node), |_| {});
+                self.trace(RecordKind::Crash, Some(node), None, |_| {});
                 self.judge(|c, w, v| c.on_crash(w, node, at, v));
             }
             Fault::Recover(node) => {
@@ -727,20 +735,20 @@ impl<A: Algorithm> Simulation<A> {
                     return;
                 }
                 self.status[node as usize] = NodeStatus::Up;
-                self.trace(RecordKind::Recover, Some(node), |_| {});
+                self.trace(RecordKind::Recover, Some(node), None, |_| {});
                 self.judge(|c, w, v| c.on_recover(w, node, at, v));
                 self.call(node, |p, cx, out| p.on_recover(cx, out));
             }
             Fault::Pause(node) => {
                 if self.status[node as usize] == NodeStatus::Up {
                     self.status[node as usize] = NodeStatus::Paused;
-                    self.trace(RecordKind::Pause, Some(node), |_| {});
+                    self.trace(RecordKind::Pause, Some(node), None, |_| {});
                 }
             }
             Fault::Resume(node) => {
                 if self.status[node as usize] == NodeStatus::Paused {
                     self.status[node as usize] = NodeStatus::Up;
-                    self.trace(RecordKind::Resume, Some(node), |_| {});
+                    self.trace(RecordKind::Resume, Some(node), None, |_| {});
                     // Back in the queue at the resume time, in the order they arrived (fresh
                     // sequence numbers); a message keeps its id through `renumbered`.
                     for (id, item) in self.deferred.remove(&node).unwrap_or_default() {
@@ -753,7 +761,7 @@ impl<A: Algorithm> Simulation<A> {
                 let active = matches!(f, Fault::Cut(_));
                 self.net.cuts[i].active = active;
                 let text = self.cfg.partition[i].to_string();
-                self.trace(if active { RecordKind::Partition } else { RecordKind::Heal }, None, |r| {
+                self.trace(if active { RecordKind::Partition } else { RecordKind::Heal }, None, None, |r| {
                     r.detail = Some(text)
                 });
             }
@@ -771,7 +779,7 @@ impl<A: Algorithm> Simulation<A> {
     fn trace_violations_since(&mut self, before: usize) {
         let new: Vec<_> = self.violations.list()[before..].to_vec();
         for v in new {
-            self.trace(RecordKind::Violation, None, |r| {
+            self.trace(RecordKind::Violation, None, None, |r| {
                 r.property = Some(v.property.name().into());
                 r.detail = Some(v.detail.clone());
             });
@@ -895,7 +903,7 @@ impl<A: Algorithm> Simulation<A> {
     /// Every process starts, in position order.
     fn start_processes(&mut self) {
         for node in 0..self.uids.len() as NodeId {
-            self.trace(RecordKind::Start, Some(node), |_| {});
+            self.trace(RecordKind::Start, Some(node), None, |_| {});
             self.call(node, |p, cx, out| p.on_start(cx, out));
         }
     }

@@ -82,10 +82,12 @@ pub struct RunOptions<'a> {
     pub trace: Option<PathBuf>,
     /// Keep the trace records in memory (for a Mermaid diagram, an HTML page).
     pub keep_trace: bool,
-    /// Keep only the first this many records in memory (all of them when `None`): a page that
-    /// draws a bounded prefix of the run does not need the rest, and a run of millions of steps
-    /// would otherwise hold them all. The trace file, if any, still gets every record, and
-    /// [`RunResult::total_records`] counts them all.
+    /// Keep at most this many records in memory (all of them when `None`): the run's beginning,
+    /// its faults and violations and its end ([`ringleader_judge::trace::Tracer::keep_at_most`]).
+    /// A page draws a bounded part of the run, and a run of millions of steps would otherwise
+    /// hold every record. The trace file, if any, still gets every record,
+    /// [`RunResult::total_records`] counts them all and [`RunResult::gaps`] says where some
+    /// were left out.
     pub keep_at_most: Option<usize>,
     /// Called every 65,536 steps.
     pub progress: Option<&'a mut dyn FnMut(Progress)>,
@@ -99,8 +101,10 @@ pub struct RunOptions<'a> {
 pub struct RunResult {
     /// The report.
     pub report: Report,
-    /// The trace records, when kept (the first [`RunOptions::keep_at_most`] of them).
+    /// The trace records, when kept (at most [`RunOptions::keep_at_most`] of them).
     pub records: Vec<TraceRecord>,
+    /// Where records were left out of `records` (see [`RunOptions::keep_at_most`]).
+    pub gaps: Vec<ringleader_core::trace::Gap>,
     /// How many records the run produced when it was traced: more than `records.len()` when
     /// the kept trace was cut.
     pub total_records: u64,
@@ -111,11 +115,13 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// The Mermaid sequence diagram of the kept trace (a closing note says so when the kept
-    /// trace ends before the run's does and the diagram was not already cut).
+    /// The Mermaid sequence diagram of the kept trace's beginning (up to its first gap; a
+    /// closing note says so when that ends before the run's does and the diagram was not
+    /// already cut).
     pub fn mermaid(&self) -> String {
-        let mut diagram = ringleader_judge::mermaid::render(&self.records, &self.uids, self.violation_window);
-        let kept = self.records.len() as u64;
+        let head = &self.records[..self.gaps.first().map_or(self.records.len(), |g| g.at)];
+        let mut diagram = ringleader_judge::mermaid::render(head, &self.uids, self.violation_window);
+        let kept = head.len() as u64;
         if self.total_records > kept && !diagram.contains(ringleader_judge::mermaid::CUT_NOTE) {
             diagram.push_str(&format!(
                 "    note over P0: {} {kept} of {} records\n",
@@ -146,39 +152,58 @@ pub fn run(cfg: &RunConfig, opts: RunOptions) -> Result<RunResult, SimError> {
 }
 
 /// Runs algorithm `A` (the configuration's algorithm name is not consulted).
+///
+/// With [`RunOptions::keep_at_most`], a run that produced more records than it could keep is
+/// run a second time, the same run (a run is a function of its configuration), to keep its
+/// faults, violations and end ([`ringleader_judge::trace::Keep::Rest`]): the first run's
+/// records are cut to half the bound, and the second builds only the records it keeps. A run
+/// that fits is run once.
 pub fn run_algorithm<A: Algorithm>(cfg: &RunConfig, mut opts: RunOptions) -> Result<RunResult, SimError> {
+    use ringleader_judge::trace::{Keep, KeptTrace, Tracer};
     let trace_err = |source| SimError::Trace {
         path: opts.trace.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
         source,
     };
+    let bound = opts.keep_at_most.unwrap_or(usize::MAX);
     let tracer = if opts.trace.is_some() || opts.keep_trace {
         Some(
-            ringleader_judge::trace::Tracer::new(cfg.nodes as usize, opts.trace.as_deref(), opts.keep_trace)
+            Tracer::new(cfg.nodes as usize, opts.trace.as_deref(), opts.keep_trace)
                 .map_err(trace_err)?
-                .keep_at_most(opts.keep_at_most.unwrap_or(usize::MAX)),
+                .keep(Keep::First(bound)),
         )
     } else {
         None
     };
     let wall = std::time::Instant::now();
-    let mut sim = Simulation::<A>::new(cfg, tracer)?;
     let mut no_progress = |_: Progress| {};
     let progress: &mut dyn FnMut(Progress) = match opts.progress.take() {
         Some(p) => p,
         None => &mut no_progress,
     };
-    match opts.threads {
-        Some(threads) => sim.run_windowed(threads, progress)?,
-        None => sim.run(progress),
-    }
+    let mut sim = simulate::<A>(cfg, tracer, opts.threads, progress)?;
     let wall_seconds = wall.elapsed().as_secs_f64();
-    let (records, total_records) = match sim.take_tracer() {
+    let (mut kept, total_records, mut faults) = match sim.take_tracer() {
         Some(t) => {
-            let total = t.recorded();
-            (t.finish().map_err(trace_err)?, total)
+            let (total, faults) = (t.recorded(), t.faults_left_out());
+            (t.finish().map_err(trace_err)?, total, faults)
         }
-        None => (Vec::new(), 0),
+        None => (KeptTrace::default(), 0, 0),
     };
+    // Too long to keep whole (and room for three parts): the first half of the bound stays,
+    // and a second run of the same configuration keeps the middle's faults and violations (up
+    // to a quarter of the bound) and the end (what they leave).
+    if opts.keep_trace && total_records > bound as u64 && bound >= 4 {
+        let head = bound / 2;
+        faults += kept.records[head..].iter().filter(|r| r.kind.is_fault_or_violation()).count() as u64;
+        kept.records.truncate(head);
+        let marks = (bound / 4).min(usize::try_from(faults).unwrap_or(usize::MAX));
+        let tail = (bound - head - marks) as u64;
+        let keep = Keep::Rest { after: head as u64, marks, tail_from: total_records - tail };
+        let tracer = Tracer::new(cfg.nodes as usize, None, true).map_err(trace_err)?.keep(keep);
+        let mut again = simulate::<A>(cfg, Some(tracer), opts.threads, progress)?;
+        let rest = again.take_tracer().expect("the second run was traced").finish().map_err(trace_err)?;
+        kept = kept.followed_by(rest);
+    }
     let mut report = build_report::<A>(&sim, wall_seconds);
     if let Some(threads) = opts.threads {
         // The windowed engine's run is its own: replaying it needs the flag (any count will do).
@@ -186,7 +211,23 @@ pub fn run_algorithm<A: Algorithm>(cfg: &RunConfig, mut opts: RunOptions) -> Res
         report.repro.push_str(&format!(" --threads {threads}"));
     }
     let violation_window = sim.violations().list().first().map(|v| (v.step, v.until_step));
-    Ok(RunResult { report, records, total_records, uids: sim.uids().to_vec(), violation_window })
+    let KeptTrace { records, gaps } = kept;
+    Ok(RunResult { report, records, gaps, total_records, uids: sim.uids().to_vec(), violation_window })
+}
+
+/// One run of `A` on the serial engine, or on the windowed engine with `threads`.
+fn simulate<A: Algorithm>(
+    cfg: &RunConfig,
+    tracer: Option<ringleader_judge::trace::Tracer>,
+    threads: Option<usize>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Simulation<A>, SimError> {
+    let mut sim = Simulation::<A>::new(cfg, tracer)?;
+    match threads {
+        Some(threads) => sim.run_windowed(threads, progress)?,
+        None => sim.run(progress),
+    }
+    Ok(sim)
 }
 
 /// Why no progress is possible any more at the end of a run cut off at `--duration`, when the

@@ -34,12 +34,16 @@
   uids.forEach(function (u, i) { colOfUid[u] = i; });
 
   // ---- rows: one per step ---------------------------------------------------------------
+  // A cut: where the driver left records out of a long run (it keeps the beginning, every fault
+  // and violation, and the end). A row starts at each cut, and the cut is drawn as a break.
+  var cutAt = {};
+  (data.gaps || []).forEach(function (g) { cutAt[g.at] = g.left_out; });
   var rows = [], rowOf = new Array(recs.length);
   var t0 = recs.length ? recs[0].time_ns : 0;
   recs.forEach(function (r, k) {
     var last = rows[rows.length - 1];
-    if (!last || last.step !== r.step) {
-      last = { step: r.step, time: r.time_ns, first: k, last: k };
+    if (!last || last.step !== r.step || cutAt[k] != null) {
+      last = { step: r.step, time: r.time_ns, first: k, last: k, cut: cutAt[k] };
       rows.push(last);
     } else {
       last.last = k;
@@ -301,7 +305,9 @@
   if (report.algorithm) el("span", null, facts, "algorithm " + report.algorithm + (report.family ? " (" + report.family + ")" : ""));
   el("span", null, facts, n + " nodes");
   if (report.seed != null) el("span", null, facts, "seed " + report.seed);
-  el("span", null, facts, rows.length + " steps, " + recs.length + " records");
+  el("span", null, facts, data.total_records > recs.length
+    ? recs.length + " of " + data.total_records + " records, " + rows.length + " steps drawn"
+    : rows.length + " steps, " + recs.length + " records");
   var m = report.messages;
   if (m) el("span", { id: "counts" }, facts, "messages " + m.sent + " sent, " + m.delivered + " delivered, " + m.dropped +
     " dropped (" + Object.keys(m.by_kind || {}).map(function (k) { return k + " " + m.by_kind[k]; }).join(", ") + ")");
@@ -365,7 +371,13 @@
 
   var notice = el("div", { id: "notice" }, app);
   var left = [];
-  if (data.total_records > recs.length) left.push("the page holds the first " + recs.length + " of " + data.total_records + " records; the rest were left out");
+  var cuts = data.gaps || [];
+  if (cuts.length) {
+    var headLen = cuts[0].at, tailLen = recs.length - cuts[cuts.length - 1].at, middle = recs.length - headLen - tailLen;
+    left.push("the page holds " + recs.length + " of the run's " + data.total_records + " records: the first " + headLen +
+      (middle ? ", " + middle + " faults and violations from the middle" : "") + " and the last " + tailLen +
+      "; each break marked \u22ef says how many it left out");
+  } else if (data.total_records > recs.length) left.push("the page holds the first " + recs.length + " of " + data.total_records + " records; the rest were left out");
   var full = rows.length <= FULL_ROWS && n <= FULL_NODES;
   if (!full) left.push("only the rows and lifelines scrolled into view are drawn (" + rows.length + " steps, " + n + " nodes)");
   if (left.length) { notice.textContent = left.join("; ") + "."; notice.className = "shown"; }
@@ -405,11 +417,16 @@
   var MIN_GAP = 8, MAX_GAP = 12 * ROW_H, GAP_H = 2.5 * ROW_H;
   var hashAxis = /axis=step/.test(location.hash);
   var axis = STEPS_ONLY || hashAxis ? "step" : "time";
-  var yOf = new Float64Array(rows.length), gapMarks = [];
+  var yOf = new Float64Array(rows.length), gapMarks = [], cutMarks = [];
   function layout() {
     gapMarks = [];
+    cutMarks = [];
     if (axis === "step") {
-      for (var r = 0; r < rows.length; r++) yOf[r] = TOP + r * ROW_H + ROW_H / 2;
+      var extra = 0;
+      for (var r = 0; r < rows.length; r++) {
+        if (r > 0 && rows[r].cut != null) { cutMarks.push({ y: TOP + (r - 0.5) * ROW_H + extra + GAP_H / 2, left: rows[r].cut, row: r }); extra += GAP_H; }
+        yOf[r] = TOP + r * ROW_H + ROW_H / 2 + extra;
+      }
       return;
     }
     var dts = [];
@@ -424,7 +441,10 @@
     yOf[0] = at;
     for (var q = 1; q < rows.length; q++) {
       var dt = rows[q].time - rows[q - 1].time;
-      if (dt > 0) {
+      if (rows[q].cut != null) {
+        cutMarks.push({ y: at + GAP_H / 2, left: rows[q].cut, row: q, ns: dt });
+        at += GAP_H;
+      } else if (dt > 0) {
         var gap = Math.max(MIN_GAP, dt * scale);
         if (gap > MAX_GAP) { gapMarks.push({ y: at + GAP_H / 2, ns: dt, row: q }); gap = GAP_H; }
         at += gap;
@@ -586,6 +606,15 @@
       sv("path", { class: "gap-zigzag", d: "M" + (LEFT - 6) + "," + gm.y + "l4,-4l4,8l4,-8l4,8l4,-4L" + (W - 10) + "," + gm.y }, g);
       sv("text", { class: "gap-text", x: 4, y: gm.y + 4 }, g, "≈ " + (gm.ns / 1e6).toFixed(3) + " ms");
       sv("title", null, g, "nothing happened for " + (gm.ns / 1e6).toFixed(3) + " ms: the gap is drawn shorter");
+    });
+    // Cuts: records of a long run the page left out.
+    cutMarks.forEach(function (cm) {
+      if (cm.row < v.r0 || cm.row > v.r1 + 1) return;
+      var g = sv("g", { class: "cut-break", "data-left": cm.left }, layer);
+      sv("rect", { class: "cut-band", x: 0, y: cm.y - GAP_H / 2 + 4, width: W, height: GAP_H - 8 }, g);
+      sv("text", { class: "cut-text", x: LEFT, y: cm.y + 4 }, g,
+        "\u22ef " + cm.left.toLocaleString("en") + (cm.left === 1 ? " record" : " records") + " left out" + (cm.ns ? " (" + ms(cm.ns) + " of the run)" : ""));
+      sv("title", null, g, "this page keeps the run's beginning, its faults and violations and its end; " + cm.left + " records between here were left out (the trace file, sim --trace, has them all)");
     });
     // Partition bands, pauses, critical sections under everything else.
     bands.forEach(function (b) {

@@ -11,15 +11,16 @@
 //! A run without such data has no plot section.
 //!
 //! Large runs: the page embeds at most [`MAX_RECORDS`] records and says how many of the run's
-//! records it left out ([`RunView::total_records`]: a driver may have kept only the first ones
-//! while the run went on, so the total is the run's count, not the length of the slice it hands
-//! over). The report, and so the summary and the property verdicts, is always the whole run's.
+//! records it left out ([`RunView::total_records`]: a driver may have kept only some while the
+//! run went on, so the total is the run's count, not the length of the slice it hands over) and
+//! where ([`RunView::gaps`]: the simulator keeps a long run's beginning, its faults and
+//! violations and its end; the viewer draws a break at each gap with what it left out). The report, and so the summary and the property verdicts, is always the whole run's.
 //! The viewer draws only the rows that are scrolled into view once a run has more than a
 //! few thousand rows.
 
 use crate::plot;
 use ringleader_core::Uid;
-use ringleader_core::trace::TraceRecord;
+use ringleader_core::trace::{Gap, TraceRecord};
 use serde::Serialize;
 
 /// At most this many records are embedded in a page; the rest are left out, and the page says so.
@@ -37,8 +38,11 @@ pub struct RunView<'a> {
     pub source: &'a str,
     /// Node uids by position (node `i` has uid `uids[i]`).
     pub uids: &'a [Uid],
-    /// The trace, in step order: all of it, or its first records.
+    /// The trace, in step order: all of it, or the part a driver kept.
     pub records: &'a [TraceRecord],
+    /// Where the driver left records out of `records` (empty when it kept them all, or only
+    /// the first ones).
+    pub gaps: &'a [Gap],
     /// How many records the whole run produced (at least `records.len()`; more when the driver
     /// kept only the first ones).
     pub total_records: u64,
@@ -61,6 +65,7 @@ struct Embedded<'a> {
     source: &'a str,
     uids: &'a [Uid],
     records: &'a [TraceRecord],
+    gaps: &'a [Gap],
     total_records: u64,
     report: &'a serde_json::Value,
     verdict: &'a str,
@@ -173,11 +178,13 @@ fn figures(report: &serde_json::Value) -> Vec<Figure> {
 /// The HTML page of `run`.
 pub fn html(run: &RunView) -> String {
     let kept = &run.records[..run.records.len().min(MAX_RECORDS)];
+    let gaps = &run.gaps[..run.gaps.partition_point(|g| g.at < kept.len())];
     let data = Embedded {
         title: &run.title,
         source: run.source,
         uids: run.uids,
         records: kept,
+        gaps,
         total_records: run.total_records.max(run.records.len() as u64),
         report: &run.report,
         verdict: &run.verdict,
@@ -226,6 +233,7 @@ mod tests {
             source: "sim",
             uids,
             records,
+            gaps: &[],
             total_records: records.len() as u64,
             report: serde_json::json!({"algorithm": "x"}),
             verdict: "OK".into(),

@@ -207,9 +207,45 @@ fn assert_pages_open(pages: &[(PathBuf, serde_json::Value)]) {
     }
 }
 
+/// A page with room for fewer records than the run made keeps the beginning, the faults and the
+/// violation of the middle and the end, and draws a break at each cut saying how many records it
+/// left out: the central-timeout story on a 12-record page still shows the pause and the two
+/// holders' violation.
+#[test]
+fn a_page_too_small_for_its_run_keeps_the_faults_and_the_end_and_marks_each_cut() {
+    let dir = out_dir("cuts");
+    let file = dir.join("cut.html");
+    let report = sim_html(&[&scenario("central-timeout-paused-holder.toml"), "--page-records", "12"], &file);
+    let page = Page::new();
+    page.open(&file);
+    page.assert_no_errors("the cut page");
+    let total = page
+        .eval("JSON.parse(document.getElementById('run-data').textContent).total_records")
+        .as_u64()
+        .unwrap();
+    assert!(total > 12, "the run made {total} records");
+    let notice = page.text("#notice");
+    assert!(
+        notice.starts_with(&format!("the page holds 12 of the run's {total} records: the first 6, ")),
+        "{notice}"
+    );
+    let left: u64 = page
+        .eval("[...document.querySelectorAll('.cut-break')].reduce((s, g) => s + Number(g.dataset.left), 0)")
+        .as_u64()
+        .unwrap();
+    assert_eq!(left + 12, total, "the breaks account for every record left out");
+    let kinds =
+        page.eval("JSON.parse(document.getElementById('run-data').textContent).records.map(r => r.kind)");
+    let kinds: Vec<&str> = kinds.as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+    assert!(kinds.contains(&"pause") && kinds.contains(&"violation"), "{kinds:?}");
+    assert_eq!(page.count("#violation"), 1, "the first violation's rectangle is drawn");
+    assert_eq!(report["properties"].as_array().unwrap().iter().filter(|p| p["holds"] == false).count(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The scenarios the test above leaves out (more than 5,000 nodes): their pages are cut to
-/// 200,000 records (the simulator keeps no more while it runs) and must still open cleanly, each
-/// saying how many records it left out. Too slow for the suite in a debug build; run it by name
+/// 200,000 records (the simulator keeps no more while it runs: the beginning, the faults and
+/// violations, the end) and must still open cleanly, each saying how many records it left out. Too slow for the suite in a debug build; run it by name
 /// with a release build:
 /// `cargo build --release && RINGLEADER_BIN=target/release/ringleader cargo test --workspace
 /// --test it -- --ignored visual::the_largest_scenarios`.
@@ -237,7 +273,7 @@ fn the_largest_scenarios_open_without_a_console_error() {
     for (file, _) in &pages {
         page.open(file);
         let notice = page.text("#notice");
-        assert!(notice.starts_with("the page holds the first 200000 of "), "{}: {notice}", file.display());
+        assert!(notice.starts_with("the page holds 200000 of the run's "), "{}: {notice}", file.display());
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

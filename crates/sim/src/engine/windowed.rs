@@ -917,16 +917,16 @@ impl<A: Algorithm> Simulation<A> {
         match note {
             Note::Request(node, req) => {
                 self.judge(|c, w, v| c.on_request(w, node, &req, at, v));
-                self.trace(RecordKind::Request, Some(node), |r| r.request = Some(req));
+                self.trace(RecordKind::Request, Some(node), None, |r| r.request = Some(req));
             }
             Note::Emit(node, event) => {
                 self.judge(|c, w, v| c.on_event(w, node, &event, at, v));
-                self.trace(RecordKind::Emit, Some(node), |r| r.event = Some(event));
+                self.trace(RecordKind::Emit, Some(node), None, |r| r.event = Some(event));
             }
             Note::Trace(mut record) => {
                 if let Some(t) = self.tracer.as_mut() {
                     record.step = step;
-                    t.record_with(|| *record);
+                    t.record_with(record.kind, record.node, record.msg_id, || *record);
                 }
             }
         }

@@ -162,7 +162,7 @@ fn raymond_sequential(
         Simulation::<Raymond>::new(&cfg, Some(Tracer::new(n as usize, None, true).unwrap())).unwrap();
     sim.run(&mut |_| {});
     assert!(sim.violations().is_empty(), "{what}: {:?}", sim.violations().list());
-    let records = sim.take_tracer().unwrap().finish().unwrap();
+    let records = sim.take_tracer().unwrap().finish().unwrap().records;
     let t = sim.topology().clone();
     let per_entry = entries(&records);
     assert_eq!(per_entry.len() as u64, k, "{what}");

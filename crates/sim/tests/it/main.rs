@@ -20,6 +20,7 @@ mod election_sweeps;
 mod elections_large_tables;
 mod graph_shapes;
 mod hirschberg_sinclair;
+mod kept_trace;
 mod lock_service;
 mod mutex_ring_quorum_failover;
 mod planted;
