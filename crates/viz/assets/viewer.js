@@ -397,6 +397,11 @@
     colour["marker:" + k] = "url(#arrow-" + j + ")";
   });
   var layer = sv("g", { id: "layer" }, svg);
+  var ovWrap = el("div", { id: "overview" }, main);
+  var zoomBar = el("div", { class: "zoom" }, ovWrap);
+  var bZoomOut = el("button", { id: "zoom-out", title: "zoom out: more of the run on the screen ([ or ctrl + wheel)" }, zoomBar, "−");
+  var bZoomIn = el("button", { id: "zoom-in", title: "zoom in: the rows spread apart (] or ctrl + wheel)" }, zoomBar, "+");
+  var ovCanvas = el("canvas", { id: "overview-canvas", width: "56", height: "300" }, ovWrap);
   var side = el("aside", { id: "side" }, main);
   el("h2", null, side, "State at this step");
   var stateDiv = el("div", { id: "state" }, side);
@@ -405,7 +410,7 @@
   el("h2", null, side, "Selected message or event");
   var detail = el("div", { id: "detail" }, side, "Click a message arrow, a cross or a row.");
 
-  var COL_W = Math.max(90, Math.min(180, Math.floor(((window.innerWidth || 1200) - 340 - LEFT - 40) / Math.max(1, n))));
+  var COL_W = Math.max(90, Math.min(180, Math.floor(((window.innerWidth || 1200) - 340 - 64 - LEFT - 40) / Math.max(1, n))));
   function x(col) { return LEFT + col * COL_W + COL_W / 2; }
   // ---- the time axis ----------------------------------------------------------------------
   // By default a row's height is its virtual time: rows of one instant share a y, so equal
@@ -417,15 +422,19 @@
   var MIN_GAP = 8, MAX_GAP = 12 * ROW_H, GAP_H = 2.5 * ROW_H;
   var hashAxis = /axis=step/.test(location.hash);
   var axis = STEPS_ONLY || hashAxis ? "step" : "time";
+  // Zoom (the overview's − and +) scales the space between rows; a gap still gets at least
+  // MIN_GAP times the zoom, so zooming out packs the run tighter.
+  var ZOOMS = [0.125, 0.25, 0.5, 1, 2, 4, 8], zoomAt = 3;
   var yOf = new Float64Array(rows.length), gapMarks = [], cutMarks = [];
   function layout() {
     gapMarks = [];
     cutMarks = [];
+    var zoom = ZOOMS[zoomAt];
     if (axis === "step") {
-      var extra = 0;
+      var extra = 0, rowH = ROW_H * zoom;
       for (var r = 0; r < rows.length; r++) {
-        if (r > 0 && rows[r].cut != null) { cutMarks.push({ y: TOP + (r - 0.5) * ROW_H + extra + GAP_H / 2, left: rows[r].cut, row: r }); extra += GAP_H; }
-        yOf[r] = TOP + r * ROW_H + ROW_H / 2 + extra;
+        if (r > 0 && rows[r].cut != null) { cutMarks.push({ y: TOP + (r - 0.5) * rowH + ROW_H / 2 + extra + GAP_H / 2, left: rows[r].cut, row: r }); extra += GAP_H; }
+        yOf[r] = TOP + r * rowH + ROW_H / 2 + extra;
       }
       return;
     }
@@ -436,7 +445,8 @@
     // gap gets as many rows as an instant has steps on average (at most 12), so that the
     // arrows between instants spread out.
     var perInstant = Math.max(1, Math.min(12, rows.length / (dts.length + 1)));
-    var unit = dts.length ? dts[Math.floor(dts.length / 4)] : 1e6, scale = ROW_H * perInstant / unit;
+    var unit = dts.length ? dts[Math.floor(dts.length / 4)] : 1e6, scale = ROW_H * perInstant / unit * zoom;
+    var minGap = MIN_GAP * Math.min(1, zoom);
     var at = TOP + ROW_H / 2;
     yOf[0] = at;
     for (var q = 1; q < rows.length; q++) {
@@ -445,7 +455,7 @@
         cutMarks.push({ y: at + GAP_H / 2, left: rows[q].cut, row: q, ns: dt });
         at += GAP_H;
       } else if (dt > 0) {
-        var gap = Math.max(MIN_GAP, dt * scale);
+        var gap = Math.max(minGap, dt * scale);
         if (gap > MAX_GAP) { gapMarks.push({ y: at + GAP_H / 2, ns: dt, row: q }); gap = GAP_H; }
         at += gap;
       }
@@ -466,6 +476,77 @@
   spacer.style.width = W + "px";
   size();
   heads.setAttribute("width", W);
+
+  // ---- the overview strip ------------------------------------------------------------------
+  // The whole run at a glance, beside the diagram and at the diagram's scale: grey bars for how
+  // many records each stretch holds (log scale), ticks for faults (orange), violations (red) and
+  // cuts of a long run (grey, dashed), the cursor (blue) and a frame around the part scrolled
+  // into view. Click or drag on it to scroll there; double-click moves the cursor there.
+  var ovBins = null, ovTicks = [];
+  function overviewData() {
+    var hgt = ovCanvas.height, bins = new Float64Array(hgt);
+    for (var k = 0; k < recs.length; k++) bins[Math.min(hgt - 1, Math.floor(yOf[rowOf[k]] / H * hgt))]++;
+    ovBins = bins;
+    ovTicks = [];
+    recs.forEach(function (r, k) {
+      if (r.kind === "violation") ovTicks.push({ y: yOf[rowOf[k]], cls: "violation" });
+      else if (["crash", "recover", "pause", "resume", "partition", "heal"].indexOf(r.kind) >= 0) ovTicks.push({ y: yOf[rowOf[k]], cls: "fault" });
+    });
+    cutMarks.forEach(function (cm) { ovTicks.push({ y: cm.y, cls: "cut" }); });
+    ovCanvas.setAttribute("data-faults", String(ovTicks.filter(function (t) { return t.cls === "fault"; }).length));
+    ovCanvas.setAttribute("data-violations", String(ovTicks.filter(function (t) { return t.cls === "violation"; }).length));
+    ovCanvas.setAttribute("data-cuts", String(cutMarks.length));
+  }
+  var TICK = { fault: "#f79009", violation: "#c80000", cut: "#667085" };
+  function drawOverview() {
+    var want = Math.max(120, Math.floor(ovWrap.clientHeight - zoomBar.offsetHeight - 8));
+    if (want && ovCanvas.height !== want) { ovCanvas.height = want; ovBins = null; }
+    if (!ovBins) overviewData();
+    var g = ovCanvas.getContext("2d"), wd = ovCanvas.width, hgt = ovCanvas.height;
+    g.clearRect(0, 0, wd, hgt);
+    var most = 1;
+    for (var b = 0; b < hgt; b++) if (ovBins[b] > most) most = ovBins[b];
+    g.fillStyle = "#98a2b3";
+    for (var c = 0; c < hgt; c++) if (ovBins[c]) g.fillRect(0, c, Math.max(1, (wd - 14) * Math.log(1 + ovBins[c]) / Math.log(1 + most)), 1);
+    ovTicks.forEach(function (t) {
+      var ty = Math.floor(t.y / H * hgt);
+      g.fillStyle = TICK[t.cls];
+      if (t.cls === "cut") { for (var xx = 0; xx < wd; xx += 6) g.fillRect(xx, ty, 3, 2); }
+      else g.fillRect(wd - 12, ty - 1, 12, 3);
+    });
+    var sy = scroller.scrollTop / H * hgt, sh = Math.max(4, (scroller.clientHeight || 600) / H * hgt);
+    g.strokeStyle = "#1d2330";
+    g.lineWidth = 1;
+    g.strokeRect(0.5, Math.floor(sy) + 0.5, wd - 1, Math.min(hgt - 1, Math.ceil(sh)));
+    g.fillStyle = "#1570ef";
+    g.fillRect(0, Math.floor(cursorY() / H * hgt) - 1, wd, 2);
+  }
+  // Scrolls the diagram so that overview pixel `py` is in the middle of the view.
+  function overviewScroll(py) {
+    var h = scroller.clientHeight || 600;
+    scroller.scrollTop = Math.max(0, py / ovCanvas.height * H - h / 2);
+  }
+  var ovDragging = false;
+  // The pointer's place on the strip, in the canvas's pixels (its box may be drawn scaled).
+  function ovY(e) { var b = ovCanvas.getBoundingClientRect(); return (e.clientY - b.top) / (b.height || 1) * ovCanvas.height; }
+  ovCanvas.addEventListener("mousedown", function (e) { ovDragging = true; overviewScroll(ovY(e)); e.preventDefault(); });
+  window.addEventListener("mousemove", function (e) { if (ovDragging) overviewScroll(ovY(e)); });
+  window.addEventListener("mouseup", function () { ovDragging = false; });
+  ovCanvas.addEventListener("dblclick", function (e) { stop(); go(rowAt(ovY(e) / ovCanvas.height * H)); });
+  // Zooming keeps the cursor's row where it was on the screen.
+  function zoomTo(at) {
+    at = Math.max(0, Math.min(ZOOMS.length - 1, at));
+    if (at === zoomAt) return;
+    var onScreen = y(current) - scroller.scrollTop;
+    zoomAt = at;
+    layout(); size(); ovBins = null; draw();
+    scroller.scrollTop = Math.max(0, y(current) - onScreen);
+    playY = y(current);
+    reveal();
+    document.body.setAttribute("data-zoom", String(ZOOMS[zoomAt]));
+  }
+  bZoomOut.addEventListener("click", function () { zoomTo(zoomAt - 1); });
+  bZoomIn.addEventListener("click", function () { zoomTo(zoomAt + 1); });
 
   // ---- drawing --------------------------------------------------------------------------
   var current = 0, selected = null;
@@ -861,6 +942,7 @@
     showState();
     reveal();
     keepInUrl();
+    drawOverview();
   }
 
   // ---- interaction ----------------------------------------------------------------------
@@ -874,7 +956,7 @@
     lastFrame = t;
     playY += dt * 80 * (+speed.value || 1);
     var r = rowAt(playY);
-    if (r !== current) { current = r; showState(); reveal(); keepInUrl(); } else drawFlights();
+    if (r !== current) { current = r; showState(); reveal(); keepInUrl(); drawOverview(); } else drawFlights();
     follow(playY);
     if (current >= lastRow && playY >= y(lastRow)) { playY = y(lastRow); stop(); return; }
     requestAnimationFrame(frame);
@@ -895,7 +977,7 @@
   slider.addEventListener("input", function () { stop(); go(+slider.value); });
   wholeBox.addEventListener("change", function () { whole = wholeBox.checked; reveal(); });
   if (axisSel) axisSel.addEventListener("change", function () {
-    axis = axisSel.value; layout(); size(); draw(); go(current);
+    axis = axisSel.value; layout(); size(); ovBins = null; draw(); go(current);
   });
   // Jumps: to the next or previous fault, violation, leader change, entry into the critical
   // section, or row with a record that matches the filter.
@@ -921,6 +1003,8 @@
     else if (KEY_JUMPS[k]) jump(KEY_JUMPS[k], e.shiftKey ? -1 : 1);
     else if (e.key === "+" || e.key === "=") { speed.selectedIndex = Math.min(speed.options.length - 1, speed.selectedIndex + 1); }
     else if (e.key === "-") { speed.selectedIndex = Math.max(0, speed.selectedIndex - 1); }
+    else if (e.key === "[") zoomTo(zoomAt - 1);
+    else if (e.key === "]") zoomTo(zoomAt + 1);
     else if (k === "w") { wholeBox.checked = !wholeBox.checked; wholeBox.dispatchEvent(new Event("change")); }
     else if (e.key === "/") { e.preventDefault(); filterBox.focus(); }
     else if (e.key === "Escape") { filterBox.value = ""; filterBox.dispatchEvent(new Event("input")); filterBox.blur(); selectEvent(null); }
@@ -1013,11 +1097,16 @@
   var pending = false;
   scroller.addEventListener("scroll", function () {
     headsDiv.scrollLeft = scroller.scrollLeft;
-    if (full || pending) return;
+    if (pending) return;
     pending = true;
-    requestAnimationFrame(function () { pending = false; draw(); });
+    requestAnimationFrame(function () { pending = false; if (!full) draw(); drawOverview(); });
   });
-  window.addEventListener("resize", function () { if (!full) draw(); });
+  scroller.addEventListener("wheel", function (e) {
+    if (!e.ctrlKey) return;
+    e.preventDefault();
+    zoomTo(zoomAt + (e.deltaY < 0 ? 1 : -1));
+  }, { passive: false });
+  window.addEventListener("resize", function () { if (!full) draw(); drawOverview(); });
 
   // For measurements and tests: redraw the view, go to a row.
   // `point(col, row)`: where a lifeline's row is on screen (client coordinates).
@@ -1031,7 +1120,8 @@
       t0: mg.send ? mg.send.time_ns : null, t1: mg.recv.time_ns };
   }
   window.ringleaderViewer = { draw: draw, go: go, rows: rows.length, point: point, message: message, labels: labels.length,
-    current: function () { return current; }, y: y, jump: jump, jumps: jumps, selectEvent: selectEvent, playing: function () { return playing; } };
+    current: function () { return current; }, y: y, jump: jump, jumps: jumps, selectEvent: selectEvent, playing: function () { return playing; },
+    zoom: function () { return ZOOMS[zoomAt]; }, height: function () { return H; } };
   var started = performance.now();
   draw();
   // Where the page opens: the step the URL names, the first violation, or the end (the whole

@@ -870,6 +870,59 @@ fn the_run_plays_up_to_the_cursor_and_jumps_to_faults() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The overview strip shows the whole run beside the diagram with its faults marked; a press on
+/// it scrolls the diagram there, a double-click moves the cursor there, and the zoom buttons
+/// scale the time axis (the cursor's row stays where it was on the screen).
+#[test]
+fn the_overview_strip_scrolls_and_the_zoom_scales_the_diagram() {
+    let dir = out_dir("overview");
+    let file = dir.join("heartbeat.html");
+    sim_html(&[&scenario("heartbeat-paused-process.toml")], &file);
+    let page = Page::new();
+    page.open(&file);
+    let faults = page.eval("+document.getElementById('overview-canvas').dataset.faults");
+    let jumps = page.eval("window.ringleaderViewer.jumps.fault.length");
+    assert_eq!(faults, serde_json::json!(3), "the crash, the pause and the resumption are marked");
+    assert_eq!(jumps, faults, "the strip marks what F jumps to");
+    // A press a quarter of the way down the strip puts that part of the run in the middle.
+    let scrolled = page.eval(
+        "(function () { var c = document.getElementById('overview-canvas'), b = c.getBoundingClientRect();
+           var s = document.getElementById('scroller'), V = window.ringleaderViewer;
+           c.dispatchEvent(new MouseEvent('mousedown', { clientX: b.left + 20, clientY: b.top + b.height / 4, bubbles: true }));
+           window.dispatchEvent(new MouseEvent('mouseup', { bubbles: true }));
+           return { top: s.scrollTop, want: V.height() / 4 - s.clientHeight / 2, pixel: V.height() / b.height }; })()",
+    );
+    let (top, want) = (scrolled["top"].as_f64().unwrap(), scrolled["want"].as_f64().unwrap());
+    // A mouse event's coordinates are whole pixels: one pixel of the strip is `pixel` of the drawing.
+    let pixel = scrolled["pixel"].as_f64().unwrap();
+    assert!(want > 1000.0 && (top - want).abs() <= pixel + 2.0, "{scrolled}");
+    // A double-click there moves the cursor to that part of the run.
+    page.eval(
+        "(function () { var c = document.getElementById('overview-canvas'), b = c.getBoundingClientRect();
+           c.dispatchEvent(new MouseEvent('dblclick', { clientX: b.left + 20, clientY: b.top + b.height / 4, bubbles: true })); })()",
+    );
+    let cursor = page
+        .eval("(function (V) { return { y: V.y(V.current()), h: V.height() }; })(window.ringleaderViewer)");
+    let (cy, h) = (cursor["y"].as_f64().unwrap(), cursor["h"].as_f64().unwrap());
+    assert!((cy / h - 0.25).abs() < 0.005, "the cursor went a quarter of the way down: {cursor}");
+    // Zoom out twice: the drawing is shorter, and the cursor's row stays on the screen where it was.
+    let before = page.eval(
+        "(function (V, s) { return { h: V.height(), at: V.y(V.current()) - s.scrollTop }; })(window.ringleaderViewer, document.getElementById('scroller'))",
+    );
+    page.click("#zoom-out");
+    page.click("#zoom-out");
+    let after = page.eval(
+        "(function (V, s) { return { h: V.height(), at: V.y(V.current()) - s.scrollTop, zoom: V.zoom() }; })(window.ringleaderViewer, document.getElementById('scroller'))",
+    );
+    assert_eq!(after["zoom"], serde_json::json!(0.25));
+    assert!(after["h"].as_f64().unwrap() < before["h"].as_f64().unwrap() / 2.0, "{before} {after}");
+    assert!((after["at"].as_f64().unwrap() - before["at"].as_f64().unwrap()).abs() < 2.0, "{before} {after}");
+    page.eval("document.dispatchEvent(new KeyboardEvent('keydown', { key: ']' }))");
+    assert_eq!(page.eval("window.ringleaderViewer.zoom()"), serde_json::json!(0.5), "] zooms in");
+    page.assert_no_errors("overview");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Clicking the COORDINATOR message highlights the happens-before past of its delivery and its
 /// future, by the vector stamps (checked here by comparing whole vectors), and dims the rest; the
 /// filter dims what does not match.
