@@ -103,9 +103,12 @@ pub struct RunFlags {
 impl RunFlags {
     /// Parses `args`; the one line naming what was wrong otherwise.
     pub fn parse(args: &[String]) -> Result<RunFlags, String> {
+        // A learner's algorithm has no default story, so `--plain` (ringleader's repro lines and
+        // the playground's runs carry it) changes nothing here.
+        let args: Vec<String> = args.iter().filter(|a| *a != "--plain").cloned().collect();
         let mut f = RunFlags::default();
         let o = &mut f.overlay;
-        for (flag, v) in flags(args, RUN_FLAGS, RUN_USAGE)? {
+        for (flag, v) in flags(&args, RUN_FLAGS, RUN_USAGE)? {
             if !matches!(flag, "--html" | "--algo") {
                 f.words.push(flag.to_string());
                 f.words.push(v.to_string());

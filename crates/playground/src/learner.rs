@@ -136,7 +136,9 @@ mod tests {
     #[test]
     fn a_comparison_runs_both_on_the_same_flags() {
         let runs = LearnerRuns::<RicartAgrawala>::default();
-        let flags = ["--nodes", "4", "--crash", "3@5ms"];
+        // The page sends --plain (no story underneath): a learner's algorithm has none, so it
+        // is taken and changes nothing.
+        let flags = ["--nodes", "4", "--plain", "--crash", "3@5ms"];
         let mine = execute(&runs, RunRequest { args: args(&flags), scenario: None }).unwrap();
         assert!(mine.repro.starts_with("cargo run -- sim --nodes 4 --crash 3@5ms"), "{}", mine.repro);
         assert!(mine.html.contains("run-data"));

@@ -8,7 +8,7 @@
 (function () {
   "use strict";
   var SVGNS = "http://www.w3.org/2000/svg";
-  var ROW_H = 22, TOP = 14, LEFT = 96, HEAD_H = 40, FULL_ROWS = 2500, FULL_NODES = 64;
+  var ROW_H = 22, TOP = 14, LEFT = 96, HEAD_H = 52, FULL_ROWS = 2500, FULL_NODES = 64;
   // Message-kind colours: distinct, and none of them the red of losses and violations; kinds
   // past the palette get hues spread by the golden angle (still distinct).
   var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf",
@@ -140,12 +140,12 @@
   var colour = {};
   kindList.forEach(function (k, j) { colour[k] = kindColour(j); });
 
-  // Partition bands cover the smaller side's lifelines ("1,2|3,4@10ms..20ms": uids).
+  // Partition bands cover the first side's lifelines ("1,2|3,4,5@10ms..20ms": uids 1 and 2), the
+  // side the playground writes first for the lifelines dragged over, whatever its size.
   bands.forEach(function (b) {
     var cut = b.detail.split("@")[0], sides = cut.split(/[|>]/);
     var side = function (t) { return (t || "").split(",").map(function (x) { return colOfUid[+x]; }).filter(function (c) { return c != null; }); };
-    var l = side(sides[0]), r = side(sides[1]);
-    b.cols = (r.length && r.length < l.length ? r : l).sort(function (a, c) { return a - c; });
+    b.cols = side(sides[0]).sort(function (a, c) { return a - c; });
   });
 
   // The first violation: its window of steps, or the first violation record.
@@ -342,6 +342,8 @@
   var wholeLabel = el("label", { title: "show the whole run, not only up to the cursor (W)" }, controls);
   var wholeBox = el("input", { id: "whole", type: "checkbox" }, wholeLabel);
   wholeLabel.appendChild(document.createTextNode(" whole run"));
+  var bShowAll = el("button", { id: "show-all", title: "show every lifeline again, in node order" }, controls, "show all");
+  bShowAll.style.display = "none";
   var axisSel = null;
   if (!STEPS_ONLY) {
     axisSel = el("select", { id: "axis", title: "time axis: rows placed by virtual time (long idle gaps compressed) or one per step" }, controls);
@@ -411,7 +413,23 @@
   var detail = el("div", { id: "detail" }, side, "Click a message arrow, a cross or a row.");
 
   var COL_W = Math.max(90, Math.min(180, Math.floor(((window.innerWidth || 1200) - 340 - 64 - LEFT - 40) / Math.max(1, n))));
-  function x(col) { return LEFT + col * COL_W + COL_W / 2; }
+  // Lifelines in the order drawn, left to right: `order` lists the nodes shown, `posOf[node]`
+  // is a node's place in it, or -1 while it is hidden. The head's ◂ and ▸ move a lifeline, ×
+  // hides it (and the messages to and from it), "show all" brings every one back in node order.
+  var order = [], posOf = new Array(n);
+  function setOrder(o) {
+    order = o;
+    for (var i = 0; i < n; i++) posOf[i] = -1;
+    o.forEach(function (nd, p) { posOf[nd] = p; });
+  }
+  setOrder(uids.map(function (_, i) { return i; }));
+  function x(node) { return LEFT + posOf[node] * COL_W + COL_W / 2; }
+  // True when `node`'s lifeline is shown and among the view's places.
+  function shown(node, v) { var p = posOf[node]; return p >= 0 && p >= v.c0 && p <= v.c1; }
+  function msgShown(mg, v) {
+    var pa = posOf[mg.from], pb = posOf[mg.to];
+    return pa >= 0 && pb >= 0 && Math.max(pa, pb) >= v.c0 && Math.min(pa, pb) <= v.c1;
+  }
   // ---- the time axis ----------------------------------------------------------------------
   // By default a row's height is its virtual time: rows of one instant share a y, so equal
   // latencies draw equal slopes. The scale gives the shorter of the usual gaps (the 25th
@@ -472,6 +490,7 @@
     return lo;
   }
   var W = LEFT + n * COL_W + 20, H;
+  function widen() { W = LEFT + order.length * COL_W + 20; spacer.style.width = W + "px"; heads.setAttribute("width", W); }
   function size() { H = yOf[rows.length - 1] + ROW_H + 20; spacer.style.height = H + "px"; }
   spacer.style.width = W + "px";
   size();
@@ -551,11 +570,11 @@
   // ---- drawing --------------------------------------------------------------------------
   var current = 0, selected = null;
   function visible() {
-    if (full) return { c0: 0, c1: n - 1, r0: 0, r1: lastRow, x0: 0, y0: 0, w: W, h: H };
+    if (full) return { c0: 0, c1: order.length - 1, r0: 0, r1: lastRow, x0: 0, y0: 0, w: W, h: H };
     var sx = scroller.scrollLeft, sy = scroller.scrollTop, w = scroller.clientWidth || 800, h = scroller.clientHeight || 600;
     var pad = 200;
     return {
-      c0: Math.max(0, Math.floor((sx - LEFT - pad) / COL_W)), c1: Math.min(n - 1, Math.ceil((sx + w - LEFT + pad) / COL_W)),
+      c0: Math.max(0, Math.floor((sx - LEFT - pad) / COL_W)), c1: Math.min(order.length - 1, Math.ceil((sx + w - LEFT + pad) / COL_W)),
       r0: rowAt(sy - pad), r1: Math.min(lastRow, rowAt(sy + h + pad) + 1),
       x0: Math.max(0, sx - pad), y0: Math.max(0, sy - pad), w: w + 2 * pad, h: h + 2 * pad,
     };
@@ -622,7 +641,7 @@
     var BUCKET = 32, boxes = {}, segs = {};
     function buckets(y0, y1, f) { for (var b = Math.floor(y0 / BUCKET); b <= Math.floor(y1 / BUCKET); b++) f(b); }
     msgs.forEach(function (mg) {
-      if (!crosses(mg.r0, mg.r1, v.r0, v.r1)) return;
+      if (!crosses(mg.r0, mg.r1, v.r0, v.r1) || !msgShown(mg, v)) return;
       var a = { x: x(mg.from), y: y(mg.r0) }, b = mg.dropped ? dropPoint(mg) : { x: x(mg.to), y: y(mg.r1) };
       var sg = [a.x, a.y, b.x, b.y];
       buckets(Math.min(a.y, b.y), Math.max(a.y, b.y), function (k) { (segs[k] = segs[k] || []).push(sg); });
@@ -699,24 +718,26 @@
     });
     // Partition bands, pauses, critical sections under everything else.
     bands.forEach(function (b) {
-      if (!crosses(b.r0, b.r1, v.r0, v.r1) || !b.cols.length) return;
+      // The band covers the places of the side's shown lifelines, in runs of neighbours.
+      var places = b.cols.map(function (c) { return posOf[c]; }).filter(function (q) { return q >= 0; }).sort(function (q, r) { return q - r; });
+      if (!crosses(b.r0, b.r1, v.r0, v.r1) || !places.length) return;
       var g = sv("g", { class: "partition", "data-a": b.r0 }, layer);
-      var runs = [], a = b.cols[0], p = a;
-      b.cols.slice(1).concat([null]).forEach(function (c) { if (c === p + 1) { p = c; } else { runs.push([a, p]); a = p = c; } });
+      var runs = [], a = places[0], p = a;
+      places.slice(1).concat([null]).forEach(function (c) { if (c === p + 1) { p = c; } else { runs.push([a, p]); a = p = c; } });
       runs.forEach(function (run) {
-        sv("rect", { class: "partition-band", x: x(run[0]) - COL_W / 2 + 4, y: y(b.r0), width: (run[1] - run[0] + 1) * COL_W - 8, height: Math.max(4, y(b.r1) - y(b.r0)), "data-a": b.r0, "data-b": b.r1 }, g);
+        sv("rect", { class: "partition-band", x: LEFT + run[0] * COL_W + 4, y: y(b.r0), width: (run[1] - run[0] + 1) * COL_W - 8, height: Math.max(4, y(b.r1) - y(b.r0)), "data-a": b.r0, "data-b": b.r1 }, g);
       });
-      var px = x(b.cols[0]) - COL_W / 2 + 8, ptext = "partition " + b.detail, pfit = fitText(ptext, W - px - 4, "10px");
+      var px = LEFT + places[0] * COL_W + 8, ptext = "partition " + b.detail, pfit = fitText(ptext, W - px - 4, "10px");
       var pl = sv("text", { class: "partition-label", x: px, y: y(b.r0) + 11 }, g, pfit);
       sv("title", null, pl, ptext);
     });
     pauses.forEach(function (p) {
-      if (!crosses(p.r0, p.r1, v.r0, v.r1) || p.node < v.c0 || p.node > v.c1) return;
+      if (!crosses(p.r0, p.r1, v.r0, v.r1) || !shown(p.node, v)) return;
       sv("rect", { class: "mark-pause", x: x(p.node) - 7, y: y(p.r0), width: 14, height: Math.max(4, y(p.r1) - y(p.r0)), "data-a": p.r0, "data-b": p.r1 }, layer);
     });
     // Lifelines: solid while up, dashed while crashed.
-    for (var c = v.c0; c <= v.c1; c++) {
-      var down = [], from = null;
+    for (var pc = v.c0; pc <= v.c1; pc++) {
+      var c = order[pc], down = [], from = null;
       marks.forEach(function (mk) {
         if (mk.node !== c) return;
         if (mk.type === "crash" && from == null) from = mk.row;
@@ -732,19 +753,19 @@
       });
     }
     bars.forEach(function (b) {
-      if (!crosses(b.r0, b.r1, v.r0, v.r1) || b.node < v.c0 || b.node > v.c1) return;
+      if (!crosses(b.r0, b.r1, v.r0, v.r1) || !shown(b.node, v)) return;
       var bar = sv("rect", { class: "cs-bar", x: x(b.node) - 4, y: y(b.r0), width: 8, height: Math.max(4, y(b.r1) - y(b.r0)), "data-a": b.r0, "data-b": b.r1 }, layer);
       sv("title", null, bar, "P" + b.node + " in the critical section" + (b.fencing != null ? ", fencing " + fencingText(b.fencing) : "") + (b.open ? " (still at the end)" : ""));
     });
     timers.forEach(function (t) {
-      if (t.row < v.r0 || t.row > v.r1 || t.node < v.c0 || t.node > v.c1) return;
+      if (t.row < v.r0 || t.row > v.r1 || !shown(t.node, v)) return;
       var d = sv("circle", { class: "timer-dot", cx: x(t.node), cy: y(t.row), r: 3, "data-a": t.row, "data-k": t.k }, layer);
       sv("title", null, d, "timer " + typed(t.rec.timer || ""));
     });
     // Messages.
     msgs.forEach(function (mg, j) {
       if (!crosses(mg.r0, mg.r1, v.r0, v.r1)) return;
-      if (Math.max(mg.from, mg.to) < v.c0 || Math.min(mg.from, mg.to) > v.c1) return;
+      if (!msgShown(mg, v)) return;
       var x1 = x(mg.from), y1 = y(mg.r0), x2 = x(mg.to), y2 = y(mg.r1);
       if (mg.from === mg.to) { x2 += 0.01; }
       var node;
@@ -761,7 +782,7 @@
       sv("title", null, node, msgInfo(mg));
     });
     marks.forEach(function (mk) {
-      if (mk.row < v.r0 || mk.row > v.r1 || mk.node < v.c0 || mk.node > v.c1) return;
+      if (mk.row < v.r0 || mk.row > v.r1 || !shown(mk.node, v)) return;
       var cx = x(mk.node), cy = y(mk.row);
       if (mk.type === "crash") {
         var g = sv("g", { class: "mark-crash", "data-a": mk.row, "data-k": mk.k }, layer);
@@ -785,7 +806,7 @@
       placer.take({ x0: LEFT, y0: vy - 14, x1: LEFT + textWidth(fit, "700 11px"), y1: vy });
     }
     labels.forEach(function (lb) {
-      if (lb.row < v.r0 || lb.row > v.r1 || lb.node < v.c0 || lb.node > v.c1) return;
+      if (lb.row < v.r0 || lb.row > v.r1 || !shown(lb.node, v)) return;
       placer.place(lb);
     });
     flights = sv("g", { id: "flights" }, layer);
@@ -797,9 +818,14 @@
   function drawHeads() {
     while (heads.firstChild) heads.removeChild(heads.firstChild);
     var v = visible(), st = stateAt(current).st;
-    for (var c = v.c0; c <= v.c1; c++) {
+    for (var pc = v.c0; pc <= v.c1; pc++) {
+      var c = order[pc];
       sv("text", { class: "head-label", x: x(c), y: 15, "text-anchor": "middle" }, heads, "P" + c + " · id " + uids[c]);
       sv("text", { class: "head-role", x: x(c), y: 31, "text-anchor": "middle", "data-node": c }, heads, role(st[c], c));
+      [["◂", "left", -16, "move P" + c + " left"], ["×", "hide", 0, "hide P" + c + " and its messages"], ["▸", "right", 16, "move P" + c + " right"]].forEach(function (b) {
+        var t = sv("text", { class: "head-ctl", x: x(c) + b[2], y: 47, "text-anchor": "middle", "data-node": c, "data-do": b[1] }, heads, b[0]);
+        sv("title", null, t, b[3]);
+      });
     }
     headsDiv.scrollLeft = scroller.scrollLeft;
   }
@@ -916,7 +942,7 @@
     if (whole) return;
     var v = visible(), c = current;
     msgs.forEach(function (mg, j) {
-      if (mg.r0 > c || mg.r1 <= c || !crosses(mg.r0, mg.r1, v.r0, v.r1)) return;
+      if (mg.r0 > c || mg.r1 <= c || !crosses(mg.r0, mg.r1, v.r0, v.r1) || !msgShown(mg, v)) return;
       var x1 = x(mg.from), y1 = y(mg.r0), end = mg.dropped ? dropPoint(mg) : { x: x(mg.to), y: y(mg.r1) };
       if (end.y <= y1) return;
       var f = Math.max(0, Math.min(1, (py - y1) / (end.y - y1))), hx = x1 + (end.x - x1) * f, hy = y1 + (end.y - y1) * f;
@@ -1009,14 +1035,41 @@
     else if (e.key === "/") { e.preventDefault(); filterBox.focus(); }
     else if (e.key === "Escape") { filterBox.value = ""; filterBox.dispatchEvent(new Event("input")); filterBox.blur(); selectEvent(null); }
   });
+  // Moving and hiding lifelines (the heads' ◂ × ▸), and showing them all again.
+  function reorder(o) {
+    setOrder(o);
+    widen();
+    draw();
+    var hidden = n - o.length, moved = o.some(function (nd, i) { return nd !== i; });
+    bShowAll.style.display = hidden || moved ? "" : "none";
+    bShowAll.textContent = hidden ? "show all (" + hidden + " hidden)" : "node order";
+    document.body.setAttribute("data-order", o.join(","));
+  }
+  heads.addEventListener("click", function (e) {
+    var t = e.target, act = t.getAttribute && t.getAttribute("data-do");
+    if (!act) return;
+    var nd = +t.getAttribute("data-node"), p = posOf[nd], o = order.slice();
+    if (act === "hide") {
+      if (o.length === 1) return;
+      o.splice(p, 1);
+    } else {
+      var q = act === "left" ? p - 1 : p + 1;
+      if (q < 0 || q >= o.length) return;
+      o[p] = o[q];
+      o[q] = nd;
+    }
+    reorder(o);
+  });
+  bShowAll.addEventListener("click", function () { reorder(uids.map(function (_, i) { return i; })); });
   // Where a mouse event is on the diagram: drawing coordinates, row and column.
   function cell(e) {
     var box = svg.getBoundingClientRect();
     var yy = e.clientY - box.top + (parseFloat(svg.style.top) || 0);
     var xx = e.clientX - box.left + (parseFloat(svg.style.left) || 0);
-    return { xx: xx, yy: yy, row: yy < yOf[0] - ROW_H ? -1 : rowAt(yy + MIN_GAP / 2), col: Math.floor((xx - LEFT) / COL_W) };
+    var pos = Math.floor((xx - LEFT) / COL_W);
+    return { xx: xx, yy: yy, row: yy < yOf[0] - ROW_H ? -1 : rowAt(yy + MIN_GAP / 2), pos: pos, col: pos >= 0 && pos < order.length ? order[pos] : -1 };
   }
-  function onLifeline(c) { return c.row >= 0 && c.row <= lastRow && c.col >= 0 && c.col < n && Math.abs(c.xx - x(c.col)) <= 12; }
+  function onLifeline(c) { return c.row >= 0 && c.row <= lastRow && c.col >= 0 && Math.abs(c.xx - x(c.col)) <= 12; }
   var inPlayground = window.parent !== window;
   // Inside the playground, pressing on a lifeline and dragging to another lifeline and another
   // row asks for a partition: the lifelines dragged over (those between the two, both included)
@@ -1024,8 +1077,8 @@
   // while dragging; a press released on its own lifeline is an ordinary click.
   var drag = null, dragged = false;
   function dragSpan(c) {
-    var col = Math.max(0, Math.min(n - 1, c.col)), row = Math.max(0, Math.min(lastRow, c.row));
-    return { c0: Math.min(col, drag.col), c1: Math.max(col, drag.col), r0: Math.min(row, drag.row), r1: Math.max(row, drag.row) };
+    var pos = Math.max(0, Math.min(order.length - 1, c.pos)), row = Math.max(0, Math.min(lastRow, c.row));
+    return { c0: Math.min(pos, drag.pos), c1: Math.max(pos, drag.pos), r0: Math.min(row, drag.row), r1: Math.max(row, drag.row) };
   }
   svg.addEventListener("mousedown", function (e) {
     dragged = false;
@@ -1033,14 +1086,14 @@
     var t = e.target, c = cell(e);
     if ((t.closest && t.closest("[data-msg]")) || !onLifeline(c)) return;
     e.preventDefault();
-    drag = { col: c.col, row: c.row, band: null };
+    drag = { pos: c.pos, row: c.row, band: null };
   });
   window.addEventListener("mousemove", function (e) {
     if (!drag) return;
     var sp = dragSpan(cell(e));
     if (sp.c0 === sp.c1) { if (drag.band) { drag.band.remove(); drag.band = null; } return; }
     if (!drag.band) drag.band = sv("rect", { id: "drag-band", class: "partition-band drag-band" }, layer);
-    drag.band.setAttribute("x", x(sp.c0) - COL_W / 2 + 4);
+    drag.band.setAttribute("x", LEFT + sp.c0 * COL_W + 4);
     drag.band.setAttribute("width", (sp.c1 - sp.c0 + 1) * COL_W - 8);
     drag.band.setAttribute("y", y(sp.r0));
     drag.band.setAttribute("height", Math.max(4, y(sp.r1) - y(sp.r0)));
@@ -1053,7 +1106,7 @@
     if (sp.c0 === sp.c1) return;
     dragged = true;
     var cut = [], rest = [];
-    for (var i = 0; i < n; i++) (i >= sp.c0 && i <= sp.c1 ? cut : rest).push(uids[i]);
+    for (var i = 0; i < n; i++) (posOf[i] >= sp.c0 && posOf[i] <= sp.c1 ? cut : rest).push(uids[i]);
     if (!rest.length) return;
     var from = rows[sp.r0].time, to = rows[sp.r1].time;
     // Rows of one instant: the cut lasts at least a millisecond.

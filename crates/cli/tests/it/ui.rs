@@ -59,6 +59,7 @@ fn a_click_on_a_lifeline_crashes_the_node_and_the_verdict_changes() {
     page.wait_for("document.body.getAttribute('data-algorithms') !== null", limit, "the algorithm list");
     let listed = page.eval("+document.body.getAttribute('data-algorithms')").as_u64().unwrap();
     assert_eq!(listed as usize, algorithms().len(), "the playground offers every algorithm");
+    page.wait_for("document.body.getAttribute('data-story') === 'central'", limit, "central's story");
 
     // The centralized algorithm on three nodes, no faults: every property holds.
     page.eval("(document.getElementById('algo').value = 'central', document.getElementById('nodes').value = '3', 0)");
@@ -143,7 +144,7 @@ fn dragging_a_band_across_lifelines_adds_a_partition() {
     let page = Page::new();
     page.visit(&server.url);
     let limit = Duration::from_secs(60);
-    page.wait_for("document.body.getAttribute('data-algorithms') !== null", limit, "the algorithm list");
+    page.wait_for("document.body.getAttribute('data-story') === 'central'", limit, "central's story");
     page.eval("(document.getElementById('algo').value = 'central', document.getElementById('nodes').value = '3', 0)");
     page.click("#run");
     page.wait_for("document.body.getAttribute('data-runs') === '1'", limit, "the first run");
@@ -213,6 +214,67 @@ fn dragging_a_band_across_lifelines_adds_a_partition() {
     page.click("#faults .fault button");
     assert_eq!(page.count("#faults .fault"), 0);
     page.assert_no_errors("the drag");
+}
+
+/// Choosing an algorithm loads its story (settings as placeholders, faults as chips, parameters as
+/// its own flags); a comparison runs the second algorithm of the same family on exactly the same
+/// settings and faults, with only its own parameters; removing a chip runs again without it.
+#[test]
+fn a_comparison_runs_both_algorithms_on_one_story_and_one_fault_plan() {
+    let server = Server::start();
+    let page = Page::new();
+    page.visit(&server.url);
+    let limit = Duration::from_secs(60);
+    page.wait_for("document.body.getAttribute('data-story') === 'central'", limit, "central's story");
+    page.eval("(function (s) { s.value = 'central-timeout'; s.dispatchEvent(new Event('change')); return 0; })(document.getElementById('algo'))");
+    page.wait_for(
+        "document.body.getAttribute('data-story') === 'central-timeout'",
+        limit,
+        "central-timeout's story",
+    );
+    assert_eq!(page.text("#faults .fault"), "pause 2@2500us..100ms×", "the story's pause is a chip");
+    assert_eq!(page.eval("document.getElementById('own').value"), serde_json::json!("--param timeout=10ms"));
+    assert_eq!(page.eval("document.getElementById('nodes').placeholder"), serde_json::json!("3"));
+    // The second algorithm is one of the same family.
+    let others = page.eval("Array.prototype.map.call(document.getElementById('algo2').options, function (o) { return o.value; })");
+    let others: Vec<&str> = others.as_array().unwrap().iter().map(|o| o.as_str().unwrap()).collect();
+    assert!(
+        others.contains(&"central") && others.contains(&"ricart-agrawala") && !others.contains(&"bully"),
+        "{others:?}"
+    );
+    page.eval("(function (s) { s.value = 'central'; s.dispatchEvent(new Event('change')); document.getElementById('compare').checked = true; return 0; })(document.getElementById('algo2'))");
+    page.wait_for("document.getElementById('own2').value === ''", limit, "central's own flags");
+    page.click("#run");
+    page.wait_for("document.body.getAttribute('data-runs') === '1'", limit, "the comparison");
+    let repros = || -> Vec<String> {
+        let r = page.eval("Array.prototype.map.call(document.querySelectorAll('.run .repro'), function (e) { return e.textContent; })");
+        r.as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect()
+    };
+    let both = repros();
+    assert_eq!(both.len(), 2);
+    let shared = "--nodes 3 --seed 1 --ids ascending --pause 2@2500us..100ms --workload saturated --entries 2 --hold 5ms --requesters 2,3";
+    assert_eq!(
+        both[0],
+        format!("ringleader sim --algo central-timeout {shared} --param timeout=10ms --expect safety")
+    );
+    assert_eq!(
+        both[1],
+        format!("ringleader sim --algo central {shared}"),
+        "the same settings and faults, no other story"
+    );
+    let verdicts = page.eval("Array.prototype.map.call(document.querySelectorAll('.run .verdict'), function (e) { return e.textContent; })");
+    assert!(
+        verdicts[0].as_str().unwrap().starts_with("central-timeout: OK: the expected violations were found"),
+        "{verdicts}"
+    );
+    assert!(verdicts[1].as_str().unwrap().starts_with("central: OK: every property holds"), "{verdicts}");
+    // × on the story's pause runs both again without it, and without the story's expectation.
+    page.click("#faults .fault button");
+    page.wait_for("document.body.getAttribute('data-runs') === '2'", limit, "the run without the pause");
+    let again = repros();
+    assert!(again.iter().all(|r| !r.contains("--pause") && !r.contains("--expect")), "{again:?}");
+    assert!(again[0].contains("--param timeout=10ms") && !again[1].contains("--param"), "{again:?}");
+    page.assert_no_errors("the comparison");
 }
 
 #[test]

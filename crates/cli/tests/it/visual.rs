@@ -923,6 +923,51 @@ fn the_overview_strip_scrolls_and_the_zoom_scales_the_diagram() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The heads' ◂ and ▸ move a lifeline, × hides it with every message to or from it, and "show
+/// all" brings the drawing back as it was.
+#[test]
+fn lifelines_can_be_moved_and_hidden() {
+    let dir = out_dir("lifelines");
+    let file = dir.join("bully.html");
+    sim_html(&[&scenario("bully-worst-case.toml")], &file);
+    let page = Page::new();
+    page.open(&file);
+    let arrows = || page.count(".msg-arrow");
+    let all = arrows();
+    let nodes = page.count(".head-label");
+    let ctl = |node: u64, what: &str| {
+        page.eval(&format!(
+            "document.querySelector('.head-ctl[data-node=\"{node}\"][data-do=\"{what}\"]').dispatchEvent(new MouseEvent('click', {{ bubbles: true }}))"
+        ));
+    };
+    // Hide P1: exactly the delivered messages that neither P1 sent nor P1 received stay drawn.
+    let without_p1 = page
+        .eval(
+            "(function (V) { var k = 0; for (var j = 0; ; j++) { var m; try { m = V.message(j); } catch (e) { break; }
+               if (!m) break; if (m.reason == null && m.from !== 1 && m.to !== 1) k++; } return k; })(window.ringleaderViewer)",
+        )
+        .as_u64()
+        .unwrap();
+    ctl(1, "hide");
+    assert!(without_p1 < all, "P1 sends and receives in the bully worst case");
+    assert_eq!(arrows(), without_p1, "P1's messages are hidden with it");
+    assert_eq!(page.count(".head-label"), nodes - 1);
+    assert!(page.text("#show-all").starts_with("show all (1 hidden)"), "{}", page.text("#show-all"));
+    // Move P0 right: it is drawn right of P2 (its new neighbour), and the order says so.
+    ctl(0, "right");
+    let order: Vec<String> = [2, 0].into_iter().chain(3..nodes).map(|i| i.to_string()).collect();
+    assert_eq!(page.eval("document.body.dataset.order"), serde_json::json!(order.join(",")));
+    let xs =
+        page.eval("(function (V) { return [V.point(0, 0).x, V.point(2, 0).x]; })(window.ringleaderViewer)");
+    assert!(xs[0].as_f64().unwrap() > xs[1].as_f64().unwrap(), "{xs}");
+    page.click("#show-all");
+    assert_eq!(arrows(), all, "show all brings every message back");
+    let order: Vec<String> = (0..nodes).map(|i| i.to_string()).collect();
+    assert_eq!(page.eval("document.body.dataset.order"), serde_json::json!(order.join(",")));
+    page.assert_no_errors("lifelines");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Clicking the COORDINATOR message highlights the happens-before past of its delivery and its
 /// future, by the vector stamps (checked here by comparing whole vectors), and dims the rest; the
 /// filter dims what does not match.
