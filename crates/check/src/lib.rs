@@ -80,6 +80,7 @@
 //! ```
 
 #![warn(missing_docs)]
+pub mod by_hand;
 pub mod model;
 pub mod network;
 pub mod properties;
@@ -613,8 +614,17 @@ fn no_symmetry(algorithm: &str) -> CheckError {
     CheckError::NoSymmetry { algorithm: algorithm.to_string(), declaring: symmetric.join(", ") }
 }
 
+/// How many steps a state has, for [`CheckError::NoSuchStep`].
+fn enabled_there(enabled: usize) -> String {
+    match enabled {
+        0 => "nothing can happen there".to_string(),
+        1 => "one step is enabled there: 0".to_string(),
+        n => format!("{n} steps are enabled there: 0 to {}", n - 1),
+    }
+}
+
 /// Why `algorithm` cannot be model-checked: unknown, or its state is not plain data.
-fn not_checkable(algorithm: &str) -> CheckError {
+pub(crate) fn not_checkable(algorithm: &str) -> CheckError {
     if ringleader_registry::find(algorithm).is_some() {
         CheckError::NotPlain(algorithm.to_string())
     } else {
@@ -683,6 +693,16 @@ pub enum CheckError {
     /// deterministic function of its state and input (a defect of the algorithm).
     #[error("a discovered path does not replay (nondeterministic handler?)")]
     NoReplay,
+    /// A path by hand names a step that is not enabled where it stands.
+    #[error("step {} of the path: there is no step {index} ({})", at + 1, enabled_there(*enabled))]
+    NoSuchStep {
+        /// Where in the path (0 for its first step).
+        at: usize,
+        /// The index asked for.
+        index: usize,
+        /// How many steps were enabled there.
+        enabled: usize,
+    },
     /// The explorer's address cannot be listened on.
     #[error("--explore {address}: cannot listen there: {source}")]
     Listen {

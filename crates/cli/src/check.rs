@@ -161,7 +161,7 @@ fn positions(who: &Initiators, n: u32, flag: &str) -> anyhow::Result<Vec<NodeId>
 }
 
 impl CheckArgs {
-    fn bounds(&self) -> anyhow::Result<Bounds> {
+    pub(crate) fn bounds(&self) -> anyhow::Result<Bounds> {
         let network: NetworkKind = self.network.parse().map_err(|e: String| anyhow::anyhow!("--{e}"))?;
         if self.nodes == 0 || self.nodes > 16 {
             bail!("--nodes {}: the model checker explores 1 to 16 nodes", self.nodes);

@@ -16,8 +16,10 @@
 //! [`MAX_UI_NODES`] (the viewer is for looking; bigger runs belong to the CLI).
 
 use clap::{Args, Parser};
-use ringleader_playground::{AlgorithmEntry, RunResponse, Runs};
+use ringleader_check::by_hand::{ByHand, Search};
+use ringleader_playground::{AlgorithmEntry, ExploreResponse, FindResponse, RunResponse, Runs, Violated};
 
+use crate::check::CheckArgs;
 use crate::sim::{SimArgs, html_page, resolve_config};
 
 pub use ringleader_playground::MAX_UI_NODES;
@@ -46,16 +48,67 @@ struct SimOnly {
     args: SimArgs,
 }
 
+#[derive(Parser, Debug)]
+#[command(name = "check")]
+struct CheckOnly {
+    #[command(flatten)]
+    args: CheckArgs,
+}
+
+/// clap's error as the CLI's one line.
+fn clap_line(e: clap::Error) -> String {
+    let text = e.render().to_string();
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: bad arguments");
+    first.trim_start_matches("error: ").to_string()
+}
+
 /// Parses the arguments as `ringleader sim` does; the CLI's one-line error otherwise.
 fn parse(args: &[String]) -> Result<SimArgs, String> {
-    match SimOnly::try_parse_from(std::iter::once("sim".to_string()).chain(args.iter().cloned())) {
-        Ok(s) => Ok(s.args),
-        Err(e) => {
-            let text = e.render().to_string();
-            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: bad arguments");
-            Err(first.trim_start_matches("error: ").to_string())
-        }
-    }
+    SimOnly::try_parse_from(std::iter::once("sim".to_string()).chain(args.iter().cloned()))
+        .map(|s| s.args)
+        .map_err(clap_line)
+}
+
+/// The states "find a violation from here" explores at most.
+const FIND_STATES: usize = 200_000;
+
+/// Parses the arguments as `ringleader check` does: the algorithm and its bounds.
+fn parse_check(args: &[String]) -> Result<(String, ringleader_check::Bounds), String> {
+    let a = CheckOnly::try_parse_from(std::iter::once("check".to_string()).chain(args.iter().cloned()))
+        .map_err(clap_line)?
+        .args;
+    let bounds = a.bounds().map_err(|e| crate::one_line(&e))?;
+    Ok((a.algo, bounds))
+}
+
+/// The viewer's page of a path by hand (the model checker's pages: steps, not milliseconds).
+fn by_hand_page(algo: &str, h: &ByHand, path: &[usize]) -> Result<String, String> {
+    let family = ringleader_registry::find(algo).map(|i| i.family.name()).unwrap_or_default();
+    let report = serde_json::json!({
+        "algorithm": algo,
+        "family": family,
+        "nodes": h.uids.len(),
+        "events": path.len(),
+        "violations": h.violated.iter().map(|(p, d)| serde_json::json!({
+            "property": p, "step": path.len(), "detail": d,
+        })).collect::<Vec<_>>(),
+    });
+    let verdict = match h.violated.first() {
+        Some((p, d)) => format!("{p} violated after {} steps: {d}", path.len()),
+        None => format!("{} steps chosen by hand; no always-property is violated here", path.len()),
+    };
+    Ok(ringleader_viz::html(&ringleader_viz::RunView {
+        title: format!("{algo} by hand ({} nodes, {} steps)", h.uids.len(), path.len()),
+        source: "check",
+        uids: &h.uids,
+        records: &h.records,
+        gaps: &[],
+        total_records: h.records.len() as u64,
+        report,
+        verdict,
+        ok: h.violated.is_empty(),
+        violation_window: (!h.violated.is_empty()).then_some((path.len() as u64, None)),
+    }))
 }
 
 /// The playground's runs: every algorithm, parsed and resolved as `ringleader sim` does.
@@ -113,6 +166,38 @@ impl Runs for CliRuns {
             RunResponse::of(&result, page).map_err(anyhow::Error::msg)
         })()
         .map_err(|e| crate::one_line(&e))
+    }
+
+    fn by_hand(&self, args: &[String], path: &[usize]) -> Result<ExploreResponse, String> {
+        let (algo, bounds) = parse_check(args)?;
+        let h = ringleader_check::by_hand::by_hand(&algo, bounds, path).map_err(|e| e.to_string())?;
+        Ok(ExploreResponse {
+            html: by_hand_page(&algo, &h, path)?,
+            enabled: h.enabled,
+            violated: h
+                .violated
+                .into_iter()
+                .map(|(p, d)| Violated { property: p.to_string(), detail: d })
+                .collect(),
+        })
+    }
+
+    fn find(&self, args: &[String], path: &[usize]) -> Result<FindResponse, String> {
+        let (algo, bounds) = parse_check(args)?;
+        let search = ringleader_check::by_hand::violation_from(&algo, bounds, path, FIND_STATES)
+            .map_err(|e| e.to_string())?;
+        Ok(match search {
+            Search::Found(f) => FindResponse {
+                outcome: "found",
+                states: f.states,
+                violated: Some(Violated { property: f.property.to_string(), detail: f.detail }),
+                path: Some(f.path),
+            },
+            Search::None { states } => FindResponse { outcome: "none", path: None, violated: None, states },
+            Search::Undecided { states } => {
+                FindResponse { outcome: "undecided", path: None, violated: None, states }
+            }
+        })
     }
 }
 

@@ -12,6 +12,13 @@
 //! algorithms of its family. Bad input is answered with the one line the command line would
 //! print (400), so the page and the terminal say the same words.
 //!
+//! **Explore** (`GET /explore`, the page `crates/viz/assets/explore.html`): you are the
+//! scheduler. The model checker's successor function lists the steps enabled in a state
+//! (deliver this message, fire this timer, crash this node, ask for the lock); the page picks
+//! one, and the path of choices is replayed (`POST /explore`, [`ExploreRequest`]); "find a
+//! violation from here" searches breadth-first from the state a path reaches
+//! (`POST /explore/find`). A path is the whole state of an exploration, kept in the page's URL.
+//!
 //! Runs execute on a blocking thread, so the server keeps answering while one runs; a request
 //! body is at most 1 MiB.
 
@@ -38,6 +45,57 @@ pub const MAX_UI_NODES: u32 = 2_000;
 
 /// The page.
 pub const PAGE: &str = include_str!("../../viz/assets/playground.html");
+
+/// The explore page.
+pub const EXPLORE_PAGE: &str = include_str!("../../viz/assets/explore.html");
+
+/// The longest path an exploration replays (each request replays it from the start).
+pub const MAX_PATH: usize = 10_000;
+
+/// `POST /explore` and `POST /explore/find`: the arguments of `ringleader check` and the path
+/// of steps chosen so far (each an index among the steps enabled where it was taken).
+#[derive(Debug, Deserialize)]
+pub struct ExploreRequest {
+    /// Arguments after `check` (`["--algo", "central-timeout", "--nodes", "3"]`).
+    pub args: Vec<String>,
+    /// The steps taken, from the initial state.
+    #[serde(default)]
+    pub path: Vec<usize>,
+}
+
+/// Where a path stands.
+#[derive(Debug, Serialize)]
+pub struct ExploreResponse {
+    /// The path's run drawn by the viewer (a `check --html` page of the path).
+    pub html: String,
+    /// The steps enabled next, in words, in the order a path indexes them.
+    pub enabled: Vec<String>,
+    /// The `always` properties violated in the state reached.
+    pub violated: Vec<Violated>,
+}
+
+/// A property violated, and why.
+#[derive(Debug, Serialize)]
+pub struct Violated {
+    /// The property.
+    pub property: String,
+    /// Why.
+    pub detail: String,
+}
+
+/// What "find a violation from here" found.
+#[derive(Debug, Serialize)]
+pub struct FindResponse {
+    /// `found`, `none` (every state reachable from here explored, none violates an `always`
+    /// property) or `undecided` (the budget ran out first).
+    pub outcome: &'static str,
+    /// The whole path to the violating state, when found.
+    pub path: Option<Vec<usize>>,
+    /// The property violated there, and why.
+    pub violated: Option<Violated>,
+    /// States explored.
+    pub states: usize,
+}
 
 /// `POST /run`: the arguments of `ringleader sim`, and optionally a scenario file's text.
 #[derive(Debug, Deserialize)]
@@ -104,6 +162,16 @@ pub trait Runs: Send + Sync + 'static {
     /// Runs `args` over the scenario file `scenario` (the page's text, written to a file so
     /// that errors point at its lines); the answer, or the one line naming what was wrong.
     fn run(&self, args: &[String], scenario: Option<&std::path::Path>) -> Result<RunResponse, String>;
+    /// Replays `path` on the model `args` describe (`ringleader check`'s arguments).
+    fn by_hand(&self, args: &[String], path: &[usize]) -> Result<ExploreResponse, String> {
+        let _ = (args, path);
+        Err("exploring by hand runs in `ringleader ui`".into())
+    }
+    /// Searches breadth-first from the state `path` reaches for a violation.
+    fn find(&self, args: &[String], path: &[usize]) -> Result<FindResponse, String> {
+        let _ = (args, path);
+        Err("exploring by hand runs in `ringleader ui`".into())
+    }
 }
 
 /// What stops the server.
@@ -183,6 +251,49 @@ async fn run_handler(State(runs): State<Shared>, body: axum::body::Bytes) -> Res
     }
 }
 
+/// Parses an explore request; its one-line error otherwise.
+fn explore_request(body: &[u8]) -> Result<ExploreRequest, String> {
+    let req: ExploreRequest = serde_json::from_slice(body).map_err(|e| {
+        format!("request body: {e}; expected {{\"args\": [\"--algo\", \"NAME\", …], \"path\": [0, 2, …]}}")
+    })?;
+    if req.path.len() > MAX_PATH {
+        return Err(format!("a path of {} steps: at most {MAX_PATH}", req.path.len()));
+    }
+    Ok(req)
+}
+
+/// Runs `work` on a blocking thread and answers with its JSON or its one line (400).
+async fn blocking<T: Serialize + Send + 'static>(
+    work: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Response {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(answer)) => Json(answer).into_response(),
+        Ok(Err(line)) => bad_request(line),
+        Err(e) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, Json(RunError { error: format!("the request failed: {e}") }))
+                .into_response()
+        }
+    }
+}
+
+async fn explore_handler(State(runs): State<Shared>, body: axum::body::Bytes) -> Response {
+    match explore_request(&body) {
+        Ok(req) => blocking(move || runs.by_hand(&req.args, &req.path)).await,
+        Err(line) => bad_request(line),
+    }
+}
+
+async fn find_handler(State(runs): State<Shared>, body: axum::body::Bytes) -> Response {
+    match explore_request(&body) {
+        Ok(req) => blocking(move || runs.find(&req.args, &req.path)).await,
+        Err(line) => bad_request(line),
+    }
+}
+
+async fn explore_page() -> impl IntoResponse {
+    ([(header::CACHE_CONTROL, "no-store")], Html(EXPLORE_PAGE))
+}
+
 async fn algorithms(State(runs): State<Shared>) -> Json<Vec<AlgorithmEntry>> {
     Json(runs.algorithms())
 }
@@ -217,6 +328,8 @@ pub fn serve(listen: &str, runs: impl Runs) -> Result<(), PlaygroundError> {
             .route("/algorithms", get(algorithms))
             .route("/favicon.ico", get(favicon))
             .route("/run", post(run_handler))
+            .route("/explore", get(explore_page).post(explore_handler))
+            .route("/explore/find", post(find_handler))
             .layer(axum::extract::DefaultBodyLimit::max(1 << 20))
             .with_state(runs);
         axum::serve(listener, app)

@@ -301,3 +301,72 @@ fn every_algorithm_runs_in_the_playground() {
         assert!(v["repro"].as_str().unwrap().starts_with(&format!("ringleader sim --algo {algo}")));
     }
 }
+
+/// You are the scheduler: central-timeout's two holders found by hand in seven clicks (both ask,
+/// both requests arrive, the first is granted, the coordinator's holder-silent timer fires, the
+/// second grant arrives), back and forward, then "find a violation from here" from the start,
+/// which plays a shortest path to a violation; bad bounds are the CLI's one line.
+#[test]
+fn explore_finds_central_timeout_s_two_holders_by_hand_and_by_search() {
+    let server = Server::start();
+    let page = Page::new();
+    page.visit(&format!("{}explore", server.url));
+    let limit = Duration::from_secs(60);
+    let settle = |steps: usize, what: &str| {
+        page.wait_for(
+            &format!("document.body.getAttribute('data-busy') === '0' && document.body.getAttribute('data-steps') === '{steps}'"),
+            limit,
+            what,
+        )
+    };
+    settle(0, "the initial state");
+    assert_eq!(page.eval("document.getElementById('algo').value"), serde_json::json!("central-timeout"));
+    let clicks = [
+        "P1: the application asks",
+        "P2: the application asks",
+        "deliver request P1 → P0",
+        "deliver request P2 → P0",
+        "deliver grant P0 → P1",
+        "P0: timer HolderSilent",
+        "deliver grant P0 → P2",
+    ];
+    for (k, text) in clicks.iter().enumerate() {
+        let clicked = page.eval(&format!(
+            "(function () {{ var b = Array.prototype.find.call(document.querySelectorAll('#enabled button'), function (b) {{ return b.textContent.indexOf({text:?}) >= 0; }});
+               if (!b) return Array.prototype.map.call(document.querySelectorAll('#enabled button'), function (b) {{ return b.textContent; }});
+               b.click(); return true; }})()"
+        ));
+        assert_eq!(clicked, serde_json::json!(true), "step {}: no {text:?} among {clicked}", k + 1);
+        settle(k + 1, text);
+    }
+    assert_eq!(page.eval("document.body.getAttribute('data-violated')"), serde_json::json!("safety"));
+    assert!(page.text("#status").starts_with("safety violated: "), "{}", page.text("#status"));
+    let frame = "document.querySelector('#frame iframe').contentWindow";
+    page.wait_for(&format!("!!{frame}.ringleaderViewer"), limit, "the viewer of the path");
+    assert_eq!(
+        page.eval(&format!("{frame}.document.querySelectorAll('#violation').length")),
+        serde_json::json!(1)
+    );
+    assert!(page.eval("location.hash").as_str().unwrap().contains("path="), "the address keeps the path");
+    // Back undoes the last grant: no violation; forward redoes it.
+    page.click("#back");
+    settle(6, "back");
+    assert_eq!(page.eval("document.body.getAttribute('data-violated')"), serde_json::json!(""));
+    page.click("#forward");
+    settle(7, "forward");
+    assert_eq!(page.eval("document.body.getAttribute('data-violated')"), serde_json::json!("safety"));
+    // From the start, the search finds a path to a violation no longer than the hand-made one.
+    page.click("#start");
+    settle(0, "start over");
+    page.click("#find");
+    page.wait_for("document.body.getAttribute('data-found') !== null && document.body.getAttribute('data-busy') === '0'", limit, "the search");
+    let found = page.eval("+document.body.getAttribute('data-found')").as_u64().unwrap();
+    assert!((1..=7).contains(&found), "{found}");
+    assert_eq!(page.eval("document.body.getAttribute('data-violated')"), serde_json::json!("safety"));
+    page.assert_no_errors("explore");
+    // Bounds the checker refuses: the CLI's words.
+    page.eval("(function (e) { e.value = '0'; e.dispatchEvent(new Event('change')); return 0; })(document.getElementById('nodes'))");
+    page.wait_for("document.getElementById('error').textContent !== ''", limit, "the refusal");
+    let error = page.text("#error");
+    assert!(error.contains("--nodes 0: the model checker explores 1 to 16 nodes"), "{error}");
+}
