@@ -19,7 +19,31 @@
   }
 
   var data = JSON.parse(document.getElementById("run-data").textContent);
-  var recs = data.records || [];
+  // The records come column by column (crates/viz/src/columns.rs says how); this makes them
+  // one object per record again, with the fields the trace file has.
+  function decodeRecords(c) {
+    if (!c || Array.isArray(c)) return c || [];
+    var out = new Array(c.n), step = 0, time = 0, uidOfNode = !c.uid;
+    for (var i = 0; i < c.n; i++) {
+      step += c.step[i];
+      time += c.time[i];
+      var r = { step: step, time_ns: time, kind: c.kinds[c.kind[i]] };
+      if (c.node[i] >= 0) { r.node = c.node[i]; if (uidOfNode && data.uids && data.uids[r.node] != null) r.uid = data.uids[r.node]; }
+      out[i] = r;
+    }
+    function sparse(name, word) {
+      var col = c[name];
+      if (!col) return;
+      for (var k = 0, at = 0; k < col.at.length; k++) {
+        at += col.at[k];
+        out[at][name] = word ? c.dict[col.v[k]] : col.v[k];
+      }
+    }
+    ["uid", "peer", "msg_id", "msg_kind", "msg", "timer", "request", "event", "property", "detail", "lamport", "vector"]
+      .forEach(function (name) { sparse(name, ["msg_kind", "msg", "timer", "request", "event", "property", "detail"].indexOf(name) >= 0); });
+    return out;
+  }
+  var recs = decodeRecords(data.records);
   var report = data.report || {};
 
   // ---- nodes --------------------------------------------------------------------------
@@ -829,6 +853,7 @@
     }
     headsDiv.scrollLeft = scroller.scrollLeft;
   }
+  var hasViolationRecord = recs.some(function (r) { return r.kind === "violation"; });
   function showState() {
     var s = stateAt(current), st = s.st, row = rows[current];
     stepInfo.textContent = "step " + row.step + (STEPS_ONLY ? "" : " · " + ms(row.time)) + " · row " + (current + 1) + "/" + rows.length;
@@ -851,7 +876,7 @@
     var ul = document.createElement("ul");
     (report.properties || []).forEach(function (p) {
       var name = typeof p === "string" ? p : p.name, at = s.violated[name];
-      if (at == null && !recs.some(function (r) { return r.kind === "violation"; })) {
+      if (at == null && !hasViolationRecord) {
         (report.violations || []).forEach(function (vv) { if (vv.property === name && vv.step <= row.step) at = vv.step; });
       }
       el("li", { class: "prop " + (at != null ? "violated" : "holds"), "data-property": name }, ul,
@@ -1174,7 +1199,7 @@
   }
   window.ringleaderViewer = { draw: draw, go: go, rows: rows.length, point: point, message: message, labels: labels.length,
     current: function () { return current; }, y: y, jump: jump, jumps: jumps, selectEvent: selectEvent, playing: function () { return playing; },
-    zoom: function () { return ZOOMS[zoomAt]; }, height: function () { return H; } };
+    zoom: function () { return ZOOMS[zoomAt]; }, height: function () { return H; }, records: recs };
   var started = performance.now();
   draw();
   // Where the page opens: the step the URL names, the first violation, or the end (the whole

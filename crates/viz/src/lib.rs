@@ -21,6 +21,7 @@
 
 #![warn(missing_docs)]
 
+pub mod columns;
 pub mod html;
 pub mod plot;
 pub mod shiviz;

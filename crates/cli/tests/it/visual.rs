@@ -234,8 +234,7 @@ fn a_page_too_small_for_its_run_keeps_the_faults_and_the_end_and_marks_each_cut(
         .as_u64()
         .unwrap();
     assert_eq!(left + 12, total, "the breaks account for every record left out");
-    let kinds =
-        page.eval("JSON.parse(document.getElementById('run-data').textContent).records.map(r => r.kind)");
+    let kinds = page.eval("window.ringleaderViewer.records.map(r => r.kind)");
     let kinds: Vec<&str> = kinds.as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
     assert!(kinds.contains(&"pause") && kinds.contains(&"violation"), "{kinds:?}");
     assert_eq!(page.count("#violation"), 1, "the first violation's rectangle is drawn");
@@ -274,6 +273,15 @@ fn the_largest_scenarios_open_without_a_console_error() {
         page.open(file);
         let notice = page.text("#notice");
         assert!(notice.starts_with("the page holds 200000 of the run's "), "{}: {notice}", file.display());
+        // How long a step takes (moving the cursor redraws the view, the state panel and the
+        // overview): 50 steps spread over the run. Printed for docs/VISUAL.md, not asserted.
+        let steps = page.eval(
+            "(function (V) { var t = [], n = V.rows; for (var i = 0; i < 50; i++) { var a = performance.now();
+               V.go(Math.floor(i * (n - 1) / 49)); V.draw(); t.push(performance.now() - a); }
+               t.sort(function (x, y) { return x - y; }); return { p50: t[25], max: t[49], rows: n }; })(window.ringleaderViewer)",
+        );
+        let bytes = std::fs::metadata(file).unwrap().len();
+        println!("{}: {bytes} bytes, a step: {steps}", file.display());
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -376,7 +384,7 @@ fn render_time_of_ten_thousand_events() {
         page.open(&file);
         let ready = page.eval("+document.body.getAttribute('data-ready-ms')").as_u64().unwrap();
         let draw = page.eval("+document.body.getAttribute('data-render-ms')").as_u64().unwrap();
-        let records = page.eval("JSON.parse(document.getElementById('run-data').textContent).records.length");
+        let records = page.eval("window.ringleaderViewer.records.length");
         // Scrolling: scroll to 100 evenly spaced positions and redraw the view at each.
         let scroll = page.eval(
             "(function(){ var s = document.getElementById('scroller'), t = performance.now();
@@ -546,7 +554,7 @@ const DRAWING_PROBLEMS: &str = r#"(function () {
 
 /// Goes to the first suspicion of the run, if any (a long run draws only the rows in view).
 const GO_TO_FIRST_SUSPICION: &str = "(function () {
-  var recs = JSON.parse(document.getElementById('run-data').textContent).records, steps = [];
+  var recs = window.ringleaderViewer.records, steps = [];
   recs.forEach(function (r) { if (!steps.length || steps[steps.length - 1] !== r.step) steps.push(r.step); });
   var e = recs.find(function (r) { return r.kind === 'emit' && r.event && r.event.event === 'suspect'; });
   if (e) { window.ringleaderViewer.go(steps.indexOf(e.step)); window.ringleaderViewer.draw(); } })()";
@@ -680,7 +688,7 @@ fn the_legend_lists_the_kinds_that_occur_in_distinct_colours() {
     let page = Page::new();
     page.open(&file);
     let occurring = page.eval(
-        "Array.from(new Set(JSON.parse(document.getElementById('run-data').textContent).records
+        "Array.from(new Set(window.ringleaderViewer.records
            .filter(function (r) { return r.msg_kind; }).map(function (r) { return r.msg_kind; }))).sort()",
     );
     let listed = page.eval(
@@ -708,7 +716,7 @@ fn fencing_tokens_are_shown_in_their_typed_form() {
     page.open(&file);
     // The first entry with a regenerated token (an epoch above 0): its row and holder.
     let entry = page.eval(
-        "(function () { var recs = JSON.parse(document.getElementById('run-data').textContent).records;
+        "(function () { var recs = window.ringleaderViewer.records;
            var steps = [];
            recs.forEach(function (r) { if (!steps.length || steps[steps.length - 1] !== r.step) steps.push(r.step); });
            var e = recs.find(function (r) { return r.kind === 'emit' && r.event && r.event.fencing >= 4294967296; });
@@ -857,7 +865,7 @@ fn the_run_plays_up_to_the_cursor_and_jumps_to_faults() {
     page.click("#first");
     page.eval("document.dispatchEvent(new KeyboardEvent('keydown', { key: 'f' }))");
     let kinds = page.eval(
-        "(function () { var recs = JSON.parse(document.getElementById('run-data').textContent).records, steps = [];
+        "(function () { var recs = window.ringleaderViewer.records, steps = [];
            var row = window.ringleaderViewer.current(), step = +document.getElementById('stepinfo').textContent.split(' ')[1];
            return { row: row, kinds: recs.filter(function (r) { return r.step === step; }).map(function (r) { return r.kind; }) }; })()",
     );
@@ -983,7 +991,7 @@ fn clicking_a_message_shows_its_causal_past_and_future() {
         "document.querySelector(\".msg-arrow[data-kind='coordinator']\").dispatchEvent(new MouseEvent('click', { bubbles: true }))",
     );
     let check = page.eval(
-        "(function () { var V = window.ringleaderViewer, recs = JSON.parse(document.getElementById('run-data').textContent).records;
+        "(function () { var V = window.ringleaderViewer, recs = window.ringleaderViewer.records;
            var sel = V.message(+document.querySelector('.msg-arrow.selected').getAttribute('data-msg')), e = recs[sel.rk].vector;
            var le = function (a, b) { return a.every(function (x, i) { return x <= b[i]; }); };
            var wrong = [], past = 0, future = 0, dim = 0;
