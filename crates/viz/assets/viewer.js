@@ -862,16 +862,19 @@
     var hr = el("tr", null, el("thead", null, table));
     ["node", "role", "leader", "holding", "clock"].forEach(function (h) { el("th", null, hr, h); });
     var tb = el("tbody", null, table);
-    var limit = Math.min(n, 200);
-    for (var i = 0; i < limit; i++) {
+    // Many nodes: the lifelines in view (at most 200), whose state one is looking at.
+    var listed = [];
+    if (n <= FULL_NODES) listed = order.slice();
+    else { var v = visible(); for (var pc = v.c0; pc <= v.c1 && listed.length < 200; pc++) listed.push(order[pc]); }
+    listed.forEach(function (i) {
       var x0 = st[i], tr = el("tr", { "data-node": i, class: x0.status + (x0.holding ? " holding" : "") }, tb);
       el("td", null, tr, "P" + i + " (id " + uids[i] + ")");
       el("td", { class: "role" }, tr, role(x0, i) + (Object.keys(x0.suspects).length ? "; suspects " + Object.keys(x0.suspects).map(function (k) { return "P" + k; }).join(",") : ""));
       el("td", null, tr, x0.leader != null ? String(x0.leader) : "—");
       el("td", null, tr, x0.holding ? "yes (fencing " + fencingText(x0.fencing) + ")" : "no");
       el("td", null, tr, (x0.lamport != null ? "L " + x0.lamport : "—") + (x0.vector && n <= 16 ? " [" + x0.vector.join(",") + "]" : "") + (x0.adjust ? " adj " + (x0.adjust / 1e6).toFixed(3) + "ms" : ""));
-    }
-    if (n > limit) el("tr", null, tb).appendChild(el("td", { colspan: "5" }, null, (n - limit) + " more nodes not listed"));
+    });
+    if (n > listed.length) el("tr", null, tb).appendChild(el("td", { colspan: "5" }, null, "the " + listed.length + " lifelines in view of " + n + " (scroll sideways for the others)"));
     stateDiv.replaceChildren(table);
     var ul = document.createElement("ul");
     (report.properties || []).forEach(function (p) {
@@ -1177,7 +1180,7 @@
     headsDiv.scrollLeft = scroller.scrollLeft;
     if (pending) return;
     pending = true;
-    requestAnimationFrame(function () { pending = false; if (!full) draw(); drawOverview(); });
+    requestAnimationFrame(function () { pending = false; if (!full) draw(); drawOverview(); if (n > FULL_NODES) showState(); });
   });
   scroller.addEventListener("wheel", function (e) {
     if (!e.ctrlKey) return;
