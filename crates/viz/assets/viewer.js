@@ -368,6 +368,12 @@
   wholeLabel.appendChild(document.createTextNode(" whole run"));
   var bShowAll = el("button", { id: "show-all", title: "show every lifeline again, in node order" }, controls, "show all");
   bShowAll.style.display = "none";
+  var groupBox = null;
+  if (n > FULL_NODES) {
+    var groupLabel = el("label", { title: "draw neighbouring nodes as one lifeline (about 48 groups); ⊞ on a group's head opens it" }, controls);
+    groupBox = el("input", { id: "group", type: "checkbox" }, groupLabel);
+    groupLabel.appendChild(document.createTextNode(" group lifelines"));
+  }
   var axisSel = null;
   if (!STEPS_ONLY) {
     axisSel = el("select", { id: "axis", title: "time axis: rows placed by virtual time (long idle gaps compressed) or one per step" }, controls);
@@ -437,16 +443,32 @@
   var detail = el("div", { id: "detail" }, side, "Click a message arrow, a cross or a row.");
 
   var COL_W = Math.max(90, Math.min(180, Math.floor(((window.innerWidth || 1200) - 340 - 64 - LEFT - 40) / Math.max(1, n))));
-  // Lifelines in the order drawn, left to right: `order` lists the nodes shown, `posOf[node]`
-  // is a node's place in it, or -1 while it is hidden. The head's ◂ and ▸ move a lifeline, ×
-  // hides it (and the messages to and from it), "show all" brings every one back in node order.
-  var order = [], posOf = new Array(n);
-  function setOrder(o) {
-    order = o;
+  // Columns in the order drawn, left to right: each holds one node, or a group of neighbouring
+  // nodes drawn as one lifeline (the aggregate view of runs of hundreds of nodes and more: a
+  // group's messages are drawn between groups, so where they crowd is where traffic is).
+  // `posOf[node]` is the column a node is drawn in, or -1 while it is hidden; `order` holds
+  // each column's first node. The head's ◂ and ▸ move a column, × hides it (and the messages
+  // to and from it), ⊞ opens a group into its nodes and ⊟ closes it again; "show all" brings
+  // back the first layout.
+  var GROUPS = 48, cols = [], order = [], posOf = new Array(n);
+  function setCols(c) {
+    cols = c;
+    order = c.map(function (col) { return col.nodes[0]; });
     for (var i = 0; i < n; i++) posOf[i] = -1;
-    o.forEach(function (nd, p) { posOf[nd] = p; });
+    c.forEach(function (col, p) { col.nodes.forEach(function (nd) { posOf[nd] = p; }); });
   }
-  setOrder(uids.map(function (_, i) { return i; }));
+  // Every node a column of its own, or (grouped) about GROUPS groups of neighbours.
+  function firstCols(grouped) {
+    var out = [], k = grouped ? Math.ceil(n / GROUPS) : 1;
+    for (var a = 0; a < n; a += k) {
+      var m = [];
+      for (var i = a; i < Math.min(n, a + k); i++) m.push(i);
+      out.push({ nodes: m, group: m.length > 1 });
+    }
+    return out;
+  }
+  var grouped = n > 200;
+  setCols(firstCols(grouped));
   function x(node) { return LEFT + posOf[node] * COL_W + COL_W / 2; }
   // True when `node`'s lifeline is shown and among the view's places.
   function shown(node, v) { var p = posOf[node]; return p >= 0 && p >= v.c0 && p <= v.c1; }
@@ -513,8 +535,8 @@
     while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (yOf[mid] <= yy) lo = mid; else hi = mid - 1; }
     return lo;
   }
-  var W = LEFT + n * COL_W + 20, H;
-  function widen() { W = LEFT + order.length * COL_W + 20; spacer.style.width = W + "px"; heads.setAttribute("width", W); }
+  var W = LEFT + cols.length * COL_W + 20, H;
+  function widen() { W = LEFT + cols.length * COL_W + 20; spacer.style.width = W + "px"; heads.setAttribute("width", W); }
   function size() { H = yOf[rows.length - 1] + ROW_H + 20; spacer.style.height = H + "px"; }
   spacer.style.width = W + "px";
   size();
@@ -594,11 +616,11 @@
   // ---- drawing --------------------------------------------------------------------------
   var current = 0, selected = null;
   function visible() {
-    if (full) return { c0: 0, c1: order.length - 1, r0: 0, r1: lastRow, x0: 0, y0: 0, w: W, h: H };
+    if (full) return { c0: 0, c1: cols.length - 1, r0: 0, r1: lastRow, x0: 0, y0: 0, w: W, h: H };
     var sx = scroller.scrollLeft, sy = scroller.scrollTop, w = scroller.clientWidth || 800, h = scroller.clientHeight || 600;
     var pad = 200;
     return {
-      c0: Math.max(0, Math.floor((sx - LEFT - pad) / COL_W)), c1: Math.min(order.length - 1, Math.ceil((sx + w - LEFT + pad) / COL_W)),
+      c0: Math.max(0, Math.floor((sx - LEFT - pad) / COL_W)), c1: Math.min(cols.length - 1, Math.ceil((sx + w - LEFT + pad) / COL_W)),
       r0: rowAt(sy - pad), r1: Math.min(lastRow, rowAt(sy + h + pad) + 1),
       x0: Math.max(0, sx - pad), y0: Math.max(0, sy - pad), w: w + 2 * pad, h: h + 2 * pad,
     };
@@ -761,6 +783,10 @@
     });
     // Lifelines: solid while up, dashed while crashed.
     for (var pc = v.c0; pc <= v.c1; pc++) {
+      if (cols[pc].group) {
+        sv("rect", { class: "lifeline-group", x: LEFT + pc * COL_W + COL_W / 2 - 5, y: Math.max(0, yTop), width: 10, height: Math.max(0, Math.min(H, yBot) - Math.max(0, yTop)) }, layer);
+        continue;
+      }
       var c = order[pc], down = [], from = null;
       marks.forEach(function (mk) {
         if (mk.node !== c) return;
@@ -843,10 +869,20 @@
     while (heads.firstChild) heads.removeChild(heads.firstChild);
     var v = visible(), st = stateAt(current).st;
     for (var pc = v.c0; pc <= v.c1; pc++) {
-      var c = order[pc];
-      sv("text", { class: "head-label", x: x(c), y: 15, "text-anchor": "middle" }, heads, "P" + c + " · id " + uids[c]);
-      sv("text", { class: "head-role", x: x(c), y: 31, "text-anchor": "middle", "data-node": c }, heads, role(st[c], c));
-      [["◂", "left", -16, "move P" + c + " left"], ["×", "hide", 0, "hide P" + c + " and its messages"], ["▸", "right", 16, "move P" + c + " right"]].forEach(function (b) {
+      var c = order[pc], col = cols[pc], ctls;
+      if (col.group) {
+        var last = col.nodes[col.nodes.length - 1], down = col.nodes.filter(function (nd) { return st[nd].status === "crashed"; }).length;
+        sv("text", { class: "head-label head-group", x: x(c), y: 15, "text-anchor": "middle", "data-group": pc }, heads, "P" + c + "–P" + last);
+        sv("text", { class: "head-role", x: x(c), y: 31, "text-anchor": "middle" }, heads, col.nodes.length + " nodes" + (down ? ", " + down + " down" : ""));
+        ctls = [["◂", "left", -24, "move this group left"], ["⊞", "open", -8, "open the group into its " + col.nodes.length + " nodes"],
+          ["×", "hide", 8, "hide the group and its messages"], ["▸", "right", 24, "move this group right"]];
+      } else {
+        sv("text", { class: "head-label", x: x(c), y: 15, "text-anchor": "middle" }, heads, "P" + c + " · id " + uids[c]);
+        sv("text", { class: "head-role", x: x(c), y: 31, "text-anchor": "middle", "data-node": c }, heads, role(st[c], c));
+        ctls = [["◂", "left", -16, "move P" + c + " left"], ["×", "hide", 0, "hide P" + c + " and its messages"], ["▸", "right", 16, "move P" + c + " right"]];
+        if (col.of) ctls.push(["⊟", "close", 32, "close P" + col.of.nodes[0] + "–P" + col.of.nodes[col.of.nodes.length - 1] + " into one group again"]);
+      }
+      ctls.forEach(function (b) {
         var t = sv("text", { class: "head-ctl", x: x(c) + b[2], y: 47, "text-anchor": "middle", "data-node": c, "data-do": b[1] }, heads, b[0]);
         sv("title", null, t, b[3]);
       });
@@ -865,7 +901,10 @@
     // Many nodes: the lifelines in view (at most 200), whose state one is looking at.
     var listed = [];
     if (n <= FULL_NODES) listed = order.slice();
-    else { var v = visible(); for (var pc = v.c0; pc <= v.c1 && listed.length < 200; pc++) listed.push(order[pc]); }
+    else {
+      var v = visible();
+      for (var pc = v.c0; pc <= v.c1 && listed.length < 200; pc++) cols[pc].nodes.forEach(function (nd) { if (listed.length < 200) listed.push(nd); });
+    }
     listed.forEach(function (i) {
       var x0 = st[i], tr = el("tr", { "data-node": i, class: x0.status + (x0.holding ? " holding" : "") }, tb);
       el("td", null, tr, "P" + i + " (id " + uids[i] + ")");
@@ -1064,38 +1103,60 @@
     else if (e.key === "Escape") { filterBox.value = ""; filterBox.dispatchEvent(new Event("input")); filterBox.blur(); selectEvent(null); }
   });
   // Moving and hiding lifelines (the heads' ◂ × ▸), and showing them all again.
-  function reorder(o) {
-    setOrder(o);
+  var layoutAtStart = order.join(",");
+  function reorder(c) {
+    setCols(c);
     widen();
     draw();
-    var hidden = n - o.length, moved = o.some(function (nd, i) { return nd !== i; });
-    bShowAll.style.display = hidden || moved ? "" : "none";
-    bShowAll.textContent = hidden ? "show all (" + hidden + " hidden)" : "node order";
-    document.body.setAttribute("data-order", o.join(","));
+    var shownNodes = c.reduce(function (k, col) { return k + col.nodes.length; }, 0), hidden = n - shownNodes;
+    var changed = order.join(",") !== layoutAtStart;
+    bShowAll.style.display = hidden || changed ? "" : "none";
+    bShowAll.textContent = hidden ? "show all (" + hidden + " hidden)" : grouped ? "first layout" : "node order";
+    document.body.setAttribute("data-order", order.join(","));
+    document.body.setAttribute("data-columns", String(cols.length));
   }
   heads.addEventListener("click", function (e) {
     var t = e.target, act = t.getAttribute && t.getAttribute("data-do");
     if (!act) return;
-    var nd = +t.getAttribute("data-node"), p = posOf[nd], o = order.slice();
+    var nd = +t.getAttribute("data-node"), p = posOf[nd], c = cols.slice();
     if (act === "hide") {
-      if (o.length === 1) return;
-      o.splice(p, 1);
+      if (c.length === 1) return;
+      c.splice(p, 1);
+    } else if (act === "open") {
+      var g = c[p];
+      c.splice.apply(c, [p, 1].concat(g.nodes.map(function (m) { return { nodes: [m], group: false, of: g }; })));
+    } else if (act === "close") {
+      var of = c[p].of, a = p, b = p;
+      while (a > 0 && c[a - 1].of === of) a--;
+      while (b + 1 < c.length && c[b + 1].of === of) b++;
+      c.splice(a, b - a + 1, of);
     } else {
       var q = act === "left" ? p - 1 : p + 1;
-      if (q < 0 || q >= o.length) return;
-      o[p] = o[q];
-      o[q] = nd;
+      if (q < 0 || q >= c.length) return;
+      var tmp = c[p];
+      c[p] = c[q];
+      c[q] = tmp;
     }
-    reorder(o);
+    reorder(c);
   });
-  bShowAll.addEventListener("click", function () { reorder(uids.map(function (_, i) { return i; })); });
+  bShowAll.addEventListener("click", function () { reorder(firstCols(grouped)); });
+  if (groupBox) {
+    groupBox.checked = grouped;
+    groupBox.addEventListener("change", function () {
+      grouped = groupBox.checked;
+      layoutAtStart = firstCols(grouped).map(function (col) { return col.nodes[0]; }).join(",");
+      reorder(firstCols(grouped));
+    });
+  }
   // Where a mouse event is on the diagram: drawing coordinates, row and column.
   function cell(e) {
     var box = svg.getBoundingClientRect();
     var yy = e.clientY - box.top + (parseFloat(svg.style.top) || 0);
     var xx = e.clientX - box.left + (parseFloat(svg.style.left) || 0);
     var pos = Math.floor((xx - LEFT) / COL_W);
-    return { xx: xx, yy: yy, row: yy < yOf[0] - ROW_H ? -1 : rowAt(yy + MIN_GAP / 2), pos: pos, col: pos >= 0 && pos < order.length ? order[pos] : -1 };
+    // A group's column is no one node's lifeline.
+    var one = pos >= 0 && pos < cols.length && !cols[pos].group;
+    return { xx: xx, yy: yy, row: yy < yOf[0] - ROW_H ? -1 : rowAt(yy + MIN_GAP / 2), pos: pos, col: one ? order[pos] : -1 };
   }
   function onLifeline(c) { return c.row >= 0 && c.row <= lastRow && c.col >= 0 && Math.abs(c.xx - x(c.col)) <= 12; }
   var inPlayground = window.parent !== window;
@@ -1105,7 +1166,7 @@
   // while dragging; a press released on its own lifeline is an ordinary click.
   var drag = null, dragged = false;
   function dragSpan(c) {
-    var pos = Math.max(0, Math.min(order.length - 1, c.pos)), row = Math.max(0, Math.min(lastRow, c.row));
+    var pos = Math.max(0, Math.min(cols.length - 1, c.pos)), row = Math.max(0, Math.min(lastRow, c.row));
     return { c0: Math.min(pos, drag.pos), c1: Math.max(pos, drag.pos), r0: Math.min(row, drag.row), r1: Math.max(row, drag.row) };
   }
   svg.addEventListener("mousedown", function (e) {
@@ -1217,6 +1278,7 @@
   document.body.setAttribute("data-render-ms", String(Math.round(performance.now() - started)));
   document.body.setAttribute("data-ready-ms", String(Math.round(performance.now())));
   document.body.setAttribute("data-rows", String(rows.length));
+  document.body.setAttribute("data-columns", String(cols.length));
   document.body.setAttribute("data-messages", String(msgs.filter(function (mg) { return !mg.dropped; }).length));
   document.body.setAttribute("data-drops", String(msgs.filter(function (mg) { return mg.dropped; }).length));
 })();

@@ -976,6 +976,33 @@ fn lifelines_can_be_moved_and_hidden() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Above 200 nodes the page opens grouped: about 48 columns of neighbouring nodes, each drawn as
+/// one lifeline with the messages between groups; ⊞ opens a group into its nodes, ⊟ closes it,
+/// and "group lifelines" turns the grouping off.
+#[test]
+fn hundreds_of_nodes_open_grouped_and_a_group_opens_into_its_nodes() {
+    let dir = out_dir("groups");
+    let file = dir.join("ring300.html");
+    sim_html(&["--algo", "chang-roberts", "--nodes", "300", "--ids", "random"], &file);
+    let page = Page::new();
+    page.open(&file);
+    let columns = || page.eval("+document.body.dataset.columns").as_u64().unwrap();
+    assert_eq!(columns(), 43, "300 nodes in groups of 7");
+    let x = |node: u64| page.eval(&format!("window.ringleaderViewer.point({node}, 0).x")).as_f64().unwrap();
+    assert_eq!(x(0), x(6), "P0 and P6 share the first group's lifeline");
+    assert!(x(7) > x(6), "P7 starts the second group");
+    page.eval("document.querySelector('.head-ctl[data-do=\"open\"]').dispatchEvent(new MouseEvent('click', { bubbles: true }))");
+    assert_eq!(columns(), 43 - 1 + 7, "the first group opened into its seven nodes");
+    assert!(x(6) > x(0), "its nodes have lifelines of their own");
+    assert_eq!(x(7), x(13), "the other groups stay grouped");
+    page.eval("document.querySelector('.head-ctl[data-do=\"close\"]').dispatchEvent(new MouseEvent('click', { bubbles: true }))");
+    assert_eq!(columns(), 43, "closed again");
+    page.eval("(function (b) { b.checked = false; b.dispatchEvent(new Event('change')); return 0; })(document.getElementById('group'))");
+    assert_eq!(columns(), 300, "one lifeline per node");
+    page.assert_no_errors("groups");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Clicking the COORDINATOR message highlights the happens-before past of its delivery and its
 /// future, by the vector stamps (checked here by comparing whole vectors), and dims the rest; the
 /// filter dims what does not match.
