@@ -107,6 +107,23 @@ fn steps_of<A: PlainAlgorithm>(m: &CheckModel<A>, path: &[usize]) -> Result<Vec<
     Ok(taken)
 }
 
+/// The path of `steps` (each step's index among those enabled where it was taken), or `None` if
+/// one is not enabled where it comes: how a counterexample found by the search is handed to a
+/// page where one explores by hand.
+pub fn path_of<A: PlainAlgorithm>(m: &CheckModel<A>, steps: &[StepOf<A>]) -> Option<Vec<usize>> {
+    let mut s = m.initial(None);
+    let mut path = Vec::with_capacity(steps.len());
+    for step in steps {
+        let mut enabled = Vec::new();
+        m.steps(&s, &mut enabled);
+        path.push(enabled.iter().position(|e| e == step)?);
+        if !m.apply(&mut s, step.clone(), None) {
+            return None;
+        }
+    }
+    Some(path)
+}
+
 /// [`by_hand`] for algorithm `A`.
 pub fn by_hand_algorithm<A: PlainAlgorithm>(bounds: Bounds, path: &[usize]) -> Result<ByHand, CheckError> {
     let m = CheckModel::<A>::new(bounds)?.unlatched();
@@ -279,6 +296,18 @@ mod tests {
         assert!(matches!(none, Search::None { states } if states > 10), "{none:?}");
         let cut = violation_from("central", two_requesters(), &[], 3).unwrap();
         assert_eq!(cut, Search::Undecided { states: 3 });
+    }
+
+    /// The counterexample the search finds is handed over as a path: replayed by hand, it ends
+    /// in the same violation.
+    #[test]
+    fn a_counterexample_is_a_path_to_explore_from() {
+        let out = crate::check("central-timeout", two_requesters(), &crate::Options::default()).unwrap();
+        let safety = out.property("safety").unwrap();
+        assert!(safety.violated());
+        assert_eq!(safety.path.len(), safety.length.unwrap());
+        let here = by_hand("central-timeout", two_requesters(), &safety.path).unwrap();
+        assert_eq!(here.violated[0].0, "safety");
     }
 
     /// A path index beyond the enabled steps is refused with the count there was.

@@ -245,6 +245,10 @@ pub struct PropertyOutcome {
     /// The steps, as the explorer names them.
     #[serde(skip)]
     pub steps: Vec<String>,
+    /// The steps as a path to explore by hand from ([`by_hand`]): each one's index among the
+    /// steps enabled where it was taken.
+    #[serde(skip)]
+    pub path: Vec<usize>,
 }
 
 impl PropertyOutcome {
@@ -478,11 +482,13 @@ impl<A: PlainAlgorithm> Run<A> {
                 expected_violation: false,
                 trace: Vec::new(),
                 steps: Vec::new(),
+                path: Vec::new(),
             };
             if let Some(path) = path {
                 let steps = path.into_actions();
                 out.length = Some(steps.len());
                 out.steps = steps.iter().map(|s| model.format_action(s)).collect();
+                out.path = by_hand::path_of(model, &steps).unwrap_or_default();
                 let (mut rec, last) = model.replay(&steps).ok_or(CheckError::NoReplay)?;
                 if always {
                     let judged = property::ModelProperty::from_name(p.name).expect("a property of ours");

@@ -397,6 +397,46 @@ pub fn run(args: CheckArgs) -> crate::CommandResult {
     Ok(crate::ExitStatus::violation_unless(found == want))
 }
 
+/// The address of `ringleader ui`'s explore page (on its default address) at the end of `path`
+/// on the model `args` describe.
+fn explore_link(args: &CheckArgs, path: &[usize]) -> String {
+    fn form(v: &str) -> String {
+        v.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    (b as char).to_string()
+                }
+                b' ' => "+".to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect()
+    }
+    let mut extra = Vec::new();
+    if args.recover {
+        extra.push("--recover".to_string());
+    }
+    if let Some(w) = &args.initiators {
+        extra.push(format!("--initiators {w}"));
+    }
+    if let Some(w) = &args.requesters {
+        extra.push(format!("--requesters {w}"));
+    }
+    for (k, v) in &args.param {
+        extra.push(format!("--param {k}={v}"));
+    }
+    let path: Vec<String> = path.iter().map(usize::to_string).collect();
+    format!(
+        "http://127.0.0.1:8080/explore#algo={}&nodes={}&network={}&crashes={}&acquires={}&extra={}&path={}",
+        form(&args.algo),
+        args.nodes,
+        form(&args.network),
+        args.crashes,
+        args.acquires,
+        form(&extra.join(" ")),
+        path.join(".")
+    )
+}
+
 /// The HTML page of the path `ringleader check` shows (`--html`).
 fn html_page(out: &CheckReport, p: &PropertyOutcome, args: &CheckArgs) -> anyhow::Result<String> {
     let what = if p.violated() { "counterexample" } else { "example" };
@@ -408,6 +448,10 @@ fn html_page(out: &CheckReport, p: &PropertyOutcome, args: &CheckArgs) -> anyhow
     } else {
         serde_json::json!([])
     };
+    // The path, handed to the page where one explores by hand (`ringleader ui`'s /explore).
+    if !p.path.is_empty() {
+        report["explore"] = serde_json::Value::String(explore_link(args, &p.path));
+    }
     let verdict = human(out, None, args)
         .lines()
         .filter(|l| l.contains(p.name))

@@ -344,6 +344,11 @@
   var vline = el("div", null, head);
   el("span", { class: "verdict " + (data.ok ? "ok" : "bad"), id: "verdict" }, vline, data.verdict || "");
   if (report.repro) { var rp = el("div", null, head, "repro "); el("code", { id: "repro" }, rp, report.repro); }
+  // A model checker's path can be explored by hand from its end in `ringleader ui`.
+  if (report.explore) {
+    var xp = el("div", null, head, "explore by hand from here: run ringleader ui, then open ");
+    el("a", { id: "explore-link", href: report.explore, target: "_blank", rel: "noopener" }, xp, "its explore page at this path");
+  }
 
   var controls = el("div", { id: "controls" }, app);
   var bFirst = el("button", { id: "first", title: "first step (Home)" }, controls, "|◀");

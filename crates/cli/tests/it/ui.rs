@@ -370,3 +370,53 @@ fn explore_finds_central_timeout_s_two_holders_by_hand_and_by_search() {
     let error = page.text("#error");
     assert!(error.contains("--nodes 0: the model checker explores 1 to 16 nodes"), "{error}");
 }
+
+/// A `check --html` page hands its counterexample to the explore page: the link opens
+/// `/explore` at the end of the path, where the same violation stands and the steps enabled
+/// there are listed.
+#[test]
+fn a_check_page_links_to_exploring_its_counterexample_by_hand() {
+    let dir = std::env::temp_dir().join(format!("ringleader-ui-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ce.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_ringleader"))
+        .args([
+            "check",
+            "--algo",
+            "central-timeout",
+            "--nodes",
+            "3",
+            "--expect",
+            "safety",
+            "--expect",
+            "fencing",
+            "--html",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = Page::new();
+    page.open(&file);
+    let link = page.eval("document.getElementById('explore-link').getAttribute('href')");
+    let link = link.as_str().expect("the page links to the explorer");
+    let fragment = link.strip_prefix("http://127.0.0.1:8080/explore#").expect(link);
+    assert!(fragment.contains("algo=central-timeout") && fragment.contains("&path="), "{fragment}");
+    let server = Server::start();
+    page.visit(&format!("{}explore#{fragment}", server.url));
+    let limit = Duration::from_secs(60);
+    page.wait_for(
+        "document.body.getAttribute('data-busy') === '0' && document.body.getAttribute('data-steps') !== null",
+        limit,
+        "the path replayed",
+    );
+    let violated = page.eval("document.body.getAttribute('data-violated')");
+    assert!(violated.as_str().unwrap().split(',').any(|p| p == "safety"), "{violated}");
+    assert_eq!(
+        page.eval("+document.body.getAttribute('data-steps')"),
+        serde_json::json!(7),
+        "the counterexample's 7 steps"
+    );
+    page.assert_no_errors("the explorer from a check page");
+    let _ = std::fs::remove_dir_all(&dir);
+}
