@@ -743,10 +743,10 @@
     var yTop = y(v.r0) - ROW_H, yBot = y(v.r1) + ROW_H;
     // Time labels on the left: a row whose time differs from the row above, at least a line
     // below the last label.
-    var lastLabel = -1e9;
+    var lastLabel = -1e9, times = [];
     for (var rr = v.r0; rr <= v.r1; rr++) {
       if ((rr === 0 || rows[rr].time !== rows[rr - 1].time) && y(rr) - lastLabel >= 12) {
-        sv("text", { class: "row-time", x: 4, y: y(rr) + 3 }, layer, ms(rows[rr].time));
+        times.push([y(rr) + 3, ms(rows[rr].time)]);
         lastLabel = y(rr);
       }
     }
@@ -864,12 +864,20 @@
       if (lb.row < v.r0 || lb.row > v.r1 || !shown(lb.node, v)) return;
       placer.place(lb);
     });
+    // The time column stays at the left edge of the view when it scrolls sideways (see
+    // stickTimes), over a pale background so that it reads above what passes under it.
+    timeCol = sv("g", { id: "time-col" }, layer);
+    sv("rect", { class: "time-col-bg", x: 0, y: Math.max(0, yTop), width: LEFT - 10, height: Math.max(0, Math.min(H, yBot) - Math.max(0, yTop)) }, timeCol);
+    times.forEach(function (t) { sv("text", { class: "row-time", x: 4, y: t[0] }, timeCol, t[1]); });
+    stickTimes();
     flights = sv("g", { id: "flights" }, layer);
     sv("line", { id: "now", class: "now-line", x1: LEFT - 90, x2: W, y1: cursorY(), y2: cursorY() }, layer);
     reveal();
     applyDim();
     drawHeads();
   }
+  var timeCol = null;
+  function stickTimes() { if (timeCol) timeCol.setAttribute("transform", "translate(" + scroller.scrollLeft + ",0)"); }
   function drawHeads() {
     while (heads.firstChild) heads.removeChild(heads.firstChild);
     var v = visible(), st = stateAt(current).st;
@@ -1244,6 +1252,7 @@
   var pending = false;
   scroller.addEventListener("scroll", function () {
     headsDiv.scrollLeft = scroller.scrollLeft;
+    stickTimes();
     if (pending) return;
     pending = true;
     requestAnimationFrame(function () { pending = false; if (!full) draw(); drawOverview(); if (n > FULL_NODES) showState(); });

@@ -999,6 +999,15 @@ fn hundreds_of_nodes_open_grouped_and_a_group_opens_into_its_nodes() {
     assert_eq!(columns(), 43, "closed again");
     page.eval("(function (b) { b.checked = false; b.dispatchEvent(new Event('change')); return 0; })(document.getElementById('group'))");
     assert_eq!(columns(), 300, "one lifeline per node");
+    // Scrolled far to the right, the time column stays at the view's left edge.
+    let edge = page.eval(
+        "(function () { var s = document.getElementById('scroller'); s.scrollLeft = 5000; s.dispatchEvent(new Event('scroll'));
+           var t = document.querySelector('#time-col .row-time').getBoundingClientRect();
+           return { scrolled: s.scrollLeft, gap: t.left - s.getBoundingClientRect().left }; })()",
+    );
+    assert!(edge["scrolled"].as_f64().unwrap() > 1000.0, "{edge}");
+    let gap = edge["gap"].as_f64().unwrap();
+    assert!((0.0..20.0).contains(&gap), "the time labels are at the view's left edge: {edge}");
     page.assert_no_errors("groups");
     let _ = std::fs::remove_dir_all(&dir);
 }
