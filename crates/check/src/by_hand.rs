@@ -124,6 +124,74 @@ pub fn path_of<A: PlainAlgorithm>(m: &CheckModel<A>, steps: &[StepOf<A>]) -> Opt
     Some(path)
 }
 
+/// Every state of a small model, for a page that explores by hand without a server: the
+/// records of the initial state, and for each state (0 is the initial one) its enabled steps —
+/// each with its words, the state it leads to and the records it makes, without stamps or
+/// message ids (the page numbers and stamps the path it builds) — and the `always` properties
+/// violated there. `None` when the model has more than `max_states` states.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Graph {
+    /// The initial state's records (the nodes' starts).
+    pub start: Vec<TraceRecord>,
+    /// The states, by number.
+    pub states: Vec<GraphState>,
+}
+
+/// One state of a [`Graph`].
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GraphState {
+    /// The enabled steps: words, target state, records.
+    pub steps: Vec<(String, usize, Vec<TraceRecord>)>,
+    /// The `always` properties violated here: name and why.
+    pub violated: Vec<(&'static str, String)>,
+}
+
+/// [`graph`] for algorithm `A`.
+pub fn graph_algorithm<A: PlainAlgorithm>(
+    bounds: Bounds,
+    max_states: usize,
+) -> Result<Option<Graph>, CheckError> {
+    let m = CheckModel::<A>::new(bounds)?.unlatched();
+    let keep = m.bounds.network == crate::NetworkKind::Duplicating;
+    let mut rec = crate::model::Recording::new(&m.uids, keep);
+    let first = m.initial(Some(&mut rec));
+    let start = rec.finish();
+    let mut ids: HashMap<State<A>, usize> = HashMap::new();
+    let mut order = vec![first.clone()];
+    ids.insert(first, 0);
+    let mut states = Vec::new();
+    let mut at = 0;
+    while at < order.len() {
+        let s = order[at].clone();
+        at += 1;
+        let mut enabled = Vec::new();
+        m.steps(&s, &mut enabled);
+        let mut steps = Vec::with_capacity(enabled.len());
+        for step in enabled {
+            let words = describe::<A>(&step);
+            let mut next = s.clone();
+            let mut rec = crate::model::Recording::new(&m.uids, keep);
+            if !m.apply(&mut next, step, Some(&mut rec)) {
+                continue;
+            }
+            let target = match ids.get(&next) {
+                Some(&i) => i,
+                None => {
+                    if order.len() >= max_states {
+                        return Ok(None);
+                    }
+                    ids.insert(next.clone(), order.len());
+                    order.push(next);
+                    order.len() - 1
+                }
+            };
+            steps.push((words, target, rec.finish()));
+        }
+        states.push(GraphState { steps, violated: violated(&m, &s) });
+    }
+    Ok(Some(Graph { start, states }))
+}
+
 /// [`by_hand`] for algorithm `A`.
 pub fn by_hand_algorithm<A: PlainAlgorithm>(bounds: Bounds, path: &[usize]) -> Result<ByHand, CheckError> {
     let m = CheckModel::<A>::new(bounds)?.unlatched();
@@ -197,6 +265,24 @@ impl PlainVisitor for ByHandVisitor<'_> {
     fn visit<A: PlainAlgorithm>(self) -> Self::Output {
         by_hand_algorithm::<A>(self.bounds, self.path)
     }
+}
+
+struct GraphVisitor {
+    bounds: Bounds,
+    max_states: usize,
+}
+
+impl PlainVisitor for GraphVisitor {
+    type Output = Result<Option<Graph>, CheckError>;
+    fn visit<A: PlainAlgorithm>(self) -> Self::Output {
+        graph_algorithm::<A>(self.bounds, self.max_states)
+    }
+}
+
+/// Every state of `algorithm`'s model under `bounds`, when there are at most `max_states`.
+pub fn graph(algorithm: &str, bounds: Bounds, max_states: usize) -> Result<Option<Graph>, CheckError> {
+    ringleader_registry::dispatch_plain(algorithm, GraphVisitor { bounds, max_states })
+        .unwrap_or_else(|| Err(crate::not_checkable(algorithm)))
 }
 
 /// Replays `path` on the model of `algorithm` under `bounds` and says where it stands.
@@ -308,6 +394,23 @@ mod tests {
         assert_eq!(safety.path.len(), safety.length.unwrap());
         let here = by_hand("central-timeout", two_requesters(), &safety.path).unwrap();
         assert_eq!(here.violated[0].0, "safety");
+    }
+
+    /// The whole graph of a small model agrees with replaying paths: the counterexample's path
+    /// walked through the graph ends in a state that violates safety; too large a model gives
+    /// no graph.
+    #[test]
+    fn the_graph_of_a_small_model_walks_like_the_replay() {
+        let g = graph("central-timeout", two_requesters(), 10_000).unwrap().expect("a small model");
+        assert_eq!(g.states[0].steps.len(), 2);
+        assert_eq!(g.start.len(), 3, "three nodes start");
+        let out = crate::check("central-timeout", two_requesters(), &crate::Options::default()).unwrap();
+        let mut at = 0;
+        for &i in &out.property("safety").unwrap().path {
+            at = g.states[at].steps[i].1;
+        }
+        assert_eq!(g.states[at].violated[0].0, "safety");
+        assert!(graph("central-timeout", two_requesters(), 10).unwrap().is_none());
     }
 
     /// A path index beyond the enabled steps is refused with the count there was.

@@ -397,6 +397,28 @@ pub fn run(args: CheckArgs) -> crate::CommandResult {
     Ok(crate::ExitStatus::violation_unless(found == want))
 }
 
+/// The most states a `check --html` page carries to explore by hand on its own.
+const PAGE_STATES: usize = 5_000;
+
+/// The most bytes of states a `check --html` page carries (4 MiB).
+const PAGE_GRAPH_BYTES: usize = 4 << 20;
+
+/// Every state of the model `args` describe, for the page to explore by hand (none when the
+/// model has more than [`PAGE_STATES`]: the page then links to `ringleader ui`).
+fn explore_graph(args: &CheckArgs) -> anyhow::Result<Option<serde_json::Value>> {
+    let bounds = args.bounds()?;
+    let duplicating = bounds.network == NetworkKind::Duplicating;
+    Ok(match ringleader_check::by_hand::graph(&args.algo, bounds, PAGE_STATES)? {
+        Some(g) => {
+            let mut v = serde_json::to_value(g)?;
+            v["duplicating"] = serde_json::Value::Bool(duplicating);
+            // A page stays a page: a graph of more than PAGE_GRAPH_BYTES is left to the server.
+            (v.to_string().len() <= PAGE_GRAPH_BYTES).then_some(v)
+        }
+        None => None,
+    })
+}
+
 /// The address of `ringleader ui`'s explore page (on its default address) at the end of `path`
 /// on the model `args` describe.
 fn explore_link(args: &CheckArgs, path: &[usize]) -> String {
@@ -469,5 +491,6 @@ fn html_page(out: &CheckReport, p: &PropertyOutcome, args: &CheckArgs) -> anyhow
         verdict,
         ok: p.holds || p.expected_violation,
         violation_window: p.violated().then_some((last, None)),
+        explore: explore_graph(args)?,
     }))
 }

@@ -395,6 +395,7 @@ pub fn html_page(result: &ringleader_sim::RunResult, scenario: Option<&str>) -> 
         verdict: report.verdict_line(),
         ok: report.as_expected(),
         violation_window: result.violation_window,
+        explore: None,
     }))
 }
 

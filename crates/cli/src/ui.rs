@@ -108,6 +108,7 @@ fn by_hand_page(algo: &str, h: &ByHand, path: &[usize]) -> Result<String, String
         verdict,
         ok: h.violated.is_empty(),
         violation_window: (!h.violated.is_empty()).then_some((path.len() as u64, None)),
+        explore: None,
     }))
 }
 

@@ -128,6 +128,7 @@ fn write_pictures(args: &VerifyArgs, report: &ringleader_net::verify::VerifyRepo
             verdict: if ok { "every property holds".into() } else { "VIOLATED".into() },
             ok,
             violation_window: first.map(|s| (s, None)),
+            explore: None,
         });
         std::fs::write(path, page).with_context(|| format!("{}", path.display()))?;
     }

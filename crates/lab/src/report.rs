@@ -266,6 +266,7 @@ impl LabReport {
             verdict,
             ok: self.ok(),
             violation_window: self.violation_window,
+            explore: None,
         })
     }
 }

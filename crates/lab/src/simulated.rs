@@ -220,5 +220,6 @@ pub fn page(result: &RunResult) -> Result<String, String> {
         verdict: report.verdict_line(),
         ok: report.as_expected(),
         violation_window: result.violation_window,
+        explore: None,
     }))
 }

@@ -1264,6 +1264,132 @@
   }, { passive: false });
   window.addEventListener("resize", function () { if (!full) draw(); drawOverview(); });
 
+  // ---- exploring by hand, without a server (a model checker's page of a small model) ----------
+  // The page carries every state of the model (data.explore: the initial records, and for each
+  // state its enabled steps — words, target state, records — and what it violates). A path of
+  // choices is walked through it; its trace is the steps' records one after another, with
+  // message ids matched and Lamport and vector stamps made as the simulator's tracer makes them;
+  // it is drawn by this very viewer, in a frame, from a page made of this page's style and script.
+  if (data.explore) {
+    var G = data.explore, bExplore = el("button", { id: "explore-open", title: "choose each step yourself, from the first state" }, controls, "explore by hand");
+    var STYLE = (document.querySelector("head style") || {}).textContent || "";
+    var SCRIPT = Array.prototype.filter.call(document.scripts, function (sc) { return !sc.id && !sc.type; }).map(function (sc) { return sc.textContent; }).join("\n");
+    var xpath = [], xundone = [], xbox = null;
+    function xtrace(path) {
+      var out = G.start.map(function (r) { return Object.assign({}, r); }), at = 0, step = 0;
+      path.forEach(function (i) {
+        var e = G.states[at].steps[i];
+        step++;
+        e[2].forEach(function (r) { var c = Object.assign({}, r); c.step = step; c.time_ns = step * 1e6; delete c.msg_id; out.push(c); });
+        at = e[1];
+      });
+      // Message ids: a delivery or a loss takes the earliest unmatched send with its ends and
+      // content (its kind, for a loss); a duplicating network keeps a delivered message.
+      var next = 0, flying = [];
+      out.forEach(function (r) {
+        if (r.kind === "send") { r.msg_id = next++; flying.push({ from: r.node, to: r.peer, key: JSON.stringify(r.msg), kind: r.msg_kind, id: r.msg_id }); }
+        else if (r.kind === "deliver" || r.kind === "drop") {
+          var key = JSON.stringify(r.msg), j = flying.findIndex(function (f) { return f.from === r.peer && f.to === r.node && (r.kind === "drop" ? f.kind === r.msg_kind : f.key === key); });
+          if (j >= 0) { r.msg_id = flying[j].id; if (!(G.duplicating && r.kind === "deliver")) flying.splice(j, 1); }
+        }
+      });
+      // Stamps: local events tick, a send ticks and travels, a delivery takes the maximum and ticks.
+      var nn = uids.length, lam = [], vec = [], sent = {};
+      for (var a = 0; a < nn; a++) { lam.push(0); var z = []; for (var b = 0; b < nn; b++) z.push(0); vec.push(z); }
+      out.forEach(function (r) {
+        if (r.node == null) return;
+        var i = r.node, tick = function () { lam[i]++; vec[i][i]++; };
+        if (r.kind === "send") { tick(); sent[r.msg_id] = { l: lam[i], v: vec[i].slice() }; }
+        else if (r.kind === "deliver") {
+          var st = sent[r.msg_id];
+          if (st) { lam[i] = Math.max(lam[i], st.l); for (var k = 0; k < nn; k++) vec[i][k] = Math.max(vec[i][k], st.v[k]); }
+          tick();
+        } else if (r.kind === "timer" || r.kind === "request" || r.kind === "emit") tick();
+        r.lamport = lam[i];
+        if (nn <= 64) r.vector = vec[i].slice();
+      });
+      var bad = G.states[at].violated;
+      bad.forEach(function (v) { out.push({ step: step, time_ns: step * 1e6, kind: "violation", property: v[0], detail: v[1] }); });
+      return { records: out, state: at, steps: step, violated: bad };
+    }
+    function xpage(t) {
+      var d = { title: (report.algorithm || "") + " by hand (" + uids.length + " nodes, " + t.steps + " steps)", source: "check", uids: uids,
+        records: t.records, gaps: [], total_records: t.records.length,
+        report: { algorithm: report.algorithm, family: report.family, nodes: uids.length, events: t.steps,
+          violations: t.violated.map(function (v) { return { property: v[0], step: t.steps, detail: v[1] }; }) },
+        verdict: t.violated.length ? t.violated[0][0] + " violated after " + t.steps + " steps: " + t.violated[0][1] : t.steps + " steps chosen by hand; no always-property is violated here",
+        ok: !t.violated.length, violation: t.violated.length ? [t.steps, null] : null };
+      return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><link rel=\"icon\" href=\"data:,\"><style>" + STYLE +
+        "</style></head><body><div id=\"app\"></div><script type=\"application/json\" id=\"run-data\">" +
+        JSON.stringify(d).replace(/</g, "\\u003c") + "</scr" + "ipt><script>" + SCRIPT + "</scr" + "ipt></body></html>";
+    }
+    function xshow(playFrom) {
+      var t = xtrace(xpath), list = xbox.querySelector("#x-enabled"), st = G.states[t.state];
+      list.textContent = "";
+      st.steps.forEach(function (e, i) {
+        var b = el("button", { type: "button", "data-step": String(i) }, list, e[0]);
+        b.addEventListener("click", function () { xpath.push(i); xundone = []; xshow(); });
+      });
+      xbox.querySelector("#x-status").textContent = t.violated.length
+        ? t.violated.map(function (v) { return v[0] + " violated: " + v[1]; }).join("; ")
+        : t.steps + " steps; no always-property violated here" + (st.steps.length ? "" : "; nothing more can happen");
+      xbox.querySelector("#x-status").className = t.violated.length ? "bad" : "good";
+      var frame = document.createElement("iframe");
+      frame.title = "the path so far";
+      frame.srcdoc = xpage(t);
+      if (playFrom != null) frame.addEventListener("load", function () {
+        var w = frame.contentWindow;
+        if (w.ringleaderViewer) { w.ringleaderViewer.go(playFrom); var p = w.document.getElementById("play"); if (p) p.click(); }
+      });
+      var holder = xbox.querySelector("#x-frame");
+      holder.textContent = "";
+      holder.appendChild(frame);
+      xbox.querySelector("#x-back").disabled = !xpath.length;
+      xbox.querySelector("#x-forward").disabled = !xundone.length;
+      document.body.setAttribute("data-explore-steps", String(xpath.length));
+      document.body.setAttribute("data-explore-violated", t.violated.map(function (v) { return v[0]; }).join(","));
+    }
+    // The nearest state that violates an always-property, breadth-first over the page's graph.
+    function xfind() {
+      var from = xtrace(xpath).state, seen = {}, queue = [[from, []]];
+      seen[from] = true;
+      while (queue.length) {
+        var q = queue.shift();
+        if (G.states[q[0]].violated.length) return q[1];
+        G.states[q[0]].steps.forEach(function (e, i) { if (!seen[e[1]]) { seen[e[1]] = true; queue.push([e[1], q[1].concat([i])]); } });
+      }
+      return null;
+    }
+    bExplore.addEventListener("click", function () {
+      if (!xbox) {
+        xbox = el("div", { id: "explore" }, document.body);
+        var bar = el("div", { class: "x-bar" }, xbox);
+        el("strong", null, bar, "You are the scheduler: pick each step (every state of this model is in the page) ");
+        var bBack = el("button", { id: "x-back", type: "button" }, bar, "◀ back");
+        var bFwd = el("button", { id: "x-forward", type: "button" }, bar, "forward ▶");
+        var bFind = el("button", { id: "x-find", type: "button", title: "the nearest violation of an always-property from here, breadth-first" }, bar, "find a violation from here");
+        var bClose = el("button", { id: "x-close", type: "button" }, bar, "close");
+        el("div", { id: "x-status" }, xbox);
+        var body = el("div", { class: "x-body" }, xbox);
+        el("div", { id: "x-enabled" }, body);
+        el("div", { id: "x-frame" }, body);
+        bBack.addEventListener("click", function () { if (xpath.length) { xundone.push(xpath.pop()); xshow(); } });
+        bFwd.addEventListener("click", function () { if (xundone.length) { xpath.push(xundone.pop()); xshow(); } });
+        bClose.addEventListener("click", function () { xbox.style.display = "none"; });
+        bFind.addEventListener("click", function () {
+          var more = xfind(), from = xpath.length;
+          if (more == null) { xbox.querySelector("#x-status").textContent = "no violation reachable from here: every state reachable was searched"; document.body.setAttribute("data-explore-found", "none"); return; }
+          xpath = xpath.concat(more);
+          xundone = [];
+          xshow(from);
+          document.body.setAttribute("data-explore-found", String(more.length));
+        });
+      }
+      xbox.style.display = "";
+      xshow();
+    });
+  }
+
   // For measurements and tests: redraw the view, go to a row.
   // `point(col, row)`: where a lifeline's row is on screen (client coordinates).
   function point(col, row) {

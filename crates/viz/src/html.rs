@@ -57,6 +57,10 @@ pub struct RunView<'a> {
     pub ok: bool,
     /// The first violation's window: its step, and the step at which the bad condition ended.
     pub violation_window: Option<(u64, Option<u64>)>,
+    /// For a model checker's page of a small model: every state, so that the page can explore
+    /// by hand without a server (`ringleader_check::by_hand::Graph`, with `duplicating` set for
+    /// a duplicating network). The viewer then offers "explore by hand".
+    pub explore: Option<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -71,6 +75,8 @@ struct Embedded<'a> {
     verdict: &'a str,
     ok: bool,
     violation: Option<(u64, Option<u64>)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explore: Option<&'a serde_json::Value>,
 }
 
 /// Escapes text for HTML element content and attribute values.
@@ -190,6 +196,7 @@ pub fn html(run: &RunView) -> String {
         verdict: &run.verdict,
         ok: run.ok,
         violation: run.violation_window,
+        explore: run.explore.as_ref(),
     };
     let mut page = String::with_capacity(kept.len() * 60 + VIEWER_JS.len() + 4096);
     page.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -239,6 +246,7 @@ mod tests {
             verdict: "OK".into(),
             ok: true,
             violation_window: None,
+            explore: None,
         }
     }
 

@@ -1062,3 +1062,88 @@ fn clicking_a_message_shows_its_causal_past_and_future() {
     page.assert_no_errors("causality");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A `check --html` page of a small model carries every state and explores by hand on its own:
+/// central-timeout's two holders in seven clicks, drawn by the viewer in a frame, back and
+/// forward, and "find a violation from here" from the first state.
+#[test]
+fn a_check_page_explores_by_hand_without_a_server() {
+    let dir = out_dir("explore-page");
+    let file = dir.join("ce.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_ringleader"))
+        .args([
+            "check",
+            "--algo",
+            "central-timeout",
+            "--nodes",
+            "3",
+            "--expect",
+            "safety",
+            "--expect",
+            "fencing",
+            "--html",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = Page::new();
+    page.open(&file);
+    page.click("#explore-open");
+    let steps = || page.eval("document.body.getAttribute('data-explore-steps')");
+    assert_eq!(steps(), serde_json::json!("0"));
+    for (k, text) in [
+        "P1: the application asks",
+        "P2: the application asks",
+        "deliver request P1 → P0",
+        "deliver request P2 → P0",
+        "deliver grant P0 → P1",
+        "P0: timer HolderSilent",
+        "deliver grant P0 → P2",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let clicked = page.eval(&format!(
+            "(function () {{ var b = Array.prototype.find.call(document.querySelectorAll('#x-enabled button'), function (b) {{ return b.textContent.indexOf({text:?}) >= 0; }});
+               if (!b) return Array.prototype.map.call(document.querySelectorAll('#x-enabled button'), function (b) {{ return b.textContent; }});
+               b.click(); return true; }})()"
+        ));
+        assert_eq!(clicked, serde_json::json!(true), "step {}: no {text:?} among {clicked}", k + 1);
+        assert_eq!(steps(), serde_json::json!((k + 1).to_string()));
+    }
+    assert_eq!(page.eval("document.body.getAttribute('data-explore-violated')"), serde_json::json!("safety"));
+    let frame = "document.querySelector('#x-frame iframe').contentWindow";
+    page.wait_for(
+        &format!("!!({frame}.ringleaderViewer)"),
+        Duration::from_secs(30),
+        "the viewer of the path",
+    );
+    assert_eq!(
+        page.eval(&format!("{frame}.document.querySelectorAll('#violation').length")),
+        serde_json::json!(1)
+    );
+    // Every delivery of the path (two requests, two grants) is drawn from its send: the ids
+    // were matched.
+    let sends = page.eval(&format!(
+        "(function (V) {{ var out = []; for (var j = 0; j < 4; j++) out.push(V.message(j).sk != null && V.message(j).r0 < V.message(j).r1); return out; }})({frame}.ringleaderViewer)"
+    ));
+    assert_eq!(
+        page.eval(&format!("{frame}.document.body.getAttribute('data-messages')")),
+        serde_json::json!("4")
+    );
+    assert_eq!(sends, serde_json::json!([true, true, true, true]), "each delivery has its send");
+    page.click("#x-back");
+    assert_eq!(page.eval("document.body.getAttribute('data-explore-violated')"), serde_json::json!(""));
+    page.click("#x-forward");
+    assert_eq!(page.eval("document.body.getAttribute('data-explore-violated')"), serde_json::json!("safety"));
+    // From the first state, the search over the page's states.
+    page.open(&file);
+    page.click("#explore-open");
+    page.click("#x-find");
+    let found = page.eval("+document.body.getAttribute('data-explore-found')").as_u64().unwrap();
+    assert!((1..=7).contains(&found), "{found}");
+    assert_eq!(page.eval("document.body.getAttribute('data-explore-violated')"), serde_json::json!("safety"));
+    page.assert_no_errors("exploring a check page");
+    let _ = std::fs::remove_dir_all(&dir);
+}
