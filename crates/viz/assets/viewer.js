@@ -807,6 +807,23 @@
         if (yb > ya) sv("line", { class: sg[2] ? "lifeline-down" : "lifeline", x1: x(c), x2: x(c), y1: ya, y2: yb }, layer);
       });
     }
+    // A group's message density: its lifeline shaded, 10 px at a time, by how many messages its
+    // nodes received there (darkest where the view's busiest stretch is).
+    if (cols.some(function (col) { return col.group; })) {
+      var dens = {}, most = 0;
+      msgs.forEach(function (mg) {
+        if (mg.dropped || mg.r1 < v.r0 || mg.r1 > v.r1) return;
+        var pc = posOf[mg.to];
+        if (pc < v.c0 || pc > v.c1 || !cols[pc].group) return;
+        var key = pc + ":" + Math.floor(y(mg.r1) / 10);
+        dens[key] = (dens[key] || 0) + 1;
+        if (dens[key] > most) most = dens[key];
+      });
+      Object.keys(dens).forEach(function (key) {
+        var kk = key.split(":"), pc = +kk[0], yy = +kk[1] * 10;
+        sv("rect", { class: "density", x: LEFT + pc * COL_W + COL_W / 2 - 5, y: yy, width: 10, height: 10, "fill-opacity": (0.15 + 0.85 * dens[key] / most).toFixed(2), "data-count": dens[key] }, layer);
+      });
+    }
     bars.forEach(function (b) {
       if (!crosses(b.r0, b.r1, v.r0, v.r1) || !shown(b.node, v)) return;
       var bar = sv("rect", { class: "cs-bar", x: x(b.node) - 4, y: y(b.r0), width: 8, height: Math.max(4, y(b.r1) - y(b.r0)), "data-a": b.r0, "data-b": b.r1 }, layer);

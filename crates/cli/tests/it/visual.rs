@@ -990,6 +990,10 @@ fn hundreds_of_nodes_open_grouped_and_a_group_opens_into_its_nodes() {
     assert_eq!(columns(), 43, "300 nodes in groups of 7");
     let x = |node: u64| page.eval(&format!("window.ringleaderViewer.point({node}, 0).x")).as_f64().unwrap();
     assert_eq!(x(0), x(6), "P0 and P6 share the first group's lifeline");
+    // The groups' lifelines are shaded by the messages their nodes received (the ring's
+    // messages all go to a neighbour: some shade is in view).
+    let shaded = page.eval("Array.prototype.reduce.call(document.querySelectorAll('.density'), function (s, r) { return s + +r.dataset.count; }, 0)");
+    assert!(shaded.as_u64().unwrap() > 0, "{shaded}");
     assert!(x(7) > x(6), "P7 starts the second group");
     page.eval("document.querySelector('.head-ctl[data-do=\"open\"]').dispatchEvent(new MouseEvent('click', { bubbles: true }))");
     assert_eq!(columns(), 43 - 1 + 7, "the first group opened into its seven nodes");
