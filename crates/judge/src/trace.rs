@@ -86,11 +86,6 @@ impl Tracer {
         self
     }
 
-    /// Keeps only the first `limit` records in memory ([`Keep::First`]).
-    pub fn keep_at_most(self, limit: usize) -> Tracer {
-        self.keep(Keep::First(limit))
-    }
-
     /// How many records were handed to the tracer, kept or not.
     pub fn recorded(&self) -> u64 {
         self.recorded
@@ -283,7 +278,7 @@ mod tests {
 
     #[test]
     fn a_capped_tracer_keeps_the_first_records_counts_them_all_and_stops_building_them() {
-        let mut t = Tracer::new(1, None, true).unwrap().keep_at_most(3);
+        let mut t = Tracer::new(1, None, true).unwrap().keep(Keep::First(3));
         let mut built = 0;
         for step in 0..10 {
             t.record_with(RecordKind::Timer, Some(0), None, || {
@@ -304,7 +299,7 @@ mod tests {
     #[test]
     fn a_capped_tracer_still_writes_every_record_to_its_file() {
         let path = std::env::temp_dir().join(format!("ringleader-trace-cap-{}.jsonl", std::process::id()));
-        let mut t = Tracer::new(1, Some(&path), true).unwrap().keep_at_most(2);
+        let mut t = Tracer::new(1, Some(&path), true).unwrap().keep(Keep::First(2));
         for step in 0..5 {
             t.record_with(RecordKind::Timer, Some(0), None, || timer(step));
         }

@@ -321,22 +321,8 @@ fn explore_finds_central_timeout_s_two_holders_by_hand_and_by_search() {
     };
     settle(0, "the initial state");
     assert_eq!(page.eval("document.getElementById('algo').value"), serde_json::json!("central-timeout"));
-    let clicks = [
-        "P1: the application asks",
-        "P2: the application asks",
-        "deliver request P1 → P0",
-        "deliver request P2 → P0",
-        "deliver grant P0 → P1",
-        "P0: timer HolderSilent",
-        "deliver grant P0 → P2",
-    ];
-    for (k, text) in clicks.iter().enumerate() {
-        let clicked = page.eval(&format!(
-            "(function () {{ var b = Array.prototype.find.call(document.querySelectorAll('#enabled button'), function (b) {{ return b.textContent.indexOf({text:?}) >= 0; }});
-               if (!b) return Array.prototype.map.call(document.querySelectorAll('#enabled button'), function (b) {{ return b.textContent; }});
-               b.click(); return true; }})()"
-        ));
-        assert_eq!(clicked, serde_json::json!(true), "step {}: no {text:?} among {clicked}", k + 1);
+    for (k, text) in crate::browser::TWO_HOLDERS_BY_HAND.iter().enumerate() {
+        page.click_text("#enabled button", text);
         settle(k + 1, text);
     }
     assert_eq!(page.eval("document.body.getAttribute('data-violated')"), serde_json::json!("safety"));

@@ -1096,24 +1096,8 @@ fn a_check_page_explores_by_hand_without_a_server() {
     page.click("#explore-open");
     let steps = || page.eval("document.body.getAttribute('data-explore-steps')");
     assert_eq!(steps(), serde_json::json!("0"));
-    for (k, text) in [
-        "P1: the application asks",
-        "P2: the application asks",
-        "deliver request P1 → P0",
-        "deliver request P2 → P0",
-        "deliver grant P0 → P1",
-        "P0: timer HolderSilent",
-        "deliver grant P0 → P2",
-    ]
-    .iter()
-    .enumerate()
-    {
-        let clicked = page.eval(&format!(
-            "(function () {{ var b = Array.prototype.find.call(document.querySelectorAll('#x-enabled button'), function (b) {{ return b.textContent.indexOf({text:?}) >= 0; }});
-               if (!b) return Array.prototype.map.call(document.querySelectorAll('#x-enabled button'), function (b) {{ return b.textContent; }});
-               b.click(); return true; }})()"
-        ));
-        assert_eq!(clicked, serde_json::json!(true), "step {}: no {text:?} among {clicked}", k + 1);
+    for (k, text) in crate::browser::TWO_HOLDERS_BY_HAND.iter().enumerate() {
+        page.click_text("#x-enabled button", text);
         assert_eq!(steps(), serde_json::json!((k + 1).to_string()));
     }
     assert_eq!(page.eval("document.body.getAttribute('data-explore-violated')"), serde_json::json!("safety"));

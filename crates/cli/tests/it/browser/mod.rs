@@ -34,6 +34,19 @@ pub fn browser_path() -> PathBuf {
     );
 }
 
+/// Central-timeout's two holders on 3 nodes, by hand: the explorer's steps to click, in order
+/// (both requesters ask, both requests arrive, P1 is granted, the coordinator's holder-silent
+/// timer fires, the second grant arrives).
+pub const TWO_HOLDERS_BY_HAND: [&str; 7] = [
+    "P1: the application asks",
+    "P2: the application asks",
+    "deliver request P1 → P0",
+    "deliver request P2 → P0",
+    "deliver grant P0 → P1",
+    "P0: timer HolderSilent",
+    "deliver grant P0 → P2",
+];
+
 /// A headless browser with one tab that records every console error and uncaught exception.
 pub struct Page {
     _browser: Browser,
@@ -121,6 +134,18 @@ impl Page {
 
     pub fn click(&self, selector: &str) {
         self.eval(&format!("document.querySelector({selector:?}).click()"));
+    }
+
+    /// Clicks the first element of `selector` whose text contains `text`; panics naming the
+    /// texts there were when none does.
+    pub fn click_text(&self, selector: &str, text: &str) {
+        let clicked = self.eval(&format!(
+            "(function () {{ var all = document.querySelectorAll({selector:?});
+               var b = Array.prototype.find.call(all, function (b) {{ return b.textContent.indexOf({text:?}) >= 0; }});
+               if (!b) return Array.prototype.map.call(all, function (b) {{ return b.textContent; }});
+               b.click(); return true; }})()"
+        ));
+        assert_eq!(clicked, serde_json::json!(true), "no {text:?} among {clicked}");
     }
 
     pub fn assert_no_errors(&self, what: &str) {
