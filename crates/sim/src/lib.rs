@@ -83,7 +83,7 @@ pub struct RunOptions<'a> {
     /// Keep the trace records in memory (for a Mermaid diagram, an HTML page).
     pub keep_trace: bool,
     /// Keep at most this many records in memory (all of them when `None`): the run's beginning,
-    /// its faults and violations and its end ([`ringleader_judge::trace::Tracer::keep_at_most`]).
+    /// its faults and violations and its end ([`ringleader_judge::trace::Keep`]).
     /// A page draws a bounded part of the run, and a run of millions of steps would otherwise
     /// hold every record. The trace file, if any, still gets every record,
     /// [`RunResult::total_records`] counts them all and [`RunResult::gaps`] says where some
