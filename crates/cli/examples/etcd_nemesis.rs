@@ -13,6 +13,12 @@
 //! as an operation with no return, after which the client ends the session: it revokes the
 //! lease (or finds it gone) and records `lease_ended` from the last moment the lease was known
 //! alive at the service to the moment the service said it was gone.
+//!
+//! With `--writers` and `--watchers`, writers put values no other put writes to a few keys
+//! under `--kv-prefix` (each put with the revision it was answered at, or no answer), and
+//! watchers watch that prefix from revision 1, resuming after the last revision seen on another
+//! endpoint when a stream breaks or goes quiet; `ringleader verify --history` judges the
+//! streams against the puts (order, no gap, the right change at each revision).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -74,6 +80,15 @@ struct Args {
     /// The clients' names are PREFIX-1, PREFIX-2, ...
     #[arg(long, default_value = "etcd", value_name = "PREFIX")]
     name_prefix: String,
+    /// Clients putting values under --kv-prefix, 0..=16 (named PREFIX-put-1, ...).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    writers: usize,
+    /// Clients watching --kv-prefix, 0..=16 (named PREFIX-watch-1, ...).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    watchers: usize,
+    /// The keys the writers put and the watchers watch.
+    #[arg(long, default_value = "nemesis/kv/", value_name = "PREFIX")]
+    kv_prefix: String,
 }
 
 /// What every client shares.
@@ -371,6 +386,111 @@ async fn client_run(
     Ok(t)
 }
 
+/// The history file every task appends to.
+type History = HistoryWriter<std::io::BufWriter<std::fs::File>>;
+
+/// Puts `NAME-SEQ` to one of four keys under the prefix, one put at a time, until the deadline.
+async fn writer_run(
+    i: usize,
+    plan: Arc<Plan>,
+    hist: Arc<History>,
+    name: String,
+    prefix: String,
+) -> std::io::Result<(u64, u64)> {
+    let mut conn = Conn::new(Arc::clone(&plan), i);
+    let (mut acked, mut unknown) = (0, 0);
+    let mut seq = 0u64;
+    while Instant::now() < plan.deadline {
+        seq += 1;
+        let key = format!("{prefix}k{}", seq % 4);
+        let value = format!("{name}-{seq}");
+        let invoke = unix_ns();
+        let answer = call(&mut conn, plan.request_timeout, async |c: &mut Client| {
+            c.put(key.as_str(), value.as_str(), None).await
+        })
+        .await;
+        let revision =
+            answer.ok().and_then(|r| r.header().map(|h| h.revision())).and_then(|r| u64::try_from(r).ok());
+        match revision {
+            Some(r) => {
+                acked += 1;
+                hist.put(&name, &key, &value, invoke, Some((unix_ns(), r)))?;
+            }
+            None => {
+                unknown += 1;
+                hist.put(&name, &key, &value, invoke, None)?;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    Ok((acked, unknown))
+}
+
+/// Watches the prefix from revision 1 until the settle deadline, recording every event; a stream
+/// that fails, ends or stays quiet for the request timeout is resumed on the next endpoint after
+/// the last revision seen. A stream cancelled because its start was compacted starts a new
+/// watcher name (what it missed is not a gap of the old one).
+async fn watcher_run(
+    i: usize,
+    plan: Arc<Plan>,
+    hist: Arc<History>,
+    name: String,
+    prefix: String,
+) -> std::io::Result<(u64, u64)> {
+    let mut conn = Conn::new(Arc::clone(&plan), i);
+    let (mut events, mut streams) = (0u64, 0u64);
+    let mut next: i64 = 1;
+    let mut life = 1;
+    let stop = plan.deadline + plan.request_timeout * 2;
+    while Instant::now() < stop {
+        let opts = etcd_client::WatchOptions::new().with_prefix().with_start_revision(next);
+        let opened = call(&mut conn, plan.request_timeout, async |c: &mut Client| {
+            c.watch(prefix.as_str(), Some(opts)).await
+        })
+        .await;
+        let Ok(mut stream) = opened else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let who = if life == 1 { name.clone() } else { format!("{name}#{life}") };
+        hist.watch_start(&who, &prefix, next as u64)?;
+        streams += 1;
+        loop {
+            let left = stop.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match tokio::time::timeout(plan.request_timeout.min(left), stream.message()).await {
+                Ok(Ok(Some(resp))) => {
+                    if resp.canceled() {
+                        if resp.compact_revision() > 0 {
+                            next = resp.compact_revision();
+                            life += 1;
+                        }
+                        break;
+                    }
+                    for e in resp.events() {
+                        let Some(kv) = e.kv() else { continue };
+                        if e.event_type() != etcd_client::EventType::Put {
+                            continue;
+                        }
+                        let (key, value) =
+                            (String::from_utf8_lossy(kv.key()), String::from_utf8_lossy(kv.value()));
+                        hist.watch_event(&who, &key, &value, kv.mod_revision() as u64)?;
+                        events += 1;
+                        next = kv.mod_revision() + 1;
+                    }
+                }
+                _ => {
+                    conn.fail();
+                    break;
+                }
+            }
+        }
+    }
+    Ok((events, streams))
+}
+
 #[tokio::main]
 async fn main() {
     if let Err(e) = run(Args::parse()).await {
@@ -393,6 +513,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     if !(1..=60).contains(&args.ttl) {
         bail!("--ttl {}: give 1..=60 seconds", args.ttl);
+    }
+    if args.writers > 16 || args.watchers > 16 {
+        bail!("--writers {} --watchers {}: give 0..=16 each", args.writers, args.watchers);
+    }
+    if args.kv_prefix.is_empty() {
+        bail!("--kv-prefix: give a non-empty key prefix");
     }
     if !(1..=86400).contains(&args.seconds) {
         bail!("--seconds {}: give 1..=86400", args.seconds);
@@ -438,11 +564,48 @@ async fn run(args: Args) -> anyhow::Result<()> {
         let name = format!("{}-{}", args.name_prefix, i + 1);
         tasks.push(tokio::spawn(client_run(i, Arc::clone(&plan), Arc::clone(&hist), name)));
     }
+    let mut kv_tasks = Vec::new();
+    for i in 0..args.writers {
+        let name = format!("{}-put-{}", args.name_prefix, i + 1);
+        kv_tasks.push(tokio::spawn(writer_run(
+            i,
+            Arc::clone(&plan),
+            Arc::clone(&hist),
+            name,
+            args.kv_prefix.clone(),
+        )));
+    }
+    let mut watch_tasks = Vec::new();
+    for i in 0..args.watchers {
+        let name = format!("{}-watch-{}", args.name_prefix, i + 1);
+        watch_tasks.push(tokio::spawn(watcher_run(
+            i,
+            Arc::clone(&plan),
+            Arc::clone(&hist),
+            name,
+            args.kv_prefix.clone(),
+        )));
+    }
     let mut total = Tally::default();
     for task in tasks {
         total.add(&task.await.context("a client task panicked")?.context("writing the history")?);
     }
+    let (mut puts, mut puts_unknown, mut events, mut streams) = (0, 0, 0, 0);
+    for task in kv_tasks {
+        let (a, u) = task.await.context("a writer task panicked")?.context("writing the history")?;
+        (puts, puts_unknown) = (puts + a, puts_unknown + u);
+    }
+    for task in watch_tasks {
+        let (e, s) = task.await.context("a watcher task panicked")?.context("writing the history")?;
+        (events, streams) = (events + e, streams + s);
+    }
     let elapsed = start.elapsed().as_secs_f64();
+    if args.writers + args.watchers > 0 {
+        println!(
+            "etcd_nemesis: {} writers: {puts} puts answered, {puts_unknown} unknown; {} watchers: {events} events over {streams} streams",
+            args.writers, args.watchers
+        );
+    }
     println!(
         "etcd_nemesis: {} clients, {elapsed:.1} s: {} Locks granted, {} Unlocks answered, {} outcomes unknown; \
          {} sessions ({} lost, {} grants failed, {} lease ends never confirmed)",

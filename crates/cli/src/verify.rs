@@ -16,7 +16,9 @@ use ringleader_core::Uid;
 ///
 /// With --history, checks instead a client history of lock operations (JSON lines: client, op,
 /// lock, lease, invoke_ns, return_ns, result; docs/VERIFICATION.md) for linearizability
-/// against a lock under leases with fencing tokens.
+/// against a lock under leases with fencing tokens; and its puts and watch streams, when it has
+/// them (put, watch_start, watch_event records), for etcd's watch guarantees: events in revision
+/// order, no acknowledged put left out, each event the change made at its revision.
 ///
 /// Exit status: 0 when every property holds (for --history: linearizable), 2 on a violation,
 /// and for --history also when undecided (the search ran out of --budget without finding a
@@ -139,6 +141,9 @@ fn write_pictures(args: &VerifyArgs, report: &ringleader_net::verify::VerifyRepo
 fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: bool) -> crate::CommandResult {
     use ringleader_judge::linearizability::{LinearizabilityVerdict, lock};
     let checked = lock::check_history_file(path, budget)?;
+    let text = std::fs::read_to_string(path)?;
+    let watches = ringleader_judge::watch::parse_history(&text)?;
+    let watch_violation = ringleader_judge::watch::check(&watches);
     let (word, detail) = match &checked.verdict {
         LinearizabilityVerdict::Linearizable => ("linearizable", None),
         LinearizabilityVerdict::Violated(w) => ("violated", Some(w.to_string())),
@@ -153,6 +158,14 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
             "budget": budget,
             "verdict": word,
             "detail": detail,
+            "watch": (!watches.is_empty()).then(|| serde_json::json!({
+                "puts": watches.puts.len(),
+                "watchers": watches.watchers.len(),
+                "events": watches.events(),
+                "verdict": if watch_violation.is_some() { "violated" } else { "holds" },
+                "property": watch_violation.as_ref().map(|v| v.property),
+                "detail": watch_violation.as_ref().map(|v| v.detail.clone()),
+            })),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -174,10 +187,26 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
             ),
         };
         println!("verdict    {verdict}");
+        if !watches.is_empty() {
+            println!(
+                "watch      {} puts, {} events seen by {} watcher{}: {}",
+                watches.puts.len(),
+                watches.events(),
+                watches.watchers.len(),
+                if watches.watchers.len() == 1 { "" } else { "s" },
+                match &watch_violation {
+                    None => "OK: in revision order, no gap, each the change made at its revision".to_string(),
+                    Some(v) => format!("VIOLATED: {v}"),
+                }
+            );
+        }
     }
-    Ok(crate::ExitStatus::violation_unless(match checked.verdict {
-        LinearizabilityVerdict::Linearizable => true,
-        LinearizabilityVerdict::Violated(_) => false,
-        LinearizabilityVerdict::Undecided { .. } => allow_undecided,
-    }))
+    Ok(crate::ExitStatus::violation_unless(
+        watch_violation.is_none()
+            && match checked.verdict {
+                LinearizabilityVerdict::Linearizable => true,
+                LinearizabilityVerdict::Violated(_) => false,
+                LinearizabilityVerdict::Undecided { .. } => allow_undecided,
+            },
+    ))
 }

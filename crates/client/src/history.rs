@@ -3,6 +3,8 @@
 //! known) return times on one clock, in the format `ringleader_judge::linearizability::lock`
 //! reads. Shared by `ringleader service-load` (HTTP clients) and the etcd gRPC nemesis client
 //! (`crates/cli/examples/etcd_nemesis.rs`), so that both write histories one checker reads.
+//! Puts and watch streams go into the same file (`put`, `watch_start`, `watch_event`), in the
+//! format `ringleader_judge::watch` reads.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -63,14 +65,55 @@ impl<W: Write> HistoryWriter<W> {
 
     fn write(&self, line: &Line<'_>) -> std::io::Result<()> {
         let text = serde_json::to_string(line).map_err(std::io::Error::other)?;
-        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        writeln!(out, "{text}")?;
-        out.flush()?;
+        self.write_text(&text)?;
         self.operations.fetch_add(1, Ordering::Relaxed);
         if line.return_ns.is_none() {
             self.unknown.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    fn write_text(&self, text: &str) -> std::io::Result<()> {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        writeln!(out, "{text}")?;
+        out.flush()
+    }
+
+    /// A put of `value` (unique to this put) to `key` by `client`, invoked at `invoke_ns`;
+    /// `returned` is (return time, the revision the service answered), `None` when the outcome
+    /// is unknown.
+    pub fn put(
+        &self,
+        client: &str,
+        key: &str,
+        value: &str,
+        invoke_ns: u64,
+        returned: Option<(u64, u64)>,
+    ) -> std::io::Result<()> {
+        let mut line =
+            json!({ "client": client, "op": "put", "key": key, "value": value, "invoke_ns": invoke_ns });
+        if let Some((at, revision)) = returned {
+            line["return_ns"] = json!(at.max(invoke_ns));
+            line["revision"] = json!(revision);
+        } else {
+            self.unknown.fetch_add(1, Ordering::Relaxed);
+        }
+        self.write_text(&line.to_string())?;
+        self.operations.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// `client` opened a watch of the keys under `prefix` from `revision` on (a first stream, or
+    /// one resumed after the last event seen).
+    pub fn watch_start(&self, client: &str, prefix: &str, revision: u64) -> std::io::Result<()> {
+        let line = json!({ "client": client, "op": "watch_start", "prefix": prefix, "revision": revision, "time_ns": unix_ns() });
+        self.write_text(&line.to_string())
+    }
+
+    /// `client`'s watch reported that `key` was set to `value` at `revision`.
+    pub fn watch_event(&self, client: &str, key: &str, value: &str, revision: u64) -> std::io::Result<()> {
+        let line = json!({ "client": client, "op": "watch_event", "key": key, "value": value, "revision": revision, "time_ns": unix_ns() });
+        self.write_text(&line.to_string())
     }
 
     /// An acquire by `client` under `lease`, invoked at `invoke_ns`; `returned` is (return

@@ -13,7 +13,9 @@
 //! - [`linearizability`]: a linearizability checker over client histories (Wing & Gong's search
 //!   with Lowe's memo) and the model of the lock service's locks;
 //! - [`fenced_resource`]: a fenced resource's log of accepted and refused writes, judged on its
-//!   own and against the clients' lock history.
+//!   own and against the clients' lock history;
+//! - [`watch`]: watch streams judged against the puts they report (order, no gap, the right
+//!   change at each revision: etcd's watch guarantees).
 //!
 //! It depends on `ringleader-core` and `ringleader-algorithms` only: no event queue, no network
 //! model, no scenario parser.
@@ -25,3 +27,4 @@ pub mod linearizability;
 pub mod mermaid;
 pub mod outcome;
 pub mod trace;
+pub mod watch;

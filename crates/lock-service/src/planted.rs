@@ -18,6 +18,7 @@
 //! | `fencing-reused` | a lock handed over on a release keeps the released holder's fencing token instead of taking the granting entry's index | `fencing` (two holders in turn with one token) |
 //! | `grant-while-held` | a hand-over does not check that the lock is free: the first waiter is granted it while the holder still holds it | `safety` (two holders at once) |
 //! | `fast-clock` | the replicated clock adds each tick four times (a unit mix-up): leases expire at a quarter of their TTL | `safety` (the server grants a lock its holder still trusts) |
+//! | `watch-skips` | the changes of every 32nd revision are kept in the key-value history but left out of the notice to live watchers | the watch checker's `watch_gap` (`ringleader verify --history`; the simulator has no watchers) |
 //!
 //! Not planted yet: applying a retried proposal twice (ignoring the idempotency key). Planted,
 //! it was caught on none of the runs tried (loss up to 5 %, duplication 20 %, snapshots every 20
@@ -35,11 +36,14 @@ pub enum Planted {
     GrantWhileHeld,
     /// The replicated clock counts each tick four times.
     FastClock,
+    /// The changes of every 32nd revision are not noticed to live watchers.
+    WatchSkips,
 }
 
 impl Planted {
     /// Every planted bug, in the order of the module documentation.
-    pub const ALL: [Planted; 3] = [Planted::FencingReused, Planted::GrantWhileHeld, Planted::FastClock];
+    pub const ALL: [Planted; 4] =
+        [Planted::FencingReused, Planted::GrantWhileHeld, Planted::FastClock, Planted::WatchSkips];
 
     /// Its name in `--param planted=NAME`.
     pub fn name(self) -> &'static str {
@@ -47,6 +51,7 @@ impl Planted {
             Planted::FencingReused => "fencing-reused",
             Planted::GrantWhileHeld => "grant-while-held",
             Planted::FastClock => "fast-clock",
+            Planted::WatchSkips => "watch-skips",
         }
     }
 
@@ -93,7 +98,10 @@ mod tests {
                 assert!(Planted::active(Some(p), p));
             }
             let err = Planted::parse("off-by-one").unwrap_err();
-            assert!(err.ends_with("allowed: fencing-reused, grant-while-held, fast-clock"), "{err}");
+            assert!(
+                err.ends_with("allowed: fencing-reused, grant-while-held, fast-clock, watch-skips"),
+                "{err}"
+            );
         } else {
             assert!(parsed.unwrap_err().contains("`planted` feature"));
             assert!(!Planted::active(Some(Planted::FastClock), Planted::FastClock));

@@ -204,7 +204,9 @@ pub fn parse_history(text: &str) -> Result<Vec<LockOperation>, HistoryError> {
             ))
         };
         let value: serde_json::Value = serde_json::from_str(raw).map_err(expected)?;
-        if value.get("fault").is_some() {
+        if value.get("fault").is_some()
+            || value.get("op").and_then(|o| o.as_str()).is_some_and(|op| crate::watch::OPS.contains(&op))
+        {
             continue;
         }
         let l: Line = serde_json::from_value(value).map_err(expected)?;
