@@ -16,6 +16,8 @@
 # Environment: RINGLEADER_BIN and ETCD_NEMESIS_BIN (default: the test build's, built here with
 # `cargo test --workspace --no-run`: only the test build has planted bugs), CLIENTS (4; 0 runs
 # no service-load; always 0 for etcd), ETCD_CLIENTS (2; 4 for etcd), LOCKS (orders,stock),
+# ETCD_WRITERS (1) and ETCD_WATCHERS (2): etcd-client writers putting values and watchers
+# watching them, judged by verify for etcd's watch guarantees (with ETCD_CLIENTS > 0),
 # ETCD_BIN (--target etcd: the etcd binary; default /usr/bin/etcd, else the one in Debian's
 # etcd-server package, fetched with apt-get download), NEMESIS_OUT (where the history and logs
 # are kept, default target/nemesis/seed-N-LABEL).
@@ -122,6 +124,11 @@ else
 fi
 if ! [[ $CLIENTS =~ ^[0-9]{1,2}$ && $ETCD_CLIENTS =~ ^[0-9]{1,2}$ ]] || ((10#$CLIENTS + 10#$ETCD_CLIENTS == 0)); then
   usage_error "CLIENTS=$CLIENTS ETCD_CLIENTS=$ETCD_CLIENTS: give 0..99 each, not both 0"
+fi
+ETCD_WRITERS=${ETCD_WRITERS:-1}
+ETCD_WATCHERS=${ETCD_WATCHERS:-2}
+if ! [[ $ETCD_WRITERS =~ ^[0-9]{1,2}$ && $ETCD_WATCHERS =~ ^[0-9]{1,2}$ ]] || ((10#$ETCD_WRITERS > 16 || 10#$ETCD_WATCHERS > 16)); then
+  usage_error "ETCD_WRITERS=$ETCD_WRITERS ETCD_WATCHERS=$ETCD_WATCHERS: give 0..16 each"
 fi
 LOCKS=${LOCKS:-orders,stock}
 RESOURCE_PORT=${RESOURCE_PORT:-18300}
@@ -589,6 +596,7 @@ if ((ETCD_CLIENTS > 0)); then
   "$NEMESIS" --endpoints "${GRPC_ENDPOINTS%,}" --clients "$ETCD_CLIENTS" --locks "$LOCKS" \
     --seconds "$RUN_SECONDS" --ttl 3 --acquire-timeout-ms 2000 --request-timeout-ms 2000 --settle 30 \
     --resource "http://127.0.0.1:$RESOURCE_PORT" --history "$WORK/etcd-history.jsonl" \
+    --writers "$ETCD_WRITERS" --watchers "$ETCD_WATCHERS" \
     "${PASSWORD[@]}" >"$WORK/etcd-load.out" 2>&1 &
   ETCD_LOAD=$!
 fi
@@ -649,10 +657,13 @@ cp "$WORK/verify.out" "$WORK/fence.out" "$OUT/"
 case $verify_rc in
   0) ;;
   2)
-    if grep -q UNDECIDED "$WORK/verify.out"; then
+    if grep -q '^verdict .*UNDECIDED' "$WORK/verify.out"; then
       anomalies+=("undecided: the linearizability search ran out of its budget (nothing was proved; --allow-undecided to pass)")
-    else
-      anomalies+=("linearizability: $(grep -m1 'verdict' "$WORK/verify.out" | sed 's/^verdict *//')")
+    elif grep -q '^verdict .*VIOLATED' "$WORK/verify.out"; then
+      anomalies+=("linearizability: $(grep -m1 '^verdict' "$WORK/verify.out" | sed 's/^verdict *//')")
+    fi
+    if grep -q '^watch .*VIOLATED' "$WORK/verify.out"; then
+      anomalies+=("watch: $(grep -m1 '^watch ' "$WORK/verify.out" | sed 's/^.*VIOLATED: //')")
     fi
     ;;
   *) say "verify could not run (exit $verify_rc)"; exit 1 ;;

@@ -415,6 +415,9 @@ async fn writer_run(
             Some(r) => {
                 acked += 1;
                 hist.put(&name, &key, &value, invoke, Some((unix_ns(), r)))?;
+                // At most about 200 puts a second: enough revisions for the watchers, without
+                // crowding out the lock clients on a small machine.
+                tokio::time::sleep(Duration::from_millis(5)).await;
             }
             None => {
                 unknown += 1;
