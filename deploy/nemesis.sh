@@ -36,7 +36,11 @@
 #     once per run, at a drawn time in the run's second quarter, a lost data directory: the node
 #     is killed, its directory emptied, it is started without --bootstrap and must refuse to
 #     start, then the operator path restores it (member remove, start empty with --join, member
-#     add; docs/SERVICE.md "Replacing a lost disk").
+#     add; docs/SERVICE.md "Replacing a lost disk"); and once per run, at a time drawn in the
+#     run's third quarter from a generator of its own (2N+3), a full disk: the leader's data file
+#     system (a tmpfs of DISK_MB MiB, 256 by default, mounted per node; a drawn node when none
+#     leads) filled to the last byte for 3..6 s, then freed, and the node started again if it
+#     stopped.
 #   network lane (host iptables run in the nodes' network namespaces with nsenter, matched on
 #     addresses): a one-way partition (node X receives nothing from its peers on the connections
 #     they opened, while its own messages still arrive; both directions counted), a two-way
@@ -141,6 +145,9 @@ COMPOSE=(docker-compose -p "$PROJECT" -f "$ROOT/deploy/service-compose.yml")
 [[ $TARGET == etcd ]] && COMPOSE=(docker-compose -p "$PROJECT" -f "$ROOT/deploy/etcd-compose.yml")
 NET="${PROJECT}_raft"
 LANES=()
+MOUNTED=()
+DISK_MB=${DISK_MB:-256}
+[[ $DISK_MB =~ ^[0-9]{2,5}$ ]] || usage_error "DISK_MB=$DISK_MB: give the size of each node's data file system in MiB, 10..99999"
 
 # Every node's iptables rules go (the nemesis adds rules only in the nodes' namespaces).
 heal_network() {
@@ -163,6 +170,7 @@ cleanup() {
   for i in 1 2 3; do docker unpause "$PROJECT-node$i" >/dev/null 2>&1 || true; done
   timeout 60 "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
   docker rmi "$IMAGE" >/dev/null 2>&1 || true
+  for m in "${MOUNTED[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
   rm -rf "$WORK"
   exit $rc
 }
@@ -350,11 +358,44 @@ etcd_replace() {
   record lost-directory end "$X" "\"removed\":$removed,\"added\":$added,\"back\":$back"
 }
 
+# The disk-full fault: node X's data file system filled to the last byte for HOLD seconds while
+# the clients go on. A node must stop rather than acknowledge what it cannot write (the service
+# stops with "the disk is full"), or go on acknowledging only what it wrote; either way nothing
+# acknowledged may be lost, which the history's checkers judge. Then the space is freed and the
+# node started again, from its log.
+disk_full() {
+  local X=$1 hold=$2 dir="$DATA_DIR/node-$1" avail stopped=false
+  avail=$(df --output=avail -B1 "$dir" | tail -1 | tr -d ' ')
+  record disk-full start "$X" "\"hold_s\":$hold,\"filled_bytes\":$avail"
+  say "node lane: node$X's disk filled ($((avail / 1048576)) MiB taken) for ${hold}s"
+  fallocate -l "$avail" "$dir/nemesis-fill" 2>/dev/null || head -c "$avail" /dev/zero >"$dir/nemesis-fill" 2>/dev/null || true
+  sleep "$hold"
+  running "$X" || stopped=true
+  local said
+  said=$(docker logs "$PROJECT-node$X" 2>&1 | tail -1 | cut -c1-200)
+  rm -f "$dir/nemesis-fill"
+  if [[ $stopped == true ]]; then
+    say "node lane: node$X stopped on the full disk: $said"
+    restart_node "$X"
+  else
+    say "node lane: node$X kept running on the full disk"
+  fi
+  record disk-full end "$X" "\"stopped\":$stopped"
+}
+
 node_lane() {
   set +e
   LCG=$(((SEED * 2 + 1) & 0x7fffffff))
   local t0=$SECONDS kinds=(kill-leader kill-follower kill-node pause kill-all) lost_at lost_done=0
   lcg $((RUN_SECONDS / 4 + 1)); lost_at=$((RUN_SECONDS / 4 + DRAW))
+  # The disk-full fault's time, node and hold come from a generator of their own (seeded 2N+3),
+  # so that adding it moved no other draw of the seed.
+  local lane=$LCG full_at full_node full_hold full_done=$((1 - DISK_FULL))
+  LCG=$(((SEED * 2 + 3) & 0x7fffffff))
+  lcg $((RUN_SECONDS / 4 + 1)); full_at=$((RUN_SECONDS / 2 + DRAW))
+  lcg 3; full_node=$((DRAW + 1))
+  lcg 4; full_hold=$((DRAW + 3))            # 3..6 s
+  LCG=$lane
   while ((SECONDS - t0 < RUN_SECONDS)); do
     lcg 3; sleep "$((DRAW + 1))"           # gap 1..3 s
     lcg 5; local kind=${kinds[DRAW]}
@@ -368,6 +409,13 @@ node_lane() {
       lost_done=1
       local X; X=$(pick follower); X=${X:-$nth}
       lost_directory "$X"
+      ((SECONDS - t0 < RUN_SECONDS)) || break
+    fi
+    if ((!full_done && SECONDS - t0 >= full_at)); then
+      full_done=1
+      # The leader's disk (it writes every entry first), or the drawn node when none leads.
+      local F; F=$(pick leader); F=${F:-$full_node}
+      disk_full "$F" "$full_hold"
       ((SECONDS - t0 < RUN_SECONDS)) || break
     fi
     if [[ $kind == kill-all ]]; then
@@ -530,6 +578,18 @@ net_lane() {
 mkdir -p "$WORK/ctx" "$OUT"
 rm -f "$OUT"/*
 for i in 1 2 3; do mkdir -p "$DATA_DIR/node-$i"; done
+# Each node's data directory is a small file system of its own, so that the disk-full fault fills
+# one node's disk and nothing else (a tmpfs: RAM only as it is used). Without the right to mount,
+# the fault is left out and the run says so.
+DISK_FULL=1
+for i in 1 2 3; do
+  if ! mount -t tmpfs -o "size=${DISK_MB}m,mode=0700" tmpfs "$DATA_DIR/node-$i" 2>/dev/null; then
+    DISK_FULL=0
+    say "note: cannot mount a file system for node$i's data directory (not root?): the disk-full fault is left out"
+    break
+  fi
+  MOUNTED+=("$DATA_DIR/node-$i")
+done
 touch "$FAULTS"
 say "seed $SEED, ${RUN_SECONDS}s, target $TARGET, ${PLANTED:+planted bug $PLANTED}${PLANTED:-the real build}; history and logs kept in $OUT"
 # The image: the node's binary and the exact shared libraries it links, at their paths.
