@@ -722,6 +722,9 @@ case $verify_rc in
     elif grep -q '^verdict .*VIOLATED' "$WORK/verify.out"; then
       anomalies+=("linearizability: $(grep -m1 '^verdict' "$WORK/verify.out" | sed 's/^verdict *//')")
     fi
+    if grep -q '^leases .*VIOLATED' "$WORK/verify.out"; then
+      anomalies+=("lease: $(grep -m1 '^leases ' "$WORK/verify.out" | sed 's/^.*VIOLATED: //')")
+    fi
     if grep -q '^watch .*VIOLATED' "$WORK/verify.out"; then
       anomalies+=("watch: $(grep -m1 '^watch ' "$WORK/verify.out" | sed 's/^.*VIOLATED: //')")
     fi

@@ -213,8 +213,14 @@ struct Kept {
     stop: bool,
 }
 
+/// Who keeps a lease alive, for the `lease_gone` record.
+struct Seen {
+    hist: Arc<History>,
+    name: String,
+}
+
 /// Keeps `lease` alive every third of the TTL until told to stop or the lease is gone.
-async fn keep_alive(plan: Arc<Plan>, start: usize, lease: i64, kept: Arc<Mutex<Kept>>) {
+async fn keep_alive(plan: Arc<Plan>, start: usize, lease: i64, kept: Arc<Mutex<Kept>>, seen: Arc<Seen>) {
     let mut conn = Conn::new(Arc::clone(&plan), start);
     let period = plan.ttl / 3;
     loop {
@@ -233,7 +239,19 @@ async fn keep_alive(plan: Arc<Plan>, start: usize, lease: i64, kept: Arc<Mutex<K
                     break;
                 }
                 Err(e) if lease_gone(&e) => {
-                    kept.lock().unwrap().gone = true;
+                    let last_ok = {
+                        let mut k = kept.lock().unwrap();
+                        k.gone = true;
+                        k.last_ok
+                    };
+                    // Nobody revoked it (the session revokes only after stopping this task).
+                    let _ = seen.hist.lease_gone(
+                        &seen.name,
+                        lease as u64,
+                        instant_ns(last_ok),
+                        plan.ttl.as_millis() as u64,
+                        unix_ns(),
+                    );
                     return;
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
@@ -278,15 +296,32 @@ async fn write_through(plan: &Plan, client: &str, lock: &str, token: u64, t: &mu
 
 /// Revokes `lease` (any endpoint) until the service says it is gone or the settle time is up;
 /// the moment it said so.
-async fn confirm_gone(conn: &mut Conn, plan: &Plan, lease: i64) -> Option<u64> {
+async fn confirm_gone(
+    conn: &mut Conn,
+    plan: &Plan,
+    lease: i64,
+    seen: &Seen,
+    last_ok: Instant,
+) -> std::io::Result<Option<u64>> {
     while Instant::now() < plan.settle_deadline {
         match call(conn, plan.request_timeout, async |c| c.lease_revoke(lease).await.map(|_| ())).await {
-            Ok(()) => return Some(unix_ns()),
-            Err(e) if lease_gone(&e) => return Some(unix_ns()),
+            Ok(()) => return Ok(Some(unix_ns())),
+            Err(e) if lease_gone(&e) => {
+                // Gone before this client ended it: it must have lived its TTL.
+                let now = unix_ns();
+                seen.hist.lease_gone(
+                    &seen.name,
+                    lease as u64,
+                    instant_ns(last_ok),
+                    plan.ttl.as_millis() as u64,
+                    now,
+                )?;
+                return Ok(Some(now));
+            }
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
         }
     }
-    None
+    Ok(None)
 }
 
 async fn client_run(
@@ -314,7 +349,9 @@ async fn client_run(
         t.sessions += 1;
         let lease_u = lease as u64;
         let kept = Arc::new(Mutex::new(Kept { last_ok: sent, gone: false, stop: false }));
-        let keeper = tokio::spawn(keep_alive(Arc::clone(&plan), i + 1, lease, Arc::clone(&kept)));
+        let seen = Arc::new(Seen { hist: Arc::clone(&hist), name: name.clone() });
+        let keeper =
+            tokio::spawn(keep_alive(Arc::clone(&plan), i + 1, lease, Arc::clone(&kept), Arc::clone(&seen)));
         // The last moment the lease was known alive at the service (a lower bound).
         let mut alive_ns = instant_ns(sent);
         let mut unknown: Option<String> = None;
@@ -362,15 +399,21 @@ async fn client_run(
         if lost {
             t.sessions_lost += 1;
         }
-        {
+        let (last_ok, heard_gone) = {
             let mut k = kept.lock().unwrap();
             k.stop = true;
             alive_ns = alive_ns.max(instant_ns(k.last_ok));
-        }
+            (k.last_ok, k.gone)
+        };
         keeper.abort();
         match unknown {
             Some(lock) => {
-                let gone = confirm_gone(&mut conn, &plan, lease).await;
+                // A keep-alive that heard it gone wrote its lease_gone already.
+                let gone = if heard_gone {
+                    Some(unix_ns())
+                } else {
+                    confirm_gone(&mut conn, &plan, lease, &seen, last_ok).await?
+                };
                 if gone.is_none() {
                     t.unconfirmed += 1;
                 }

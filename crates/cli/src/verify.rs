@@ -18,7 +18,9 @@ use ringleader_core::Uid;
 /// lock, lease, invoke_ns, return_ns, result; docs/VERIFICATION.md) for linearizability
 /// against a lock under leases with fencing tokens; and its puts and watch streams, when it has
 /// them (put, watch_start, watch_event records), for etcd's watch guarantees: events in revision
-/// order, no acknowledged put left out, each event the change made at its revision.
+/// order, no acknowledged put left out, each event the change made at its revision; and its
+/// lease_gone records (a lease a client heard was gone, that it had not ended) for leases ended
+/// before their TTL since their last keep-alive.
 ///
 /// Exit status: 0 when every property holds (for --history: linearizable), 2 on a violation,
 /// and for --history also when undecided (the search ran out of --budget without finding a
@@ -144,6 +146,8 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
     let text = std::fs::read_to_string(path)?;
     let watches = ringleader_judge::watch::parse_history(&text)?;
     let watch_violation = ringleader_judge::watch::check(&watches);
+    let gone = ringleader_judge::lease_expiry::parse_history(&text)?;
+    let early = ringleader_judge::lease_expiry::check(&gone);
     let (word, detail) = match &checked.verdict {
         LinearizabilityVerdict::Linearizable => ("linearizable", None),
         LinearizabilityVerdict::Violated(w) => ("violated", Some(w.to_string())),
@@ -165,6 +169,11 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
                 "verdict": if watch_violation.is_some() { "violated" } else { "holds" },
                 "property": watch_violation.as_ref().map(|v| v.property),
                 "detail": watch_violation.as_ref().map(|v| v.detail.clone()),
+            })),
+            "leases": (!gone.is_empty()).then(|| serde_json::json!({
+                "seen_gone": gone.len(),
+                "verdict": if early.is_some() { "violated" } else { "holds" },
+                "detail": early,
             })),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
@@ -201,8 +210,19 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
             );
         }
     }
+    if !json && !gone.is_empty() {
+        println!(
+            "leases     {} seen gone by clients that did not end them: {}",
+            gone.len(),
+            match &early {
+                None => "OK: none before its TTL since its last keep-alive".to_string(),
+                Some(v) => format!("VIOLATED: {v}"),
+            }
+        );
+    }
     Ok(crate::ExitStatus::violation_unless(
-        watch_violation.is_none()
+        early.is_none()
+            && watch_violation.is_none()
             && match checked.verdict {
                 LinearizabilityVerdict::Linearizable => true,
                 LinearizabilityVerdict::Violated(_) => false,

@@ -110,6 +110,20 @@ impl<W: Write> HistoryWriter<W> {
         self.write_text(&line.to_string())
     }
 
+    /// `client`, which did not end `lease`, heard it was gone at `gone_ns`; the last keep-alive
+    /// (or the grant) answered alive was sent at `alive_ns`, and the lease's TTL is `ttl_ms`.
+    pub fn lease_gone(
+        &self,
+        client: &str,
+        lease: u64,
+        alive_ns: u64,
+        ttl_ms: u64,
+        gone_ns: u64,
+    ) -> std::io::Result<()> {
+        let line = json!({ "client": client, "op": "lease_gone", "lease": lease, "alive_ns": alive_ns, "ttl_ms": ttl_ms, "gone_ns": gone_ns });
+        self.write_text(&line.to_string())
+    }
+
     /// `client`'s watch reported that `key` was set to `value` at `revision`.
     pub fn watch_event(&self, client: &str, key: &str, value: &str, revision: u64) -> std::io::Result<()> {
         let line = json!({ "client": client, "op": "watch_event", "key": key, "value": value, "revision": revision, "time_ns": unix_ns() });

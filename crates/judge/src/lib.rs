@@ -14,6 +14,8 @@
 //!   with Lowe's memo) and the model of the lock service's locks;
 //! - [`fenced_resource`]: a fenced resource's log of accepted and refused writes, judged on its
 //!   own and against the clients' lock history;
+//! - [`lease_expiry`]: leases seen gone by clients that did not end them, judged against their
+//!   TTL (no lease ends before its TTL since its last keep-alive);
 //! - [`watch`]: watch streams judged against the puts they report (order, no gap, the right
 //!   change at each revision: etcd's watch guarantees).
 //!
@@ -23,6 +25,7 @@
 #![warn(missing_docs)]
 pub mod checkers;
 pub mod fenced_resource;
+pub mod lease_expiry;
 pub mod linearizability;
 pub mod mermaid;
 pub mod outcome;

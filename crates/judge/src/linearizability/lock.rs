@@ -205,7 +205,10 @@ pub fn parse_history(text: &str) -> Result<Vec<LockOperation>, HistoryError> {
         };
         let value: serde_json::Value = serde_json::from_str(raw).map_err(expected)?;
         if value.get("fault").is_some()
-            || value.get("op").and_then(|o| o.as_str()).is_some_and(|op| crate::watch::OPS.contains(&op))
+            || value
+                .get("op")
+                .and_then(|o| o.as_str())
+                .is_some_and(|op| crate::watch::OPS.contains(&op) || crate::lease_expiry::OPS.contains(&op))
         {
             continue;
         }
