@@ -381,6 +381,12 @@ mod tests {
     }
 
     #[test]
+    fn the_lock_checker_skips_exactly_the_other_checkers_records() {
+        let others: Vec<&str> = OPS.iter().chain(crate::lease_expiry::OPS.iter()).copied().collect();
+        assert_eq!(others, crate::linearizability::lock::OTHER_RECORDS);
+    }
+
+    #[test]
     fn the_lock_checker_skips_puts_and_watch_records() {
         let mut h = good();
         h.push(r#"{"client":"c","op":"acquire","lock":"l","lease":1,"invoke_ns":1}"#.into());

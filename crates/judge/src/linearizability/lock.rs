@@ -42,6 +42,10 @@ use serde::Deserialize;
 
 use super::{Checked, LinearizabilityVerdict, Model, Operation, Witness};
 
+/// The records of the same history file that other checkers read and this one skips: puts and
+/// watch streams (`crate::watch`), leases seen gone (`crate::lease_expiry`).
+pub const OTHER_RECORDS: [&str; 4] = ["put", "watch_start", "watch_event", "lease_gone"];
+
 /// What a lock operation is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LockOp {
@@ -205,10 +209,7 @@ pub fn parse_history(text: &str) -> Result<Vec<LockOperation>, HistoryError> {
         };
         let value: serde_json::Value = serde_json::from_str(raw).map_err(expected)?;
         if value.get("fault").is_some()
-            || value
-                .get("op")
-                .and_then(|o| o.as_str())
-                .is_some_and(|op| crate::watch::OPS.contains(&op) || crate::lease_expiry::OPS.contains(&op))
+            || value.get("op").and_then(|o| o.as_str()).is_some_and(|op| OTHER_RECORDS.contains(&op))
         {
             continue;
         }
