@@ -15,7 +15,7 @@
 //! alive at the service to the moment the service said it was gone.
 //!
 //! With `--writers` and `--watchers`, writers put values no other put writes to a few keys
-//! under `--kv-prefix` (each put with the revision it was answered at, or no answer), and
+//! under `--kv-prefix` (by default a prefix unique to the run; each put with the revision it was answered at, or no answer), and
 //! watchers watch that prefix from revision 1, resuming after the last revision seen on another
 //! endpoint when a stream breaks or goes quiet; `ringleader verify --history` judges the
 //! streams against the puts (order, no gap, the right change at each revision).
@@ -86,9 +86,10 @@ struct Args {
     /// Clients watching --kv-prefix, 0..=16 (named PREFIX-watch-1, ...).
     #[arg(long, default_value_t = 0, value_name = "N")]
     watchers: usize,
-    /// The keys the writers put and the watchers watch.
-    #[arg(long, default_value = "nemesis/kv/", value_name = "PREFIX")]
-    kv_prefix: String,
+    /// The keys the writers put and the watchers watch [default: nemesis/kv/RUN/, RUN unique to
+    /// this run, so that a cluster used before holds no key under it].
+    #[arg(long, value_name = "PREFIX")]
+    kv_prefix: Option<String>,
 }
 
 /// What every client shares.
@@ -563,7 +564,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     if args.writers > 16 || args.watchers > 16 {
         bail!("--writers {} --watchers {}: give 0..=16 each", args.writers, args.watchers);
     }
-    if args.kv_prefix.is_empty() {
+    let kv_prefix =
+        args.kv_prefix.clone().unwrap_or_else(|| format!("nemesis/kv/{}-{}/", unix_ns(), std::process::id()));
+    if kv_prefix.is_empty() {
         bail!("--kv-prefix: give a non-empty key prefix");
     }
     if !(1..=86400).contains(&args.seconds) {
@@ -610,40 +613,32 @@ async fn run(args: Args) -> anyhow::Result<()> {
         let name = format!("{}-{}", args.name_prefix, i + 1);
         tasks.push(tokio::spawn(client_run(i, Arc::clone(&plan), Arc::clone(&hist), name)));
     }
+    // Writers and watchers, each task tagged with its role; both count two things.
     let mut kv_tasks = Vec::new();
-    for i in 0..args.writers {
-        let name = format!("{}-put-{}", args.name_prefix, i + 1);
-        kv_tasks.push(tokio::spawn(writer_run(
-            i,
-            Arc::clone(&plan),
-            Arc::clone(&hist),
-            name,
-            args.kv_prefix.clone(),
-        )));
-    }
-    let mut watch_tasks = Vec::new();
-    for i in 0..args.watchers {
-        let name = format!("{}-watch-{}", args.name_prefix, i + 1);
-        watch_tasks.push(tokio::spawn(watcher_run(
-            i,
-            Arc::clone(&plan),
-            Arc::clone(&hist),
-            name,
-            args.kv_prefix.clone(),
-        )));
+    for (role, n) in [("put", args.writers), ("watch", args.watchers)] {
+        for i in 0..n {
+            let name = format!("{}-{role}-{}", args.name_prefix, i + 1);
+            let (plan, hist, prefix) = (Arc::clone(&plan), Arc::clone(&hist), kv_prefix.clone());
+            let task = match role {
+                "put" => tokio::spawn(writer_run(i, plan, hist, name, prefix)),
+                _ => tokio::spawn(watcher_run(i, plan, hist, name, prefix)),
+            };
+            kv_tasks.push((role, task));
+        }
     }
     let mut total = Tally::default();
     for task in tasks {
         total.add(&task.await.context("a client task panicked")?.context("writing the history")?);
     }
     let (mut puts, mut puts_unknown, mut events, mut streams) = (0, 0, 0, 0);
-    for task in kv_tasks {
-        let (a, u) = task.await.context("a writer task panicked")?.context("writing the history")?;
-        (puts, puts_unknown) = (puts + a, puts_unknown + u);
-    }
-    for task in watch_tasks {
-        let (e, s) = task.await.context("a watcher task panicked")?.context("writing the history")?;
-        (events, streams) = (events + e, streams + s);
+    for (role, task) in kv_tasks {
+        let (a, b) =
+            task.await.with_context(|| format!("a {role} task panicked"))?.context("writing the history")?;
+        if role == "put" {
+            (puts, puts_unknown) = (puts + a, puts_unknown + b);
+        } else {
+            (events, streams) = (events + a, streams + b);
+        }
     }
     let elapsed = start.elapsed().as_secs_f64();
     if args.writers + args.watchers > 0 {
