@@ -741,8 +741,9 @@ if [[ -s $WORK/anomalies ]]; then
 fi
 
 faults=$(grep -o '"fault":"[^"]*","phase":"start"' "$FAULTS" | cut -d'"' -f4 | sort | uniq -c | awk '{printf "%s%s %s", sep, $2, $1; sep=", "}')
-ops=$(grep -c '"op"' "$WORK/history.jsonl" || true)
-say "seed $SEED, $LABEL: $ops operations; faults started: ${faults:-none}"
+ops=$(grep -c '"op":"\(acquire\|release\|lease_ended\|put\)"' "$WORK/history.jsonl" || true)
+events=$(grep -c '"op":"watch_event"' "$WORK/history.jsonl" || true)
+say "seed $SEED, $LABEL: $ops operations and $events watch events; faults started: ${faults:-none}"
 grep '"partition-one-way","phase":"end"' "$FAULTS" | grep -o '"dropped_to_node":[0-9]*,"arrived_from_node":[0-9]*' | sed 's/^/[nemesis] one-way measured: /' || true
 if [[ -s $WORK/unavailable ]]; then sed 's/^/[nemesis] note: /' "$WORK/unavailable"; fi
 if ((${#anomalies[@]})); then
