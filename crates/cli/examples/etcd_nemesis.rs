@@ -473,7 +473,8 @@ async fn writer_run(
     Ok((acked, unknown))
 }
 
-/// Watches the prefix from revision 1 until the settle deadline, recording every event; a stream
+/// Watches the prefix from revision 1 until two request timeouts past the deadline (so that it
+/// sees the writers' last puts), recording every event; a stream
 /// that fails, ends or stays quiet for the request timeout is resumed on the next endpoint after
 /// the last revision seen. A stream cancelled because its start was compacted starts a new
 /// watcher name (what it missed is not a gap of the old one).

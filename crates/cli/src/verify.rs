@@ -142,8 +142,10 @@ fn write_pictures(args: &VerifyArgs, report: &ringleader_net::verify::VerifyRepo
 /// `--history`: a client history checked for linearizability.
 fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: bool) -> crate::CommandResult {
     use ringleader_judge::linearizability::{LinearizabilityVerdict, lock};
-    let checked = lock::check_history_file(path, budget)?;
-    let text = std::fs::read_to_string(path)?;
+    // One read of the file for the three checkers.
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| lock::HistoryError::Io { path: path.display().to_string(), source })?;
+    let checked = lock::check_lock_history(&lock::parse_history(&text)?, budget);
     let watches = ringleader_judge::watch::parse_history(&text)?;
     let watch_violation = ringleader_judge::watch::check(&watches);
     let gone = ringleader_judge::lease_expiry::parse_history(&text)?;

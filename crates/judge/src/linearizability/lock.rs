@@ -263,14 +263,6 @@ pub fn parse_history(text: &str) -> Result<Vec<LockOperation>, HistoryError> {
     Ok(ops)
 }
 
-/// Reads and checks a history file with `budget` search steps per lock; a lock whose search
-/// runs out of budget is then scanned for a [`definite_overlap`], which refutes it.
-pub fn check_history_file(path: &std::path::Path, budget: u64) -> Result<Checked, HistoryError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| HistoryError::Io { path: path.display().to_string(), source })?;
-    Ok(check_lock_history(&parse_history(&text)?, budget))
-}
-
 /// [`super::check`] with the lock model, and when its search is undecided, the
 /// [`definite_overlap`] scan: a history the search could not decide within its budget is still
 /// refuted when two holders provably held a lock at once.
