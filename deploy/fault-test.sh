@@ -19,10 +19,23 @@
 #    `--down LEADER` for an election leader killed for good); for mutual exclusion also checks
 #    that no fencing token was handed out twice, across the restart; prints the report and
 #    exits with verify's status (0: no violation, 2: violation).
+#
+# FAULT=holder (mutual exclusion only) shows instead the known failure of the algorithm when the
+# node holding the lock fails, declared beforehand and required to be found, as the simulator's
+# scenarios declare theirs (scenarios/*.toml, [expect]): node 3 takes the lock and holds it
+# while clients on nodes 2 and 4 ask for it; then node 3 is killed for good (`central`,
+# `ricart-agrawala` and the other permission algorithms: nobody enters again, `liveness` and
+# `no_starvation`) or paused for 4 s (`central-timeout`: the coordinator times the silent holder
+# out and grants while it still holds, `safety`; `token-ring`: the token is regenerated while
+# its holder still holds it, `safety`). Exit 0 when verify finds exactly the declared
+# violations, 1 when a declared one is missing (the failure was not shown), 2 when another one
+# is found. EXPECT="p1 p2" overrides the declaration, HOW=kill|pause the fault.
 # Everything it started is removed on exit, whatever happens (trap).
 set -euo pipefail
 
 ALGO=${ALGO:-central}
+FAULT=${FAULT:-standard}
+[[ $FAULT == standard || $FAULT == holder ]] || { echo "FAULT=$FAULT: give standard (default) or holder" >&2; exit 1; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PROJECT=${PROJECT:-rlfault$$}
 IMAGE=${IMAGE:-ringleader:fault}
@@ -135,6 +148,66 @@ client() {
   done
   echo "client on 127.0.0.1:$port: $ok locks taken and released, $gone refused naming a gone peer, $failed failed or timed out"
 }
+
+# holder_fault: FAULT=holder (see the top of this file); exits.
+holder_fault() {
+  local how expect handle
+  [[ $FAMILY == mutex ]] || { log "FAULT=holder needs a mutual-exclusion algorithm; $ALGO is $FAMILY"; exit 1; }
+  case $ALGO in
+    central-timeout | token-ring) how=pause expect="safety" ;;
+    *) how=kill expect="liveness no_starvation" ;;
+  esac
+  how=${HOW:-$how}
+  expect=${EXPECT:-$expect}
+  [[ $how == kill || $how == pause ]] || { log "HOW=$how: give kill or pause"; exit 1; }
+  log "declared: $how the holder's node, node3; verify must find exactly: $expect"
+  handle=$(acurl -s -m 15 -X POST "http://127.0.0.1:$(api 3)/lock?timeout=10s&ttl=60s" | grep -o '"handle":"[0-9a-f]*"' | cut -d'"' -f4 || true)
+  [[ -n $handle ]] || { log "node3 could not take the lock"; exit 1; }
+  log "node3 holds the lock (handle $handle); clients on nodes 2 and 4 ask for it"
+  for i in 2 4; do client "$(api "$i")" "$CLIENT_SECONDS" >"$WORK/client-$i.txt" & done
+  sleep 2
+  local down=()
+  if [[ $how == kill ]]; then
+    log "kill -9 node3 while it holds the lock (not restarted)"
+    docker kill "$PROJECT-node3" >/dev/null
+    down=(--down 3)
+  else
+    log "docker pause node3 for 4 s while it holds the lock (slow, not dead)"
+    docker pause "$PROJECT-node3" >/dev/null
+    sleep 4
+    docker unpause "$PROJECT-node3" >/dev/null
+    acurl -s -m 10 -X DELETE "http://127.0.0.1:$(api 3)/lock/$handle" >/dev/null || true
+  fi
+  wait
+  for f in "$WORK"/client-*.txt; do [[ -e $f ]] && cat "$f"; done
+  log "stopping the cluster"
+  timeout 60 "${COMPOSE[@]}" stop -t 5 >/dev/null 2>&1
+  set +e
+  "$BIN" verify "${down[@]}" "$TRACE_DIR"/node-*.jsonl
+  local report
+  report=$("$BIN" verify --json "${down[@]}" "$TRACE_DIR"/node-*.jsonl | tr -d ' \n')
+  set -e
+  local found
+  found=$(grep -o '"name":"[a-z_]*","holds":false' <<<"$report" | cut -d'"' -f4 | sort | tr '\n' ' ')
+  found=${found% }
+  local want
+  want=$(tr ' ' '\n' <<<"$expect" | sort | tr '\n' ' ')
+  want=${want% }
+  log "violations found: ${found:-none}; declared: $want"
+  if [[ $found == "$want" ]]; then
+    log "the declared failure of $ALGO when its holder's node fails was found"
+    exit 0
+  fi
+  for p in $want; do
+    [[ " $found " == *" $p "* ]] || { log "FAIL: the declared violation $p was not found"; exit 1; }
+  done
+  log "a violation that was not declared was found"
+  exit 2
+}
+
+if [[ $FAULT == holder ]]; then
+  holder_fault
+fi
 
 if [[ $FAMILY == mutex ]]; then
   for i in 2 3 4; do client "$(api "$i")" "$CLIENT_SECONDS" >"$WORK/client-$i.txt" & done

@@ -16,8 +16,9 @@
 # Environment: RINGLEADER_BIN and ETCD_NEMESIS_BIN (default: the test build's, built here with
 # `cargo test --workspace --no-run`: only the test build has planted bugs), CLIENTS (4; 0 runs
 # no service-load; always 0 for etcd), ETCD_CLIENTS (2; 4 for etcd), LOCKS (orders,stock),
-# ETCD_WRITERS (1) and ETCD_WATCHERS (2): etcd-client writers putting values and watchers
-# watching them, judged by verify for etcd's watch guarantees (with ETCD_CLIENTS > 0),
+# ETCD_WRITERS (2) and ETCD_WATCHERS (2): etcd-client writers putting values and reading them
+# back and watchers watching them, judged by verify for linearizable reads and writes and for
+# etcd's watch guarantees (with ETCD_CLIENTS > 0),
 # ETCD_BIN (--target etcd: the etcd binary; default /usr/bin/etcd, else the one in Debian's
 # etcd-server package, fetched with apt-get download), NEMESIS_OUT (where the history and logs
 # are kept, default target/nemesis/seed-N-LABEL).
@@ -129,7 +130,7 @@ fi
 if ! [[ $CLIENTS =~ ^[0-9]{1,2}$ && $ETCD_CLIENTS =~ ^[0-9]{1,2}$ ]] || ((10#$CLIENTS + 10#$ETCD_CLIENTS == 0)); then
   usage_error "CLIENTS=$CLIENTS ETCD_CLIENTS=$ETCD_CLIENTS: give 0..99 each, not both 0"
 fi
-ETCD_WRITERS=${ETCD_WRITERS:-1}
+ETCD_WRITERS=${ETCD_WRITERS:-2}
 ETCD_WATCHERS=${ETCD_WATCHERS:-2}
 if ! [[ $ETCD_WRITERS =~ ^[0-9]{1,2}$ && $ETCD_WATCHERS =~ ^[0-9]{1,2}$ ]] || ((10#$ETCD_WRITERS > 16 || 10#$ETCD_WATCHERS > 16)); then
   usage_error "ETCD_WRITERS=$ETCD_WRITERS ETCD_WATCHERS=$ETCD_WATCHERS: give 0..16 each"
@@ -190,14 +191,15 @@ etcd_status() { curl -s -m 2 -X POST -d '{}' "http://127.0.0.1:$(grpc "$1")/v3/m
 lead() {
   if [[ $TARGET == ringleader ]]; then
     local l; l=$(field "$(status "$1")" leader)
-    [[ $l =~ ^[1-3]$ ]] && echo "$l"
+    [[ $l =~ ^[1-4]$ ]] && echo "$l"
     return 0
   fi
   local s l j
   s=$(etcd_status "$1"); l=$(field "$s" leader)
   [[ $l =~ ^[1-9][0-9]*$ ]] || return 0
   if [[ $(field "$s" member_id) == "$l" ]]; then echo "$1"; return 0; fi
-  for j in $(others "$1"); do
+  for j in $(others "$1") 4; do
+    [[ $j == "$1" ]] && continue
     if [[ $(field "$(etcd_status "$j")" member_id) == "$l" ]]; then echo "$j"; return 0; fi
   done
 }
@@ -217,7 +219,8 @@ wait_for() {
   done
 }
 
-# agreed NODE...: every NODE answers and names the same leader, itself one of NODE.
+# agreed NODE...: every NODE answers and names the same leader, itself one of NODE (or the
+# fourth node, while the member lane has it in the cluster).
 agreed() {
   local i l want=""
   for i in "$@"; do
@@ -226,14 +229,14 @@ agreed() {
     [[ -z $want || $l == "$want" ]] || return 1
     want=$l
   done
-  [[ " $* " == *" $want "* ]]
+  [[ " $* 4 " == *" $want "* ]]
 }
 # The node that some node names as leader and that names itself; empty when there is none.
 leader_now() {
   local i l
   for i in 1 2 3; do
     l=$(lead "$i")
-    if [[ $l =~ ^[1-3]$ && $(lead "$l") == "$l" ]]; then echo "$l"; return; fi
+    if [[ $l =~ ^[1-4]$ && $(lead "$l") == "$l" ]]; then echo "$l"; return; fi
   done
 }
 answers() {
@@ -260,6 +263,13 @@ pick() {
     follower) L=$(leader_now); [[ -n $L ]] && others "$L" | sed -n "$((FOLLOWER_DRAW + 1))p" ;;
     *) echo "$1" ;;
   esac
+}
+
+# The node that answered the latest grant in the etcd clients' history (it holds the holder's
+# lock session; the holder's next call goes to it); empty when none was recorded yet.
+holder_node() {
+  [[ -s $WORK/etcd-history.jsonl ]] || return 0
+  tail -n 4000 "$WORK/etcd-history.jsonl" | grep '"op":"acquire"' | grep -o '"node":[1-3]' | tail -1 | cut -d: -f2
 }
 
 restart_node() {
@@ -358,6 +368,88 @@ etcd_replace() {
   record lost-directory end "$X" "\"removed\":$removed,\"added\":$added,\"back\":$back"
 }
 
+# The membership lane: a fourth node added to the cluster as a voter and removed again, cycle
+# after cycle, while the other lanes fault nodes 1-3 (partitions cut nodes 1-3 from one another,
+# not from node 4). Its own generator (seeded 2N+7): a gap of 5..15 s, then node 4 joins, stays a
+# member for 5..15 s, and is removed; a cycle starts only when it can end within the run.
+member_lane() {
+  set +e
+  LCG=$(((SEED * 2 + 7) & 0x7fffffff))
+  local t0=$SECONDS gap hold
+  while true; do
+    lcg 11; gap=$((DRAW + 5))
+    lcg 11; hold=$((DRAW + 5))
+    ((SECONDS - t0 + gap + hold + 10 < RUN_SECONDS)) || break
+    sleep "$gap"
+    member_add_fourth && sleep "$hold"
+    member_remove_fourth
+  done
+  say "member lane: done"
+}
+
+# Node 4 started empty and added (the operator path of docs/SERVICE.md: start it with --join,
+# then member add; etcd's: member add, then start it with --initial-cluster-state existing).
+# True once it is a voter.
+member_add_fourth() {
+  local eps end=$((SECONDS + 60)) added=false i
+  eps=$(for i in 1 2 3; do printf 'http://127.0.0.1:%s,' "$(api "$i")"; done)
+  record member-add start 4
+  say "member lane: node4 added to the cluster"
+  mkdir -p "$DATA_DIR/node-4"
+  find "$DATA_DIR/node-4" -mindepth 1 -delete
+  if [[ $TARGET == etcd ]]; then
+    while ((SECONDS < end)); do
+      for i in 1 2 3; do
+        if curl -s -m 3 -X POST -d '{"peerURLs":["http://node4:2380"]}' "http://127.0.0.1:$(grpc "$i")/v3/cluster/member/add" 2>>"$WORK/member.err" | grep -q '"member"'; then
+          added=true
+          break 2
+        fi
+      done
+      sleep 1
+    done
+    [[ $added == true ]] && { timeout 120 "${COMPOSE[@]}" up -d --no-deps node4 >/dev/null 2>&1 || added=false; }
+  else
+    timeout 120 "${COMPOSE[@]}" up -d --no-deps node4 >/dev/null 2>&1
+    while ((SECONDS < end)); do
+      if "$BIN" member add 4 node4:7000 --endpoints "${eps%,}" --api-token-file "$API_TOKEN_FILE" >/dev/null 2>>"$WORK/member.err"; then added=true; break; fi
+      sleep 1
+    done
+  fi
+  say "member lane: node4 added: $added"
+  [[ $added == true ]] || echo "node4 could not be added within 60 s" >>"$WORK/unavailable"
+  record member-add end 4 "\"added\":$added"
+  [[ $added == true ]]
+}
+
+# Node 4 removed from the configuration (retried until done or no longer a member), then its
+# container and directory.
+member_remove_fourth() {
+  local eps end=$((SECONDS + 60)) removed=false i id err
+  eps=$(for i in 1 2 3; do printf 'http://127.0.0.1:%s,' "$(api "$i")"; done)
+  record member-remove start 4
+  say "member lane: node4 removed from the cluster"
+  while ((SECONDS < end)); do
+    if [[ $TARGET == etcd ]]; then
+      id=$(etcd_member_id 4)
+      if [[ -z $id ]]; then removed=true; break; fi
+      for i in 1 2 3; do
+        curl -s -m 3 -X POST -d "{\"ID\":\"$id\"}" "http://127.0.0.1:$(grpc "$i")/v3/cluster/member/remove" >>"$WORK/member.err" 2>&1 || true
+      done
+    else
+      if err=$("$BIN" member remove 4 --endpoints "${eps%,}" --api-token-file "$API_TOKEN_FILE" 2>&1 >/dev/null); then removed=true; break; fi
+      # A retry of a removal that was applied: node 4 is no longer a member.
+      if grep -q "not a member" <<<"$err"; then removed=true; break; fi
+      echo "$err" >>"$WORK/member.err"
+    fi
+    sleep 1
+  done
+  docker rm -f "$PROJECT-node4" >/dev/null 2>&1 || true
+  find "$DATA_DIR/node-4" -mindepth 1 -delete 2>/dev/null || true
+  say "member lane: node4 removed: $removed"
+  [[ $removed == true ]] || echo "node4 could not be removed within 60 s" >>"$WORK/unavailable"
+  record member-remove end 4 "\"removed\":$removed"
+}
+
 # The disk-full fault: node X's data file system filled to the last byte for HOLD seconds while
 # the clients go on. A node must stop rather than acknowledge what it cannot write (the service
 # stops with "the disk is full"), or go on acknowledging only what it wrote; either way nothing
@@ -395,6 +487,15 @@ node_lane() {
   lcg $((RUN_SECONDS / 4 + 1)); full_at=$((RUN_SECONDS / 2 + DRAW))
   lcg 3; full_node=$((DRAW + 1))
   lcg 4; full_hold=$((DRAW + 3))            # 3..6 s
+  # Two kills of a lock holder's node (the node that answered the latest grant), one in each
+  # half of the run, from a generator of their own too (seeded 2N+5).
+  local holder_at=() holder_hold=() holder_done=0
+  LCG=$(((SEED * 2 + 5) & 0x7fffffff))
+  lcg $((RUN_SECONDS / 4 + 1)); holder_at+=($((RUN_SECONDS / 8 + DRAW)))
+  lcg 5; holder_hold+=($((DRAW + 1)))        # 1..5 s
+  lcg $((RUN_SECONDS / 4 + 1)); holder_at+=($((RUN_SECONDS * 5 / 8 + DRAW)))
+  lcg 5; holder_hold+=($((DRAW + 1)))
+  ((10#$ETCD_CLIENTS > 0)) || holder_done=2
   LCG=$lane
   while ((SECONDS - t0 < RUN_SECONDS)); do
     lcg 3; sleep "$((DRAW + 1))"           # gap 1..3 s
@@ -403,8 +504,23 @@ node_lane() {
     lcg 3; local nth=$((DRAW + 1))
     lcg 5; local hold=$((DRAW + 1))         # 1..5 s
     ((SECONDS - t0 < RUN_SECONDS)) || break
-    # The lost directory comes before the drawn fault, not instead of it: the kinds drawn stay
+    # The once-a-run faults come before the drawn fault, not instead of it: the kinds drawn stay
     # the seed's whatever the timing.
+    if ((holder_done < 2 && SECONDS - t0 >= holder_at[holder_done])); then
+      local H; H=$(holder_node)
+      if [[ -n $H ]]; then
+        record kill start "$H" "\"role\":\"holder\",\"hold_s\":${holder_hold[holder_done]}"
+        say "node lane: kill -9 node$H (it answered the latest grant: a holder's node), restarted after ${holder_hold[holder_done]}s"
+        docker kill "$PROJECT-node$H" >/dev/null 2>&1
+        sleep "${holder_hold[holder_done]}"
+        restart_node "$H"
+        record kill end "$H"
+      else
+        say "node lane: no grant recorded yet: the holder's-node kill is left out"
+      fi
+      holder_done=$((holder_done + 1))
+      ((SECONDS - t0 < RUN_SECONDS)) || break
+    fi
     if ((!lost_done && SECONDS - t0 >= lost_at)); then
       lost_done=1
       local X; X=$(pick follower); X=${X:-$nth}
@@ -618,7 +734,7 @@ for lib in $(ldd "$NODE_BIN" | grep -o '/[^ ]*'); do
 done
 timeout 300 docker build -q -t "$IMAGE" -f "$DOCKERFILE" "$WORK/ctx" >/dev/null 2>"$WORK/build.err" ||
   { cat "$WORK/build.err"; say "could not build the image"; exit 1; }
-timeout 120 "${COMPOSE[@]}" up -d >/dev/null 2>&1 || { say "could not start the nodes"; exit 1; }
+timeout 120 "${COMPOSE[@]}" up -d node1 node2 node3 >/dev/null 2>&1 || { say "could not start the nodes"; exit 1; }
 wait_for 60 "the three nodes agree on a leader" agreed 1 2 3 || exit 1
 # Drop --bootstrap now that every directory holds its log, as an operator must (docs/SERVICE.md);
 # etcd's members likewise get --initial-cluster-state existing. The nodes are recreated one at a
@@ -664,6 +780,8 @@ fi
 node_lane &
 LANES+=($!)
 net_lane &
+LANES+=($!)
+member_lane &
 LANES+=($!)
 for pid in "${LANES[@]}"; do wait "$pid" || true; done
 LANES=()
@@ -725,6 +843,11 @@ case $verify_rc in
     if grep -q '^leases .*VIOLATED' "$WORK/verify.out"; then
       anomalies+=("lease: $(grep -m1 '^leases ' "$WORK/verify.out" | sed 's/^.*VIOLATED: //')")
     fi
+    if grep -q '^kv .*UNDECIDED' "$WORK/verify.out"; then
+      anomalies+=("undecided: the key-value linearizability search ran out of its budget (nothing was proved; --allow-undecided to pass)")
+    elif grep -q '^kv .*VIOLATED' "$WORK/verify.out"; then
+      anomalies+=("kv: $(grep -m1 '^kv ' "$WORK/verify.out" | sed 's/^.*VIOLATED: //')")
+    fi
     if grep -q '^watch .*VIOLATED' "$WORK/verify.out"; then
       anomalies+=("watch: $(grep -m1 '^watch ' "$WORK/verify.out" | sed 's/^.*VIOLATED: //')")
     fi
@@ -741,7 +864,7 @@ if [[ -s $WORK/anomalies ]]; then
 fi
 
 faults=$(grep -o '"fault":"[^"]*","phase":"start"' "$FAULTS" | cut -d'"' -f4 | sort | uniq -c | awk '{printf "%s%s %s", sep, $2, $1; sep=", "}')
-ops=$(grep -c '"op":"\(acquire\|release\|lease_ended\|put\)"' "$WORK/history.jsonl" || true)
+ops=$(grep -c '"op":"\(acquire\|release\|lease_ended\|put\|get\)"' "$WORK/history.jsonl" || true)
 events=$(grep -c '"op":"watch_event"' "$WORK/history.jsonl" || true)
 say "seed $SEED, $LABEL: $ops operations and $events watch events; faults started: ${faults:-none}"
 grep '"partition-one-way","phase":"end"' "$FAULTS" | grep -o '"dropped_to_node":[0-9]*,"arrived_from_node":[0-9]*' | sed 's/^/[nemesis] one-way measured: /' || true

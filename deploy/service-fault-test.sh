@@ -149,7 +149,7 @@ done
 timeout 300 docker build -q -t "$IMAGE" -f "$ROOT/deploy/Dockerfile.rootfs" "$WORK/ctx" >/dev/null
 
 log "starting three service nodes"
-timeout 120 "${COMPOSE[@]}" up -d >/dev/null 2>&1
+timeout 120 "${COMPOSE[@]}" up -d node1 node2 node3 >/dev/null 2>&1
 wait_for 60 "the three nodes agree on a leader" agreed 1 2 3
 log "cluster up; leader node$(leader)"
 

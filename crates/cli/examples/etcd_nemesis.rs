@@ -15,10 +15,11 @@
 //! alive at the service to the moment the service said it was gone.
 //!
 //! With `--writers` and `--watchers`, writers put values no other put writes to a few keys
-//! under `--kv-prefix` (by default a prefix unique to the run; each put with the revision it was answered at, or no answer), and
-//! watchers watch that prefix from revision 1, resuming after the last revision seen on another
-//! endpoint when a stream breaks or goes quiet; `ringleader verify --history` judges the
-//! streams against the puts (order, no gap, the right change at each revision).
+//! under `--kv-prefix` (by default a prefix unique to the run; each put with the revision it was
+//! answered at, or no answer) and read those keys back, and watchers watch that prefix from
+//! revision 1, resuming after the last revision seen on another endpoint when a stream breaks or
+//! goes quiet; `ringleader verify --history` judges the puts and reads for linearizability and
+//! the streams against the puts (order, no gap, the right change at each revision).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -80,7 +81,8 @@ struct Args {
     /// The clients' names are PREFIX-1, PREFIX-2, ...
     #[arg(long, default_value = "etcd", value_name = "PREFIX")]
     name_prefix: String,
-    /// Clients putting values under --kv-prefix, 0..=16 (named PREFIX-put-1, ...).
+    /// Clients putting values under --kv-prefix and reading them back, 0..=16 (named
+    /// PREFIX-put-1, ...).
     #[arg(long, default_value_t = 0, value_name = "N")]
     writers: usize,
     /// Clients watching --kv-prefix, 0..=16 (named PREFIX-watch-1, ...).
@@ -364,7 +366,8 @@ async fn client_run(
             match call(&mut conn, plan.acquire_timeout, async move |c| c.lock(l, Some(opts)).await).await {
                 Ok(answer) => {
                     let token = answer.header().map(|h| h.revision()).unwrap_or(0) as u64;
-                    hist.acquire(&name, lease_u, &lock, invoked, Some((unix_ns(), token)))?;
+                    let node = (conn.at % plan.endpoints.len() + 1) as u64;
+                    hist.acquire_granted_by(&name, lease_u, &lock, invoked, (unix_ns(), token), node)?;
                     t.granted += 1;
                     alive_ns = alive_ns.max(invoked);
                     if trusted(&kept, plan.ttl) {
@@ -433,16 +436,39 @@ async fn client_run(
 /// The history file every task appends to.
 type History = HistoryWriter<std::io::BufWriter<std::fs::File>>;
 
-/// Puts `NAME-SEQ` to one of four keys under the prefix, one put at a time, until the deadline.
+/// What the writers and watchers did, summed over them.
+#[derive(Default)]
+struct KvTally {
+    puts: u64,
+    puts_unknown: u64,
+    reads: u64,
+    events: u64,
+    streams: u64,
+}
+
+impl KvTally {
+    fn add(&mut self, o: &KvTally) {
+        self.puts += o.puts;
+        self.puts_unknown += o.puts_unknown;
+        self.reads += o.reads;
+        self.events += o.events;
+        self.streams += o.streams;
+    }
+}
+
+/// Puts `NAME-SEQ` to one of four keys under the prefix, then reads another of them, one call at
+/// a time, until the deadline. The writers share the keys and start on different endpoints, so
+/// a read answered from a replica that has not heard of a put another writer saw acknowledged
+/// is a stale read, which the key-value checker names.
 async fn writer_run(
     i: usize,
     plan: Arc<Plan>,
     hist: Arc<History>,
     name: String,
     prefix: String,
-) -> std::io::Result<(u64, u64)> {
+) -> std::io::Result<KvTally> {
     let mut conn = Conn::new(Arc::clone(&plan), i);
-    let (mut acked, mut unknown) = (0, 0);
+    let mut t = KvTally::default();
     let mut seq = 0u64;
     while Instant::now() < plan.deadline {
         seq += 1;
@@ -455,22 +481,33 @@ async fn writer_run(
         .await;
         let revision =
             answer.ok().and_then(|r| r.header().map(|h| h.revision())).and_then(|r| u64::try_from(r).ok());
-        match revision {
+        // At most about 100 puts and reads a second per writer: enough revisions for the
+        // watchers, without crowding out the lock clients on a small machine.
+        let pause = match revision {
             Some(r) => {
-                acked += 1;
+                t.puts += 1;
                 hist.put(&name, &key, &value, invoke, Some((unix_ns(), r)))?;
-                // At most about 200 puts a second: enough revisions for the watchers, without
-                // crowding out the lock clients on a small machine.
-                tokio::time::sleep(Duration::from_millis(5)).await;
+                Duration::from_millis(10)
             }
             None => {
-                unknown += 1;
+                t.puts_unknown += 1;
                 hist.put(&name, &key, &value, invoke, None)?;
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                Duration::from_millis(100)
             }
+        };
+        let key = format!("{prefix}k{}", (seq + 2) % 4);
+        let invoke = unix_ns();
+        let answer =
+            call(&mut conn, plan.request_timeout, async |c: &mut Client| c.get(key.as_str(), None).await)
+                .await;
+        if let Ok(r) = answer {
+            let value = r.kvs().first().map(|kv| String::from_utf8_lossy(kv.value()).into_owned());
+            hist.get(&name, &key, value.as_deref(), invoke, unix_ns())?;
+            t.reads += 1;
         }
+        tokio::time::sleep(pause).await;
     }
-    Ok((acked, unknown))
+    Ok(t)
 }
 
 /// Watches the prefix from revision 1 until two request timeouts past the deadline (so that it
@@ -484,9 +521,9 @@ async fn watcher_run(
     hist: Arc<History>,
     name: String,
     prefix: String,
-) -> std::io::Result<(u64, u64)> {
+) -> std::io::Result<KvTally> {
     let mut conn = Conn::new(Arc::clone(&plan), i);
-    let (mut events, mut streams) = (0u64, 0u64);
+    let mut t = KvTally::default();
     let mut next: i64 = 1;
     let mut life = 1;
     let stop = plan.deadline + plan.request_timeout * 2;
@@ -502,7 +539,7 @@ async fn watcher_run(
         };
         let who = if life == 1 { name.clone() } else { format!("{name}#{life}") };
         hist.watch_start(&who, &prefix, next as u64)?;
-        streams += 1;
+        t.streams += 1;
         loop {
             let left = stop.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -525,7 +562,7 @@ async fn watcher_run(
                         let (key, value) =
                             (String::from_utf8_lossy(kv.key()), String::from_utf8_lossy(kv.value()));
                         hist.watch_event(&who, &key, &value, kv.mod_revision() as u64)?;
-                        events += 1;
+                        t.events += 1;
                         next = kv.mod_revision() + 1;
                     }
                 }
@@ -536,7 +573,7 @@ async fn watcher_run(
             }
         }
     }
-    Ok((events, streams))
+    Ok(t)
 }
 
 #[tokio::main]
@@ -614,7 +651,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         let name = format!("{}-{}", args.name_prefix, i + 1);
         tasks.push(tokio::spawn(client_run(i, Arc::clone(&plan), Arc::clone(&hist), name)));
     }
-    // Writers and watchers, each task tagged with its role; both count two things.
+    // Writers and watchers, each task tagged with its role.
     let mut kv_tasks = Vec::new();
     for (role, n) in [("put", args.writers), ("watch", args.watchers)] {
         for i in 0..n {
@@ -631,21 +668,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
     for task in tasks {
         total.add(&task.await.context("a client task panicked")?.context("writing the history")?);
     }
-    let (mut puts, mut puts_unknown, mut events, mut streams) = (0, 0, 0, 0);
+    let mut kv = KvTally::default();
     for (role, task) in kv_tasks {
-        let (a, b) =
-            task.await.with_context(|| format!("a {role} task panicked"))?.context("writing the history")?;
-        if role == "put" {
-            (puts, puts_unknown) = (puts + a, puts_unknown + b);
-        } else {
-            (events, streams) = (events + a, streams + b);
-        }
+        kv.add(
+            &task.await.with_context(|| format!("a {role} task panicked"))?.context("writing the history")?,
+        );
     }
     let elapsed = start.elapsed().as_secs_f64();
     if args.writers + args.watchers > 0 {
         println!(
-            "etcd_nemesis: {} writers: {puts} puts answered, {puts_unknown} unknown; {} watchers: {events} events over {streams} streams",
-            args.writers, args.watchers
+            "etcd_nemesis: {} writers: {} puts answered, {} unknown, {} reads answered; {} watchers: {} events over {} streams",
+            args.writers, kv.puts, kv.puts_unknown, kv.reads, args.watchers, kv.events, kv.streams
         );
     }
     println!(

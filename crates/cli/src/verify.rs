@@ -16,9 +16,11 @@ use ringleader_core::Uid;
 ///
 /// With --history, checks instead a client history of lock operations (JSON lines: client, op,
 /// lock, lease, invoke_ns, return_ns, result; docs/VERIFICATION.md) for linearizability
-/// against a lock under leases with fencing tokens; and its puts and watch streams, when it has
-/// them (put, watch_start, watch_event records), for etcd's watch guarantees: events in revision
-/// order, no acknowledged put left out, each event the change made at its revision; and its
+/// against a lock under leases with fencing tokens; its puts and reads, when it has them (put,
+/// get records), for linearizability of each key as a register (no read misses a put
+/// acknowledged before it began); its puts and watch streams (watch_start, watch_event records)
+/// for etcd's watch guarantees: events in revision order, no acknowledged put left out, each
+/// event the change made at its revision; and its
 /// lease_gone records (a lease a client heard was gone, that it had not ended) for leases ended
 /// before their TTL since their last keep-alive.
 ///
@@ -141,8 +143,8 @@ fn write_pictures(args: &VerifyArgs, report: &ringleader_net::verify::VerifyRepo
 
 /// `--history`: a client history checked for linearizability.
 fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: bool) -> crate::CommandResult {
-    use ringleader_judge::linearizability::{LinearizabilityVerdict, lock};
-    // One read of the file for the three checkers.
+    use ringleader_judge::linearizability::{LinearizabilityVerdict, kv, lock};
+    // One read of the file for the four checkers.
     let text = std::fs::read_to_string(path)
         .map_err(|source| lock::HistoryError::Io { path: path.display().to_string(), source })?;
     let checked = lock::check_lock_history(&lock::parse_history(&text)?, budget);
@@ -150,6 +152,13 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
     let watch_violation = ringleader_judge::watch::check(&watches);
     let gone = ringleader_judge::lease_expiry::parse_history(&text)?;
     let early = ringleader_judge::lease_expiry::check(&gone);
+    let kv_ops = kv::parse_history(&text)?;
+    let kv_checked = (!kv_ops.is_empty()).then(|| kv::check_kv_history(&kv_ops, budget));
+    let passes = |verdict: &LinearizabilityVerdict| match verdict {
+        LinearizabilityVerdict::Linearizable => true,
+        LinearizabilityVerdict::Violated(_) => false,
+        LinearizabilityVerdict::Undecided { .. } => allow_undecided,
+    };
     let (word, detail) = match &checked.verdict {
         LinearizabilityVerdict::Linearizable => ("linearizable", None),
         LinearizabilityVerdict::Violated(w) => ("violated", Some(w.to_string())),
@@ -171,6 +180,17 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
                 "verdict": if watch_violation.is_some() { "violated" } else { "holds" },
                 "property": watch_violation.as_ref().map(|v| v.property),
                 "detail": watch_violation.as_ref().map(|v| v.detail.clone()),
+            })),
+            "kv": kv_checked.as_ref().map(|c| serde_json::json!({
+                "operations": c.operations,
+                "keys": c.partitions,
+                "steps": c.steps,
+                "verdict": match c.verdict {
+                    LinearizabilityVerdict::Linearizable => "linearizable",
+                    LinearizabilityVerdict::Violated(_) => "violated",
+                    LinearizabilityVerdict::Undecided { .. } => "undecided",
+                },
+                "detail": (c.verdict != LinearizabilityVerdict::Linearizable).then(|| c.verdict.to_string()),
             })),
             "leases": (!gone.is_empty()).then(|| serde_json::json!({
                 "seen_gone": gone.len(),
@@ -212,6 +232,24 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
             );
         }
     }
+    if !json && let Some(c) = &kv_checked {
+        println!(
+            "kv         {} puts and reads on {} key{}, {} steps: {}",
+            c.operations,
+            c.partitions,
+            if c.partitions == 1 { "" } else { "s" },
+            c.steps,
+            match &c.verdict {
+                LinearizabilityVerdict::Linearizable => "OK: linearizable".to_string(),
+                LinearizabilityVerdict::Violated(w) => format!("VIOLATED: not linearizable: {w}"),
+                LinearizabilityVerdict::Undecided { .. } => format!(
+                    "UNDECIDED: {}{}",
+                    c.verdict.to_string().replacen("undecided: ", "", 1),
+                    if allow_undecided { "" } else { " (exit 2: raise --budget, or --allow-undecided)" }
+                ),
+            }
+        );
+    }
     if !json && !gone.is_empty() {
         println!(
             "leases     {} seen gone by clients that did not end them: {}",
@@ -225,10 +263,7 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
     Ok(crate::ExitStatus::violation_unless(
         early.is_none()
             && watch_violation.is_none()
-            && match checked.verdict {
-                LinearizabilityVerdict::Linearizable => true,
-                LinearizabilityVerdict::Violated(_) => false,
-                LinearizabilityVerdict::Undecided { .. } => allow_undecided,
-            },
+            && passes(&checked.verdict)
+            && kv_checked.as_ref().is_none_or(|c| passes(&c.verdict)),
     ))
 }

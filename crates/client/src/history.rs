@@ -3,8 +3,9 @@
 //! known) return times on one clock, in the format `ringleader_judge::linearizability::lock`
 //! reads. Shared by `ringleader service-load` (HTTP clients) and the etcd gRPC nemesis client
 //! (`crates/cli/examples/etcd_nemesis.rs`), so that both write histories one checker reads.
-//! Puts and watch streams go into the same file (`put`, `watch_start`, `watch_event`), in the
-//! format `ringleader_judge::watch` reads.
+//! Puts, reads and watch streams go into the same file (`put`, `get`, `watch_start`,
+//! `watch_event`), in the formats `ringleader_judge::watch` and
+//! `ringleader_judge::linearizability::kv` read.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,6 +48,9 @@ struct Line<'a> {
     return_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     result: Option<Value>,
+    /// The node (1-based, in the clients' endpoint list) that answered a grant; not judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node: Option<u64>,
 }
 
 /// Appends lock operations to a history, one JSON line each, flushed line by line (a history
@@ -103,6 +107,23 @@ impl<W: Write> HistoryWriter<W> {
         Ok(())
     }
 
+    /// A read of `key` by `client`, invoked at `invoke_ns` and answered at `return_ns` with
+    /// `value` (`None`: the key was absent). Reads without an answer are not recorded: they
+    /// changed nothing and prove nothing.
+    pub fn get(
+        &self,
+        client: &str,
+        key: &str,
+        value: Option<&str>,
+        invoke_ns: u64,
+        return_ns: u64,
+    ) -> std::io::Result<()> {
+        let line = json!({ "client": client, "op": "get", "key": key, "value": value, "invoke_ns": invoke_ns, "return_ns": return_ns.max(invoke_ns) });
+        self.write_text(&line.to_string())?;
+        self.operations.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// `client` opened a watch of the keys under `prefix` from `revision` on (a first stream, or
     /// one resumed after the last event seen).
     pub fn watch_start(&self, client: &str, prefix: &str, revision: u64) -> std::io::Result<()> {
@@ -148,6 +169,31 @@ impl<W: Write> HistoryWriter<W> {
             invoke_ns,
             return_ns: returned.map(|r| r.0.max(invoke_ns)),
             result: returned.map(|(_, token)| json!({ "token": token })),
+            node: None,
+        })
+    }
+
+    /// A granted acquire, as [`HistoryWriter::acquire`], with the node that answered it (1-based,
+    /// in the clients' endpoint list): deploy/nemesis.sh reads the latest one to find a lock
+    /// holder's node to fault.
+    pub fn acquire_granted_by(
+        &self,
+        client: &str,
+        lease: u64,
+        lock: &str,
+        invoke_ns: u64,
+        (return_ns, token): (u64, u64),
+        node: u64,
+    ) -> std::io::Result<()> {
+        self.write(&Line {
+            client,
+            op: "acquire",
+            lock,
+            lease,
+            invoke_ns,
+            return_ns: Some(return_ns.max(invoke_ns)),
+            result: Some(json!({ "token": token })),
+            node: Some(node),
         })
     }
 
@@ -188,7 +234,7 @@ impl<W: Write> HistoryWriter<W> {
     ) -> std::io::Result<()> {
         let return_ns = return_ns.map(|r| r.max(invoke_ns));
         let result = return_ns.map(|_| json!("ok"));
-        self.write(&Line { client, op, lock, lease, invoke_ns, return_ns, result })
+        self.write(&Line { client, op, lock, lease, invoke_ns, return_ns, result, node: None })
     }
 
     /// The output, once every line is written.

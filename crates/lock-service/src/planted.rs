@@ -19,6 +19,7 @@
 //! | `grant-while-held` | a hand-over does not check that the lock is free: the first waiter is granted it while the holder still holds it | `safety` (two holders at once) |
 //! | `fast-clock` | the replicated clock adds each tick four times (a unit mix-up): leases expire at a quarter of their TTL | `safety` (the server grants a lock its holder still trusts) |
 //! | `watch-skips` | the changes of every 32nd revision are kept in the key-value history but left out of the notice to live watchers | the watch checker's `watch_gap` (`ringleader verify --history`; the simulator has no watchers) |
+//! | `stale-read` | a server answers a read from its own state machine, skipping the ReadIndex round that confirms it still leads and has applied what was committed: a follower behind the leader, or a deposed leader, answers what it has | the key-value checker (`ringleader verify --history`'s `kv` line: a read that misses a put acknowledged before it began; the simulator has no reads) |
 //!
 //! Not planted yet: applying a retried proposal twice (ignoring the idempotency key). Planted,
 //! it was caught on none of the runs tried (loss up to 5 %, duplication 20 %, snapshots every 20
@@ -38,12 +39,19 @@ pub enum Planted {
     FastClock,
     /// The changes of every 32nd revision are not noticed to live watchers.
     WatchSkips,
+    /// Reads are answered from the node's own state machine, without ReadIndex.
+    StaleRead,
 }
 
 impl Planted {
     /// Every planted bug, in the order of the module documentation.
-    pub const ALL: [Planted; 4] =
-        [Planted::FencingReused, Planted::GrantWhileHeld, Planted::FastClock, Planted::WatchSkips];
+    pub const ALL: [Planted; 5] = [
+        Planted::FencingReused,
+        Planted::GrantWhileHeld,
+        Planted::FastClock,
+        Planted::WatchSkips,
+        Planted::StaleRead,
+    ];
 
     /// Its name in `--param planted=NAME`.
     pub fn name(self) -> &'static str {
@@ -52,6 +60,7 @@ impl Planted {
             Planted::GrantWhileHeld => "grant-while-held",
             Planted::FastClock => "fast-clock",
             Planted::WatchSkips => "watch-skips",
+            Planted::StaleRead => "stale-read",
         }
     }
 
@@ -99,7 +108,9 @@ mod tests {
             }
             let err = Planted::parse("off-by-one").unwrap_err();
             assert!(
-                err.ends_with("allowed: fencing-reused, grant-while-held, fast-clock, watch-skips"),
+                err.ends_with(
+                    "allowed: fencing-reused, grant-while-held, fast-clock, watch-skips, stale-read"
+                ),
                 "{err}"
             );
         } else {

@@ -46,6 +46,7 @@ use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Message as RaftMessag
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::{NodeId, Time};
+use ringleader_lock_service::planted::Planted;
 use ringleader_lock_service::process::Msg;
 use ringleader_lock_service::replica::{
     Host, Proposal, Replica, ReplicaError, Settings, Submit, Unreachable, add_learner, add_voter,
@@ -1598,6 +1599,13 @@ fn on_call(replica: &mut Replica<Log>, state: &mut LoopState, cmd: Call) {
             state
                 .pending
                 .insert(request, Pending { proposal, reply: Some(reply), first_sent: now, last_sent: now });
+        }
+        Call::Read { query, reply }
+            if Planted::active(state.cfg.planted, Planted::StaleRead) && !state.removed =>
+        {
+            // The planted bug: no ReadIndex, whatever this node has applied.
+            query(replica.machine());
+            let _ = reply.send(Ok(replica.machine().last_applied()));
         }
         Call::Read { query, reply } => {
             let ctx = state.next_read;

@@ -879,7 +879,7 @@ fn serve_takes_a_planted_bug_in_the_test_build() {
     }
     assert!(list.status.success(), "{list:?}");
     let names = String::from_utf8_lossy(&list.stdout).to_string();
-    assert_eq!(names, "fencing-reused\ngrant-while-held\nfast-clock\nwatch-skips\n");
+    assert_eq!(names, "fencing-reused\ngrant-while-held\nfast-clock\nwatch-skips\nstale-read\n");
     let out = Command::new(bin).args(["serve", "--planted", "off-by-one"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(1), "{err}");

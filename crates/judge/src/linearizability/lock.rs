@@ -43,8 +43,9 @@ use serde::Deserialize;
 use super::{Checked, LinearizabilityVerdict, Model, Operation, Witness};
 
 /// The records of the same history file that other checkers read and this one skips: puts and
-/// watch streams (`crate::watch`), leases seen gone (`crate::lease_expiry`).
-pub const OTHER_RECORDS: [&str; 4] = ["put", "watch_start", "watch_event", "lease_gone"];
+/// watch streams (`crate::watch`), leases seen gone (`crate::lease_expiry`), reads
+/// ([`super::kv`]).
+pub const OTHER_RECORDS: [&str; 5] = ["put", "watch_start", "watch_event", "lease_gone", "get"];
 
 /// What a lock operation is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -188,6 +189,10 @@ struct Line {
     return_ns: Option<u64>,
     #[serde(default)]
     result: Option<serde_json::Value>,
+    /// The node that answered a grant (deploy/nemesis.sh reads it to fault a holder's node);
+    /// not judged.
+    #[serde(default, rename = "node")]
+    _node: Option<u64>,
 }
 
 /// Reads a lock history: JSON lines, one operation each; blank lines are skipped, and so are
@@ -203,7 +208,7 @@ pub fn parse_history(text: &str) -> Result<Vec<LockOperation>, HistoryError> {
         let bad = |message: String| HistoryError::Line { line, message };
         let expected = |e: serde_json::Error| {
             bad(format!(
-                "{e} (expected an object with client, op, lock, invoke_ns and optionally lease, return_ns, result; \
+                "{e} (expected an object with client, op, lock, invoke_ns and optionally lease, return_ns, result, node; \
                  or a fault record, with a fault field)"
             ))
         };

@@ -54,6 +54,7 @@
 //! - The search is deterministic: the same history gives the same verdict, witness and step
 //!   count. Its memo is a hash set used for membership only.
 
+pub mod kv;
 pub mod lock;
 
 use std::collections::{BTreeMap, HashSet};

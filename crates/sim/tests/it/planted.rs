@@ -59,11 +59,12 @@ fn every_planted_bug_is_caught_by_the_property_it_breaks() {
     }
 }
 
-/// Every planted bug is tried: the simulator's three above, and `watch-skips`, which breaks
-/// only what watchers see (the simulator has none): a real node and an etcd client catch it
-/// (`etcd_grpc::a_watch_that_misses_a_change_is_caught_by_the_watch_checker` in the CLI's tests).
+/// Every planted bug is tried: the simulator's three above; `watch-skips`, which breaks only
+/// what watchers see, and `stale-read`, which breaks only reads (the simulator has neither): a
+/// real cluster and an etcd client catch them (`etcd_grpc::a_watch_that_misses_a_change_is_caught_by_the_watch_checker`
+/// and `etcd_grpc::a_stale_read_is_caught_by_the_key_value_checker` in the CLI's tests).
 #[test]
 fn every_planted_bug_is_tried() {
-    assert_eq!(Planted::ALL.len(), 4, "a new planted bug needs its line in the test above");
-    assert_eq!(Planted::ALL[3], Planted::WatchSkips);
+    assert_eq!(Planted::ALL.len(), 5, "a new planted bug needs its line in the test above");
+    assert_eq!(&Planted::ALL[3..], [Planted::WatchSkips, Planted::StaleRead]);
 }
