@@ -155,6 +155,15 @@ pub trait Host {
         let _ = (leader, term);
     }
 
+    /// The state machine was replaced by a snapshot's (sent by the leader to a follower that
+    /// was too far behind): every entry after `previously_applied` up to
+    /// `machine.last_applied()` took effect without an `applied` call and without notices.
+    /// A host whose clients follow the notices (watchers) must catch them up from the new
+    /// machine's history.
+    fn restored(&mut self, previously_applied: u64, machine: &StateMachine) {
+        let _ = (previously_applied, machine);
+    }
+
     /// Hands a Raft message for node `to` to the transport. Called in destination order.
     /// [`Unreachable`] when it could not be handed over (no connection, a full queue): the
     /// replica tells the Raft node, which stops sending optimistically to that peer and probes
@@ -499,6 +508,7 @@ impl<L: StableLog> Replica<L> {
             }
             send(rd.take_messages(), host, &mut self.reports);
             let snapshot = (!rd.snapshot().is_empty()).then(|| rd.snapshot().clone());
+            let previously_applied = self.machine.last_applied();
             if let Some(s) = &snapshot {
                 self.machine = machine_from(&self.settings, &s.data)?;
             }
@@ -506,6 +516,9 @@ impl<L: StableLog> Replica<L> {
                 .mut_store()
                 .persist(snapshot.as_ref(), rd.entries(), rd.hs())
                 .map_err(ReplicaError::Storage)?;
+            if snapshot.is_some() {
+                host.restored(previously_applied, &self.machine);
+            }
             for rs in rd.read_states() {
                 host.read_ready(&rs.request_ctx, rs.index);
             }

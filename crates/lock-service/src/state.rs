@@ -491,6 +491,15 @@ pub enum Notice {
         /// The events.
         events: Vec<KeyEvent>,
     },
+    /// Key changes were made that no [`Notice::KeyEvents`] reported and that the key-value
+    /// history no longer holds: this node installed a snapshot whose history starts at
+    /// `first_kept`, after revisions it had not applied. A watcher must be cancelled (it can
+    /// watch again from `first_kept`). Published by the server when it installs a snapshot
+    /// ([`crate::replica::Host::restored`]), never by applying an entry.
+    HistoryGap {
+        /// The first revision the history holds.
+        first_kept: u64,
+    },
     /// A cycle of the wait-for graph, from its smallest lease id in wait-for order, and the
     /// lease sacrificed to break it (`None` under [`DeadlockPolicy::Report`]).
     Deadlock {

@@ -46,6 +46,7 @@ use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Message as RaftMessag
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::{NodeId, Time};
+use ringleader_lock_service::kv::KeyEvent;
 use ringleader_lock_service::planted::Planted;
 use ringleader_lock_service::process::Msg;
 use ringleader_lock_service::replica::{
@@ -1217,6 +1218,27 @@ struct ServerHost<'a> {
 impl Host for ServerHost<'_> {
     fn leader_changed(&mut self, _: Option<NodeId>, _: u64) {
         bump(&self.state.metrics.leader_changes);
+    }
+
+    /// The key changes the snapshot brought are published from its history, one notice per
+    /// revision as if applied one by one, so that a live watcher misses none of them; when the
+    /// history no longer reaches back to them, a [`Notice::HistoryGap`] cancels the watchers.
+    fn restored(&mut self, previously_applied: u64, machine: &StateMachine) {
+        let publish = |index: u64, n: Notice| drop(self.state.notices.send(Arc::new((index, n))));
+        match machine.kv().events_since(previously_applied + 1) {
+            Ok(events) => {
+                let mut by_revision: BTreeMap<u64, Vec<KeyEvent>> = BTreeMap::new();
+                for (revision, e) in events {
+                    by_revision.entry(revision).or_default().push(e);
+                }
+                for (revision, events) in by_revision {
+                    publish(revision, Notice::KeyEvents { events });
+                }
+            }
+            Err(_) => {
+                publish(machine.last_applied(), Notice::HistoryGap { first_kept: machine.kv().first_kept() })
+            }
+        }
     }
 
     fn send(&mut self, to: NodeId, msg: RaftMessage) -> Result<(), Unreachable> {

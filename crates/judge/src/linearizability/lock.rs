@@ -271,8 +271,18 @@ pub fn parse_history(text: &str) -> Result<Vec<LockOperation>, HistoryError> {
 /// [`super::check`] with the lock model, and when its search is undecided, the
 /// [`definite_overlap`] scan: a history the search could not decide within its budget is still
 /// refuted when two holders provably held a lock at once.
+///
+/// Acquires that never returned are left out of the search: the same question, fewer
+/// candidates. Taking effect, such an acquire would only constrain the order (its holder holds
+/// the lock, which blocks other grants, and the next token must be above its own), and nothing
+/// in the model needs it (a release or lease end by a holder that does not hold is a no-op):
+/// any order that places it stays an order once it is taken out. On a long nemesis run, where
+/// hundreds of acquires time out during faults, each of them was a candidate to the end.
 pub fn check_lock_history(ops: &[LockOperation], budget: u64) -> Checked {
-    let mut checked = super::check(&LockModel, ops, budget);
+    let searched: Vec<LockOperation> =
+        ops.iter().filter(|o| !(o.input.op == LockOp::Acquire && o.ret.is_none())).cloned().collect();
+    let mut checked = super::check(&LockModel, &searched, budget);
+    checked.operations = ops.len();
     if matches!(checked.verdict, LinearizabilityVerdict::Undecided { .. })
         && let Some(w) = definite_overlap(ops)
     {
@@ -378,6 +388,23 @@ mod tests {
     }
     fn verdict(h: &[LockOperation]) -> LinearizabilityVerdict {
         check(&LockModel, h, DEFAULT_BUDGET).verdict
+    }
+
+    /// Acquires that never returned are left out of the search: with sixty of them the answer
+    /// is the same, in a few steps, and a double grant among them is still found.
+    #[test]
+    fn acquires_that_never_returned_are_left_out_of_the_search() {
+        let mut h = vec![acq("a", 3, 0, 10)];
+        h.extend((0..60).map(|i| op(&format!("p{i}"), LockOp::Acquire, None, 5 + i, None)));
+        h.extend([rel("a", 20, 30), acq("b", 5, 40, 50), rel("b", 60, 70)]);
+        let checked = check_lock_history(&h, DEFAULT_BUDGET);
+        assert_eq!((checked.verdict, checked.operations), (LinearizabilityVerdict::Linearizable, 64));
+        assert!(checked.steps < 100, "{} steps", checked.steps);
+        h.push(acq("c", 9, 55, 58));
+        assert!(matches!(
+            check_lock_history(&h, DEFAULT_BUDGET).verdict,
+            LinearizabilityVerdict::Violated(_)
+        ));
     }
 
     #[test]

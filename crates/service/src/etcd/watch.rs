@@ -8,9 +8,12 @@
 //! a start before the history's first kept revision is answered, after `created`, with
 //! `compact_revision` (the first revision that can be watched) and `canceled`, as etcd does.
 //! Later events come from the node's notice stream, to which the stream subscribes before it
-//! reads anything, so no event falls between the history and the notices. A stream that falls
-//! so far behind that notices were dropped has all its watchers cancelled with a reason: a
-//! watcher never silently misses an event.
+//! reads anything, so no event falls between the history and the notices. A node that installs
+//! a snapshot publishes the changes it brought from the snapshot's history, one notice per
+//! revision. A stream that falls so far behind that notices were dropped has all its watchers
+//! cancelled with a reason, and so has every stream when a snapshot's history no longer
+//! reaches back to the changes it brought (with `compact_revision`): a watcher never silently
+//! misses an event.
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -257,6 +260,27 @@ impl Session {
         true
     }
 
+    /// A snapshot brought changes the history no longer holds: every watcher is cancelled with
+    /// `compact_revision`, from which it can watch again.
+    async fn history_gap(&mut self, index: u64, first_kept: u64) -> bool {
+        self.seen = self.seen.max(index);
+        let ids: Vec<i64> = self.watchers.keys().copied().collect();
+        self.watchers.clear();
+        for id in ids {
+            let reason = KvError::Compacted { first_kept }.to_string();
+            let r = WatchResponse {
+                compact_revision: first_kept as i64,
+                canceled: true,
+                cancel_reason: reason,
+                ..self.response(index, id)
+            };
+            if !self.send(r).await {
+                return false;
+            }
+        }
+        true
+    }
+
     async fn progress(&mut self) -> bool {
         let rev = self.progress_revision();
         let ids: Vec<i64> =
@@ -285,6 +309,7 @@ async fn run(mut session: Session, mut inbound: Streaming<WatchRequest>) {
             n = notices.recv() => match n {
                 Ok(p) => match &p.1 {
                     Notice::KeyEvents { events } => session.notice(p.0, events).await,
+                    Notice::HistoryGap { first_kept } => session.history_gap(p.0, *first_kept).await,
                     _ => {
                         session.seen = session.seen.max(p.0);
                         true
