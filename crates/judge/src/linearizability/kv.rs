@@ -183,6 +183,7 @@ pub fn check_kv_history(ops: &[KvOperation], budget: u64) -> Checked {
         .collect();
     let mut checked = super::check(&KvModel, &searched, budget);
     checked.operations = ops.len();
+    checked.partitions = ops.iter().map(|o| o.input.key()).collect::<std::collections::BTreeSet<_>>().len();
     checked
 }
 

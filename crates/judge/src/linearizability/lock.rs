@@ -283,6 +283,8 @@ pub fn check_lock_history(ops: &[LockOperation], budget: u64) -> Checked {
         ops.iter().filter(|o| !(o.input.op == LockOp::Acquire && o.ret.is_none())).cloned().collect();
     let mut checked = super::check(&LockModel, &searched, budget);
     checked.operations = ops.len();
+    checked.partitions =
+        ops.iter().map(|o| o.input.lock.as_str()).collect::<std::collections::BTreeSet<_>>().len();
     if matches!(checked.verdict, LinearizabilityVerdict::Undecided { .. })
         && let Some(w) = definite_overlap(ops)
     {
@@ -398,7 +400,10 @@ mod tests {
         h.extend((0..60).map(|i| op(&format!("p{i}"), LockOp::Acquire, None, 5 + i, None)));
         h.extend([rel("a", 20, 30), acq("b", 5, 40, 50), rel("b", 60, 70)]);
         let checked = check_lock_history(&h, DEFAULT_BUDGET);
-        assert_eq!((checked.verdict, checked.operations), (LinearizabilityVerdict::Linearizable, 64));
+        assert_eq!(
+            (checked.verdict, checked.operations, checked.partitions),
+            (LinearizabilityVerdict::Linearizable, 64, 1)
+        );
         assert!(checked.steps < 100, "{} steps", checked.steps);
         h.push(acq("c", 9, 55, 58));
         assert!(matches!(
