@@ -867,7 +867,18 @@ faults=$(grep -o '"fault":"[^"]*","phase":"start"' "$FAULTS" | cut -d'"' -f4 | s
 ops=$(grep -c '"op":"\(acquire\|release\|lease_ended\|put\|get\)"' "$WORK/history.jsonl" || true)
 events=$(grep -c '"op":"watch_event"' "$WORK/history.jsonl" || true)
 say "seed $SEED, $LABEL: $ops operations and $events watch events; faults started: ${faults:-none}"
-grep '"partition-one-way","phase":"end"' "$FAULTS" | grep -o '"dropped_to_node":[0-9]*,"arrived_from_node":[0-9]*' | sed 's/^/[nemesis] one-way measured: /' || true
+# One line per one-way partition: its counts, or that a node restarted during it (its rules
+# went with its namespace), so that the counts prove nothing either way.
+grep '"partition-one-way","phase":"end"' "$FAULTS" | while IFS= read -r line; do
+  counts=$(grep -o '"dropped_to_node":[0-9]*,"arrived_from_node":[0-9]*' <<<"$line" || true)
+  if [[ -z $counts ]]; then
+    echo "[nemesis] one-way not made (its node was not running)"
+  elif [[ $line == *'"measured":false'* ]]; then
+    echo "[nemesis] one-way not measured (a node restarted during it): $counts"
+  else
+    echo "[nemesis] one-way measured: $counts"
+  fi
+done || true
 if [[ -s $WORK/unavailable ]]; then sed 's/^/[nemesis] note: /' "$WORK/unavailable"; fi
 if ((${#anomalies[@]})); then
   for a in "${anomalies[@]}"; do say "ANOMALY $a"; done
