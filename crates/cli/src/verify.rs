@@ -159,10 +159,25 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
         LinearizabilityVerdict::Violated(_) => false,
         LinearizabilityVerdict::Undecided { .. } => allow_undecided,
     };
-    let (word, detail) = match &checked.verdict {
-        LinearizabilityVerdict::Linearizable => ("linearizable", None),
-        LinearizabilityVerdict::Violated(w) => ("violated", Some(w.to_string())),
-        LinearizabilityVerdict::Undecided { .. } => ("undecided", Some(checked.verdict.to_string())),
+    // One word for --json, one line's end for the text, for the locks and the keys alike.
+    let word = |verdict: &LinearizabilityVerdict| match verdict {
+        LinearizabilityVerdict::Linearizable => "linearizable",
+        LinearizabilityVerdict::Violated(_) => "violated",
+        LinearizabilityVerdict::Undecided { .. } => "undecided",
+    };
+    let said = |verdict: &LinearizabilityVerdict| match verdict {
+        LinearizabilityVerdict::Linearizable => "OK: linearizable".to_string(),
+        LinearizabilityVerdict::Violated(w) => format!("VIOLATED: not linearizable: {w}"),
+        LinearizabilityVerdict::Undecided { .. } => format!(
+            "UNDECIDED: {}{}",
+            verdict.to_string().replacen("undecided: ", "", 1),
+            if allow_undecided { "" } else { " (exit 2: raise --budget, or --allow-undecided)" }
+        ),
+    };
+    let detail = match &checked.verdict {
+        LinearizabilityVerdict::Linearizable => None,
+        LinearizabilityVerdict::Violated(w) => Some(w.to_string()),
+        LinearizabilityVerdict::Undecided { .. } => Some(checked.verdict.to_string()),
     };
     if json {
         let v = serde_json::json!({
@@ -171,7 +186,7 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
             "locks": checked.partitions,
             "steps": checked.steps,
             "budget": budget,
-            "verdict": word,
+            "verdict": word(&checked.verdict),
             "detail": detail,
             "watch": (!watches.is_empty()).then(|| serde_json::json!({
                 "puts": watches.puts.len(),
@@ -185,11 +200,7 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
                 "operations": c.operations,
                 "keys": c.partitions,
                 "steps": c.steps,
-                "verdict": match c.verdict {
-                    LinearizabilityVerdict::Linearizable => "linearizable",
-                    LinearizabilityVerdict::Violated(_) => "violated",
-                    LinearizabilityVerdict::Undecided { .. } => "undecided",
-                },
+                "verdict": word(&c.verdict),
                 "detail": (c.verdict != LinearizabilityVerdict::Linearizable).then(|| c.verdict.to_string()),
             })),
             "leases": (!gone.is_empty()).then(|| serde_json::json!({
@@ -208,16 +219,7 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
             if checked.partitions == 1 { "" } else { "s" }
         );
         println!("search     {} steps (budget {budget} per lock)", checked.steps);
-        let verdict = match &checked.verdict {
-            LinearizabilityVerdict::Linearizable => "OK: linearizable".to_string(),
-            LinearizabilityVerdict::Violated(w) => format!("VIOLATED: not linearizable: {w}"),
-            LinearizabilityVerdict::Undecided { .. } => format!(
-                "UNDECIDED: {}{}",
-                checked.verdict.to_string().replacen("undecided: ", "", 1),
-                if allow_undecided { "" } else { " (exit 2: raise --budget, or --allow-undecided)" }
-            ),
-        };
-        println!("verdict    {verdict}");
+        println!("verdict    {}", said(&checked.verdict));
         if !watches.is_empty() {
             println!(
                 "watch      {} puts, {} events seen by {} watcher{}: {}",
@@ -239,15 +241,7 @@ fn history(path: &std::path::Path, budget: u64, json: bool, allow_undecided: boo
             c.partitions,
             if c.partitions == 1 { "" } else { "s" },
             c.steps,
-            match &c.verdict {
-                LinearizabilityVerdict::Linearizable => "OK: linearizable".to_string(),
-                LinearizabilityVerdict::Violated(w) => format!("VIOLATED: not linearizable: {w}"),
-                LinearizabilityVerdict::Undecided { .. } => format!(
-                    "UNDECIDED: {}{}",
-                    c.verdict.to_string().replacen("undecided: ", "", 1),
-                    if allow_undecided { "" } else { " (exit 2: raise --budget, or --allow-undecided)" }
-                ),
-            }
+            said(&c.verdict)
         );
     }
     if !json && !gone.is_empty() {

@@ -161,16 +161,7 @@ impl<W: Write> HistoryWriter<W> {
         invoke_ns: u64,
         returned: Option<(u64, u64)>,
     ) -> std::io::Result<()> {
-        self.write(&Line {
-            client,
-            op: "acquire",
-            lock,
-            lease,
-            invoke_ns,
-            return_ns: returned.map(|r| r.0.max(invoke_ns)),
-            result: returned.map(|(_, token)| json!({ "token": token })),
-            node: None,
-        })
+        self.acquire_line(client, lease, lock, invoke_ns, returned, None)
     }
 
     /// A granted acquire, as [`HistoryWriter::acquire`], with the node that answered it (1-based,
@@ -182,8 +173,20 @@ impl<W: Write> HistoryWriter<W> {
         lease: u64,
         lock: &str,
         invoke_ns: u64,
-        (return_ns, token): (u64, u64),
+        returned: (u64, u64),
         node: u64,
+    ) -> std::io::Result<()> {
+        self.acquire_line(client, lease, lock, invoke_ns, Some(returned), Some(node))
+    }
+
+    fn acquire_line(
+        &self,
+        client: &str,
+        lease: u64,
+        lock: &str,
+        invoke_ns: u64,
+        returned: Option<(u64, u64)>,
+        node: Option<u64>,
     ) -> std::io::Result<()> {
         self.write(&Line {
             client,
@@ -191,9 +194,9 @@ impl<W: Write> HistoryWriter<W> {
             lock,
             lease,
             invoke_ns,
-            return_ns: Some(return_ns.max(invoke_ns)),
-            result: Some(json!({ "token": token })),
-            node: Some(node),
+            return_ns: returned.map(|r| r.0.max(invoke_ns)),
+            result: returned.map(|(_, token)| json!({ "token": token })),
+            node,
         })
     }
 
