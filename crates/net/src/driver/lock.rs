@@ -151,6 +151,10 @@ impl<A: PlainAlgorithm> Driver<A> {
                 }
             };
             let grant = Grant { handle, fencing, ttl: w.ttl };
+            // The status must not count this client as waiting once it can see its grant: a
+            // client that reads `clients_waiting` right after being answered would otherwise
+            // still count itself.
+            self.shared.view.lock().clients_waiting = self.lock.queue.len();
             if w.reply.send(Ok(grant.clone())).is_err() {
                 continue;
             }
