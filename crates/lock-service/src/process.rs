@@ -43,13 +43,15 @@
 //!    it proposes `Tick { elapsed }`, the local time since its previous Tick or since it became
 //!    leader. Lease deadlines are in this replicated time, so a lease's remaining time survives
 //!    a leader change; time between the old leader's last Tick and the new leader's first is
-//!    never counted, which can only lengthen a lease at the server — the safe direction. The
-//!    replicated clock lags real time by up to `clock_every` plus a commit, so a deadline set
-//!    from it can be that much early: the client's margin covers it (rule 6).
+//!    never counted, which can only lengthen a lease at the server — the safe direction. Nor
+//!    is the first Tick after a grant or keep-alive, whose time partly passed before that entry
+//!    was applied (rule 1 of [`crate::state`]): no lease ends before its TTL of leader time has
+//!    passed since it was granted or renewed.
 //! 6. **A client trusts its lease less than the server does.** The client dates its lease from
 //!    when it *sent* the grant or keep-alive request, by its own clock, and gives it up
 //!    `margin` before the TTL ends (a tenth of the TTL by default, at least twice
-//!    `clock_every`: it covers the replicated clock's lag and clocks that drift apart). It keeps it alive every third of the TTL. A holder whose lease has run out
+//!    `clock_every`: it covers clocks whose rates differ). It keeps it
+//!    alive every third of the TTL. A holder whose lease has run out
 //!    by its own clock leaves the critical section.
 //! 7. **Fencing.** A grant's fencing token is the Raft index of the entry whose application
 //!    granted it, so tokens increase per lock across leader changes: a resource that refuses

@@ -43,8 +43,9 @@ pub const FILE_NAME: &str = "raft.redb";
 
 /// The on-disk format this build writes and reads; a file of another version is refused. 2: a
 /// lease's grant and its snapshot carry its owner (the digest of its key). 3: the owner may be
-/// a user, and the state machine carries the auth store (users, roles, permissions).
-pub const FORMAT_VERSION: u64 = 3;
+/// a user, and the state machine carries the auth store (users, roles, permissions). 4: a
+/// lease in a snapshot records whether the next tick counts toward it.
+pub const FORMAT_VERSION: u64 = 4;
 
 /// The name of the file a new log is built in before it is renamed to [`FILE_NAME`], so that a
 /// crash during creation never leaves a `raft.redb` without a format version.
