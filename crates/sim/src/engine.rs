@@ -140,6 +140,8 @@ pub struct MessageCounts {
     pub delivered: u64,
     /// Messages dropped (lost, cut, or addressed to a crashed node).
     pub dropped: u64,
+    /// Copies the network made of sent messages (`--dup`), delivered or dropped as sends are.
+    pub duplicated: u64,
 }
 
 impl MessageCounts {
@@ -598,6 +600,7 @@ impl<A: Algorithm> Simulation<A> {
                         with_message(r, to, id2, &copy);
                         r.detail = Some("duplicate".into());
                     });
+                    self.counters.duplicated += 1;
                     self.in_flight += 1;
                     self.algo_in_flight += u64::from(!detection);
                     self.schedule(at2, Item::Deliver { from, to, msg: copy });

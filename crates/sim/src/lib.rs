@@ -375,6 +375,7 @@ fn build_report<A: Algorithm>(sim: &Simulation<A>, wall_seconds: f64) -> Report 
             sent: c.sent(),
             delivered: c.delivered,
             dropped: c.dropped,
+            duplicated: c.duplicated,
             in_flight: sim.in_flight(),
             by_kind,
             detection: c.detection,

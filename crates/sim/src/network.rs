@@ -2,9 +2,8 @@
 
 use std::collections::HashMap;
 
-use rand::RngExt;
+use rand::{Rng, RngExt};
 use rand_distr::{Distribution, Exp, LogNormal, Normal};
-use rand_xoshiro::Xoshiro256PlusPlus;
 use ringleader_core::{NodeId, Time};
 
 use crate::notation::Latency;
@@ -42,7 +41,7 @@ impl Sampler {
 
     /// One delay.
     #[inline]
-    pub fn sample(&self, rng: &mut Xoshiro256PlusPlus) -> Time {
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Time {
         match self {
             Sampler::Constant(d) => *d,
             Sampler::Uniform(a, b) => rng.random_range(*a..=*b),
@@ -104,9 +103,9 @@ impl Network {
     /// Decides what happens to one send at `now`: `None` if it is lost, else its delivery time
     /// (respecting FIFO order on the link when asked).
     #[inline]
-    pub fn schedule(
+    pub fn schedule<R: Rng + ?Sized>(
         &mut self,
-        rng: &mut Xoshiro256PlusPlus,
+        rng: &mut R,
         now: Time,
         from: NodeId,
         to: NodeId,
@@ -127,9 +126,9 @@ impl Network {
     /// [`Network::schedule`] for a send that may have no stream: `rng` is `None` only when
     /// [`Network::draws`] is false (constant latency, nothing lost).
     #[inline]
-    pub fn schedule_with(
+    pub fn schedule_with<R: Rng + ?Sized>(
         &mut self,
-        rng: Option<&mut Xoshiro256PlusPlus>,
+        rng: Option<&mut R>,
         now: Time,
         from: NodeId,
         to: NodeId,
@@ -159,7 +158,7 @@ impl Network {
 
     /// True when this send should be delivered a second time.
     #[inline]
-    pub fn duplicate(&self, rng: &mut Xoshiro256PlusPlus) -> bool {
+    pub fn duplicate<R: Rng + ?Sized>(&self, rng: &mut R) -> bool {
         self.dup > 0.0 && rng.random_bool(self.dup)
     }
 }

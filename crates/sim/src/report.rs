@@ -19,8 +19,12 @@ pub struct Messages {
     pub delivered: u64,
     /// Drops: lost, cut by a partition, or addressed to a crashed node.
     pub dropped: u64,
+    /// Copies the network made of sent messages (`--dup`), not counted in `sent` or `by_kind`
+    /// (the algorithm sent them once).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub duplicated: u64,
     /// Still in flight when the run ended (a paused receiver's inbox included):
-    /// `sent = delivered + dropped + in_flight`.
+    /// `sent + duplicated = delivered + dropped + in_flight`.
     pub in_flight: u64,
     /// Sends by message kind.
     pub by_kind: BTreeMap<String, u64>,
@@ -213,8 +217,12 @@ impl Report {
             self.messages.by_kind.iter().filter(|&(_, &v)| v > 0).map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(
             s,
-            "messages   {} sent, {} delivered, {} dropped, {} in flight{}",
+            "messages   {} sent{}, {} delivered, {} dropped, {} in flight{}",
             self.messages.sent,
+            match self.messages.duplicated {
+                0 => String::new(),
+                n => format!(" (and {n} duplicated)"),
+            },
             self.messages.delivered,
             self.messages.dropped,
             self.messages.in_flight,

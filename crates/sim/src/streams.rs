@@ -15,10 +15,16 @@
 //! happened to it (a message that arrives later is answered later), but not on how many draws
 //! other nodes, or other purposes, made before.
 //!
+//! A message's stream is SplitMix64 (Vigna's, from `rand_xoshiro`) seeded with the message's
+//! key: a message draws at most four values (loss, latency, duplication, the copy's latency),
+//! and SplitMix64 is seeded by storing one word, where Xoshiro256++ fills 32 bytes through a
+//! seeding generator first. On the million-node ring with random latencies that seeding, and two
+//! 64-bit counts a node, made the run 1.10× slower than one shared stream (docs/PERFORMANCE.md).
+//!
 //! The windowed engine hashes its draws with the same [`mix`] and salts, keyed by its event keys.
 
 use rand::SeedableRng;
-use rand_xoshiro::Xoshiro256PlusPlus;
+use rand_xoshiro::{SplitMix64, Xoshiro256PlusPlus};
 
 use ringleader_core::NodeId;
 
@@ -55,8 +61,8 @@ pub(crate) fn workload(seed: u64, i: usize) -> Xoshiro256PlusPlus {
 }
 
 /// The stream of node `from`'s `k`-th message (loss, latency, duplication, the copy's latency).
-pub(crate) fn network(seed: u64, from: NodeId, k: u64) -> Xoshiro256PlusPlus {
-    Xoshiro256PlusPlus::seed_from_u64(mix(mix(seed ^ SALT_NETWORK, u64::from(from)), k))
+pub(crate) fn network(seed: u64, from: NodeId, k: u64) -> SplitMix64 {
+    SplitMix64::seed_from_u64(mix(mix(seed ^ SALT_NETWORK, u64::from(from)), k))
 }
 
 /// The random value node `node` reads in its `k`-th handler call.
@@ -65,10 +71,13 @@ pub(crate) fn node(seed: u64, node: NodeId, k: u64) -> u64 {
 }
 
 /// How many draws each node has made of its own streams: handler calls and messages, side by
-/// side (one cache line per node, prefetched with the node's state).
+/// side, 32 bits each (8 bytes a node, prefetched with the node's state). They are counted
+/// apart so that a node's handler calls, which other nodes' messages cause, do not move its
+/// messages' streams. A node that makes more than 2³² calls or sends in one run starts that
+/// count again (its streams repeat, still apart from every other node's).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Counters {
-    draws: Vec<[u64; 2]>,
+    draws: Vec<[u32; 2]>,
 }
 
 impl Counters {
@@ -78,32 +87,31 @@ impl Counters {
     }
 
     /// `node`'s count of handler calls (`which` 0) or of messages (1), then one more.
+    #[inline]
     fn next(&mut self, node: NodeId, which: usize) -> u64 {
         let k = &mut self.draws[node as usize][which];
-        *k += 1;
-        *k - 1
+        let drawn = *k;
+        *k = drawn.wrapping_add(1);
+        u64::from(drawn)
     }
 
     /// The stream of `from`'s next message, or `None` (the count still moves) when the network
     /// draws nothing (constant latency, no loss, no duplication).
-    pub(crate) fn next_network(
-        &mut self,
-        seed: u64,
-        from: NodeId,
-        draws: bool,
-    ) -> Option<Xoshiro256PlusPlus> {
+    #[inline]
+    pub(crate) fn next_network(&mut self, seed: u64, from: NodeId, draws: bool) -> Option<SplitMix64> {
         let k = self.next(from, 1);
         draws.then(|| network(seed, from, k))
     }
 
     /// The random value of `node`'s next handler call.
+    #[inline]
     pub(crate) fn next_node(&mut self, seed: u64, node: NodeId) -> u64 {
         let k = self.next(node, 0);
         self::node(seed, node, k)
     }
 
-    /// Where `node`'s count lives (to prefetch it with the node's state).
-    pub(crate) fn slot(&self, node: NodeId) -> *const [u64; 2] {
+    /// Where `node`'s counts live (to prefetch them with the node's state).
+    pub(crate) fn slot(&self, node: NodeId) -> *const [u32; 2] {
         self.draws.as_ptr().wrapping_add(node as usize)
     }
 }

@@ -49,7 +49,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
-use rand_xoshiro::Xoshiro256PlusPlus;
+use rand_xoshiro::{SplitMix64, Xoshiro256PlusPlus};
 use ringleader_algorithms::{Algorithm, Family};
 use ringleader_core::trace::{RecordKind, TraceRecord};
 use ringleader_core::{Command, Context, Event, Message, NodeId, Outbox, Request, Time, Topology, Uid};
@@ -478,8 +478,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
         }
         let id = self.next_key(from);
         self.trace(env, time, seq, RecordKind::Send, from, |r| with_message(r, to, id, &msg));
-        let mut rng =
-            env.random_network.then(|| Xoshiro256PlusPlus::seed_from_u64(mix(env.seed ^ SALT_NETWORK, id)));
+        let mut rng = env.random_network.then(|| SplitMix64::seed_from_u64(mix(env.seed ^ SALT_NETWORK, id)));
         let at = match (&mut rng, &self.net.latency) {
             (None, Sampler::Constant(d)) => Some(time + d),
             (Some(rng), _) => self.net.schedule(rng, time, from, to),
@@ -500,6 +499,7 @@ impl<'s, A: Algorithm> Shard<'s, A> {
                 with_message(r, to, id2, &copy);
                 r.detail = Some("duplicate".into());
             });
+            self.counters.duplicated += 1;
             self.in_flight += 1;
             self.route(env, to, at2, id2, Item::Deliver { from, to, msg: copy });
         }
@@ -944,6 +944,7 @@ impl<A: Algorithm> Simulation<A> {
             }
             counters.delivered += shard.counters.delivered;
             counters.dropped += shard.counters.dropped;
+            counters.duplicated += shard.counters.duplicated;
             in_flight += shard.in_flight;
             issued += shard.issued;
             last = last.max(shard.last_time);

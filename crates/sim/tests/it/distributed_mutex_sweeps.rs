@@ -143,5 +143,5 @@ fn lamport_is_unsafe_without_fifo_links_and_safe_with_them() {
     assert_eq!(found, ["timestamp_order", "fencing", "safety"]);
     assert_eq!(r.outcome.mutex().unwrap().max_concurrent_holders, 2);
     println!("lamport without FIFO: {} of 500 seeds unsafe: {unsafe_seeds:?}", unsafe_seeds.len());
-    assert_eq!(unsafe_seeds.len(), 130, "26 % of the seeds put two processes in the section");
+    assert_eq!(unsafe_seeds.len(), 118, "24 % of the seeds put two processes in the section");
 }

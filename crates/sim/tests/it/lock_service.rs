@@ -238,13 +238,13 @@ fn rule_9_a_node_behind_a_compaction_catches_up_from_a_snapshot() {
 /// A follower's answer to a snapshot can be lost: raft-rs then keeps replication to it paused
 /// until its host reports the snapshot's fate. The replica reports a sent snapshot finished, so
 /// the leader probes the follower again and every request is served. (Without the report, a
-/// follower waits forever in this run: with `report_snapshot` left out of the replica, seed 151
-/// ends with id 1's request undecided, as do 177 and 216 of the first 400 seeds; the sweep
-/// that found the flaw is in docs/SERVICE.md.)
+/// follower waits forever in this run: with `report_snapshot` left out of the replica, seed 130
+/// ends with a request undecided, as do 161, 299, 313 and 349 of the first 400 seeds; the
+/// sweep that found the flaw is in docs/SERVICE.md.)
 #[test]
 fn a_lost_answer_to_a_snapshot_does_not_leave_a_follower_behind() {
     let mut c = RunConfig::new("lock-service", 7).unwrap();
-    c.seed = 151;
+    c.seed = 130;
     c.workload = Some(WorkloadKind::Saturated);
     c.entries = 1000;
     c.loss = 0.02;
