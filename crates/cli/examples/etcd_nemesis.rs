@@ -299,6 +299,12 @@ async fn write_through(plan: &Plan, client: &str, lock: &str, token: u64, t: &mu
 
 /// Revokes `lease` (any endpoint) until the service says it is gone or the settle time is up;
 /// the moment it said so.
+///
+/// "No such lease" is evidence that the service ended the lease only while no earlier revoke of
+/// this client may have taken effect: a revoke that timed out or was cut off (its node paused,
+/// partitioned, or removed from the cluster before answering) may have been applied, and the
+/// next attempt then hears the client's own revoke. Such an answer ends the lease without a
+/// `lease_gone` record.
 async fn confirm_gone(
     conn: &mut Conn,
     plan: &Plan,
@@ -306,22 +312,28 @@ async fn confirm_gone(
     seen: &Seen,
     last_ok: Instant,
 ) -> std::io::Result<Option<u64>> {
+    let mut revoke_may_have_landed = false;
     while Instant::now() < plan.settle_deadline {
         match call(conn, plan.request_timeout, async |c| c.lease_revoke(lease).await.map(|_| ())).await {
             Ok(()) => return Ok(Some(unix_ns())),
             Err(e) if lease_gone(&e) => {
-                // Gone before this client ended it: it must have lived its TTL.
                 let now = unix_ns();
-                seen.hist.lease_gone(
-                    &seen.name,
-                    lease as u64,
-                    instant_ns(last_ok),
-                    plan.ttl.as_millis() as u64,
-                    now,
-                )?;
+                if !revoke_may_have_landed {
+                    // Gone before this client ended it: it must have lived its TTL.
+                    seen.hist.lease_gone(
+                        &seen.name,
+                        lease as u64,
+                        instant_ns(last_ok),
+                        plan.ttl.as_millis() as u64,
+                        now,
+                    )?;
+                }
                 return Ok(Some(now));
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            Err(_) => {
+                revoke_may_have_landed = true;
+                tokio::time::sleep(Duration::from_millis(200)).await
+            }
         }
     }
     Ok(None)
