@@ -86,6 +86,7 @@ pub mod network;
 pub mod properties;
 pub mod property;
 mod search;
+pub mod sleep_sets;
 pub mod symmetry;
 
 use std::time::Instant;
@@ -96,8 +97,9 @@ use ringleader_core::trace::TraceRecord;
 use serde::Serialize;
 use stateright::{Checker, Expectation, Model};
 
-pub use model::{Bounds, CheckModel, State, Step};
+pub use model::{Bounds, CheckModel, State, Step, StepOf};
 pub use network::NetworkKind;
+use sleep_sets::Cut;
 
 /// How to run the checker.
 #[derive(Clone, Debug)]
@@ -145,7 +147,13 @@ pub struct Options {
 ///   that reaches it, which may be longer than the bound, and would then skip the state when a
 ///   shorter path reaches it ([`check_algorithm`] refuses the pair).
 ///
-/// Both searches deduplicate states by a 64-bit hash, so a "holds" is a proof up to a hash
+/// - **Depth-first with sleep sets** (partial-order reduction, [`sleep_sets`]) is the
+///   depth-first search that does not take both orders of two steps at different nodes that
+///   commute: it visits every state the others visit, judges the same properties in each, and
+///   generates fewer states (each with its sleep set in the table: 16 bytes per state plus
+///   slack), on any number of threads. It takes no depth bound either.
+///
+/// All three searches deduplicate states by a 64-bit hash, so a "holds" is a proof up to a hash
 /// collision: about n²/2⁶⁵ for n states, 5·10⁻⁵ for 41.6 million.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub enum Search {
@@ -156,6 +164,9 @@ pub enum Search {
     /// Depth-first: fingerprints only, for the largest spaces.
     #[serde(rename = "dfs")]
     DepthFirst,
+    /// Depth-first with sleep sets: the same states, fewer generated.
+    #[serde(rename = "por")]
+    SleepSets,
 }
 
 impl std::str::FromStr for Search {
@@ -164,7 +175,10 @@ impl std::str::FromStr for Search {
         match s {
             "bfs" | "breadth-first" => Ok(Search::BreadthFirst),
             "dfs" | "depth-first" => Ok(Search::DepthFirst),
-            _ => Err(format!("search {s:?}: expected bfs (breadth-first) or dfs (depth-first)")),
+            "por" | "sleep-sets" => Ok(Search::SleepSets),
+            _ => Err(format!(
+                "search {s:?}: expected bfs (breadth-first), dfs (depth-first) or por (depth-first with sleep sets)"
+            )),
         }
     }
 }
@@ -366,8 +380,11 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<CheckReport, CheckError> {
+    if opts.symmetry && opts.search == Search::SleepSets {
+        return Err(CheckError::SymmetryWithSleepSets);
+    }
     let search = if opts.symmetry { Search::DepthFirst } else { opts.search };
-    if search == Search::DepthFirst
+    if search != Search::BreadthFirst
         && let Some(d) = opts.depth
     {
         return Err(CheckError::DepthFirstDepth(d));
@@ -385,6 +402,19 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     let (uids, family) = (model.uids.clone(), model.info.family);
     let props: Vec<_> = model.properties().into_iter().filter(|p| p.name != search::EXHAUSTIVE).collect();
     let start = Instant::now();
+    if search == Search::SleepSets {
+        let found = sleep_sets::search(&model, &props, opts, progress);
+        let run = Run { start, halt, bounds, uids, family, props, search, group };
+        let found = Found {
+            generated: found.generated,
+            unique: found.unique,
+            steps_deep: found.depth,
+            cut: found.cut,
+            threads: opts.threads.max(1),
+            paths: found.discoveries,
+        };
+        return run.report(&model, found, opts);
+    }
     let mut builder = model.checker().threads(opts.threads.max(1));
     if let Some(d) = opts.depth {
         // Stateright counts the initial state as depth 1 and skips states at the target depth:
@@ -405,6 +435,7 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     match search {
         Search::BreadthFirst => run.watch(builder.spawn_bfs(), opts, progress),
         Search::DepthFirst => run.watch(builder.spawn_dfs(), opts, progress),
+        Search::SleepSets => unreachable!("the sleep-set search returned above"),
     }
 }
 
@@ -465,13 +496,40 @@ impl<A: PlainAlgorithm> Run<A> {
         let checker = checker.join();
         // Paths are rebuilt by replaying the model's actions: un-halt it first.
         halt.store(false, std::sync::atomic::Ordering::Relaxed);
-        let seconds = start.elapsed().as_secs_f64();
-        let steps_deep = checker.max_depth().saturating_sub(1);
         let over_states = opts.max_states.is_some_and(|n| checker.state_count() >= n);
-        let model = checker.model();
+        let found = Found {
+            generated: checker.state_count(),
+            unique: checker.unique_state_count(),
+            steps_deep: checker.max_depth().saturating_sub(1),
+            cut: if over_memory {
+                Some(Cut::Memory)
+            } else if over_time {
+                Some(Cut::Time)
+            } else if over_states {
+                Some(Cut::States)
+            } else {
+                None
+            },
+            threads: opts.threads.max(1),
+            paths: props.iter().map(|p| checker.discovery(p.name).map(|path| path.into_actions())).collect(),
+        };
+        let run = Run { start, halt, bounds, uids, family, props, search, group };
+        run.report(checker.model(), found, opts)
+    }
+
+    /// Judges every property from the paths `found` holds (replaying each into the simulator's
+    /// trace) and writes the report.
+    fn report(
+        self,
+        model: &CheckModel<A>,
+        found: Found<A>,
+        opts: &Options,
+    ) -> Result<CheckReport, CheckError> {
+        let Run { start, bounds, uids, family, props, search, group, .. } = self;
+        let seconds = start.elapsed().as_secs_f64();
+        let steps_deep = found.steps_deep;
         let mut properties = Vec::new();
-        for p in &props {
-            let path = checker.discovery(p.name);
+        for (p, path) in props.iter().zip(found.paths) {
             let always = p.expectation == Expectation::Always;
             let mut out = PropertyOutcome {
                 name: p.name,
@@ -484,8 +542,7 @@ impl<A: PlainAlgorithm> Run<A> {
                 steps: Vec::new(),
                 path: Vec::new(),
             };
-            if let Some(path) = path {
-                let steps = path.into_actions();
+            if let Some(steps) = path {
                 out.length = Some(steps.len());
                 out.steps = steps.iter().map(|s| model.format_action(s)).collect();
                 out.path = by_hand::path_of(model, &steps).unwrap_or_default();
@@ -503,7 +560,7 @@ impl<A: PlainAlgorithm> Run<A> {
             }
             properties.push(out);
         }
-        // Stateright stops as soon as every property has a discovery (a path, so a length); whether
+        // A search stops as soon as every property has a discovery (a path, so a length); whether
         // states were left unexplored then is not known, so the space is not claimed complete.
         let decided_early = !opts.exhaustive && properties.iter().all(|p| p.length.is_some());
         Ok(CheckReport {
@@ -513,35 +570,52 @@ impl<A: PlainAlgorithm> Run<A> {
             network: bounds.network.name().into(),
             crashes: bounds.crashes,
             recover: bounds.recover,
-            states: checker.state_count(),
-            unique_states: checker.unique_state_count(),
+            states: found.generated,
+            unique_states: found.unique,
             depth: opts.depth.map_or(steps_deep, |d| steps_deep.min(d)),
             seconds,
-            complete: opts.depth.is_none_or(|d| steps_deep <= d)
-                && !over_memory
-                && !over_time
-                && !over_states
-                && !decided_early,
+            complete: opts.depth.is_none_or(|d| steps_deep <= d) && found.cut.is_none() && !decided_early,
             decided_early,
-            bounded_by: if over_memory {
-                Some(format!("the memory budget of {} MiB", opts.max_memory.unwrap_or(0) >> 20))
-            } else if over_time {
-                Some(format!("the time budget of {:?}", opts.max_time.unwrap_or_default()))
-            } else if over_states {
-                Some(format!("the state budget of {} states", opts.max_states.unwrap_or(0)))
-            } else if opts.depth.is_some_and(|d| steps_deep > d) {
-                Some(format!("--depth {}", opts.depth.unwrap_or(0)))
-            } else {
-                None
+            bounded_by: match found.cut {
+                Some(Cut::Memory) => {
+                    Some(format!("the memory budget of {} MiB", opts.max_memory.unwrap_or(0) >> 20))
+                }
+                Some(Cut::Time) => {
+                    Some(format!("the time budget of {:?}", opts.max_time.unwrap_or_default()))
+                }
+                Some(Cut::States) => {
+                    Some(format!("the state budget of {} states", opts.max_states.unwrap_or(0)))
+                }
+                None if opts.depth.is_some_and(|d| steps_deep > d) => {
+                    Some(format!("--depth {}", opts.depth.unwrap_or(0)))
+                }
+                None => None,
             },
-            threads: opts.threads.max(1),
+            threads: found.threads,
             search,
             symmetry: group.map(|g| g.name()),
-            shortest: opts.threads <= 1 && search == Search::BreadthFirst,
+            shortest: found.threads <= 1 && search == Search::BreadthFirst,
             properties,
             uids,
         })
     }
+}
+
+/// What a finished search found, whichever search ran.
+struct Found<A: PlainAlgorithm> {
+    /// States generated, repeats included.
+    generated: usize,
+    /// Distinct states.
+    unique: usize,
+    /// The most steps from the initial state to a state judged.
+    steps_deep: usize,
+    /// The budget that cut the search short, if one did.
+    cut: Option<Cut>,
+    /// Threads the search ran on.
+    threads: usize,
+    /// Each property's path (its counterexample or example), in the order of the run's
+    /// properties.
+    paths: Vec<Option<Vec<StepOf<A>>>>,
 }
 
 /// True for the default search order, which the JSON leaves out.
@@ -699,6 +773,12 @@ pub enum CheckError {
     /// deterministic function of its state and input (a defect of the algorithm).
     #[error("a discovered path does not replay (nondeterministic handler?)")]
     NoReplay,
+    /// `--symmetry` with the sleep-set search.
+    #[error(
+        "--symmetry with --search por: symmetry reduction runs on the plain depth-first search (give --search dfs, \
+         or drop --symmetry)"
+    )]
+    SymmetryWithSleepSets,
     /// A path by hand names a step that is not enabled where it stands.
     #[error("step {} of the path: there is no step {index} ({})", at + 1, enabled_there(*enabled))]
     NoSuchStep {

@@ -6,6 +6,7 @@
 //! observable events the simulator's checkers judge). A [`Step`] is one thing that may happen
 //! next; [`CheckModel::steps`] lists every one of them, so the checker explores every order.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -159,6 +160,12 @@ pub struct CheckModel<A: PlainAlgorithm> {
 
 /// The handlers' outbox type of `A`.
 type Out<A> = Outbox<<A as Process>::Msg, <A as Process>::Timer>;
+
+thread_local! {
+    /// Set when a handler run on this thread reports `Entered` (see
+    /// [`CheckModel::apply_noting_entry`]).
+    static ENTERED: Cell<bool> = const { Cell::new(false) };
+}
 
 impl<A: PlainAlgorithm> CheckModel<A> {
     /// Configures `A` under `bounds`; a bad parameter or bound is a one-line error.
@@ -326,6 +333,7 @@ impl<A: PlainAlgorithm> CheckModel<A> {
             Event::Leader { leader, term } => v.belief = Some((leader, term)),
             Event::LeaderLost => v.belief = None,
             Event::Entered { fencing } => {
+                ENTERED.set(true);
                 v.holding = true;
                 v.waiting = false;
                 if let Some(prev) = fencing_regression(s.last_fencing, fencing) {
@@ -414,6 +422,14 @@ impl<A: PlainAlgorithm> CheckModel<A> {
             }
         }
         true
+    }
+
+    /// [`CheckModel::apply`], also saying whether the step reported `Entered` (the one report
+    /// whose order between nodes the state keeps: see [`crate::sleep_sets`]); `None` when the
+    /// step is not possible in `s`.
+    pub(crate) fn apply_noting_entry(&self, s: &mut State<A>, step: StepOf<A>) -> Option<bool> {
+        ENTERED.set(false);
+        self.apply(s, step, None).then(|| ENTERED.get())
     }
 
     /// Every step possible in `s`, in a fixed order: requests, deliveries, timers, drops,

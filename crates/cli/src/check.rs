@@ -79,10 +79,11 @@ pub struct CheckArgs {
     #[arg(long, value_name = "T", default_value_t = 1)]
     pub threads: usize,
     /// Search order: bfs (breadth-first: shortest counterexamples, but the whole frontier is held
-    /// in memory, several hundred bytes per state) or dfs (depth-first: 12 to 23 bytes per state
+    /// in memory, several hundred bytes per state), dfs (depth-first: 12 to 23 bytes per state
     /// seen, so spaces ten times larger fit; its counterexamples may be longer than the
-    /// shortest; no --depth). Use dfs to prove a property on a large space [default: bfs, or
-    /// dfs with --symmetry].
+    /// shortest; no --depth) or por (depth-first with sleep sets, a partial-order reduction:
+    /// the same states and verdicts, fewer states generated; no --depth, no --symmetry). Use dfs or por to prove a property on a large space [default: bfs, or dfs
+    /// with --symmetry].
     #[arg(long, value_name = "ORDER")]
     pub search: Option<ringleader_check::Search>,
     /// Symmetry reduction: explore one state of each class of states that are renamings of each
@@ -229,7 +230,12 @@ fn human(out: &CheckReport, chosen: Option<&PropertyOutcome>, args: &CheckArgs) 
             (None, false) => " (bounded)".to_string(),
         }
     );
-    if out.search != ringleader_check::Search::BreadthFirst || out.symmetry.is_some() {
+    if out.search == ringleader_check::Search::SleepSets {
+        let _ = writeln!(
+            s,
+            "search     depth-first with sleep sets (partial-order reduction; a fingerprint and a sleep set per state seen)"
+        );
+    } else if out.search != ringleader_check::Search::BreadthFirst || out.symmetry.is_some() {
         let _ = writeln!(
             s,
             "search     depth-first (a fingerprint per state seen){}",
@@ -253,7 +259,7 @@ fn human(out: &CheckReport, chosen: Option<&PropertyOutcome>, args: &CheckArgs) 
         let _ = writeln!(s, "{head} {:<12} {:<9} {verdict}{expected}", p.name, p.kind);
     }
     if !out.shortest && out.properties.iter().any(|p| p.length.is_some()) {
-        let how = if out.search == ringleader_check::Search::DepthFirst {
+        let how = if out.search != ringleader_check::Search::BreadthFirst {
             "depth-first".to_string()
         } else {
             format!("on {} threads", out.threads)
@@ -309,7 +315,7 @@ pub fn run(args: CheckArgs) -> crate::CommandResult {
     if args.depth.is_none()
         && let Some(why) = ringleader_check::unbounded_reason(&args.algo)
     {
-        let hint = if opts.search == ringleader_check::Search::DepthFirst || opts.symmetry {
+        let hint = if opts.search != ringleader_check::Search::BreadthFirst || opts.symmetry {
             "Try --max-time 60s (a depth-first search takes no --depth)."
         } else {
             "Try --depth 20."
