@@ -160,6 +160,12 @@ fn first_paragraph(text: &str) -> String {
     if lines.is_empty() { "error: bad arguments".to_string() } else { lines.join(" ") }
 }
 
+/// mimalloc in place of the system allocator: the model checker's search clones and frees a
+/// state per step (a fifth of its time with glibc's malloc; 16 % more states per second with
+/// mimalloc, docs/VERIFICATION.md), and the simulator and the service allocate per message.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     end_quietly_on_closed_pipe();
     let cli = match Cli::try_parse() {
