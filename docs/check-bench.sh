@@ -7,8 +7,9 @@
 #   THREADS="1" docs/check-bench.sh        # one thread only
 #   LIMIT=120 MEMORY=4GiB docs/check-bench.sh   # the time and memory allowed to each search
 #
-# Every mutex case runs breadth-first (shortest paths, the frontier in memory) and depth-first
-# (a fingerprint per state: the proofs); the last two rows measure symmetry reduction.
+# Every mutex case runs breadth-first (shortest paths, the frontier in memory), depth-first
+# (a fingerprint per state: the proofs) and depth-first with sleep sets (por: the same states,
+# fewer generated); the last two rows measure symmetry reduction.
 #
 # Per row: states generated, unique states, seconds of wall time, unique states per second, the
 # peak resident memory of the process (GNU time's %M) and that memory divided by the unique
@@ -112,7 +113,7 @@ check() { # LABEL ARGS...
       --max-time "${LIMIT}s" --json
   done
 }
-for search in bfs dfs; do
+for search in bfs dfs por; do
   check "suzuki-kasami, 4 nodes, 2 acquires, $search" --algo suzuki-kasami --nodes 4 --acquires 2 --search $search
   check "ricart-agrawala, 4 nodes, 2 acquires, $search" --algo ricart-agrawala --nodes 4 --acquires 2 --search $search
   check "lamport (FIFO links), 4 nodes, 2 acquires, $search" --algo lamport --nodes 4 --acquires 2 --network ordered --search $search
