@@ -347,7 +347,9 @@ fn search_with<A: PlainAlgorithm>(
         over: Condvar::new(),
     };
     let mut root = Vec::new();
-    shared.visit(&[], &mut root, model.initial(None), None, Vec::new());
+    let initial = model.initial(None);
+    let fp = fingerprint(&initial);
+    shared.visit(&[], &mut root, initial, fp, None, Vec::new());
     if let Some(frame) = root.pop() {
         shared.lock_pool().jobs.push(Job { prefix: Vec::new(), frame });
     }
@@ -470,11 +472,20 @@ impl<A: PlainAlgorithm> Shared<'_, A> {
             let mut next = top.state.clone();
             let Some(enters) = self.model.apply_noting_entry(&mut next, step.clone()) else { continue };
             let acts = Actor::of(&step, enters);
+            let fp = fingerprint(&next);
+            // Most successors are states whose every step was taken: stop before building
+            // their sleep set or listing their steps.
+            let settled = self.seen.settled(fp);
             let independent = self.independent;
-            let sleep: Vec<Slept<A>> =
-                top.sleep.iter().filter(|u| independent(u.acts, acts)).cloned().collect();
+            let sleep: Vec<Slept<A>> = if settled {
+                Vec::new()
+            } else {
+                top.sleep.iter().filter(|u| independent(u.acts, acts)).cloned().collect()
+            };
             top.sleep.push(Slept { step: step.clone(), acts });
-            self.visit(&prefix, &mut stack, next, Some(step), sleep);
+            if !settled {
+                self.visit(&prefix, &mut stack, next, fp, Some(step), sleep);
+            }
             taken += 1;
             if taken.is_multiple_of(256) {
                 self.generated.fetch_add(256, Ordering::Relaxed);
@@ -515,22 +526,19 @@ impl<A: PlainAlgorithm> Shared<'_, A> {
         self.wake.notify_one();
     }
 
-    /// Arrives at `state` by `via` with sleep set `sleep`: judges it if it is new, and pushes a
-    /// frame when it has steps to take (the steps enabled, less those asleep here and those a
-    /// visit before has taken).
+    /// Arrives at `state` (fingerprint `fp`) by `via` with sleep set `sleep`: judges it if it is
+    /// new, and pushes a frame when it has steps to take (the steps enabled, less those asleep
+    /// here and those a visit before has taken).
+    #[allow(clippy::too_many_arguments)]
     fn visit(
         &self,
         prefix: &[StepOf<A>],
         stack: &mut Vec<Frame<A>>,
         state: State<A>,
+        fp: u64,
         via: Option<StepOf<A>>,
         sleep: Vec<Slept<A>>,
     ) {
-        let fp = fingerprint(&state);
-        // Most visits are of states whose every step was taken: stop before listing them.
-        if self.seen.settled(fp) {
-            return;
-        }
         let mut steps = Vec::new();
         self.model.steps(&state, &mut steps);
         // The sleep set as a mask over `steps`; a step past the 64th (or, defensively, one not
