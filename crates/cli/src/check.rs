@@ -15,15 +15,16 @@ use ringleader_sim::scenario::Initiators;
 ///
 /// Explores every execution of an algorithm on N nodes and checks the simulator's properties in
 /// every state: breadth-first by default, so a violated property's counterexample is a shortest
-/// one; depth-first (--search dfs) to prove properties on spaces too large for that. Timers may
-/// fire at any moment: durations are ignored.
+/// one; depth-first (--search dfs, or --search por: with sleep sets, half the successors
+/// generated) to prove properties on spaces too large for that. Timers may fire at any moment:
+/// durations are ignored.
 ///
 /// Examples:
 ///   ringleader check --algo central-timeout --nodes 3 --mermaid ce.mmd
 ///   ringleader check --algo central --nodes 4 --json
 ///   ringleader check --algo chang-roberts --nodes 3 --network lossy --expect termination
 ///   ringleader check --algo central --nodes 3 --crashes 1 --trace ce.jsonl --expect liveness
-///   ringleader check --algo ricart-agrawala --nodes 4 --acquires 2 --search dfs --threads 2
+///   ringleader check --algo ricart-agrawala --nodes 4 --acquires 2 --search por --threads 2
 #[derive(Args, Debug, Default)]
 #[command(verbatim_doc_comment)]
 pub struct CheckArgs {
