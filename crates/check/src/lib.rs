@@ -405,14 +405,6 @@ pub fn check_algorithm_with_progress<A: PlainAlgorithm>(
     if search == Search::SleepSets {
         let found = sleep_sets::search(&model, &props, opts, progress);
         let run = Run { start, halt, bounds, uids, family, props, search, group };
-        let found = Found {
-            generated: found.generated,
-            unique: found.unique,
-            steps_deep: found.depth,
-            cut: found.cut,
-            threads: opts.threads.max(1),
-            paths: found.discoveries,
-        };
         return run.report(&model, found, opts);
     }
     let mut builder = model.checker().threads(opts.threads.max(1));
@@ -602,20 +594,20 @@ impl<A: PlainAlgorithm> Run<A> {
 }
 
 /// What a finished search found, whichever search ran.
-struct Found<A: PlainAlgorithm> {
+pub(crate) struct Found<A: PlainAlgorithm> {
     /// States generated, repeats included.
-    generated: usize,
+    pub(crate) generated: usize,
     /// Distinct states.
-    unique: usize,
+    pub(crate) unique: usize,
     /// The most steps from the initial state to a state judged.
-    steps_deep: usize,
+    pub(crate) steps_deep: usize,
     /// The budget that cut the search short, if one did.
-    cut: Option<Cut>,
+    pub(crate) cut: Option<Cut>,
     /// Threads the search ran on.
-    threads: usize,
+    pub(crate) threads: usize,
     /// Each property's path (its counterexample or example), in the order of the run's
     /// properties.
-    paths: Vec<Option<Vec<StepOf<A>>>>,
+    pub(crate) paths: Vec<Option<Vec<StepOf<A>>>>,
 }
 
 /// True for the default search order, which the JSON leaves out.

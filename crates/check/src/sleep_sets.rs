@@ -82,21 +82,7 @@ use ringleader_core::NodeId;
 use stateright::{Expectation, Property};
 
 use crate::model::{CheckModel, State, Step, StepOf};
-use crate::{Options, PROGRESS_EVERY, Progress, resident_memory};
-
-/// What the search found: for each property (in the order given), the path of its discovery.
-pub(crate) struct Outcome<A: PlainAlgorithm> {
-    /// Each property's counterexample (`always`) or example (`sometimes`), if found.
-    pub discoveries: Vec<Option<Vec<StepOf<A>>>>,
-    /// States generated (successors computed, the initial state included).
-    pub generated: usize,
-    /// Distinct states.
-    pub unique: usize,
-    /// The most steps from the initial state to a state judged.
-    pub depth: usize,
-    /// What ended the search early, if anything did.
-    pub cut: Option<Cut>,
-}
+use crate::{Found, Options, PROGRESS_EVERY, Progress, resident_memory};
 
 /// A budget that ended the search before every reachable state was visited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -315,7 +301,7 @@ pub(crate) fn search<A: PlainAlgorithm>(
     props: &[Property<CheckModel<A>>],
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
-) -> Outcome<A> {
+) -> Found<A> {
     search_with(model, props, opts, progress, Actor::independent)
 }
 
@@ -326,7 +312,7 @@ fn search_with<A: PlainAlgorithm>(
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
     independent: fn(Actor, Actor) -> bool,
-) -> Outcome<A> {
+) -> Found<A> {
     let start = Instant::now();
     let threads = opts.threads.max(1);
     let shared = Shared {
@@ -360,13 +346,13 @@ fn search_with<A: PlainAlgorithm>(
         }
         cut = shared.watch(opts, start, progress);
     });
-    let discoveries = shared.discoveries.into_inner().unwrap_or_else(|e| e.into_inner());
-    Outcome {
-        discoveries,
+    Found {
         generated: shared.generated.into_inner(),
         unique: shared.unique.into_inner(),
-        depth: shared.depth.into_inner(),
+        steps_deep: shared.depth.into_inner(),
         cut,
+        threads,
+        paths: shared.discoveries.into_inner().unwrap_or_else(|e| e.into_inner()),
     }
 }
 
