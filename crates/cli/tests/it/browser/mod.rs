@@ -161,10 +161,24 @@ impl Page {
 
     /// Polls `js` until it is true, for at most `limit`; fails with `what` otherwise.
     pub fn wait_for(&self, js: &str, limit: Duration, what: &str) {
+        self.wait_for_allowing(js, limit, what, |_| false);
+    }
+
+    /// [`Page::wait_for`], where console errors that `expected` accepts (e.g. the browser's own
+    /// log of a request the page makes to be refused) are not failures; they are removed.
+    pub fn wait_for_allowing(&self, js: &str, limit: Duration, what: &str, expected: impl Fn(&str) -> bool) {
         let t0 = Instant::now();
-        while self.eval(js) != serde_json::json!(true) {
-            let errors = self.errors.lock().unwrap().clone();
+        loop {
+            let done = self.eval(js) == serde_json::json!(true);
+            let errors: Vec<String> = {
+                let mut all = self.errors.lock().unwrap();
+                all.retain(|e| !expected(e));
+                all.clone()
+            };
             assert!(errors.is_empty(), "{what}: console errors: {errors:?}");
+            if done {
+                return;
+            }
             assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
             std::thread::sleep(Duration::from_millis(20));
         }
