@@ -45,7 +45,7 @@ for j in \$(seq 1 "\$n"); do init="\${init}e\$j=http://127.0.0.1:\$((12380 + j))
 etcd --name "e\$i" --data-dir "$work/etcd-\$n-\$i" \\
   --listen-client-urls "http://127.0.0.1:\$((12370 + i))" --advertise-client-urls "http://127.0.0.1:\$((12370 + i))" \\
   --listen-peer-urls "http://127.0.0.1:\$((12380 + i))" --initial-advertise-peer-urls "http://127.0.0.1:\$((12380 + i))" \\
-  --initial-cluster "\${init%,}" --initial-cluster-state new >>"$work/etcd-\$n-\$i.log" 2>&1 &
+  --initial-cluster "\${init%,}" --initial-cluster-state new \$ETCD_TIMING >>"$work/etcd-\$n-\$i.log" 2>&1 &
 echo \$! >"$work/etcd-\$i.pid"
 EOF
 chmod +x "$work/etcd-start.sh"
@@ -84,10 +84,6 @@ stop_all() {
   pids=()
 }
 
-leader_endpoint() { # BASE N: the endpoint of the node every node names leader (Maintenance.Status)
-  "$BENCH" --endpoints "$(endpoints "$1" "$2")" --measure leader
-}
-
 bench() { "$BENCH" --label "$1" "${@:2}"; }
 
 MEASURE=${MEASURE:-all}
@@ -98,20 +94,18 @@ esac
 want() { [ "$MEASURE" = all ] || [ "$MEASURE" = "$1" ]; }
 
 if want throughput; then
+  # Every client is given every endpoint, as etcd-client is normally used (a follower forwards
+  # to the leader); 64 clients on 64 names load the commit path with independent operations.
   for n in 1 3; do
-    ours_cluster "$n"
-    # The leader's endpoint: a follower forwards to it (as etcd's followers do).
-    ep=$(leader_endpoint 19500 "$n")
-    bench "ringleader $n node(s), 1 client" --endpoints "$ep" --clients 1 --seconds "$EACH"
-    bench "ringleader $n node(s), 8 clients 1 name" --endpoints "$ep" --clients 8 --names 1 --seconds "$EACH"
-    bench "ringleader $n node(s), 8 clients 8 names" --endpoints "$ep" --clients 8 --names 8 --seconds "$EACH"
-    stop_all
-    etcd_cluster "$n"
-    ep=$(leader_endpoint 12370 "$n")
-    bench "etcd $n node(s), 1 client" --endpoints "$ep" --clients 1 --seconds "$EACH"
-    bench "etcd $n node(s), 8 clients 1 name" --endpoints "$ep" --clients 8 --names 1 --seconds "$EACH"
-    bench "etcd $n node(s), 8 clients 8 names" --endpoints "$ep" --clients 8 --names 8 --seconds "$EACH"
-    stop_all
+    for system in ringleader etcd; do
+      if [ "$system" = ringleader ]; then ours_cluster "$n"; ep=$(endpoints 19500 "$n")
+      else etcd_cluster "$n"; ep=$(endpoints 12370 "$n"); fi
+      bench "$system $n node(s), 1 client" --endpoints "$ep" --clients 1 --seconds "$EACH"
+      bench "$system $n node(s), 8 clients 1 name" --endpoints "$ep" --clients 8 --names 1 --seconds "$EACH"
+      bench "$system $n node(s), 8 clients 8 names" --endpoints "$ep" --clients 8 --names 8 --seconds "$EACH"
+      bench "$system $n node(s), 64 clients 64 names" --endpoints "$ep" --clients 64 --names 64 --seconds "$EACH"
+      stop_all
+    done
   done
 fi
 
@@ -122,10 +116,17 @@ if want failover; then
   bench "ringleader 3 nodes" --endpoints "$(endpoints 19500 3)" --measure failover --trials "$trials" \
     --kill "$BIN cluster ctl kill {leader} $ctl" --restart "$BIN cluster ctl restart {leader} $ctl"
   stop_all
-  etcd_cluster 3
-  bench "etcd 3 nodes" --endpoints "$(endpoints 12370 3)" --measure failover --trials "$trials" \
-    --kill "kill -9 \$(cat $work/etcd-{leader}.pid)" --restart "$work/etcd-start.sh 3 {leader}"
-  stop_all
+  # etcd at its defaults (heartbeat 100 ms, election timeout 1 s), then at ringleader's default
+  # timing (10 ms ticks: heartbeat 20 ms, election timeout 100 ms, both randomized the same way).
+  for timing in "" "--heartbeat-interval 20 --election-timeout 100"; do
+    export ETCD_TIMING="$timing"
+    etcd_cluster 3
+    bench "etcd 3 nodes ${timing:-(defaults)}" --endpoints "$(endpoints 12370 3)" --measure failover --trials "$trials" \
+      --kill "kill -9 \$(cat $work/etcd-{leader}.pid)" --restart "$work/etcd-start.sh 3 {leader}"
+    stop_all
+    rm -rf "$work"/etcd-3-*
+  done
+  unset ETCD_TIMING
 fi
 
 if want handover; then

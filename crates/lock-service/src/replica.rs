@@ -453,6 +453,31 @@ impl<L: StableLog> Replica<L> {
         let _ = self.raft.step(msg);
     }
 
+    /// The connection to `peer` was lost (its process died and the kernel closed its sockets,
+    /// or the link failed). When `peer` is this follower's leader, the follower stops waiting
+    /// out the base election timeout: its election clock jumps to the end of it, so that it
+    /// campaigns (pre-vote first) within the randomized part of the timeout, and its lease on
+    /// the old leader is over, so it grants the pre-votes of the others that lost it too.
+    /// Returns whether the clock moved.
+    ///
+    /// Safety does not depend on it (Raft's never depends on timing), nor does stability: a
+    /// follower that still hears from the leader keeps refusing pre-votes (check-quorum's
+    /// lease), and a heartbeat resets the clock, so a lost connection to a live leader starts
+    /// no election that could win. The randomized part is kept so that two followers that lost
+    /// the leader together seldom split the vote.
+    pub fn leader_lost(&mut self, peer: NodeId) -> bool {
+        let raft = &mut self.raft.raft;
+        let base = raft.election_timeout();
+        if raft.state != StateRole::Follower
+            || node_of(raft.leader_id) != Some(peer)
+            || raft.election_elapsed >= base
+        {
+            return false;
+        }
+        raft.election_elapsed = base;
+        true
+    }
+
     /// One tick of local time `now`: the Raft node's clock, and, on the leader, the replicated
     /// clock while leases exist.
     pub fn tick(&mut self, now: Time) {
@@ -663,4 +688,151 @@ fn machine_from<E: std::error::Error>(
     }
     let machine: StateMachine = postcard::from_bytes(data).map_err(ReplicaError::Snapshot)?;
     Ok(machine.with_planted(settings.planted))
+}
+
+#[cfg(test)]
+mod tests {
+    //! [`Replica::leader_lost`] on three replicas over memory logs, ticked and delivered by hand.
+
+    use super::*;
+    use crate::log::MemoryLog;
+
+    const ELECTION_TICKS: usize = 10;
+
+    /// A host that keeps what its replica sends.
+    #[derive(Default)]
+    struct Outbox(Vec<(NodeId, RaftMessage)>);
+
+    impl Host for Outbox {
+        fn send(&mut self, to: NodeId, msg: RaftMessage) -> Result<(), Unreachable> {
+            self.0.push((to, msg));
+            Ok(())
+        }
+        fn applied(&mut self, _: u64, _: &Proposal, _: Applied, _: &StateMachine, _: &mut Submit) {}
+    }
+
+    /// Three replicas. `down[i]` drops everything to and from replica `i`; `cut` drops the
+    /// messages of one direction of one link.
+    struct Cluster {
+        nodes: Vec<Replica<MemoryLog>>,
+        down: [bool; 3],
+        cut: Option<(NodeId, NodeId)>,
+        draw: u64,
+    }
+
+    impl Cluster {
+        fn new() -> Cluster {
+            let settings = Settings {
+                election_ticks: ELECTION_TICKS,
+                heartbeat_ticks: 2,
+                clock_every: 1_000_000_000,
+                snapshot_every: 1_000,
+                lock_delay: 0,
+                policy: DeadlockPolicy::Report,
+                planted: None,
+            };
+            let nodes = (0..3)
+                .map(|me| Replica::new(me, 0, settings, MemoryLog::new(vec![1, 2, 3])).expect("a fresh log"))
+                .collect();
+            Cluster { nodes, down: [false; 3], cut: None, draw: 1 }
+        }
+
+        /// Drives every live replica and delivers what they send until nothing is sent.
+        fn settle(&mut self) {
+            loop {
+                let mut sent = Vec::new();
+                for i in (0..3).filter(|&i| !self.down[i]) {
+                    // A fixed sequence of draws: the same run every time.
+                    self.draw = self.draw.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let mut out = Outbox::default();
+                    self.nodes[i].drive(self.draw >> 33, &mut out).expect("memory never fails");
+                    sent.extend(out.0.into_iter().map(|(to, m)| (i as NodeId, to, m)));
+                }
+                if sent.is_empty() {
+                    return;
+                }
+                for (from, to, m) in sent {
+                    if !self.down[from as usize] && !self.down[to as usize] && self.cut != Some((from, to)) {
+                        self.nodes[to as usize].step(m);
+                    }
+                }
+            }
+        }
+
+        /// One tick of every live replica, then everything they send is delivered.
+        fn tick(&mut self) {
+            for i in (0..3).filter(|&i| !self.down[i]) {
+                self.nodes[i].tick(0);
+            }
+            self.settle();
+        }
+
+        fn leader(&self) -> Option<NodeId> {
+            (0..3).find(|&i| !self.down[i] && self.nodes[i].role() == StateRole::Leader).map(|i| i as NodeId)
+        }
+
+        /// Ticks until a live replica leads; returns it and the ticks it took.
+        fn elect(&mut self) -> (NodeId, usize) {
+            for ticks in 1..=10 * ELECTION_TICKS {
+                self.tick();
+                if let Some(l) = self.leader() {
+                    return (l, ticks);
+                }
+            }
+            panic!("no leader within {} ticks", 10 * ELECTION_TICKS)
+        }
+
+        fn followers(&self, of: NodeId) -> Vec<usize> {
+            (0..3).filter(|&i| i != of as usize).collect()
+        }
+    }
+
+    #[test]
+    fn followers_that_lose_their_leader_elect_another_within_the_randomized_part_of_the_timeout() {
+        let mut c = Cluster::new();
+        let (old, _) = c.elect();
+        c.down[old as usize] = true;
+        for f in c.followers(old) {
+            assert!(c.nodes[f].leader_lost(old), "follower {f} moves its clock");
+            assert!(!c.nodes[f].leader_lost(old), "and only forward, once");
+        }
+        let (new, ticks) = c.elect();
+        assert_ne!(new, old);
+        assert!(ticks <= ELECTION_TICKS, "{ticks} ticks: the base timeout was waited out");
+
+        // Without the hint the followers wait out at least the base timeout.
+        let mut c = Cluster::new();
+        let (old, _) = c.elect();
+        c.down[old as usize] = true;
+        let (_, ticks) = c.elect();
+        assert!(ticks > ELECTION_TICKS, "{ticks} ticks");
+    }
+
+    #[test]
+    fn a_lost_connection_to_a_live_leader_changes_neither_leader_nor_term() {
+        let mut c = Cluster::new();
+        let (leader, _) = c.elect();
+        let term = c.nodes[leader as usize].term();
+        let f = c.followers(leader)[0];
+        // The follower hears no more from the leader, but everyone else does.
+        c.cut = Some((leader, f as NodeId));
+        assert!(c.nodes[f].leader_lost(leader));
+        for _ in 0..5 * ELECTION_TICKS {
+            c.tick();
+        }
+        // Its pre-votes were refused: the other follower and the leader are within their lease.
+        assert_eq!(c.leader(), Some(leader));
+        assert_eq!(c.nodes[leader as usize].term(), term);
+        let other = c.followers(leader)[1];
+        assert_eq!(c.nodes[other].term(), term);
+    }
+
+    #[test]
+    fn a_lost_connection_to_a_peer_that_does_not_lead_changes_nothing() {
+        let mut c = Cluster::new();
+        let (leader, _) = c.elect();
+        let [a, b] = c.followers(leader)[..] else { unreachable!() };
+        assert!(!c.nodes[a].leader_lost(b as NodeId), "a follower is not the leader");
+        assert!(!c.nodes[leader as usize].leader_lost(a as NodeId), "a leader has no leader to lose");
+    }
 }

@@ -50,7 +50,7 @@ use ringleader_lock_service::kv::KeyEvent;
 use ringleader_lock_service::planted::Planted;
 use ringleader_lock_service::process::Msg;
 use ringleader_lock_service::replica::{
-    Host, Proposal, Replica, ReplicaError, Settings, Submit, Unreachable, add_learner, add_voter,
+    Host, Proposal, Replica, ReplicaError, Settings, Submit, Unreachable, add_learner, add_voter, node_of,
     remove_voter,
 };
 use ringleader_lock_service::state::{
@@ -1017,6 +1017,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         let _ = getrandom::fill(&mut b);
         u64::from_le_bytes(b)
     });
+    let (lost_tx, lost_rx) = mpsc::channel(64);
     let state = LoopState {
         cfg: cfg.clone(),
         peer_counters,
@@ -1038,6 +1039,8 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         change: None,
         removed: removed_at_start,
         removal_pending: false,
+        lost: lost_tx,
+        leader_appeared: false,
         fresh,
         compact: false,
         table_changed: false,
@@ -1048,7 +1051,7 @@ pub async fn start(cfg: ServerConfig) -> Result<(Running, tokio::net::TcpListene
         state.learn(id, addr);
     }
     state.table_changed = false;
-    let done = tokio::spawn(run_loop(replica, state, input_rx, calls_rx, shutdown.clone()));
+    let done = tokio::spawn(run_loop(replica, state, input_rx, calls_rx, lost_rx, shutdown.clone()));
     Ok((Running { node, listen, api, done }, api_listener))
 }
 
@@ -1131,6 +1134,13 @@ struct LoopState {
     /// snapshot replays its own removal before its re-addition), so it is `removed` only once
     /// caught up with the removal still standing.
     removal_pending: bool,
+    /// Where a peer link's writer reports the loss of its connection (the peer's id): a
+    /// follower that loses its leader's stops waiting out the base election timeout (see
+    /// [`Replica::leader_lost`]).
+    lost: mpsc::Sender<u64>,
+    /// A leader became known during the last `Ready`: this node's proposals and reads that a
+    /// dead leader may have taken with it are sent again at once rather than after `retry`.
+    leader_appeared: bool,
     /// The log was created empty by this start (a new member): everything in it came from the
     /// current leaders, so a heartbeat that counts more as replicated here can only be stale (a
     /// message queued for this id's earlier incarnation, before it was removed and added back)
@@ -1169,7 +1179,12 @@ impl LoopState {
             self.peer_counters.clone(),
             link.clone(),
             rx,
-            || {},
+            {
+                let lost = self.lost.clone();
+                move || {
+                    let _ = lost.try_send(id);
+                }
+            },
             stop.clone(),
         ));
         self.links.insert(id, Link { queue: tx, stop, peer: link });
@@ -1216,8 +1231,9 @@ struct ServerHost<'a> {
 }
 
 impl Host for ServerHost<'_> {
-    fn leader_changed(&mut self, _: Option<NodeId>, _: u64) {
+    fn leader_changed(&mut self, leader: Option<NodeId>, _: u64) {
         bump(&self.state.metrics.leader_changes);
+        self.state.leader_appeared |= leader.is_some();
     }
 
     /// The key changes the snapshot brought are published from its history, one notice per
@@ -1390,6 +1406,7 @@ async fn run_loop(
     mut state: LoopState,
     mut peers: mpsc::Receiver<PeerInput>,
     mut calls: mpsc::Receiver<Call>,
+    mut lost: mpsc::Receiver<u64>,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     const BATCH: usize = 1024;
@@ -1407,6 +1424,9 @@ async fn run_loop(
             _ = ticker.tick() => if !state.removed { on_tick(&mut replica, &mut state) },
             Some(input) = peers.recv() => if !state.removed { on_peer(&mut replica, &state, input)? },
             Some(cmd) = calls.recv() => on_call(&mut replica, &mut state, cmd),
+            Some(id) = lost.recv() => if let Some(peer) = node_of(id) {
+                replica.leader_lost(peer);
+            },
         }
         // Group commit: everything already waiting joins this turn's Ready.
         for _ in 0..BATCH {
@@ -1437,6 +1457,9 @@ async fn run_loop(
             }
             other => ServeError::from(other),
         })?;
+        if std::mem::take(&mut state.leader_appeared) {
+            send_again(&mut replica, &mut state);
+        }
         after_changes(&mut replica, &mut state)?;
         answer_reads(&replica, &mut state);
         publish_status(&replica, &state);
@@ -1679,6 +1702,22 @@ fn promote_when_ready(replica: &mut Replica<Log>, state: &mut LoopState) {
     replica.change_membership(add_voter((id - 1) as NodeId, peer.clone().into_bytes()));
     if let Some(p) = state.change.as_mut() {
         p.promoted_at = Some(Instant::now());
+    }
+}
+
+/// Proposes again, at once, every proposal and read of this node's still waiting: called when
+/// a leader becomes known, since the one before may have died with them (a follower forwards
+/// its proposals to the leader it knows, and drops them while it knows none). A proposal
+/// applied twice is recognised by its request id; the next `Ready` carries them.
+fn send_again(replica: &mut Replica<Log>, state: &mut LoopState) {
+    let now = Instant::now();
+    for p in state.pending.values_mut().filter(|p| p.reply.is_some()) {
+        p.last_sent = now;
+        replica.submit(&p.proposal);
+    }
+    for (ctx, r) in state.reads.iter_mut().filter(|(_, r)| r.index.is_none()) {
+        r.last_sent = now;
+        replica.read_index(ctx.to_le_bytes().to_vec());
     }
 }
 
