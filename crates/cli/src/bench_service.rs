@@ -22,6 +22,12 @@ use serde_json::{Value, json};
 /// stops talking: no release, no revoke). The figure is the time from that death to the
 /// waiter's grant, which a lease service can bring down to the TTL itself.
 ///
+/// --measure floor: no service is spoken to. Times, SAMPLES times each, a 4 KiB append synced
+/// with fdatasync in --data-dir, one Raft append persisted as a node persists it (redb, one
+/// fsync) in --data-dir, and a 64-byte round trip over loopback TCP; then prints the least an
+/// uncontended lock+unlock can take from them (two commits and two client round trips). Give
+/// the file system the service's data directories are on.
+///
 /// The same client speaks to etcd (v3 JSON gateway, /v3/lock/lock) with --target etcd; etcd
 /// refuses lease TTLs under its minimum (about 2 s with its default election timeout) by
 /// raising them, so compare at --ttl 2s.
@@ -31,6 +37,7 @@ use serde_json::{Value, json};
 ///   ringleader bench-service --endpoints http://127.0.0.1:4101 --clients 8 --names 1
 ///   ringleader bench-service --endpoints http://127.0.0.1:4101 --measure handover --ttl 300ms
 ///   ringleader bench-service --target etcd --endpoints http://127.0.0.1:2379 --clients 8
+///   ringleader bench-service --measure floor --data-dir /var/lib/ringleader
 #[derive(Args, Debug, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct BenchServiceArgs {
@@ -58,6 +65,13 @@ pub struct BenchServiceArgs {
     /// Hand-overs to measure (handover), 1..=1000.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub trials: usize,
+    /// Where to measure the disk (floor): a directory on the data directories' file system.
+    /// A scratch directory is made inside it and removed afterwards.
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub data_dir: std::path::PathBuf,
+    /// Samples of each kind (floor), 1..=100000.
+    #[arg(long, default_value_t = 500, value_name = "N")]
+    pub samples: usize,
     /// Print one JSON line instead of text.
     #[arg(long)]
     pub json: bool,
@@ -79,6 +93,8 @@ pub enum Measure {
     Throughput,
     /// The time from a lock holder's death to the next holder's grant.
     Handover,
+    /// The machine's floor: a durable append and a loopback round trip (no service).
+    Floor,
 }
 
 /// One client's connection to one endpoint.
@@ -209,6 +225,9 @@ impl Session {
 
 /// Runs `ringleader bench-service`.
 pub fn run(args: BenchServiceArgs) -> crate::CommandResult {
+    if args.measure == Measure::Floor {
+        return floor(&args);
+    }
     if !(1..=1024).contains(&args.clients) {
         bail!("--clients {}: give 1..=1024", args.clients);
     }
@@ -286,6 +305,58 @@ fn target_name(target: Target) -> &'static str {
 }
 
 /// `--measure handover`: the time from a holder's death to the next holder's grant.
+/// `--measure floor`: see [`ringleader_service::floor`].
+fn floor(args: &BenchServiceArgs) -> crate::CommandResult {
+    use ringleader_service::floor::{fdatasync_append, loopback_round_trip, quantile, raft_append};
+    if !(1..=100_000).contains(&args.samples) {
+        bail!("--samples {}: give 1..=100000", args.samples);
+    }
+    let dir = &args.data_dir;
+    if !dir.is_dir() {
+        bail!(
+            "--data-dir {}: not a directory (give one on the data directories' file system)",
+            dir.display()
+        );
+    }
+    let n = args.samples;
+    let fsync = fdatasync_append(dir, n).with_context(|| format!("fdatasync in {}", dir.display()))?;
+    let raft = raft_append(dir, n).with_context(|| format!("Raft append in {}", dir.display()))?;
+    let rtt = loopback_round_trip(n).context("loopback round trip")?;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let p = |s: &[Duration], q: f64| ms(quantile(s, q));
+    // Two commits and two client round trips; on 3 nodes each commit also waits for a
+    // follower's append, which runs while the leader's does, and its answer (a round trip).
+    let one_node = 2.0 * p(&raft, 0.5) + 2.0 * p(&rtt, 0.5);
+    let three_nodes = one_node + 2.0 * p(&rtt, 0.5);
+    if args.json {
+        let q = |s: &[Duration]| json!({ "p50_ms": p(s, 0.5), "p99_ms": p(s, 0.99) });
+        println!(
+            "{}",
+            json!({
+                "measure": "floor", "data_dir": dir.display().to_string(), "samples": n,
+                "fdatasync_4k": q(&fsync), "raft_append": q(&raft), "loopback_rtt": q(&rtt),
+                "lock_unlock_floor_ms": { "one_node": one_node, "three_nodes": three_nodes },
+            })
+        );
+        return Ok(crate::ExitStatus::Ok);
+    }
+    let line = |what: &str, s: &[Duration]| {
+        println!("  {what:<42} p50 {:>7.3} ms   p99 {:>7.3} ms", p(s, 0.5), p(s, 0.99));
+    };
+    println!("the floor under the service, {n} samples each:");
+    line(&format!("fdatasync of a 4 KiB append ({})", dir.display()), &fsync);
+    line("one Raft append through redb (one fsync)", &raft);
+    line("loopback TCP round trip (64 bytes)", &rtt);
+    println!(
+        "  an uncontended lock+unlock takes at least {one_node:.2} ms on 1 node ({:.0}/s for one client), \
+         {three_nodes:.2} ms on 3 nodes ({:.0}/s): two commits (a Raft append each, plus a peer round trip \
+         on 3 nodes) and two client round trips, at the p50s",
+        1e3 / one_node,
+        1e3 / three_nodes
+    );
+    Ok(crate::ExitStatus::Ok)
+}
+
 fn handover(args: &BenchServiceArgs, tls: &ureq::tls::TlsConfig) -> crate::CommandResult {
     let ttl_ns = ringleader_algorithms::params::parse_duration(&args.ttl)
         .with_context(|| format!("--ttl {:?}: expected a duration such as 300ms", args.ttl))?;

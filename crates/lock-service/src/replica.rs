@@ -455,17 +455,23 @@ impl<L: StableLog> Replica<L> {
 
     /// The connection to `peer` was lost (its process died and the kernel closed its sockets,
     /// or the link failed). When `peer` is this follower's leader, the follower stops waiting
-    /// out the base election timeout: its election clock jumps to the end of it, so that it
-    /// campaigns (pre-vote first) within the randomized part of the timeout, and its lease on
-    /// the old leader is over, so it grants the pre-votes of the others that lost it too.
+    /// out the base election timeout: its election clock jumps to the end of it, so that its
+    /// lease on the old leader is over (it grants the pre-votes of the others that lost it
+    /// too), and it campaigns (pre-vote first) within its own slot of the next base timeout.
     /// Returns whether the clock moved.
+    ///
+    /// The slots keep two followers that lost the leader at the same moment from splitting the
+    /// vote (a split costs a whole randomized timeout more): the base timeout is cut into one
+    /// slot per voter but the old leader, taken in id order, and this follower campaigns at a
+    /// point drawn from `random` within its slot. When the first in line cannot win (its log is
+    /// behind), the next campaigns in its own slot.
     ///
     /// Safety does not depend on it (Raft's never depends on timing), nor does stability: a
     /// follower that still hears from the leader keeps refusing pre-votes (check-quorum's
     /// lease), and a heartbeat resets the clock, so a lost connection to a live leader starts
-    /// no election that could win. The randomized part is kept so that two followers that lost
-    /// the leader together seldom split the vote.
-    pub fn leader_lost(&mut self, peer: NodeId) -> bool {
+    /// no election that could win.
+    pub fn leader_lost(&mut self, peer: NodeId, random: u64) -> bool {
+        let others: Vec<NodeId> = self.voters().into_iter().filter(|&v| v != peer).collect();
         let raft = &mut self.raft.raft;
         let base = raft.election_timeout();
         if raft.state != StateRole::Follower
@@ -474,7 +480,10 @@ impl<L: StableLog> Replica<L> {
         {
             return false;
         }
+        let rank = others.iter().position(|&v| v == self.id).unwrap_or(others.len());
+        let slot = (base / others.len().max(1)).max(1);
         raft.election_elapsed = base;
+        raft.set_randomized_election_timeout(base + rank * slot + (random % slot as u64) as usize);
         true
     }
 
@@ -793,8 +802,8 @@ mod tests {
         let (old, _) = c.elect();
         c.down[old as usize] = true;
         for f in c.followers(old) {
-            assert!(c.nodes[f].leader_lost(old), "follower {f} moves its clock");
-            assert!(!c.nodes[f].leader_lost(old), "and only forward, once");
+            assert!(c.nodes[f].leader_lost(old, 7), "follower {f} moves its clock");
+            assert!(!c.nodes[f].leader_lost(old, 7), "and only forward, once");
         }
         let (new, ticks) = c.elect();
         assert_ne!(new, old);
@@ -809,6 +818,22 @@ mod tests {
     }
 
     #[test]
+    fn followers_that_lose_the_leader_together_do_not_split_the_vote() {
+        // The same draw for both: without their slots they would campaign in the same tick.
+        for random in 0..2 * ELECTION_TICKS as u64 {
+            let mut c = Cluster::new();
+            let (old, _) = c.elect();
+            let term = c.nodes[old as usize].term();
+            c.down[old as usize] = true;
+            for f in c.followers(old) {
+                assert!(c.nodes[f].leader_lost(old, random));
+            }
+            let (new, _) = c.elect();
+            assert_eq!(c.nodes[new as usize].term(), term + 1, "draw {random}: more than one election");
+        }
+    }
+
+    #[test]
     fn a_lost_connection_to_a_live_leader_changes_neither_leader_nor_term() {
         let mut c = Cluster::new();
         let (leader, _) = c.elect();
@@ -816,7 +841,7 @@ mod tests {
         let f = c.followers(leader)[0];
         // The follower hears no more from the leader, but everyone else does.
         c.cut = Some((leader, f as NodeId));
-        assert!(c.nodes[f].leader_lost(leader));
+        assert!(c.nodes[f].leader_lost(leader, 7));
         for _ in 0..5 * ELECTION_TICKS {
             c.tick();
         }
@@ -832,7 +857,7 @@ mod tests {
         let mut c = Cluster::new();
         let (leader, _) = c.elect();
         let [a, b] = c.followers(leader)[..] else { unreachable!() };
-        assert!(!c.nodes[a].leader_lost(b as NodeId), "a follower is not the leader");
-        assert!(!c.nodes[leader as usize].leader_lost(a as NodeId), "a leader has no leader to lose");
+        assert!(!c.nodes[a].leader_lost(b as NodeId, 7), "a follower is not the leader");
+        assert!(!c.nodes[leader as usize].leader_lost(a as NodeId, 7), "a leader has no leader to lose");
     }
 }

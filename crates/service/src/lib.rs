@@ -21,9 +21,12 @@
 //! - [`http`]: the HTTP/JSON API with Server-Sent-Event watches (docs/SERVICE-API.md).
 //! - [`etcd`]: the etcd-compatible gRPC API (leases, locks, elections; docs/ETCD.md).
 //! - [`metrics`]: what a node counts, and its OpenMetrics page (`GET /metrics`).
+//! - [`floor`]: the machine's floor under the service — a durable append on the data
+//!   directory's file system, a loopback round trip (`bench-service --measure floor`).
 
 pub mod disk;
 pub mod etcd;
+pub mod floor;
 pub mod http;
 pub mod identity;
 pub mod metrics;

@@ -1425,7 +1425,7 @@ async fn run_loop(
             Some(input) = peers.recv() => if !state.removed { on_peer(&mut replica, &state, input)? },
             Some(cmd) = calls.recv() => on_call(&mut replica, &mut state, cmd),
             Some(id) = lost.recv() => if let Some(peer) = node_of(id) {
-                replica.leader_lost(peer);
+                replica.leader_lost(peer, state.rng.next_u64());
             },
         }
         // Group commit: everything already waiting joins this turn's Ready.
