@@ -1421,7 +1421,13 @@ async fn run_loop(
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = ticker.tick() => if !state.removed { on_tick(&mut replica, &mut state) },
+            _ = ticker.tick() => if !state.removed {
+                // What already arrived counts before the tick: a follower behind on its input
+                // would otherwise count the leader's silence while the leader's messages wait
+                // in its queue, and campaign under load with no leader lost.
+                drain_peers(&mut replica, &state, &mut peers, BATCH)?;
+                on_tick(&mut replica, &mut state)
+            },
             Some(input) = peers.recv() => if !state.removed { on_peer(&mut replica, &state, input)? },
             Some(cmd) = calls.recv() => on_call(&mut replica, &mut state, cmd),
             Some(id) = lost.recv() => if let Some(peer) = node_of(id) {
@@ -1429,13 +1435,7 @@ async fn run_loop(
             },
         }
         // Group commit: everything already waiting joins this turn's Ready.
-        for _ in 0..BATCH {
-            match peers.try_recv() {
-                Ok(input) if !state.removed => on_peer(&mut replica, &state, input)?,
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
+        drain_peers(&mut replica, &state, &mut peers, BATCH)?;
         for _ in 0..BATCH {
             match calls.try_recv() {
                 Ok(cmd) => on_call(&mut replica, &mut state, cmd),
@@ -1467,6 +1467,23 @@ async fn run_loop(
     for (_, p) in std::mem::take(&mut state.pending) {
         if let Some(reply) = p.reply {
             let _ = reply.send(Err(Unavailable::Stopping));
+        }
+    }
+    Ok(())
+}
+
+/// Steps up to `most` of the peers' messages already waiting (a removed node drops them).
+fn drain_peers(
+    replica: &mut Replica<Log>,
+    state: &LoopState,
+    peers: &mut mpsc::Receiver<PeerInput>,
+    most: usize,
+) -> Result<(), ServeError> {
+    for _ in 0..most {
+        match peers.try_recv() {
+            Ok(input) if !state.removed => on_peer(replica, state, input)?,
+            Ok(_) => {}
+            Err(_) => break,
         }
     }
     Ok(())
