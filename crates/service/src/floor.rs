@@ -65,14 +65,8 @@ pub fn raft_append(dir: &Path, n: usize) -> Result<Vec<Duration>, DiskError> {
     let mut log = DiskLog::open(&scratch.0)?;
     let mut samples = Vec::with_capacity(n);
     for index in 1..=n as u64 {
-        let mut entry = Entry::default();
-        entry.index = index;
-        entry.term = 1;
-        entry.data = vec![0x5a; 64].into();
-        let mut hard_state = HardState::default();
-        hard_state.term = 1;
-        hard_state.vote = 1;
-        hard_state.commit = index - 1;
+        let entry = Entry { index, term: 1, data: vec![0x5a; 64].into(), ..Default::default() };
+        let hard_state = HardState { term: 1, vote: 1, commit: index - 1, ..Default::default() };
         let update = LogUpdate { snapshot: None, entries: vec![entry], hard_state: Some(hard_state) };
         let t = Instant::now();
         log.persist(&update)?;

@@ -23,6 +23,9 @@ use ringleader_lock_service::state::StateMachine;
 pub struct ServiceMetrics {
     /// Client proposals handed to Raft (retries not counted).
     pub proposals: AtomicU64,
+    /// Proposals handed to Raft again because they were not seen applied within the retry
+    /// interval (a leader change, or a message lost on the way to the leader).
+    pub proposals_retried: AtomicU64,
     /// Seconds from a proposal reaching the loop to its entry applied on this node.
     pub proposal_seconds: Histogram,
     /// Seconds per write of one `Ready` to the log (one fsync).
@@ -41,6 +44,7 @@ impl Default for ServiceMetrics {
     fn default() -> Self {
         ServiceMetrics {
             proposals: AtomicU64::new(0),
+            proposals_retried: AtomicU64::new(0),
             // 0.1 ms … 3.3 s, doubling.
             proposal_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
             // 10 µs … 0.33 s, doubling.
@@ -129,6 +133,11 @@ pub fn exposition(m: &ServiceMetrics, status: &RaftPosition, holdings: Holdings)
         ConstGauge::new(int(status.commit.saturating_sub(status.applied))),
     );
     r.register("proposals", "Client proposals handed to Raft", ConstCounter::new(load(&m.proposals)));
+    r.register(
+        "proposals_retried",
+        "Proposals handed to Raft again, not seen applied within the retry interval",
+        ConstCounter::new(load(&m.proposals_retried)),
+    );
     r.register_with_unit(
         "proposal_latency",
         "From a proposal reaching the node to its entry applied",

@@ -1779,6 +1779,7 @@ fn on_tick_requests(replica: &mut Replica<Log>, state: &mut LoopState) {
         if now.duration_since(p.last_sent) >= retry {
             p.last_sent = now;
             replica.submit(&p.proposal);
+            bump(&state.metrics.proposals_retried);
         }
         true
     });

@@ -459,7 +459,13 @@ fn health_readiness_metrics_and_every_refusal_answer_json() {
     assert!(sample(&page, &format!("ringleader_service_proposal_latency_seconds_count{id}")) >= 2.0);
     assert!(sample(&page, &format!("ringleader_service_fsync_latency_seconds_count{id}")) >= 2.0);
     assert!(sample(&page, &format!("ringleader_service_applied_index{id}")) >= 3.0);
-    for family in ["apply_lag", "commit_index", "snapshots_sent_total", "snapshots_received_total"] {
+    for family in [
+        "apply_lag",
+        "commit_index",
+        "snapshots_sent_total",
+        "snapshots_received_total",
+        "proposals_retried_total",
+    ] {
         sample(&page, &format!("ringleader_service_{family}{id}"));
     }
 
