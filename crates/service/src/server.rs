@@ -266,7 +266,7 @@ impl ServerConfig {
             election_ticks: 10,
             heartbeat_ticks: 2,
             clock_every: Duration::from_millis(20),
-            snapshot_every: 10_000,
+            snapshot_every: 1_000,
             lock_delay: Duration::ZERO,
             policy: DeadlockPolicy::Report,
             planted: None,
