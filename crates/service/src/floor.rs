@@ -106,31 +106,9 @@ pub fn loopback_round_trip(n: usize) -> io::Result<Vec<Duration>> {
     Ok(samples)
 }
 
-/// The `q`-quantile (0..=1) of `samples`, by the nearest rank; zero for no samples.
-pub fn quantile(samples: &[Duration], q: f64) -> Duration {
-    if samples.is_empty() {
-        return Duration::ZERO;
-    }
-    let mut sorted = samples.to_vec();
-    sorted.sort_unstable();
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quantiles_by_nearest_rank() {
-        let ms = |v: u64| Duration::from_millis(v);
-        let s: Vec<Duration> = (1..=100).rev().map(ms).collect();
-        assert_eq!(quantile(&s, 0.5), ms(50));
-        assert_eq!(quantile(&s, 0.99), ms(99));
-        assert_eq!(quantile(&s, 1.0), ms(100));
-        assert_eq!(quantile(&s, 0.0), ms(1));
-        assert_eq!(quantile(&[], 0.5), Duration::ZERO);
-    }
 
     #[test]
     fn every_sample_is_taken_and_the_scratch_directory_is_removed() {

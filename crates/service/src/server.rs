@@ -1400,6 +1400,9 @@ impl Host for ServerHost<'_> {
     }
 }
 
+/// The most inputs of one kind a loop turn takes in before driving the replica.
+const BATCH: usize = 1024;
+
 /// The loop: inputs in, replica driven, answers out (see the module documentation).
 async fn run_loop(
     mut replica: Replica<Log>,
@@ -1409,7 +1412,6 @@ async fn run_loop(
     mut lost: mpsc::Receiver<u64>,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
-    const BATCH: usize = 1024;
     let mut ticker = tokio::time::interval(state.cfg.tick);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let random = state.rng.next_u64();
@@ -1425,7 +1427,7 @@ async fn run_loop(
                 // What already arrived counts before the tick: a follower behind on its input
                 // would otherwise count the leader's silence while the leader's messages wait
                 // in its queue, and campaign under load with no leader lost.
-                drain_peers(&mut replica, &state, &mut peers, BATCH)?;
+                drain_peers(&mut replica, &state, &mut peers)?;
                 on_tick(&mut replica, &mut state)
             },
             Some(input) = peers.recv() => if !state.removed { on_peer(&mut replica, &state, input)? },
@@ -1435,7 +1437,7 @@ async fn run_loop(
             },
         }
         // Group commit: everything already waiting joins this turn's Ready.
-        drain_peers(&mut replica, &state, &mut peers, BATCH)?;
+        drain_peers(&mut replica, &state, &mut peers)?;
         for _ in 0..BATCH {
             match calls.try_recv() {
                 Ok(cmd) => on_call(&mut replica, &mut state, cmd),
@@ -1472,14 +1474,13 @@ async fn run_loop(
     Ok(())
 }
 
-/// Steps up to `most` of the peers' messages already waiting (a removed node drops them).
+/// Steps up to [`BATCH`] of the peers' messages already waiting (a removed node drops them).
 fn drain_peers(
     replica: &mut Replica<Log>,
     state: &LoopState,
     peers: &mut mpsc::Receiver<PeerInput>,
-    most: usize,
 ) -> Result<(), ServeError> {
-    for _ in 0..most {
+    for _ in 0..BATCH {
         match peers.try_recv() {
             Ok(input) if !state.removed => on_peer(replica, state, input)?,
             Ok(_) => {}
